@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Install what some integration tests need beyond Rust: the official Python MCP
+# SDK (MCP client test). Idempotent; safe to run offline (tests skip with a
+# message when a dependency is missing).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv || exit 1
+fi
+if ! .venv/bin/python -c "import mcp" 2>/dev/null; then
+  .venv/bin/pip install --quiet --disable-pip-version-check "mcp>=1.2,<2" || exit 1
+fi
+echo "python mcp SDK: $(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("mcp"))')"

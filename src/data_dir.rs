@@ -1,0 +1,236 @@
+//! Where memhook keeps its state, and the safety checks every state directory
+//! passes before anything is written into it.
+//!
+//! Precedence: `--data-dir` > `AI_MEMORY_DATA_DIR` > the platform data dir
+//! (`$XDG_DATA_HOME/memhook`, `~/.local/share/memhook`, …). Directories are
+//! created 0700; a directory that is a symlink or owned by another user is
+//! refused, never written through.
+
+use std::fmt;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Environment variable that sets the data dir when `--data-dir` is absent.
+pub const DATA_DIR_ENV: &str = "AI_MEMORY_DATA_DIR";
+
+/// Why a state directory cannot be used.
+#[derive(Debug)]
+pub enum DirError {
+    /// No flag, no env var and no platform data dir (no usable HOME).
+    NoDataDir,
+    /// The path exists and is a symlink.
+    Symlink(PathBuf),
+    /// The path exists and is owned by another user.
+    ForeignOwner { path: PathBuf, owner: u32 },
+    /// The path exists and is not a directory.
+    NotADirectory(PathBuf),
+    /// Creating or inspecting the directory failed.
+    Io { path: PathBuf, source: io::Error },
+}
+
+impl fmt::Display for DirError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DirError::NoDataDir => write!(
+                f,
+                "no data directory: pass --data-dir or set {DATA_DIR_ENV} (HOME is not usable)"
+            ),
+            DirError::Symlink(p) => write!(
+                f,
+                "{} is a symlink; memhook refuses to write through it (replace it with a real directory)",
+                p.display()
+            ),
+            DirError::ForeignOwner { path, owner } => write!(
+                f,
+                "{} is owned by uid {owner}, not by you; memhook refuses to use it (choose another --data-dir)",
+                path.display()
+            ),
+            DirError::NotADirectory(p) => write!(f, "{} exists and is not a directory", p.display()),
+            DirError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for DirError {}
+
+/// Resolve the data dir from the flag, then `AI_MEMORY_DATA_DIR`, then the
+/// platform default. Does not create anything.
+pub fn resolve(flag: Option<&Path>) -> Result<PathBuf, DirError> {
+    if let Some(p) = flag {
+        return Ok(absolute(p));
+    }
+    if let Some(v) = std::env::var_os(DATA_DIR_ENV) {
+        if !v.is_empty() {
+            return Ok(absolute(Path::new(&v)));
+        }
+    }
+    directories::BaseDirs::new()
+        .map(|b| b.data_local_dir().join("memhook"))
+        .ok_or(DirError::NoDataDir)
+}
+
+/// Whether `dir` is the platform default (used by the installer to decide
+/// whether the data dir must be baked into the hook command).
+pub fn is_default(dir: &Path) -> bool {
+    directories::BaseDirs::new()
+        .map(|b| b.data_local_dir().join("memhook") == dir)
+        .unwrap_or(false)
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|c| c.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    }
+}
+
+/// Create `dir` (and missing parents) with mode 0700, then check that it is a
+/// real directory owned by the current user. An existing directory's mode is
+/// tightened to 0700 when it is ours.
+pub fn ensure_private_dir(dir: &Path) -> Result<(), DirError> {
+    match fs::symlink_metadata(dir) {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let mut b = fs::DirBuilder::new();
+            b.recursive(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::DirBuilderExt;
+                b.mode(0o700);
+            }
+            b.create(dir).map_err(|source| DirError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        Err(source) => {
+            return Err(DirError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    }
+    check_private_dir(dir)
+}
+
+/// Check without creating: `dir` must be a real directory owned by us.
+pub fn check_private_dir(dir: &Path) -> Result<(), DirError> {
+    let meta = fs::symlink_metadata(dir).map_err(|source| DirError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(DirError::Symlink(dir.to_path_buf()));
+    }
+    if !meta.is_dir() {
+        return Err(DirError::NotADirectory(dir.to_path_buf()));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let me = current_uid();
+        if meta.uid() != me {
+            return Err(DirError::ForeignOwner {
+                path: dir.to_path_buf(),
+                owner: meta.uid(),
+            });
+        }
+        if meta.mode() & 0o077 != 0 {
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(|source| {
+                DirError::Io {
+                    path: dir.to_path_buf(),
+                    source,
+                }
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The effective uid of this process.
+#[cfg(unix)]
+pub fn current_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Write `bytes` to `path` atomically: a 0600 temp file beside it, fsync,
+/// rename over the target. The parent directory must already exist.
+pub fn write_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let mut opts = fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let _ = fs::remove_file(&tmp);
+    let mut f = opts.open(&tmp)?;
+    let res = f.write_all(bytes).and_then(|_| f.sync_all());
+    drop(f);
+    if let Err(e) = res.and_then(|_| fs::rename(&tmp, path)) {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn creates_0700_and_refuses_symlinks() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().join("a/b");
+        ensure_private_dir(&d).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&d).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700);
+            let link = t.path().join("link");
+            std::os::unix::fs::symlink(&d, &link).unwrap();
+            assert!(matches!(
+                ensure_private_dir(&link),
+                Err(DirError::Symlink(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn tightens_loose_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().join("loose");
+        fs::create_dir(&d).unwrap();
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o755)).unwrap();
+        ensure_private_dir(&d).unwrap();
+        assert_eq!(
+            fs::metadata(&d).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+    }
+
+    #[test]
+    fn private_file_is_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("token");
+        write_private_file(&p, b"x").unwrap();
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        write_private_file(&p, b"yy").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"yy");
+    }
+}

@@ -1,0 +1,1 @@
+//! What the hook prints on stdout, per agent.

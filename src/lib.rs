@@ -1,0 +1,31 @@
+//! memhook: a native lifecycle hook that gives coding agents a durable,
+//! private project memory.
+//!
+//! Data flows one way (see `docs/` and DESIGN §1):
+//!
+//! ```text
+//! stdin ─► event ─► scope ─► capture ─► record ─► spool ─► drain ─► sink
+//! session start: sink ─► briefing ─► envelope on stdout
+//! ```
+
+pub mod briefing;
+pub mod capture;
+pub mod cli;
+pub mod data_dir;
+pub mod drain;
+pub mod envelope;
+pub mod event;
+pub mod hook;
+pub mod install;
+pub mod mcp;
+pub mod memory;
+pub mod names;
+pub mod record;
+pub mod redact;
+pub mod scope;
+pub mod serve;
+pub mod show;
+pub mod sink;
+pub mod spool;
+pub mod status;
+pub mod timefmt;

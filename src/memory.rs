@@ -1,0 +1,1 @@
+//! Project memory documents (MEMORY.md and friends) stored as plain files per scope.

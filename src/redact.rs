@@ -1,0 +1,1 @@
+//! Secret redaction and text hygiene applied to every excerpt before any cap.

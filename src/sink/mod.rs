@@ -1,0 +1,1 @@
+//! Delivery sinks: the embedded SQLite store and the ai-memory HTTP protocol.

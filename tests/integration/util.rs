@@ -1,0 +1,48 @@
+//! Shared helpers for integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// Path of the memhook binary under test.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_memhook"))
+}
+
+/// A `memhook` command with a clean environment: HOME and the data dir point
+/// into `home`, and no `AI_MEMORY_*` variable leaks in from the caller.
+pub fn memhook(home: &Path) -> Command {
+    let mut c = Command::new(bin());
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("AI_MEMORY_") || k == "XDG_DATA_HOME" {
+            c.env_remove(k);
+        }
+    }
+    c.env("HOME", home);
+    c.env("AI_MEMORY_DATA_DIR", home.join(".memhook-data"));
+    c
+}
+
+/// Run `cmd` with `stdin` bytes; return its output.
+pub fn run_with_stdin(mut cmd: Command, stdin: &[u8]) -> Output {
+    use std::io::Write;
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn memhook");
+    let mut sin = child.stdin.take().unwrap();
+    let data = stdin.to_vec();
+    let w = std::thread::spawn(move || {
+        let _ = sin.write_all(&data);
+    });
+    let out = child.wait_with_output().expect("wait memhook");
+    let _ = w.join();
+    out
+}
+
+/// Path of a file under the repository's `fixtures/`.
+pub fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel)
+}
