@@ -133,6 +133,10 @@ pub struct DrainArgs {
     /// Internal: run as the detached background drainer.
     #[arg(long, hide = true)]
     pub background: bool,
+    /// Start a detached background drainer (unless one is running) and
+    /// return at once, as the hook does after each event.
+    #[arg(long, conflicts_with = "background")]
+    pub detach: bool,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@ use std::path::Path;
 use crate::spool::SpoolEntry;
 
 pub mod http;
+pub mod store;
 
 /// Environment variable holding the bearer token for an ai-memory server
 /// (and the token `memhook serve` checks).
