@@ -183,6 +183,10 @@ pub struct ServeArgs {
     /// Address to listen on. Loopback unless you say otherwise.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:49374")]
     pub listen: String,
+    /// Allow a non-loopback --listen address (requires a token in
+    /// AI_MEMORY_AUTH_TOKEN or <data dir>/auth-token).
+    #[arg(long)]
+    pub allow_remote: bool,
 }
 
 /// The agents memhook can be installed into.
