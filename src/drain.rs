@@ -332,12 +332,16 @@ impl Report {
     }
 }
 
-/// The real sinks: the embedded store, or an HTTP server with the live token.
-pub fn real_sink(data_dir: &Path) -> impl FnMut(&SinkTarget) -> Box<dyn Sink> + '_ {
+/// The real sinks: the embedded store, or an HTTP server with the live token
+/// and `timeout` per delivery call.
+pub fn sink_factory(
+    data_dir: &Path,
+    timeout: Duration,
+) -> impl FnMut(&SinkTarget) -> Box<dyn Sink> + '_ {
     move |target| match target {
         SinkTarget::Store => Box::new(crate::sink::store::StoreSink::new(data_dir)),
         SinkTarget::Http { url } => Box::new(
-            crate::sink::http::HttpSink::new(url, crate::sink::auth_token(data_dir), HTTP_TIMEOUT)
+            crate::sink::http::HttpSink::new(url, crate::sink::auth_token(data_dir), timeout)
                 .with_data_dir(data_dir),
         ),
     }
@@ -356,7 +360,7 @@ struct Drainer<'a, F> {
 }
 
 /// Deliver pending entries. The caller must hold the drain lock (`_lock`).
-/// `factory` builds the sink for a target (see [`real_sink`]; tests pass
+/// `factory` builds the sink for a target (see [`sink_factory`]; tests pass
 /// their own).
 pub fn drain_locked<F>(
     _lock: &DrainLock,
@@ -731,7 +735,7 @@ pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
                 .ok_or("another drainer held the lock for the whole budget; try again later")?
         }
     };
-    let mut factory = real_sink(&dir);
+    let mut factory = sink_factory(&dir, HTTP_TIMEOUT);
     let report = drain_locked(
         &lock,
         &spool,
@@ -779,7 +783,7 @@ pub fn run_background(dir: &Path) {
                 return;
             }
         };
-        let mut factory = real_sink(dir);
+        let mut factory = sink_factory(dir, HTTP_TIMEOUT);
         let report = match drain_locked(
             &lock,
             &spool,
