@@ -218,18 +218,25 @@ pub fn drainer_running(data_dir: &Path) -> bool {
     matches!(try_lock(data_dir), Ok(None))
 }
 
+/// Environment variable through which a spawned drainer learns which of its
+/// file descriptors is the drain lock its parent took for it.
+pub const LOCK_FD_ENV: &str = "MEMHOOK_DRAIN_LOCK_FD";
+/// The descriptor number the lock is handed over on.
+const INHERITED_LOCK_FD: i32 = 3;
+
 /// Start a detached background drainer for `data_dir` unless one holds the
 /// lock already. Cheap: one open and one non-blocking lock attempt when a
-/// drainer runs. The child runs `<current_exe> --data-dir <dir> drain
-/// --background` in a new session with stdin/stdout on /dev/null and stderr
-/// appended to `<data>/logs/drain.log`; it inherits the environment (so the
-/// token travels in `AI_MEMORY_AUTH_TOKEN`, never in argv) and exits at once
-/// if it loses the race for the lock. Returns whether a child was started.
+/// drainer runs. The lock is taken here and handed to the child on fd 3, so
+/// no drainer process ever starts without holding it (no stampede of
+/// short-lived drainers under load). The child runs `<current_exe> --data-dir
+/// <dir> drain --background` in a new session with stdin/stdout on /dev/null
+/// and stderr appended to `<data>/logs/drain.log`; it inherits the
+/// environment (so a token travels in `AI_MEMORY_AUTH_TOKEN`, never in argv).
+/// Returns whether a child was started.
 pub fn spawn_detached(data_dir: &Path) -> io::Result<bool> {
-    match try_lock(data_dir)? {
-        None => return Ok(false),
-        Some(lock) => drop(lock),
-    }
+    let Some(lock) = try_lock(data_dir)? else {
+        return Ok(false);
+    };
     let log = open_log(data_dir)?;
     let exe = std::env::current_exe()?;
     let mut cmd = std::process::Command::new(exe);
@@ -242,19 +249,70 @@ pub fn spawn_detached(data_dir: &Path) -> io::Result<bool> {
         .stderr(log);
     #[cfg(unix)]
     {
+        use std::os::unix::io::AsRawFd;
         use std::os::unix::process::CommandExt;
-        // SAFETY: setsid is async-signal-safe and touches no memory of ours.
+        let fd = lock._file.as_raw_fd();
+        cmd.env(LOCK_FD_ENV, INHERITED_LOCK_FD.to_string());
+        // SAFETY: only async-signal-safe calls (setsid, dup2, fcntl) between
+        // fork and exec, touching no memory of ours.
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 if libc::setsid() == -1 {
+                    return Err(io::Error::last_os_error());
+                }
+                let ok = if fd == INHERITED_LOCK_FD {
+                    libc::fcntl(fd, libc::F_SETFD, 0) != -1
+                } else {
+                    libc::dup2(fd, INHERITED_LOCK_FD) != -1
+                };
+                if !ok {
                     return Err(io::Error::last_os_error());
                 }
                 Ok(())
             });
         }
     }
-    // Not waited for: the child outlives us and is reparented to init.
-    cmd.spawn().map(|_| true)
+    // Not waited for: the child outlives us and is reparented to init. Our
+    // copy of the lock closes here; the child's copy keeps the lock held.
+    let res = cmd.spawn().map(|_| true);
+    drop(lock);
+    res
+}
+
+/// The lock handed over by [`spawn_detached`], if this process got one: the
+/// descriptor must be the data dir's lock file, and locking it must succeed.
+fn inherited_lock(data_dir: &Path) -> Option<DrainLock> {
+    #[cfg(unix)]
+    {
+        use fs2::FileExt;
+        use std::os::unix::fs::MetadataExt;
+        use std::os::unix::io::FromRawFd;
+        let fd: i32 = std::env::var(LOCK_FD_ENV).ok()?.parse().ok()?;
+        std::env::remove_var(LOCK_FD_ENV);
+        if fd != INHERITED_LOCK_FD {
+            return None;
+        }
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat writes into `st` only; a bad fd just fails.
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            return None;
+        }
+        let want = fs::metadata(data_dir.join(LOCK_FILE)).ok()?;
+        if st.st_dev as u64 != want.dev() || st.st_ino as u64 != want.ino() {
+            return None;
+        }
+        // SAFETY: the descriptor is open (fstat succeeded), it is the lock
+        // file, and nothing else in this process owns it.
+        let file = unsafe { File::from_raw_fd(fd) };
+        // Already ours when inherited; otherwise this takes it if free.
+        file.try_lock_exclusive().ok()?;
+        Some(DrainLock { _file: file })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = data_dir;
+        None
+    }
 }
 
 /// Open the drain log for appending (0600), rotating it past [`MAX_LOG_BYTES`].
@@ -774,8 +832,13 @@ pub fn run_background(dir: &Path) {
             return;
         }
     };
+    let mut handed = inherited_lock(dir);
     loop {
-        let lock = match try_lock(dir) {
+        let got = match handed.take() {
+            Some(l) => Ok(Some(l)),
+            None => try_lock(dir),
+        };
+        let lock = match got {
             Ok(Some(l)) => l,
             Ok(None) => return,
             Err(e) => {
