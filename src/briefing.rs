@@ -11,14 +11,13 @@
 //! briefing's own size. Reading is never destructive: nothing is marked
 //! consumed, so a session that does no work leaves the handoff for the next.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::drain;
 use crate::event::Event;
 use crate::scope::Scope;
-use crate::sink::store::{SessionSummary, Store, StoredRecord};
+use crate::sink::store::{Activity, SessionSummary, Store};
 use crate::spool::{SinkTarget, Spool};
 
 /// Hard budget of the whole session-start path (delivery + composition).
@@ -30,8 +29,6 @@ pub const DELIVERY_SHARE_PCT: u32 = 60;
 pub const HANDOFF_SESSIONS: usize = 3;
 /// Sessions the opt-in digest looks at.
 pub const DIGEST_SESSIONS: usize = 20;
-/// Records of one session read for the handoff.
-pub const SESSION_RECORDS: usize = 2_000;
 /// Prompts listed for the previous session.
 pub const MAX_PROMPTS: usize = 8;
 /// Files listed for the previous session and in the digest.
@@ -145,8 +142,10 @@ pub fn compose(
     }
     let mut sections: Vec<Section> = Vec::new();
     if let Some(last) = sessions.first() {
-        let records = store.session_records(last.row, SESSION_RECORDS).ok()?;
-        sections.push(handoff_section(last, &records, &sessions[1..], store));
+        let act = store
+            .activity(&[last.row], MAX_PROMPTS.max(MAX_FILES))
+            .ok()?;
+        sections.push(handoff_section(last, &act, &sessions[1..], store));
     }
     if let Some(index) = memory {
         let mut s = Section::new("## Project memory (MEMORY.md)");
@@ -205,46 +204,16 @@ fn first_line(text: &str, max: usize) -> String {
     }
 }
 
-fn is_failure(r: &StoredRecord) -> bool {
-    r.event == "post-tool-use-failure" || r.outcome.as_deref() == Some("error")
-}
-
-fn is_tool_result(r: &StoredRecord) -> bool {
-    r.event == "post-tool-use" || r.event == "post-tool-use-failure"
-}
-
-fn prompt_line(r: &StoredRecord) -> Option<String> {
-    let text = r.title.as_deref().or(r.body.as_deref())?;
-    let l = first_line(text, PROMPT_LINE_CHARS);
-    (!l.is_empty()).then_some(l)
-}
-
-fn failure_label(r: &StoredRecord) -> String {
-    let tool = r
-        .tool_name
-        .as_deref()
-        .or(r.tool_family.as_deref())
-        .unwrap_or("tool");
-    match r.body.as_deref().map(|b| first_line(b, 100)) {
-        Some(b) if !b.is_empty() => format!("{tool}: {b}"),
+fn failure_label(tool: &str, line: Option<&str>) -> String {
+    match line.map(|l| first_line(l, 100)) {
+        Some(l) if !l.is_empty() => format!("{tool}: {l}"),
         _ => tool.to_string(),
     }
 }
 
-/// Counts sorted by frequency, then name.
-fn ranked<'a>(items: impl Iterator<Item = &'a str>) -> Vec<(String, usize)> {
-    let mut m: HashMap<&str, usize> = HashMap::new();
-    for i in items {
-        *m.entry(i).or_default() += 1;
-    }
-    let mut v: Vec<(String, usize)> = m.into_iter().map(|(k, n)| (k.to_string(), n)).collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    v
-}
-
 fn handoff_section(
     last: &SessionSummary,
-    records: &[StoredRecord],
+    act: &Activity,
     older: &[SessionSummary],
     store: &Store,
 ) -> Section {
@@ -255,35 +224,28 @@ fn handoff_section(
         &when(last.last_ms)[11..],
         last.events
     ));
-    let prompts: Vec<String> = records
+    let prompts: Vec<String> = act
+        .prompts
         .iter()
-        .filter(|r| r.event == "user-prompt")
-        .filter_map(prompt_line)
+        .take(MAX_PROMPTS)
+        .map(|p| first_line(p, PROMPT_LINE_CHARS))
+        .filter(|p| !p.is_empty())
         .collect();
-    for p in prompts.iter().take(MAX_PROMPTS) {
+    for p in &prompts {
         s.item(format!("Prompt: {p}"));
     }
-    if prompts.len() > MAX_PROMPTS {
-        s.item(format!(
-            "… and {} more prompts",
-            prompts.len() - MAX_PROMPTS
-        ));
+    let more = act
+        .prompt_count
+        .saturating_sub(act.prompts.len().min(MAX_PROMPTS) as u64);
+    if more > 0 {
+        s.item(format!("… and {more} more prompts"));
     }
-    let tools: Vec<&StoredRecord> = records.iter().filter(|r| is_tool_result(r)).collect();
-    if !tools.is_empty() {
-        let fams = ranked(
-            tools
-                .iter()
-                .map(|r| r.tool_family.as_deref().unwrap_or("unknown")),
-        );
-        let parts: Vec<String> = fams
+    if !act.families.is_empty() {
+        let parts: Vec<String> = act
+            .families
             .iter()
-            .map(|(f, n)| {
-                let failed = tools
-                    .iter()
-                    .filter(|r| r.tool_family.as_deref().unwrap_or("unknown") == f && is_failure(r))
-                    .count();
-                if failed > 0 {
+            .map(|(f, n, failed)| {
+                if *failed > 0 {
                     format!("{f} {n} ({failed} failed)")
                 } else {
                     format!("{f} {n}")
@@ -292,30 +254,20 @@ fn handoff_section(
             .collect();
         s.item(format!("Tool activity: {}", parts.join(", ")));
     }
-    let failures: Vec<String> = records
-        .iter()
-        .filter(|r| is_failure(r))
-        .map(failure_label)
-        .collect();
-    for f in ranked(failures.iter().map(String::as_str))
-        .into_iter()
-        .take(MAX_FAILURES)
-    {
-        let times = if f.1 > 1 {
-            format!(" (×{})", f.1)
+    for (tool, line, n) in act.failures.iter().take(MAX_FAILURES) {
+        let times = if *n > 1 {
+            format!(" (×{n})")
         } else {
             String::new()
         };
-        s.item(format!("Failed: {}{times}", f.0));
+        s.item(format!(
+            "Failed: {}{times}",
+            failure_label(tool, line.as_deref())
+        ));
     }
-    let files = ranked(
-        records
-            .iter()
-            .flat_map(|r| r.files.iter().map(String::as_str)),
-    );
-    if !files.is_empty() {
-        let shown: Vec<&str> = files.iter().take(MAX_FILES).map(|f| f.0.as_str()).collect();
-        let more = files.len().saturating_sub(MAX_FILES);
+    if !act.files.is_empty() {
+        let shown: Vec<&str> = act.files.iter().map(|f| f.0.as_str()).collect();
+        let more = act.file_count.saturating_sub(act.files.len() as u64);
         let tail = if more > 0 {
             format!(" (+{more} more)")
         } else {
@@ -324,73 +276,49 @@ fn handoff_section(
         s.item(format!("Files touched: {}{tail}", shown.join(", ")));
     }
     for o in older {
-        let recs = store
-            .session_records(o.row, SESSION_RECORDS)
-            .unwrap_or_default();
-        let prompts = recs.iter().filter(|r| r.event == "user-prompt").count();
-        let tools = recs.iter().filter(|r| is_tool_result(r)).count();
-        let first = recs
-            .iter()
-            .filter(|r| r.event == "user-prompt")
-            .find_map(prompt_line)
+        let a = store.activity(&[o.row], 1).unwrap_or_default();
+        let tools: u64 = a.families.iter().map(|f| f.1).sum();
+        let first = a
+            .prompts
+            .first()
+            .map(|p| first_line(p, PROMPT_LINE_CHARS))
+            .filter(|p| !p.is_empty())
             .map(|p| format!(" — {p}"))
             .unwrap_or_default();
         s.item(format!(
-            "Earlier ({}, {}): {prompts} prompts, {tools} tool calls{first}",
+            "Earlier ({}, {}): {} prompts, {tools} tool calls{first}",
             o.agent,
-            when(o.last_ms)
+            when(o.last_ms),
+            a.prompt_count
         ));
     }
     s
 }
 
 fn digest_section(store: &Store, sessions: &[SessionSummary]) -> Option<Section> {
-    let mut records = Vec::new();
-    for sess in sessions {
-        records.extend(store.session_records(sess.row, SESSION_RECORDS).ok()?);
-    }
+    let rows: Vec<i64> = sessions.iter().map(|s| s.row).collect();
+    let act = store.activity(&rows, MAX_FILES).ok()?;
     let mut s = Section::new(&format!(
         "## Recent sessions digest ({} sessions)",
         sessions.len()
     ));
-    let files = ranked(
-        records
+    if !act.files.is_empty() {
+        let shown: Vec<String> = act
+            .files
             .iter()
-            .flat_map(|r| r.files.iter().map(String::as_str)),
-    );
-    if !files.is_empty() {
-        let shown: Vec<String> = files
-            .iter()
-            .take(MAX_FILES)
             .map(|(f, n)| format!("{f} ({n})"))
             .collect();
         s.item(format!("Files most touched: {}", shown.join(", ")));
     }
-    let tools = ranked(
-        records
-            .iter()
-            .filter(|r| is_tool_result(r))
-            .filter_map(|r| r.tool_name.as_deref().or(r.tool_family.as_deref())),
-    );
-    if !tools.is_empty() {
-        let shown: Vec<String> = tools
-            .iter()
-            .take(MAX_FILES)
-            .map(|(t, n)| format!("{t} {n}"))
-            .collect();
+    if !act.tools.is_empty() {
+        let shown: Vec<String> = act.tools.iter().map(|(t, n)| format!("{t} {n}")).collect();
         s.item(format!("Tools most used: {}", shown.join(", ")));
     }
-    let failures: Vec<String> = records
-        .iter()
-        .filter(|r| is_failure(r))
-        .map(failure_label)
-        .collect();
-    for (f, n) in ranked(failures.iter().map(String::as_str))
-        .into_iter()
-        .filter(|(_, n)| *n > 1)
-        .take(MAX_FAILURES)
-    {
-        s.item(format!("Recurring failure (×{n}): {f}"));
+    for (tool, line, n) in act.failures.iter().filter(|f| f.2 > 1).take(MAX_FAILURES) {
+        s.item(format!(
+            "Recurring failure (×{n}): {}",
+            failure_label(tool, line.as_deref())
+        ));
     }
     (s.lines.len() > 1).then_some(s)
 }

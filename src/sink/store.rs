@@ -207,6 +207,29 @@ pub struct SessionSummary {
     pub work: u64,
 }
 
+/// What a set of sessions did, aggregated in SQL (the briefing's input).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Activity {
+    /// First `max_list` prompts (title, else the body's start), oldest first.
+    pub prompts: Vec<String>,
+    pub prompt_count: u64,
+    /// Tool results per family: (family, calls, failed), most used first.
+    pub families: Vec<(String, u64, u64)>,
+    /// Tool results per tool name (family when unnamed), most used first.
+    pub tools: Vec<(String, u64)>,
+    /// Failures grouped by (tool, first line of the excerpt), most frequent first.
+    pub failures: Vec<(String, Option<String>, u64)>,
+    /// Files touched with counts, most touched first.
+    pub files: Vec<(String, u64)>,
+    /// Distinct files touched.
+    pub file_count: u64,
+}
+
+/// Tool result events, as an SQL list.
+const TOOL_RESULT_EVENTS: &str = "('post-tool-use', 'post-tool-use-failure')";
+/// A tool result that failed, as an SQL condition.
+const FAILED: &str = "(event = 'post-tool-use-failure' OR outcome = 'error')";
+
 /// The embedded store.
 pub struct Store {
     conn: Connection,
@@ -243,6 +266,13 @@ impl Store {
         }
         let conn = Connection::open(&path).map_err(sql)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        // Short-lived readers (session start, status) must not pay for a
+        // checkpoint and WAL unlink on close; writers checkpoint as they go.
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )
+        .map_err(sql)?;
         // WAL: readers (status, search, serve) never block the drainer.
         // synchronous=FULL: a committed batch survives power loss, because the
         // drainer deletes the spool files right after the commit.
@@ -478,6 +508,99 @@ impl Store {
             },
         );
         collect(rows).map_err(|e| self.err(e))
+    }
+
+    /// What the sessions `rows` (from [`Store::sessions`]) did; each list is
+    /// cut at `max_list` entries.
+    pub fn activity(&self, rows: &[i64], max_list: usize) -> Result<Activity, StoreError> {
+        if rows.is_empty() {
+            return Ok(Activity::default());
+        }
+        // Row ids are integers from our own query: safe to inline.
+        let ids = rows
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let within = format!("session_row IN ({ids})");
+        let lim = max_list.min(MAX_QUERY_LIMIT) as i64;
+        let e = |e| self.err(e);
+        let mut a = Activity::default();
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT coalesce(title, substr(body, 1, 400)) FROM records
+                 WHERE {within} AND event = 'user-prompt'
+                 ORDER BY occurred_ms, id LIMIT ?1"
+            ))
+            .map_err(e)?;
+        a.prompts = collect(st.query_map([lim], |r| {
+            Ok(r.get::<_, Option<String>>(0)?.unwrap_or_default())
+        }))
+        .map_err(e)?;
+        a.prompt_count = self
+            .conn
+            .query_row(
+                &format!("SELECT count(*) FROM records WHERE {within} AND event = 'user-prompt'"),
+                [],
+                |r| r.get(0),
+            )
+            .map_err(e)?;
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT coalesce(tool_family, 'unknown'), count(*), sum({FAILED}) FROM records
+                 WHERE {within} AND event IN {TOOL_RESULT_EVENTS}
+                 GROUP BY 1 ORDER BY 2 DESC, 1"
+            ))
+            .map_err(e)?;
+        a.families = collect(st.query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get::<_, i64>(1)? as u64,
+                r.get::<_, i64>(2)? as u64,
+            ))
+        }))
+        .map_err(e)?;
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT coalesce(tool_name, tool_family, 'unknown'), count(*) FROM records
+                 WHERE {within} AND event IN {TOOL_RESULT_EVENTS}
+                 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?1"
+            ))
+            .map_err(e)?;
+        a.tools = collect(st.query_map([lim], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))))
+            .map_err(e)?;
+        let b = "ltrim(body, char(10, 13, 32, 9))";
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT coalesce(tool_name, tool_family, 'tool'),
+                        nullif(trim(substr({b}, 1, instr({b} || char(10), char(10)) - 1)), ''),
+                        count(*)
+                 FROM records WHERE {within} AND {FAILED}
+                 GROUP BY 1, 2 ORDER BY 3 DESC, max(occurred_ms) DESC LIMIT ?1"
+            ))
+            .map_err(e)?;
+        a.failures = collect(st.query_map([lim], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))
+        }))
+        .map_err(e)?;
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT j.value, count(*) FROM records r, json_each(r.files) j
+                 WHERE r.{within} AND r.files IS NOT NULL
+                 GROUP BY 1 ORDER BY 2 DESC, 1"
+            ))
+            .map_err(e)?;
+        let files: Vec<(String, u64)> =
+            collect(st.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))))
+                .map_err(e)?;
+        a.file_count = files.len() as u64;
+        a.files = files.into_iter().take(max_list).collect();
+        Ok(a)
     }
 
     /// Records of one session (by its row id), oldest first, at most `limit`.
@@ -826,6 +949,43 @@ mod tests {
             .is_empty());
         let recs = s.session_records(sess[0].row, 10).unwrap();
         assert_eq!(recs[0].files, vec!["src/main.rs".to_string()]);
+    }
+
+    #[test]
+    fn activity_aggregates_in_sql() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        let mut prompt = rec("p", 1, "p", "s", "user-prompt");
+        prompt.tool = None;
+        prompt.title = None;
+        prompt.body = Some("first line\nsecond".into());
+        s.insert(&prompt).unwrap();
+        let mut fail = rec("f1", 2, "p", "s", "post-tool-use-failure");
+        fail.body = Some("\nboom: exit 1\nmore".into());
+        s.insert(&fail).unwrap();
+        let mut fail2 = fail.clone();
+        fail2.key = "f2".into();
+        fail2.files = vec!["b.rs".into(), "src/main.rs".into()];
+        s.insert(&fail2).unwrap();
+        s.insert(&rec("ok", 4, "p", "s", "post-tool-use")).unwrap();
+        let row = s.sessions(("default", "p"), None, 1).unwrap()[0].row;
+        let a = s.activity(&[row], 10).unwrap();
+        assert_eq!(a.prompts, vec!["first line\nsecond".to_string()]);
+        assert_eq!(a.prompt_count, 1);
+        assert_eq!(a.families, vec![("file".to_string(), 3, 2)]);
+        assert_eq!(a.tools, vec![("Edit".to_string(), 3)]);
+        // Grouped by tool and the excerpt's first non-blank line.
+        assert_eq!(
+            a.failures,
+            vec![("Edit".to_string(), Some("boom: exit 1".to_string()), 2)]
+        );
+        assert_eq!(
+            a.files,
+            vec![("src/main.rs".to_string(), 4), ("b.rs".to_string(), 1)]
+        );
+        assert_eq!(a.file_count, 2);
+        assert_eq!(s.activity(&[row], 1).unwrap().files.len(), 1);
+        assert_eq!(s.activity(&[], 5).unwrap(), Activity::default());
     }
 
     #[test]
