@@ -54,7 +54,7 @@ fn children_cpu() -> Duration {
 
 /// A realistic post-tool record (~600 bytes of excerpt, one file).
 fn record(i: usize, round: usize, project: &str, session: &str, ms: u64) -> Record {
-    let prompt = i % 25 == 0;
+    let prompt = i.is_multiple_of(25);
     Record {
         v: RECORD_VERSION,
         key: format!("{round:08x}{i:024x}"),
@@ -90,7 +90,7 @@ fn record(i: usize, round: usize, project: &str, session: &str, ms: u64) -> Reco
             family: ["file", "shell", "search-list"][i % 3].into(),
             name: Some(["Edit", "Bash", "Grep"][i % 3].into()),
             call_id: Some(format!("toolu_{i:020}")),
-            outcome: Some(if i % 17 == 0 { "error" } else { "success" }.into()),
+            outcome: Some(if i.is_multiple_of(17) { "error" } else { "success" }.into()),
         }),
         capture: None,
         disposition: "keep".into(),
@@ -110,7 +110,7 @@ fn record(i: usize, round: usize, project: &str, session: &str, ms: u64) -> Reco
             i % 40,
             "padding text to reach a typical excerpt size. ".repeat(10)
         )),
-        files: if i % 3 == 0 {
+        files: if i.is_multiple_of(3) {
             vec![format!("src/module_{}.rs", i % 40)]
         } else {
             vec![]
