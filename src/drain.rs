@@ -38,6 +38,11 @@ use crate::timefmt::now_ms;
 
 /// The drain lock, in the data dir.
 pub const LOCK_FILE: &str = "drain.lock";
+/// Held by a background drainer sleeping through a backoff (without the
+/// drain lock), so hooks do not start another drainer meanwhile.
+pub const WAIT_LOCK_FILE: &str = "drain.wait.lock";
+/// How long a drainer waking from a backoff waits for the drain lock.
+pub const WAKE_LOCK_WAIT: Duration = Duration::from_secs(2);
 /// The background drainer's log (its stderr), in the data dir.
 pub const LOG_FILE: &str = "logs/drain.log";
 /// The log is rotated to `drain.log.old` when it grows past this.
@@ -170,6 +175,10 @@ pub struct DrainLock {
 }
 
 fn open_lock_file(data_dir: &Path) -> io::Result<File> {
+    open_named_lock(data_dir, LOCK_FILE)
+}
+
+fn open_named_lock(data_dir: &Path, name: &str) -> io::Result<File> {
     let mut opts = fs::OpenOptions::new();
     opts.read(true).write(true).create(true).truncate(false);
     #[cfg(unix)]
@@ -177,13 +186,24 @@ fn open_lock_file(data_dir: &Path) -> io::Result<File> {
         use std::os::unix::fs::OpenOptionsExt;
         opts.mode(0o600);
     }
-    opts.open(data_dir.join(LOCK_FILE))
+    opts.open(data_dir.join(name))
 }
 
 /// Take the drain lock without waiting. `Ok(None)` when another process holds it.
 pub fn try_lock(data_dir: &Path) -> io::Result<Option<DrainLock>> {
     use fs2::FileExt;
     let f = open_lock_file(data_dir)?;
+    match f.try_lock_exclusive() {
+        Ok(()) => Ok(Some(DrainLock { _file: f })),
+        Err(e) if is_contended(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Take the waiter lock ([`WAIT_LOCK_FILE`]) without waiting.
+fn try_wait_lock(data_dir: &Path) -> io::Result<Option<DrainLock>> {
+    use fs2::FileExt;
+    let f = open_named_lock(data_dir, WAIT_LOCK_FILE)?;
     match f.try_lock_exclusive() {
         Ok(()) => Ok(Some(DrainLock { _file: f })),
         Err(e) if is_contended(&e) => Ok(None),
@@ -225,7 +245,7 @@ pub const LOCK_FD_ENV: &str = "MEMHOOK_DRAIN_LOCK_FD";
 const INHERITED_LOCK_FD: i32 = 3;
 
 /// Start a detached background drainer for `data_dir` unless one holds the
-/// lock already. Cheap: one open and one non-blocking lock attempt when a
+/// lock already or sleeps through a backoff. Cheap: one open and one non-blocking lock attempt when a
 /// drainer runs. The lock is taken here and handed to the child on fd 3, so
 /// no drainer process ever starts without holding it (no stampede of
 /// short-lived drainers under load). The child runs `<current_exe> --data-dir
@@ -237,6 +257,10 @@ pub fn spawn_detached(data_dir: &Path) -> io::Result<bool> {
     let Some(lock) = try_lock(data_dir)? else {
         return Ok(false);
     };
+    // A drainer sleeping through a backoff will carry on by itself.
+    if try_wait_lock(data_dir)?.is_none() {
+        return Ok(false);
+    }
     let log = open_log(data_dir)?;
     let exe = std::env::current_exe()?;
     let mut cmd = std::process::Command::new(exe);
@@ -360,6 +384,9 @@ pub struct Report {
     pub remaining: usize,
     /// The last failure seen, per sink id.
     pub errors: BTreeMap<String, String>,
+    /// When records remain: the earliest moment a backing-off sink may be
+    /// tried again.
+    pub next_retry: Option<Instant>,
 }
 
 impl Report {
@@ -464,6 +491,9 @@ where
         }
     }
     d.report.remaining = d.count_remaining()?;
+    if d.report.remaining > 0 {
+        d.report.next_retry = d.next_retry_instant();
+    }
     Ok(d.report)
 }
 
@@ -561,10 +591,12 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
                 Err(SpoolError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
                     continue
                 }
-                Err(SpoolError::Corrupt { problem, .. }) => {
+                Err(SpoolError::Corrupt { .. }) => {
+                    // The parser's message may quote the file's content: the
+                    // log names the file only.
                     let sink = sink_of_corrupt(&path);
                     eprintln!(
-                        "memhook: drain: {} is corrupt ({problem}); dropped",
+                        "memhook: drain: {} is not a valid spool entry; dropped as corrupt",
                         path.display()
                     );
                     self.commit(
@@ -777,7 +809,7 @@ pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
             if started {
                 "started a background drainer"
             } else {
-                "a drainer is already running"
+                "a drainer is already running (or waiting to retry)"
             }
         );
         return Ok(ExitCode::SUCCESS);
@@ -821,8 +853,11 @@ fn lock_error(dir: &Path, e: io::Error) -> String {
 }
 
 /// The detached drainer: drain until the spool is empty or the budget ends;
-/// exit at once when another drainer holds the lock. Reports go to stderr,
-/// which is the drain log.
+/// exit at once when another drainer holds the lock. When only backing-off
+/// sinks remain and their next try falls within the budget, it sleeps
+/// *without* the drain lock (so a session start never waits behind it),
+/// holding the waiter lock instead so hooks start no other drainer. Reports
+/// go to stderr, which is the drain log.
 pub fn run_background(dir: &Path) {
     let deadline = Instant::now() + BACKGROUND_BUDGET;
     let spool = match Spool::open(dir) {
@@ -855,7 +890,7 @@ pub fn run_background(dir: &Path) {
                 deadline,
                 only: None,
                 honour_backoff: true,
-                wait_for_backoff: true,
+                wait_for_backoff: false,
             },
         ) {
             Ok(r) => r,
@@ -864,7 +899,7 @@ pub fn run_background(dir: &Path) {
                 return;
             }
         };
-        if report.dropped_total() > 0 || !report.errors.is_empty() || report.remaining > 0 {
+        if report.dropped_total() > 0 || !report.errors.is_empty() {
             eprintln!(
                 "memhook: drain {}: {}",
                 crate::timefmt::rfc3339_ms(now_ms()),
@@ -872,14 +907,39 @@ pub fn run_background(dir: &Path) {
             );
         }
         drop(lock);
-        // A hook that enqueued while we held the lock did not start a drainer:
-        // look again after releasing it, so nothing waits for the next event.
-        if report.remaining > 0 || Instant::now() >= deadline {
+        if Instant::now() >= deadline {
             return;
         }
-        match spool.pending() {
-            Ok(p) if !p.is_empty() => continue,
-            _ => return,
+        if report.remaining == 0 {
+            // A hook that enqueued while we held the lock did not start a
+            // drainer: look again after releasing it, so nothing waits for
+            // the next event.
+            match spool.pending() {
+                Ok(p) if !p.is_empty() => continue,
+                _ => return,
+            }
+        }
+        match report.next_retry {
+            Some(at) if at < deadline => {
+                let Ok(Some(waiting)) = try_wait_lock(dir) else {
+                    return;
+                };
+                std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                let wake = (Instant::now() + WAKE_LOCK_WAIT).min(deadline);
+                handed = match lock_until(dir, wake) {
+                    Ok(Some(l)) => Some(l),
+                    _ => return,
+                };
+                drop(waiting);
+            }
+            _ => {
+                eprintln!(
+                    "memhook: drain {}: {} record(s) left for later; `memhook status` shows why",
+                    crate::timefmt::rfc3339_ms(now_ms()),
+                    report.remaining
+                );
+                return;
+            }
         }
     }
 }

@@ -819,11 +819,13 @@ impl StoreSink {
 
 impl Sink for StoreSink {
     fn deliver(&mut self, entries: &[SpoolEntry]) -> Vec<ItemOutcome> {
+        // A store failure (disk full, locked too long, newer schema) is never
+        // the records' fault: retry without charging an attempt.
         let retry = |reason: String| {
             entries
                 .iter()
                 .map(|_| ItemOutcome::Retry {
-                    charge: true,
+                    charge: false,
                     reason: reason.clone(),
                 })
                 .collect()

@@ -740,3 +740,75 @@ fn session_start_degrades_to_nothing_against_a_black_holed_server() {
     // A hang guard, not a benchmark: 600 ms budget, 4 s ceiling.
     assert!(took < Duration::from_secs(4), "took {took:?}");
 }
+
+#[test]
+fn a_drainer_backing_off_from_a_dead_server_frees_the_lock_and_is_not_duplicated() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = data(home.path());
+    // A port with nothing listening: connection refused.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let http = SinkTarget::Http {
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    enqueue(
+        &dir,
+        http.clone(),
+        record(&key(1), "api", "s", "stop", now_ms()),
+        0,
+        now_ms(),
+    );
+    let out = memhook(home.path())
+        .args(["drain", "--detach"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("started"));
+    // The drainer fails its pass, then sleeps through the backoff.
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut sleeping = false;
+    while Instant::now() < until {
+        let c = drain::load_counters(&dir, &http.id());
+        if c.failed_passes > 0 && lock_holders(&dir.join(drain::WAIT_LOCK_FILE)) == 1 {
+            sleeping = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pids = drainer_pids(&dir);
+    assert!(sleeping, "drainer did not back off; pids {pids:?}");
+    assert_eq!(pids.len(), 1);
+    // The drain lock is free for a session start meanwhile...
+    let free = drain::try_lock(&dir).unwrap();
+    assert!(
+        free.is_some(),
+        "the sleeping drainer must not hold the drain lock"
+    );
+    drop(free);
+    // ...and hooks do not start a second drainer.
+    for _ in 0..5 {
+        let out = memhook(home.path())
+            .args(["drain", "--detach"])
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&out.stdout).contains("already running"));
+    }
+    assert_eq!(drainer_pids(&dir), pids);
+    // Unreachable: nothing charged, the record waits.
+    let pending = Spool::open(&dir).unwrap().pending().unwrap();
+    assert_eq!(Spool::load(&pending[0]).unwrap().attempts, 0);
+    let st = status(home.path());
+    let h = sink_status(&st, &http.id());
+    assert_eq!(
+        (h["pending"].as_u64(), h["balanced"].as_bool()),
+        (Some(1), Some(true))
+    );
+    assert!(h["retry_after"].is_string(), "{st}");
+    for pid in pids {
+        // SAFETY: kill(2) on the drainer this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
