@@ -214,3 +214,82 @@ fn fallback_project(
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn world(marker: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let cwd = home.join("proj");
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::fs::write(cwd.join(MARKER_FILE), marker).unwrap();
+        (t, home, cwd)
+    }
+
+    fn input(home: &Path, cwd: &Path, mode: Option<Mode>) -> ScopeInput {
+        ScopeInput {
+            cwd: cwd.to_path_buf(),
+            home: Some(home.to_path_buf()),
+            mode,
+            ..ScopeInput::default()
+        }
+    }
+
+    #[test]
+    fn hook_mode_degrades_and_client_mode_refuses() {
+        let (_t, home, cwd) = world("workspace = \"Bad\"\n");
+        for mode in [None, Some(Mode::Hook)] {
+            let s = resolve(&input(&home, &cwd, mode)).unwrap();
+            assert_eq!(
+                (s.workspace.as_str(), s.project.as_str()),
+                ("default", "proj")
+            );
+            assert_eq!(s.capture.state_str(), "invalid");
+            assert_eq!(s.marker, None);
+            assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        }
+        let err = resolve(&input(&home, &cwd, Some(Mode::Client))).unwrap_err();
+        assert!(matches!(err, ScopeError::Marker { .. }), "{err:?}");
+        assert!(err.to_string().contains(MARKER_FILE), "{err}");
+    }
+
+    #[test]
+    fn hooks_ignore_an_invalid_env_value_and_clients_refuse_it() {
+        let (_t, home, cwd) = world("workspace = \"acme\"\n");
+        let mut i = input(&home, &cwd, Some(Mode::Hook));
+        i.env_workspace = Some("NOPE".into());
+        i.ignore_marker = true; // hooks never honour it
+        let s = resolve(&i).unwrap();
+        assert_eq!(s.workspace, "acme");
+        assert_eq!(s.workspace_source, Source::Marker);
+        assert!(
+            s.warnings[0].starts_with("AI_MEMORY_WORKSPACE:"),
+            "{:?}",
+            s.warnings
+        );
+        i.mode = Some(Mode::Client);
+        i.ignore_marker = false;
+        let err = resolve(&i).unwrap_err();
+        assert!(matches!(
+            err,
+            ScopeError::Env {
+                var: "AI_MEMORY_WORKSPACE",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn settings_come_from_the_deciding_marker() {
+        let (_t, home, cwd) =
+            world("[briefing]\ninject_on_session_start = \"yes\"\nmax_chars = 100000\n");
+        let s = resolve(&input(&home, &cwd, Some(Mode::Client))).unwrap();
+        assert!(s.settings.inject_on_session_start);
+        assert_eq!(s.settings.max_chars, MAX_CHARS_MAX);
+        assert_eq!(s.marker, Some(cwd.join(MARKER_FILE)));
+        assert_eq!(s.strategy, Strategy::Basename);
+    }
+}
