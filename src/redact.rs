@@ -174,7 +174,7 @@ fn strip_controls(text: &str) -> Cow<'_, str> {
 
 /// Skip a CSI sequence body: parameters and intermediates, then one final byte.
 fn skip_csi(it: &mut std::iter::Peekable<std::str::Chars<'_>>) {
-    while let Some(c) = it.next() {
+    for c in it.by_ref() {
         if ('\u{40}'..='\u{7e}').contains(&c) || !(' '..='\u{7e}').contains(&c) {
             break;
         }
