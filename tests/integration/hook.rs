@@ -586,3 +586,30 @@ fn subagent_events_are_accepted_and_not_stored_when_the_marker_says_so() {
     assert_eq!(recs.len(), 1, "only the main session's event");
     assert_eq!(recs[0]["record"]["subagent"], false);
 }
+
+/// `MAX_STDIN_BYTES` (8 MiB) at its edge: a payload of exactly 8 MiB is
+/// recorded, one byte more is skipped whole.
+#[test]
+fn stdin_size_bound_at_its_edge() {
+    const MAX: usize = 8 * 1024 * 1024;
+    assert_eq!(memhook::hook::MAX_STDIN_BYTES, MAX);
+    let t = tempfile::tempdir().unwrap();
+    let base = fs::read(fixture("agents/claude-code/2.1.328/PostToolUse-Bash.json")).unwrap();
+    let sized = |n: usize| {
+        let mut b = base.clone();
+        b.resize(n, b' '); // trailing whitespace keeps the JSON valid
+        b
+    };
+    let out = run_with_stdin(hook(t.path(), "claude-code", None), &sized(MAX));
+    assert_envelope(&out, "at the bound");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(spool(t.path()).len(), 1);
+    let out = run_with_stdin(hook(t.path(), "claude-code", None), &sized(MAX + 1));
+    assert_envelope(&out, "one over");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("larger than 8 MiB"));
+    assert_eq!(spool(t.path()).len(), 1);
+}
