@@ -252,8 +252,19 @@ const INHERITED_LOCK_FD: i32 = 3;
 /// <dir> drain --background` in a new session with stdin/stdout on /dev/null
 /// and stderr appended to `<data>/logs/drain.log`; it inherits the
 /// environment (so a token travels in `AI_MEMORY_AUTH_TOKEN`, never in argv).
-/// Returns whether a child was started.
-pub fn spawn_detached(data_dir: &Path) -> io::Result<bool> {
+/// Problems are reported on stderr (`memhook: …`); the hook goes on.
+pub fn spawn_detached(data_dir: &Path) {
+    if let Err(e) = try_spawn_detached(data_dir) {
+        eprintln!(
+            "memhook: cannot start the background drainer in {}: {e}; \
+             the record stays in the spool (run `memhook drain`)",
+            data_dir.display()
+        );
+    }
+}
+
+/// [`spawn_detached`], returning whether a child was started.
+pub fn try_spawn_detached(data_dir: &Path) -> io::Result<bool> {
     let Some(lock) = try_lock(data_dir)? else {
         return Ok(false);
     };
@@ -803,7 +814,8 @@ pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
         return Ok(ExitCode::SUCCESS);
     }
     if args.detach {
-        let started = spawn_detached(&dir).map_err(|e| format!("cannot start the drainer: {e}"))?;
+        let started =
+            try_spawn_detached(&dir).map_err(|e| format!("cannot start the drainer: {e}"))?;
         println!(
             "{}",
             if started {
@@ -1321,7 +1333,3 @@ mod tests {
         assert!(t.path().join("logs/drain.log.old").exists());
     }
 }
-
-/// Start a detached drainer for `data_dir` unless one holds the drain lock.
-/// (Stub added by the hook work; the delivery side replaces it.)
-pub fn spawn_detached(_data_dir: &Path) {}
