@@ -88,6 +88,9 @@ pub fn session_start(
 
 /// Deliver this sink's pending records until `until` (best effort, silent).
 fn deliver_pending(data_dir: &Path, sink: &SinkTarget, until: Instant) {
+    if drain::hook_delivery_disabled() {
+        return;
+    }
     let Ok(spool) = Spool::open(data_dir) else {
         return;
     };

@@ -38,6 +38,24 @@ use crate::timefmt::now_ms;
 
 /// The drain lock, in the data dir.
 pub const LOCK_FILE: &str = "drain.lock";
+/// When truthy, hooks deliver nothing themselves: no background drainer is
+/// started and session start does not deliver first; `memhook drain` (run by
+/// hand, cron, CI) is then the only delivery. For sandboxes that forbid
+/// detached processes, and for tests that inspect the spool.
+pub const NO_HOOK_DELIVERY_ENV: &str = "MEMHOOK_NO_HOOK_DELIVERY";
+
+/// Whether [`NO_HOOK_DELIVERY_ENV`] is set to a truthy value.
+pub fn hook_delivery_disabled() -> bool {
+    std::env::var(NO_HOOK_DELIVERY_ENV)
+        .map(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "1" | "true" | "yes" | "on"
+            )
+        })
+        .unwrap_or(false)
+}
+
 /// Held by a background drainer sleeping through a backoff (without the
 /// drain lock), so hooks do not start another drainer meanwhile.
 pub const WAIT_LOCK_FILE: &str = "drain.wait.lock";
@@ -244,8 +262,8 @@ pub const LOCK_FD_ENV: &str = "MEMHOOK_DRAIN_LOCK_FD";
 /// The descriptor number the lock is handed over on.
 const INHERITED_LOCK_FD: i32 = 3;
 
-/// Start a detached background drainer for `data_dir` unless one holds the
-/// lock already or sleeps through a backoff. Cheap: one open and one non-blocking lock attempt when a
+/// Start a detached background drainer for `data_dir` unless the spool is
+/// empty, or a drainer holds the lock already or sleeps through a backoff. Cheap: one open and one non-blocking lock attempt when a
 /// drainer runs. The lock is taken here and handed to the child on fd 3, so
 /// no drainer process ever starts without holding it (no stampede of
 /// short-lived drainers under load). The child runs `<current_exe> --data-dir
@@ -254,6 +272,9 @@ const INHERITED_LOCK_FD: i32 = 3;
 /// environment (so a token travels in `AI_MEMORY_AUTH_TOKEN`, never in argv).
 /// Problems are reported on stderr (`memhook: …`); the hook goes on.
 pub fn spawn_detached(data_dir: &Path) {
+    if hook_delivery_disabled() {
+        return;
+    }
     if let Err(e) = try_spawn_detached(data_dir) {
         eprintln!(
             "memhook: cannot start the background drainer in {}: {e}; \
@@ -265,6 +286,9 @@ pub fn spawn_detached(data_dir: &Path) {
 
 /// [`spawn_detached`], returning whether a child was started.
 pub fn try_spawn_detached(data_dir: &Path) -> io::Result<bool> {
+    if !has_pending(data_dir) {
+        return Ok(false);
+    }
     let Some(lock) = try_lock(data_dir)? else {
         return Ok(false);
     };
@@ -312,6 +336,19 @@ pub fn try_spawn_detached(data_dir: &Path) -> io::Result<bool> {
     let res = cmd.spawn().map(|_| true);
     drop(lock);
     res
+}
+
+/// Whether the spool holds at least one entry (stops at the first one).
+fn has_pending(data_dir: &Path) -> bool {
+    fs::read_dir(data_dir.join("spool"))
+        .map(|rd| {
+            rd.flatten().any(|e| {
+                let n = e.file_name();
+                let n = n.as_encoded_bytes();
+                n.ends_with(b".json") && !n.starts_with(b".")
+            })
+        })
+        .unwrap_or(false)
 }
 
 /// The lock handed over by [`spawn_detached`], if this process got one: the
@@ -821,7 +858,7 @@ pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
             if started {
                 "started a background drainer"
             } else {
-                "a drainer is already running (or waiting to retry)"
+                "nothing started: the spool is empty, or a drainer is already running (or waiting to retry)"
             }
         );
         return Ok(ExitCode::SUCCESS);

@@ -86,6 +86,7 @@ pub fn run(args: &HookArgs, data_dir: Option<&Path>) -> ExitCode {
 
 /// The whole hook except printing; returns what goes to stdout.
 fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
+    let started = Instant::now();
     let agent = Agent::parse(&args.agent);
     let payload = match read_stdin(STDIN_TIMEOUT) {
         Stdin::Complete(bytes) => parse_payload(&bytes),
@@ -130,7 +131,7 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
     }
 
     let context = if event.kind == EventKind::SessionStart {
-        session_start_briefing(&event, &scope)
+        session_start_briefing(args, data_dir_flag, &event, &scope, started)
     } else {
         None
     };
@@ -328,14 +329,29 @@ fn enqueue(
         eprintln!("memhook: {e}");
         return;
     }
-    crate::drain::spawn_detached(&data_dir);
+    // At session start the briefing path delivers first (and starts a
+    // drainer afterwards if anything is left).
+    if event.kind != EventKind::SessionStart {
+        crate::drain::spawn_detached(&data_dir);
+    }
 }
 
-/// The session-start briefing. The delivery side (`crate::briefing`)
-/// composes it from the store or a server's handoff; until it is wired in
-/// here the hook has nothing to say and prints the agent's empty envelope.
-fn session_start_briefing(_event: &Event, _scope: &Scope) -> Option<String> {
-    None
+/// The session-start briefing (`crate::briefing`): deliver what is pending
+/// for this hook's sink, then compose from the store or the server's
+/// handoff, within what is left of the session-start budget.
+fn session_start_briefing(
+    args: &HookArgs,
+    data_dir_flag: Option<&Path>,
+    event: &Event,
+    scope: &Scope,
+    started: Instant,
+) -> Option<String> {
+    let data_dir = crate::data_dir::resolve(data_dir_flag).ok()?;
+    let budget = crate::briefing::DEFAULT_BUDGET.saturating_sub(started.elapsed());
+    let sink = sink_target(args.server_url.as_deref());
+    let briefing = crate::briefing::session_start(&data_dir, &sink, scope, event, budget);
+    crate::drain::spawn_detached(&data_dir);
+    briefing
 }
 
 /// Read stdin to EOF, at most [`MAX_STDIN_BYTES`], within `timeout`.

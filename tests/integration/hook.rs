@@ -54,6 +54,8 @@ fn assert_envelope(out: &Output, what: &str) -> Value {
 
 fn hook(home: &Path, agent: &str, event: Option<&str>) -> Command {
     let mut c = memhook(home);
+    // These tests read the spool: keep the hook's own delivery from emptying it.
+    c.env(memhook::drain::NO_HOOK_DELIVERY_ENV, "1");
     c.args(["hook", "--agent", agent]);
     if let Some(e) = event {
         c.args(["--event", e]);
