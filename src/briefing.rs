@@ -22,6 +22,24 @@ use crate::spool::{SinkTarget, Spool};
 
 /// Hard budget of the whole session-start path (delivery + composition).
 pub const DEFAULT_BUDGET: Duration = Duration::from_millis(1500);
+/// Environment variable overriding [`DEFAULT_BUDGET`] in milliseconds
+/// (clamped to [`MIN_BUDGET_MS`, `MAX_BUDGET_MS`]), for slow machines.
+pub const BUDGET_ENV: &str = "MEMHOOK_START_BUDGET_MS";
+pub const MIN_BUDGET_MS: u64 = 100;
+pub const MAX_BUDGET_MS: u64 = 10_000;
+
+/// The session-start budget: [`BUDGET_ENV`] when set to a number, else
+/// [`DEFAULT_BUDGET`].
+pub fn start_budget() -> Duration {
+    budget_from(std::env::var(BUDGET_ENV).ok().as_deref())
+}
+
+fn budget_from(v: Option<&str>) -> Duration {
+    v.and_then(|v| v.trim().parse::<u64>().ok())
+        .map(|ms| Duration::from_millis(ms.clamp(MIN_BUDGET_MS, MAX_BUDGET_MS)))
+        .unwrap_or(DEFAULT_BUDGET)
+}
+
 /// Share of the budget (in percent) that delivering pending records may use;
 /// the rest is kept for composing or fetching the briefing.
 pub const DELIVERY_SHARE_PCT: u32 = 60;
@@ -577,6 +595,23 @@ mod tests {
             let bullets = b.lines().filter(|l| l.starts_with("- ")).count();
             assert!(first.contains(&format!(": {bullets} items")), "{max}: {b}");
         }
+    }
+
+    #[test]
+    fn budget_override_is_clamped() {
+        assert_eq!(budget_from(None), DEFAULT_BUDGET);
+        assert_eq!(budget_from(Some("soon")), DEFAULT_BUDGET);
+        assert_eq!(budget_from(Some(" 2500 ")), Duration::from_millis(2500));
+        assert_eq!(
+            budget_from(Some("99")),
+            Duration::from_millis(MIN_BUDGET_MS)
+        );
+        assert_eq!(budget_from(Some("100")), Duration::from_millis(100));
+        assert_eq!(budget_from(Some("10000")), Duration::from_millis(10_000));
+        assert_eq!(
+            budget_from(Some("10001")),
+            Duration::from_millis(MAX_BUDGET_MS)
+        );
     }
 
     #[test]

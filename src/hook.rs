@@ -347,7 +347,7 @@ fn session_start_briefing(
     started: Instant,
 ) -> Option<String> {
     let data_dir = crate::data_dir::resolve(data_dir_flag).ok()?;
-    let budget = crate::briefing::DEFAULT_BUDGET.saturating_sub(started.elapsed());
+    let budget = crate::briefing::start_budget().saturating_sub(started.elapsed());
     let sink = sink_target(args.server_url.as_deref());
     let briefing = crate::briefing::session_start(&data_dir, &sink, scope, event, budget);
     crate::drain::spawn_detached(&data_dir);
