@@ -20,7 +20,7 @@
 //! [`BACKOFF_MAX_MS`]); the background drainer sleeps through short backoffs
 //! within its budget and exits when the spool is empty or its budget ends.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::fs::{self, File};
 use std::io;
@@ -480,6 +480,13 @@ pub fn sink_factory(
     }
 }
 
+/// Entries for one sink, with their spool files.
+#[derive(Default)]
+struct Batch {
+    paths: Vec<PathBuf>,
+    entries: Vec<SpoolEntry>,
+}
+
 /// One drain run under a held lock.
 struct Drainer<'a, F> {
     spool: &'a Spool,
@@ -487,7 +494,9 @@ struct Drainer<'a, F> {
     sinks: HashMap<SinkTarget, Box<dyn Sink>>,
     counters: HashMap<String, SinkCounters>,
     /// Sinks that failed in the current pass.
-    failed: HashMap<String, ()>,
+    failed: HashSet<String>,
+    /// Drops waiting to be committed in bulk: (sink, sink id, file, reason).
+    drops: Vec<(Option<SinkTarget>, String, PathBuf, &'static str)>,
     report: Report,
     opts: Options,
 }
@@ -509,12 +518,14 @@ where
         factory,
         sinks: HashMap::new(),
         counters: HashMap::new(),
-        failed: HashMap::new(),
+        failed: HashSet::new(),
+        drops: Vec::new(),
         report: Report::default(),
         opts,
     };
     d.recover_inflight();
     spool.sweep_tmp(TMP_MAX_AGE_MS);
+    sweep_counter_tmp(spool.data_dir(), TMP_MAX_AGE_MS);
     let mut first = true;
     loop {
         let progressed = d.pass(first)?;
@@ -612,7 +623,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
 
     /// Whether `sink_id` must be skipped now.
     fn skipped(&mut self, sink_id: &str, first_pass: bool) -> bool {
-        if self.failed.contains_key(sink_id) {
+        if self.failed.contains(sink_id) {
             return true;
         }
         if !self.opts.honour_backoff && first_pass {
@@ -629,7 +640,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
         let now = now_ms();
         // Per-sink batches being filled, in first-seen order.
         let mut order: Vec<SinkTarget> = Vec::new();
-        let mut batches: HashMap<SinkTarget, Vec<(PathBuf, SpoolEntry)>> = HashMap::new();
+        let mut batches: HashMap<SinkTarget, Batch> = HashMap::new();
         for path in files {
             if Instant::now() >= self.opts.deadline {
                 break;
@@ -642,16 +653,13 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
                 Err(SpoolError::Corrupt { .. }) => {
                     // The parser's message may quote the file's content: the
                     // log names the file only.
-                    let sink = sink_of_corrupt(&path);
                     eprintln!(
                         "memhook: drain: {} is not a valid spool entry; dropped as corrupt",
                         path.display()
                     );
-                    self.commit(
-                        &sink,
-                        sink.as_ref().map(SinkTarget::id),
-                        vec![(path, DROP_CORRUPT)],
-                    );
+                    let sink = sink_of_corrupt(&path);
+                    let id = sink.as_ref().map(SinkTarget::id);
+                    self.queue_drop(sink, id, path, DROP_CORRUPT);
                     continue;
                 }
                 Err(e) => {
@@ -666,13 +674,11 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             }
             let id = entry.sink.id();
             if now.saturating_sub(entry.enqueued_ms) > MAX_AGE_MS {
-                let sink = Some(entry.sink.clone());
-                self.commit(&sink, Some(id), vec![(path, DROP_MAX_AGE)]);
+                self.queue_drop(Some(entry.sink), Some(id), path, DROP_MAX_AGE);
                 continue;
             }
             if entry.attempts >= MAX_ATTEMPTS {
-                let sink = Some(entry.sink.clone());
-                self.commit(&sink, Some(id), vec![(path, DROP_MAX_ATTEMPTS)]);
+                self.queue_drop(Some(entry.sink), Some(id), path, DROP_MAX_ATTEMPTS);
                 continue;
             }
             if self.skipped(&id, first_pass) {
@@ -680,21 +686,24 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             }
             let target = entry.sink.clone();
             let batch = batches.entry(target.clone()).or_default();
-            if batch.is_empty() {
+            if batch.paths.is_empty() {
                 order.push(target.clone());
             }
-            batch.push((path, entry));
-            if batch.len() >= MAX_BATCH {
+            batch.paths.push(path);
+            batch.entries.push(entry);
+            if batch.paths.len() >= MAX_BATCH {
                 let full = std::mem::take(batch);
                 self.deliver(&target, full);
             }
         }
+        self.flush_drops();
+        order.dedup();
         for target in order {
             if Instant::now() >= self.opts.deadline {
                 break;
             }
             let batch = batches.remove(&target).unwrap_or_default();
-            if !batch.is_empty() && !self.failed.contains_key(&target.id()) {
+            if !batch.paths.is_empty() && !self.failed.contains(&target.id()) {
                 self.deliver(&target, batch);
             }
         }
@@ -702,16 +711,16 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
     }
 
     /// Hand one batch to its sink and apply the outcomes.
-    fn deliver(&mut self, target: &SinkTarget, batch: Vec<(PathBuf, SpoolEntry)>) {
+    fn deliver(&mut self, target: &SinkTarget, batch: Batch) {
         let id = target.id();
-        if self.failed.contains_key(&id) {
+        if self.failed.contains(&id) {
             return;
         }
         if !self.sinks.contains_key(target) {
             let s = (self.factory)(target);
             self.sinks.insert(target.clone(), s);
         }
-        let entries: Vec<SpoolEntry> = batch.iter().map(|(_, e)| e.clone()).collect();
+        let Batch { paths, entries } = batch;
         let sink = self.sinks.get_mut(target).expect("inserted above");
         let mut outcomes = sink.deliver(&entries);
         let unreachable = sink.unreachable();
@@ -733,7 +742,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
         let mut drop_reasons: Vec<(PathBuf, String)> = Vec::new();
         let mut error: Option<String> = None;
         let mut delivered_any = false;
-        for ((path, mut entry), outcome) in batch.into_iter().zip(outcomes) {
+        for ((path, mut entry), outcome) in paths.into_iter().zip(entries).zip(outcomes) {
             match outcome {
                 ItemOutcome::Delivered => {
                     delivered_any = true;
@@ -772,25 +781,42 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             let shift = (c.failed_passes - 1).min(20);
             c.retry_after_ms = now + (BACKOFF_BASE_MS << shift).min(BACKOFF_MAX_MS);
             self.report.errors.insert(id.clone(), e);
-            self.failed.insert(id, ());
+            self.failed.insert(id);
         } else if delivered_any {
             c.failed_passes = 0;
             c.retry_after_ms = 0;
         }
     }
 
-    /// Count then delete: `(path, reason)` with reason "" for delivered.
-    fn commit(
+    /// Drop `path` (counted under `reason`), committed in bulk.
+    fn queue_drop(
         &mut self,
-        sink: &Option<SinkTarget>,
+        sink: Option<SinkTarget>,
         sink_id: Option<String>,
-        items: Vec<(PathBuf, &'static str)>,
+        path: PathBuf,
+        reason: &'static str,
     ) {
         let id = sink_id.unwrap_or_else(|| UNKNOWN_SINK.to_string());
-        let items = items.into_iter().map(|(p, r)| (p, r.to_string())).collect();
-        self.commit_owned(sink.as_ref(), &id, items);
+        self.drops.push((sink, id, path, reason));
+        if self.drops.len() >= MAX_BATCH {
+            self.flush_drops();
+        }
     }
 
+    /// Commit queued drops, one counters write per sink.
+    fn flush_drops(&mut self) {
+        type Items = Vec<(PathBuf, String)>;
+        let mut by_sink: BTreeMap<String, (Option<SinkTarget>, Items)> = BTreeMap::new();
+        for (sink, id, path, reason) in std::mem::take(&mut self.drops) {
+            let slot = by_sink.entry(id).or_insert((sink, Vec::new()));
+            slot.1.push((path, reason.to_string()));
+        }
+        for (id, (sink, items)) in by_sink {
+            self.commit_owned(sink.as_ref(), &id, items);
+        }
+    }
+
+    /// Count then delete: `(path, reason)` with reason "" for delivered.
     fn commit_owned(&mut self, sink: Option<&SinkTarget>, id: &str, items: Vec<(PathBuf, String)>) {
         if items.is_empty() {
             return;
@@ -816,7 +842,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             eprintln!("memhook: drain: cannot write counters for {id}: {e}; will retry");
             let c = self.counters_mut(id, sink);
             *c = load_counters(&dir, id);
-            self.failed.insert(id.to_string(), ());
+            self.failed.insert(id.to_string());
             return;
         }
         for (path, reason) in items {
@@ -830,6 +856,32 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             }
         }
     }
+}
+
+/// Remove temp files of counter writes (`counters/.<name>.<pid>.tmp`) that a
+/// killed drainer left behind, once older than `max_age_ms`.
+fn sweep_counter_tmp(data_dir: &Path, max_age_ms: u64) -> usize {
+    let Ok(rd) = fs::read_dir(data_dir.join("counters")) else {
+        return 0;
+    };
+    let mut n = 0;
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with('.') && name.ends_with(".tmp")) {
+            continue;
+        }
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|d| d.as_millis() as u64 >= max_age_ms);
+        if old && fs::remove_file(e.path()).is_ok() {
+            n += 1;
+        }
+    }
+    n
 }
 
 /// Best effort: the sink named inside a corrupt entry, if that part parses.
@@ -1353,6 +1405,41 @@ mod tests {
         assert_eq!(r.delivered, 0);
         let c = load_counters(t.path(), "store");
         assert_eq!((c.delivered, c.inflight.len()), (1, 0));
+        identity_holds(&spool, "store");
+    }
+
+    #[test]
+    fn stale_counter_temp_files_are_swept() {
+        let t = tempfile::tempdir().unwrap();
+        Spool::open(t.path()).unwrap();
+        let c = t.path().join("counters");
+        fs::write(c.join(".store.json.123.tmp"), b"{").unwrap();
+        fs::write(c.join("store.json"), b"{}").unwrap();
+        fs::write(c.join("store.enqueued"), b".").unwrap();
+        assert_eq!(sweep_counter_tmp(t.path(), 60_000), 0, "too young");
+        assert_eq!(sweep_counter_tmp(t.path(), 0), 1);
+        assert!(c.join("store.json").exists() && c.join("store.enqueued").exists());
+    }
+
+    #[test]
+    fn many_drops_are_committed_in_bulk_and_counted() {
+        let t = tempfile::tempdir().unwrap();
+        let spool = Spool::open(t.path()).unwrap();
+        let old = now_ms() - MAX_AGE_MS - 1;
+        for i in 0..(MAX_BATCH + 3) {
+            spool
+                .enqueue(&entry(&format!("{i:032x}"), SinkTarget::Store, old))
+                .unwrap();
+        }
+        let (r, batches) = run_with(
+            &spool,
+            |_: &SpoolEntry| ItemOutcome::Delivered,
+            false,
+            opts(),
+        );
+        assert!(batches.is_empty());
+        assert_eq!(r.dropped.get(DROP_MAX_AGE), Some(&(MAX_BATCH as u64 + 3)));
+        assert_eq!(r.remaining, 0);
         identity_holds(&spool, "store");
     }
 
