@@ -128,7 +128,6 @@ fn deliver_pending(data_dir: &Path, sink: &SinkTarget, until: Instant) {
             deadline: until,
             only: Some(sink.clone()),
             honour_backoff: true,
-            wait_for_backoff: false,
         },
     );
 }

@@ -417,8 +417,6 @@ pub struct Options {
     pub only: Option<SinkTarget>,
     /// Skip sinks still backing off from an earlier failure.
     pub honour_backoff: bool,
-    /// Sleep through backoffs that end before the deadline and retry.
-    pub wait_for_backoff: bool,
 }
 
 /// What a drain did.
@@ -534,19 +532,10 @@ where
         if Instant::now() >= d.opts.deadline {
             break;
         }
-        if progressed && !d.spool_is_empty()? {
-            continue;
-        }
-        // Nothing moved: either empty, or every remaining sink is failing.
-        if !d.opts.wait_for_backoff || d.spool_is_empty()? {
+        // Go on while records move and more remain (new ones may have
+        // arrived); a sink that failed stays skipped for the whole run.
+        if !progressed || d.spool_is_empty()? {
             break;
-        }
-        match d.next_retry_instant() {
-            Some(at) if at < d.opts.deadline => {
-                std::thread::sleep(at.saturating_duration_since(Instant::now()));
-                d.failed.clear();
-            }
-            _ => break,
         }
     }
     d.report.remaining = d.count_remaining()?;
@@ -935,7 +924,6 @@ pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
             deadline,
             only: None,
             honour_backoff: false,
-            wait_for_backoff: true,
         },
     )?;
     println!("memhook drain: {}", report.summary());
@@ -991,7 +979,6 @@ pub fn run_background(dir: &Path) {
                 deadline,
                 only: None,
                 honour_backoff: true,
-                wait_for_backoff: false,
             },
         ) {
             Ok(r) => r,
@@ -1111,7 +1098,6 @@ mod tests {
             deadline: Instant::now() + Duration::from_secs(30),
             only: None,
             honour_backoff: false,
-            wait_for_backoff: false,
         }
     }
 
