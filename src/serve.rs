@@ -24,7 +24,7 @@ use tiny_http::{Header, Method, Request, Response, Server};
 
 use crate::cli::{CmdResult, ServeArgs};
 use crate::names;
-use crate::record::{Record, RecordScope, RecordTool, RECORD_VERSION};
+use crate::record::{Record, RECORD_VERSION};
 use crate::scope;
 use crate::sink::http::wire::{self, Query};
 use crate::sink::http::MAX_BATCH_ITEMS;
@@ -32,8 +32,12 @@ use crate::sink::store::Store;
 
 /// Largest request body accepted (413 beyond).
 pub const MAX_BODY_BYTES: u64 = 10 * 1024 * 1024;
-/// Largest serialised record accepted in a `memhook_record` body member.
-pub const MAX_RECORD_BYTES: usize = 64 * 1024;
+/// Longest id-like record field (agent, event names, session id), in bytes.
+pub const MAX_SHORT_FIELD: usize = 256;
+/// Longest path in a record (cwd, files), in bytes.
+pub const MAX_PATH_BYTES: usize = 4096;
+/// Most files one record lists.
+pub const MAX_RECORD_FILES: usize = 64;
 /// Largest record excerpt (the record format's biggest cap, prompts: 16 KiB).
 pub const MAX_RECORD_BODY_BYTES: usize = 16 * 1024;
 /// Longest record title, in characters.
@@ -471,16 +475,8 @@ fn payload_is_subagent(body: &Value) -> bool {
 /// A memhook client's exact record, checked: version, key, names, bounds,
 /// and agreement with the query.
 fn exact_record(query: &Query, raw: &Value) -> Result<Record, String> {
-    let size = serde_json::to_vec(raw)
-        .map(|v| v.len())
-        .unwrap_or(usize::MAX);
-    if size > MAX_RECORD_BYTES {
-        return Err(format!(
-            "body member `{}` is {size} bytes; a record is at most {MAX_RECORD_BYTES}",
-            wire::RECORD_MEMBER
-        ));
-    }
-    let r: Record = serde_json::from_value(raw.clone()).map_err(|e| {
+    use serde::Deserialize;
+    let r = Record::deserialize(raw).map_err(|e| {
         format!(
             "body member `{}` is not a memhook record: {e}",
             wire::RECORD_MEMBER
@@ -517,31 +513,44 @@ fn exact_record(query: &Query, raw: &Value) -> Result<Record, String> {
             }
         }
     }
+    check_record_bounds(&r)?;
+    Ok(r)
+}
+
+/// A record from a client is bounded like one the hook builds: the excerpt,
+/// the title, and every free-text field.
+fn check_record_bounds(r: &Record) -> Result<(), String> {
+    let over = |field: &str, limit: String| Err(format!("record `{field}` is over {limit}"));
     if r.body
         .as_ref()
         .is_some_and(|b| b.len() > MAX_RECORD_BODY_BYTES)
     {
-        return Err(format!(
-            "record `body` is over {MAX_RECORD_BODY_BYTES} bytes"
-        ));
+        return over("body", format!("{MAX_RECORD_BODY_BYTES} bytes"));
     }
     if r.title
         .as_ref()
         .is_some_and(|t| t.chars().count() > MAX_TITLE_CHARS)
     {
-        return Err(format!(
-            "record `title` is over {MAX_TITLE_CHARS} characters"
-        ));
+        return over("title", format!("{MAX_TITLE_CHARS} characters"));
     }
-    Ok(r)
-}
-
-/// First non-blank string among `keys` in `body`, bounded and printable.
-fn body_str(body: &Value, keys: &[&str], max: usize) -> Option<String> {
-    keys.iter().find_map(|k| {
-        let s = body.get(*k)?.as_str()?.trim();
-        (!s.is_empty() && s.len() <= max && !s.chars().any(char::is_control)).then(|| s.to_string())
-    })
+    for (field, value, max) in [
+        ("agent", Some(&r.agent), MAX_SHORT_FIELD),
+        ("event", Some(&r.event), MAX_SHORT_FIELD),
+        ("native_event", Some(&r.native_event), MAX_SHORT_FIELD),
+        ("session_id", r.session_id.as_ref(), MAX_SHORT_FIELD),
+        ("cwd", r.cwd.as_ref(), MAX_PATH_BYTES),
+    ] {
+        if value.is_some_and(|v| v.len() > max) {
+            return over(field, format!("{max} bytes"));
+        }
+    }
+    if r.files.len() > MAX_RECORD_FILES || r.files.iter().any(|f| f.len() > MAX_PATH_BYTES) {
+        return over(
+            "files",
+            format!("{MAX_RECORD_FILES} paths of at most {MAX_PATH_BYTES} bytes"),
+        );
+    }
+    Ok(())
 }
 
 /// A name made from free text: lowercase, invalid bytes → `-`.
@@ -576,135 +585,100 @@ fn store_key(ingest: &str) -> String {
     d[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A fresh random 32-hex key for a payload that came without `ingest_key`
-/// (such a request cannot be deduplicated).
-fn mint_key() -> String {
-    let mut b = [0u8; 16];
-    if getrandom::fill(&mut b).is_err() {
-        // No entropy: fall back to time and pid (unique enough for one server).
-        let seed = format!("{}-{}", crate::timefmt::now_ms(), std::process::id());
-        b.copy_from_slice(&Sha256::digest(seed.as_bytes())[..16]);
-    }
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-/// A record from a plain ai-memory agent payload (no `memhook_record`).
-///
-/// MINIMAL until `crate::event::normalize`, `crate::record::build` and
-/// `crate::redact::clean` are on main: it keeps metadata only — event,
-/// agent, session, cwd, scope, subagent flag, a validated call id — and no
-/// text at all (no prompt, output, title or paths), so nothing unredacted is
-/// ever stored. Switch to the shared pipeline once it lands.
-fn plain_record(query: &Query, event: &str, body: &Value) -> Result<Record, String> {
+/// A record from a plain ai-memory agent payload (no `memhook_record`),
+/// built by the hook's own pipeline: the payload is normalised per agent
+/// (`event::normalize`), the capture disposition the client reported in
+/// `_ai_memory_capture` is honoured (the server has no marker of its own),
+/// and `record::build` bounds and redacts every text exactly as the hook
+/// does. The scope comes from the query.
+fn plain_record(query: &Query, event_name: &str, body: &Value) -> Result<Record, String> {
+    use crate::capture::{self, Disposition, ToolFamily};
+    use crate::scope::{CaptureConfig, Scope, Settings, Source, Strategy};
     let agent = if body.get("cursor_version").is_some() {
-        "cursor".to_string()
+        "cursor"
     } else {
-        query
-            .get("agent")
-            .and_then(derive_name)
-            .unwrap_or_else(|| "generic".to_string())
+        query.get("agent").unwrap_or("generic")
     };
-    let cwd = body_str(
-        body,
-        &["cwd", "current_dir", "working_dir", "directory"],
-        4096,
-    )
-    .or_else(|| query.get("cwd").map(str::to_string));
-    let session_id = body_str(
-        body,
-        &["session_id", "sessionId", "sessionID", "conversationId"],
-        256,
-    )
-    .or_else(|| query.get("session_id").map(str::to_string));
-    let workspace = query.get("workspace").unwrap_or("default").to_string();
+    let mut event = crate::event::normalize(agent, Some(event_name), body);
+    if event.cwd.is_none() {
+        event.cwd = query.get("cwd").map(str::to_string);
+    }
+    if event.session_id.is_none() {
+        event.session_id = query.get("session_id").map(str::to_string);
+    }
     let project = match query.get("project") {
         Some(p) => p.to_string(),
-        None => cwd
+        None => event
+            .cwd
             .as_deref()
             .and_then(|c| Path::new(c).file_name())
             .and_then(|n| n.to_str())
             .and_then(derive_name)
             .ok_or("query parameter `project` is required when the cwd gives no usable name")?,
     };
-    let kind = wire::canonical_event(event);
-    let is_tool = matches!(
-        kind,
-        "pre-tool-use" | "post-tool-use" | "post-tool-use-failure"
-    );
-    let call_id = body_str(
-        body,
-        &[
-            "tool_use_id",
-            "toolUseId",
-            "tool_call_id",
-            "toolCallId",
-            "call_id",
-            "callId",
-            "callID",
-        ],
-        128,
-    )
-    .filter(|id| {
-        id.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
-    });
+    let scope = Scope {
+        workspace: query.get("workspace").unwrap_or("default").to_string(),
+        project,
+        workspace_source: Source::Flag,
+        project_source: Source::Flag,
+        marker: None,
+        strategy: match query.get("project_strategy") {
+            Some("repo-root" | "repo_root") => Strategy::RepoRoot,
+            _ => Strategy::Basename,
+        },
+        settings: Settings {
+            drop_subagent_captures: query.truthy("drop_subagent"),
+            default_global: query.truthy("default_global"),
+            inject_on_session_start: query.truthy("briefing"),
+            max_chars: briefing_budget(query),
+        },
+        capture: CaptureConfig::Absent,
+        warnings: vec![],
+    };
+    let mut decision = capture::decide(&scope.capture, None, &event);
+    let claimed = body
+        .get(wire::CAPTURE_MEMBER)
+        .and_then(|c| c.get("disposition"))
+        .and_then(Value::as_str);
+    if claimed == Some("metadata-only") {
+        decision.disposition = Disposition::MetadataOnly;
+    }
+    let files = if decision.disposition == Disposition::Keep
+        && decision.tool_family == ToolFamily::File
+        && event.kind.is_post_tool()
+    {
+        capture::kept_file_paths(&event)
+    } else {
+        Vec::new()
+    };
     let key = match query.get("ingest_key") {
         Some(k) => store_key(k),
-        None => mint_key(),
+        None => crate::record::new_key(),
     };
-    let native: String = event
-        .chars()
-        .filter(|c| c.is_ascii_graphic())
-        .take(64)
-        .collect();
-    let briefing_budget = query
+    let mut record = crate::record::build(
+        &event,
+        &scope,
+        &decision,
+        files,
+        key,
+        crate::timefmt::now_ms(),
+    );
+    // The server did not resolve this scope: the client's query did.
+    record.scope.workspace_source = "query".into();
+    record.scope.project_source = match query.get("project_src") {
+        Some(src @ ("marker" | "repo-root" | "env" | "flag" | "fallback")) => src.into(),
+        _ => "query".into(),
+    };
+    Ok(record)
+}
+
+/// `briefing_budget` clamped like the marker's `max_chars`.
+fn briefing_budget(query: &Query) -> usize {
+    query
         .get("briefing_budget")
         .and_then(|b| b.trim().parse::<usize>().ok())
         .map(|b| b.clamp(scope::MAX_CHARS_MIN, scope::MAX_CHARS_MAX))
-        .unwrap_or(scope::MAX_CHARS_DEFAULT);
-    Ok(Record {
-        v: RECORD_VERSION,
-        key,
-        occurred_ms: crate::timefmt::now_ms(),
-        agent,
-        event: kind.to_string(),
-        native_event: native,
-        session_id,
-        cwd,
-        scope: RecordScope {
-            workspace,
-            project,
-            workspace_source: "query".into(),
-            project_source: query
-                .get("project_src")
-                .unwrap_or("query")
-                .chars()
-                .take(16)
-                .collect(),
-            project_strategy: query
-                .get("project_strategy")
-                .filter(|s| matches!(*s, "repo-root" | "repo_root"))
-                .map(|_| "repo-root")
-                .unwrap_or("basename")
-                .into(),
-            drop_subagent: query.truthy("drop_subagent"),
-            default_global: query.truthy("default_global"),
-            briefing: query.truthy("briefing"),
-            briefing_budget,
-        },
-        subagent: payload_is_subagent(body),
-        tool: is_tool.then(|| RecordTool {
-            family: "unknown".into(),
-            name: None,
-            call_id,
-            outcome: None,
-        }),
-        capture: None,
-        disposition: "metadata-only".into(),
-        title: None,
-        body: None,
-        files: vec![],
-    })
+        .unwrap_or(scope::MAX_CHARS_DEFAULT)
 }
 
 /// `GET /handoff`: the session-start briefing for a scope (never consumes it).
@@ -732,11 +706,7 @@ fn handoff(query: &Query, ctx: &mut Ctx) -> Answer {
             )
         }
     };
-    let max_chars = query
-        .get("briefing_budget")
-        .and_then(|b| b.trim().parse::<usize>().ok())
-        .map(|b| b.clamp(scope::MAX_CHARS_MIN, scope::MAX_CHARS_MAX))
-        .unwrap_or(scope::MAX_CHARS_DEFAULT);
+    let max_chars = briefing_budget(query);
     let text = crate::briefing::compose(
         &ctx.store,
         (&workspace, &project),
@@ -795,19 +765,64 @@ mod tests {
     }
 
     #[test]
-    fn plain_payloads_keep_metadata_only() {
-        let q =
-            Query::parse("event=PostToolUse&agent=claude-code&workspace=w&ingest_key=abc").unwrap();
-        let body = json!({"session_id": "s", "cwd": "/x/My Repo", "tool_use_id": "t1",
-                          "tool_response": "secret output", "prompt": "p"});
+    fn plain_payloads_go_through_the_record_pipeline() {
+        let q = Query::parse("event=UserPromptSubmit&agent=claude-code&workspace=w&ingest_key=abc")
+            .unwrap();
+        let body = json!({"session_id": "s", "cwd": "/x/My Repo",
+            "prompt": "deploy with AKIAIOSFODNN7EXAMPLE please\nthanks"});
         let Prepared::Store(r) = prepare(&q, &body).unwrap() else {
             panic!("stored")
         };
-        assert_eq!(r.event, "post-tool-use");
+        assert_eq!(r.event, "user-prompt");
         assert_eq!(r.scope.project, "my-repo");
-        assert_eq!(r.tool.as_ref().unwrap().call_id.as_deref(), Some("t1"));
+        assert_eq!(r.scope.workspace_source, "query");
         assert_eq!(r.key, store_key("abc"));
+        let text = r.body.as_deref().unwrap();
+        assert!(
+            text.contains("REDACTED") && !text.contains("AKIAIOSFODNN7EXAMPLE"),
+            "{text}"
+        );
+        // A client that reduced the event to metadata is obeyed.
+        let q = Query::parse("event=PostToolUse&agent=claude-code&project=p").unwrap();
+        let body = json!({"tool_name": "Bash", "tool_use_id": "t1",
+            "tool_response": {"stdout": "out"},
+            "_ai_memory_capture": {"version": 1, "disposition": "metadata-only"}});
+        let Prepared::Store(r) = prepare(&q, &body).unwrap() else {
+            panic!("stored")
+        };
+        assert_eq!(r.disposition, "metadata-only");
         assert!(r.body.is_none() && r.title.is_none());
+        assert_eq!(r.tool.as_ref().unwrap().call_id.as_deref(), Some("t1"));
+    }
+
+    #[test]
+    fn record_bounds_at_their_edges() {
+        let base: Record = serde_json::from_value(json!({
+            "v": 1, "key": "k", "occurred_ms": 1, "agent": "codex", "event": "user-prompt",
+            "native_event": "UserPromptSubmit",
+            "scope": {"workspace": "w", "project": "p", "workspace_source": "marker",
+                      "project_source": "marker", "project_strategy": "basename"},
+            "disposition": "keep"
+        }))
+        .unwrap();
+        let mut r = base.clone();
+        r.body = Some("x".repeat(MAX_RECORD_BODY_BYTES));
+        r.title = Some("é".repeat(MAX_TITLE_CHARS));
+        r.cwd = Some("/".repeat(MAX_PATH_BYTES));
+        r.files = vec!["f".into(); MAX_RECORD_FILES];
+        assert!(check_record_bounds(&r).is_ok());
+        let mut b = r.clone();
+        b.body = Some("x".repeat(MAX_RECORD_BODY_BYTES + 1));
+        assert!(check_record_bounds(&b).unwrap_err().contains("`body`"));
+        let mut t = r.clone();
+        t.title = Some("é".repeat(MAX_TITLE_CHARS + 1));
+        assert!(check_record_bounds(&t).unwrap_err().contains("`title`"));
+        let mut c = r.clone();
+        c.cwd = Some("/".repeat(MAX_PATH_BYTES + 1));
+        assert!(check_record_bounds(&c).unwrap_err().contains("`cwd`"));
+        let mut f = r;
+        f.files.push("g".into());
+        assert!(check_record_bounds(&f).unwrap_err().contains("`files`"));
     }
 
     #[test]

@@ -535,7 +535,7 @@ pub fn handoff(
 ) -> Result<Option<String>, HttpError> {
     let base = check_base_url(base_url)?;
     let mut q = wire::QueryBuilder::default();
-    q.push("agent", wire::agent_name(&event.agent))
+    q.push("agent", event.agent.as_str())
         .push_opt("cwd", event.cwd.as_deref())
         .push("workspace", &scope.workspace)
         .push("project", &scope.project)

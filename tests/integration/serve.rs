@@ -74,11 +74,11 @@ impl Serve {
             std::thread::spawn(move || {
                 let mut line = String::new();
                 while lines.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+                    stderr.lock().unwrap().push_str(&line);
                     if let Some(rest) = line.split("listening on http://").nth(1) {
                         let addr = rest.split_whitespace().next().unwrap_or("").to_string();
                         let _ = tx.send(addr);
                     }
-                    stderr.lock().unwrap().push_str(&line);
                     line.clear();
                 }
             });
@@ -496,7 +496,8 @@ fn plain_ai_memory_payloads_are_stored_and_subagents_dropped_on_request() {
     assert_eq!(code, 200);
     assert_eq!(json(&text)["stored"], false);
     assert_eq!(stored_keys(&s.data).len(), 1);
-    // The stored plain payload keeps metadata only: no tool output, no command.
+    // The plain payload went through the hook's record builder: the bounded
+    // output excerpt is kept, the command (tool input) never is.
     let store = Store::open(&s.data).unwrap();
     let got = &store.recent(None, 10).unwrap()[0];
     assert_eq!(
@@ -507,7 +508,13 @@ fn plain_ai_memory_payloads_are_stored_and_subagents_dropped_on_request() {
         (got.event.as_str(), got.project.as_str()),
         ("post-tool-use", "api")
     );
-    assert!(got.body.is_none() && got.title.is_none());
+    assert_eq!(got.tool_name.as_deref(), Some("Bash"));
+    let body = got.body.as_deref().unwrap_or("");
+    assert!(body.contains("total 36"), "{body}");
+    assert!(
+        !body.contains("ls -la") && !body.contains("list files"),
+        "{body}"
+    );
 }
 
 #[test]
@@ -855,4 +862,145 @@ fn handoff_through_the_sink_api_reads_a_real_serve() {
         memhook::sink::http::handoff(&s.url(), Some("tk"), &scope, &event, t).unwrap(),
         None
     );
+}
+
+/// Pids of background drainers working on `data` (found by their command
+/// line, which names our private temp data dir).
+fn background_drainers(data: &Path) -> Vec<i32> {
+    let needle = data.to_string_lossy().to_string();
+    let mut out = Vec::new();
+    for ent in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = ent.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(ent.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmd
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).to_string())
+            .collect();
+        if args.iter().any(|a| a == &needle) && args.iter().any(|a| a == "--background") {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// 64 concurrent `memhook hook` processes × 20 events (real Claude Code
+/// payloads), delivering to a real serve that is SIGKILLed and restarted
+/// twice, with a drainer SIGKILLed once: after `memhook drain` every event is
+/// stored exactly once (by call id).
+#[test]
+fn crash_restart_under_load_stores_every_event_exactly_once() {
+    const WRITERS: usize = 64;
+    const EVENTS: usize = 20;
+    let server_home = tempfile::tempdir().unwrap();
+    let mut server = Serve::start(server_home.path(), None);
+    let listen = server.addr.to_string();
+    let url = server.url();
+    let client_home = tempfile::tempdir().unwrap();
+    let client_data = client_home.path().join(".memhook-data");
+    Spool::open(&client_data).unwrap();
+    let written = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let template: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(crate::util::fixture(
+            "agents/claude-code/2.1.328/PostToolUse-Bash.json",
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let project_dir = client_home.path().join("projects").join("demo");
+    std::fs::create_dir_all(&project_dir).unwrap();
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let (url, home, dir) = (
+                url.clone(),
+                client_home.path().to_path_buf(),
+                project_dir.clone(),
+            );
+            let (written, template) = (Arc::clone(&written), template.clone());
+            std::thread::spawn(move || {
+                for e in 0..EVENTS {
+                    let mut payload = template.clone();
+                    payload["session_id"] = format!("session-{w}").into();
+                    payload["tool_use_id"] = format!("w{w}-e{e}").into();
+                    payload["cwd"] = dir.to_string_lossy().to_string().into();
+                    // A real hook process per event: enqueue, kick the drainer.
+                    let mut f = tempfile::tempfile().unwrap();
+                    f.write_all(payload.to_string().as_bytes()).unwrap();
+                    std::io::Seek::rewind(&mut f).unwrap();
+                    let out = memhook(&home)
+                        .args(["hook", "--agent", "claude-code", "--event", "PostToolUse"])
+                        .args(["--server-url", &url])
+                        .current_dir(&dir)
+                        .stdin(f)
+                        .output()
+                        .unwrap();
+                    assert!(out.status.success());
+                    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "{}");
+                    written.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        })
+        .collect();
+    let total = WRITERS * EVENTS;
+    let wait_for = |n: usize| {
+        let start = Instant::now();
+        while written.load(Ordering::SeqCst) < n && start.elapsed() < Duration::from_secs(120) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    let mut drainer_killed = false;
+    for round in 1..=2 {
+        wait_for(total * round / 3);
+        let look = Instant::now();
+        while !drainer_killed && look.elapsed() < Duration::from_secs(3) {
+            if let Some(pid) = background_drainers(&client_data).first() {
+                // SAFETY: kill(2) on a drainer our test started (its command
+                // line names our private temp data dir).
+                unsafe { libc::kill(*pid, libc::SIGKILL) };
+                drainer_killed = true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        server.stop_with(libc::SIGKILL);
+        std::thread::sleep(Duration::from_millis(300));
+        server = Serve::start_on(server_home.path(), None, &listen);
+    }
+    for w in writers {
+        w.join().unwrap();
+    }
+    let out = memhook(client_home.path())
+        .args(["drain", "--budget-secs", "120"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(Spool::open(&client_data)
+        .unwrap()
+        .pending()
+        .unwrap()
+        .is_empty());
+    // Every stored row, read straight from the server's SQLite file.
+    let db = rusqlite::Connection::open(server.data.join("store.sqlite3")).unwrap();
+    let mut stmt = db
+        .prepare("SELECT tool_call_id FROM records ORDER BY tool_call_id")
+        .unwrap();
+    let calls: Vec<String> = stmt
+        .query_map([], |r| r.get::<_, Option<String>>(0))
+        .unwrap()
+        .map(|c| c.unwrap().unwrap_or_default())
+        .collect();
+    let mut want: Vec<String> = (0..WRITERS)
+        .flat_map(|w| (0..EVENTS).map(move |e| format!("w{w}-e{e}")))
+        .collect();
+    want.sort();
+    assert_eq!(calls.len(), total, "every event stored, none twice");
+    assert_eq!(calls, want);
+    assert!(drainer_killed, "no background drainer was seen to kill");
 }

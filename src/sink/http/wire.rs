@@ -147,31 +147,6 @@ const WIRE_EVENTS: &[(&str, &str)] = &[
     ("post-compact", "post-compaction"),
 ];
 
-/// Every spelling the server accepts for an event (normalised: lowercase,
-/// without `-`, `_`, `.`) → canonical memhook kind.
-const EVENT_SPELLINGS: &[(&str, &str)] = &[
-    ("sessionstart", "session-start"),
-    ("userprompt", "user-prompt"),
-    ("userpromptsubmit", "user-prompt"),
-    ("beforesubmitprompt", "user-prompt"),
-    ("beforeagent", "user-prompt"),
-    ("pretooluse", "pre-tool-use"),
-    ("beforetool", "pre-tool-use"),
-    ("posttooluse", "post-tool-use"),
-    ("aftertool", "post-tool-use"),
-    ("posttoolusefailure", "post-tool-use-failure"),
-    ("precompact", "pre-compact"),
-    ("precompress", "pre-compact"),
-    ("postcompact", "post-compact"),
-    ("postcompaction", "post-compact"),
-    ("notification", "notification"),
-    ("stop", "stop"),
-    ("subagentstart", "subagent-start"),
-    ("subagentstop", "subagent-stop"),
-    ("subagentend", "subagent-stop"),
-    ("sessionend", "session-end"),
-];
-
 /// The `event` query value for a record.
 pub fn wire_event(record: &Record) -> &str {
     if record.event == "other" {
@@ -182,21 +157,6 @@ pub fn wire_event(record: &Record) -> &str {
         .find(|(k, _)| *k == record.event)
         .map(|(_, w)| *w)
         .unwrap_or(&record.event)
-}
-
-/// The canonical kind of an event name in any spelling the protocol carries;
-/// `other` when unknown.
-pub fn canonical_event(name: &str) -> &'static str {
-    let norm: String = name
-        .chars()
-        .filter(|c| !matches!(c, '-' | '_' | '.'))
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    EVENT_SPELLINGS
-        .iter()
-        .find(|(k, _)| *k == norm)
-        .map(|(_, c)| *c)
-        .unwrap_or("other")
 }
 
 /// ai-memory's tool-family labels (`shell` is its `non-file`).
@@ -364,20 +324,6 @@ impl BatchReply {
     }
 }
 
-/// The `agent` query value: the agent's canonical wire name.
-pub fn agent_name(agent: &crate::event::Agent) -> &str {
-    use crate::event::Agent;
-    match agent {
-        Agent::ClaudeCode => "claude-code",
-        Agent::Codex => "codex",
-        Agent::OpenCode => "opencode",
-        Agent::GeminiCli => "gemini-cli",
-        Agent::Cursor => "cursor",
-        Agent::Other(name) if name.is_empty() => "generic",
-        Agent::Other(name) => name,
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -473,14 +419,12 @@ pub(crate) mod tests {
         ] {
             r.event = canonical.into();
             assert_eq!(wire_event(&r), wire);
-            assert_eq!(canonical_event(wire), canonical);
+            // The server reads it back with the one event-name parser.
+            assert_eq!(crate::event::EventKind::parse(wire).as_str(), canonical);
         }
         r.event = "other".into();
         r.native_event = "session.idle".into();
         assert_eq!(wire_event(&r), "session.idle");
-        assert_eq!(canonical_event("AfterTool"), "post-tool-use");
-        assert_eq!(canonical_event("user_prompt_submit"), "user-prompt");
-        assert_eq!(canonical_event("whatever"), "other");
     }
 
     #[test]
