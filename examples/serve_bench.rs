@@ -199,7 +199,10 @@ fn main() {
         median(store_cpu)
     );
 
-    // 2. Session start against a black hole.
+    // 2. Session start against a black hole, through the real hook:
+    //    `memhook hook --event SessionStart --server-url <black hole>` with a
+    //    pending record for that server, against the same hook on an empty
+    //    embedded store.
     let hole = TcpListener::bind("127.0.0.1:0").unwrap();
     let hole_url = format!("http://{}", hole.local_addr().unwrap());
     std::thread::spawn(move || {
@@ -208,70 +211,57 @@ fn main() {
             held.push(c);
         }
     });
-    let scope = memhook::scope::Scope {
-        workspace: "bench".into(),
-        project: "demo".into(),
-        workspace_source: memhook::scope::Source::Marker,
-        project_source: memhook::scope::Source::Marker,
-        marker: None,
-        strategy: memhook::scope::Strategy::Basename,
-        settings: memhook::scope::Settings::default(),
-        capture: memhook::scope::CaptureConfig::Absent,
-        warnings: vec![],
-    };
-    let event = memhook::event::Event {
-        agent: memhook::event::Agent::ClaudeCode,
-        kind: memhook::event::EventKind::SessionStart,
-        native_name: "SessionStart".into(),
-        session_id: Some("bench-new".into()),
-        cwd: Some("/home/dev/projects/demo".into()),
-        tool_name: None,
-        tool_input: None,
-        tool_call_id: None,
-        tool_response: None,
-        tool_error: None,
-        prompt: None,
-        message: None,
-        summary: None,
-        detail: None,
-        subagent: false,
-    };
-    let budget = Duration::from_millis(1500);
-    let (mut hole_ms, mut base_ms) = (vec![], vec![]);
+    let payload = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/agents/claude-code/2.1.328/SessionStart-startup.json"),
+    )
+    .expect("fixture");
+    let (mut hole_ms, mut base_ms, mut hole_out) = (vec![], vec![], String::new());
     for i in 0..5 {
-        let data = tmp.path().join(format!("start-{i}"));
-        // One pending record for the black-holed server, as after a prompt.
-        fill(
-            &data,
-            &SinkTarget::Http {
-                url: hole_url.clone(),
-            },
-            1,
-            9000 + i,
-        );
-        let t = Instant::now();
-        let got = memhook::briefing::session_start(
-            &data,
-            &SinkTarget::Http {
-                url: hole_url.clone(),
-            },
-            &scope,
-            &event,
-            budget,
-        );
-        hole_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        assert!(got.is_none());
-        let empty = tmp.path().join(format!("empty-{i}"));
-        let t = Instant::now();
-        let _ =
-            memhook::briefing::session_start(&empty, &SinkTarget::Store, &scope, &event, budget);
-        base_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        let home = tmp.path().join(format!("home-{i}"));
+        let project = home.join("projects").join("demo");
+        std::fs::create_dir_all(&project).unwrap();
+        let payload = payload.replace("/home/dev", home.to_str().unwrap());
+        for (url, out) in [(Some(&hole_url), &mut hole_ms), (None, &mut base_ms)] {
+            let data = home.join(if url.is_some() {
+                "data-hole"
+            } else {
+                "data-store"
+            });
+            if let Some(u) = url {
+                // One pending record for the black-holed server, as after a prompt.
+                fill(&data, &SinkTarget::Http { url: u.clone() }, 1, 9000 + i);
+            }
+            let mut f = tempfile::tempfile().unwrap();
+            std::io::Write::write_all(&mut f, payload.as_bytes()).unwrap();
+            std::io::Seek::rewind(&mut f).unwrap();
+            let mut cmd = Command::new(bin());
+            cmd.args(["--data-dir"])
+                .arg(&data)
+                .args(["hook", "--agent", "claude-code", "--event", "SessionStart"])
+                .current_dir(&project)
+                .env("HOME", &home)
+                .env_remove("AI_MEMORY_AUTH_TOKEN")
+                .env_remove("MEMHOOK_START_BUDGET_MS")
+                .stdin(f);
+            if let Some(u) = url {
+                cmd.args(["--server-url", u]);
+            }
+            let t = Instant::now();
+            let o = cmd.output().expect("hook");
+            out.push(t.elapsed().as_secs_f64() * 1e3);
+            assert!(o.status.success());
+            if url.is_some() {
+                hole_out = String::from_utf8_lossy(&o.stdout).trim().to_string();
+            }
+        }
     }
     println!(
-        "session start, black-holed server: median {:.0} ms (max {:.0} ms, budget {} ms); empty store baseline {:.2} ms",
+        "session start (memhook hook), black-holed server: median {:.0} ms, max {:.0} ms, stdout {hole_out}; \
+         empty embedded store baseline: median {:.1} ms; ratio {:.0}x",
         median(hole_ms.clone()),
         hole_ms.iter().cloned().fold(0.0, f64::max),
-        budget.as_millis(),
-        median(base_ms)
+        median(base_ms.clone()),
+        median(hole_ms) / median(base_ms)
     );
 }
