@@ -767,8 +767,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             c.last_error = Some(e.clone());
             c.last_error_ms = Some(now);
             c.failed_passes = c.failed_passes.saturating_add(1);
-            let shift = (c.failed_passes - 1).min(20);
-            c.retry_after_ms = now + (BACKOFF_BASE_MS << shift).min(BACKOFF_MAX_MS);
+            c.retry_after_ms = now + backoff_ms(c.failed_passes);
             self.report.errors.insert(id.clone(), e);
             self.failed.insert(id);
         } else if delivered_any {
@@ -845,6 +844,13 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             }
         }
     }
+}
+
+/// The wait after `failed_passes` consecutive failed passes (at least 1):
+/// [`BACKOFF_BASE_MS`] doubling per pass, at most [`BACKOFF_MAX_MS`].
+pub fn backoff_ms(failed_passes: u32) -> u64 {
+    let shift = failed_passes.saturating_sub(1).min(20);
+    (BACKOFF_BASE_MS << shift).min(BACKOFF_MAX_MS)
 }
 
 /// Remove temp files of counter writes (`counters/.<name>.<pid>.tmp`) that a
@@ -1392,6 +1398,18 @@ mod tests {
         let c = load_counters(t.path(), "store");
         assert_eq!((c.delivered, c.inflight.len()), (1, 0));
         identity_holds(&spool, "store");
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap() {
+        assert_eq!(backoff_ms(1), BACKOFF_BASE_MS);
+        assert_eq!(backoff_ms(2), 2 * BACKOFF_BASE_MS);
+        assert_eq!(backoff_ms(5), 16 * BACKOFF_BASE_MS);
+        // 5 s << 7 = 640 s is the last step under the 900 s cap.
+        assert_eq!(backoff_ms(8), 128 * BACKOFF_BASE_MS);
+        assert_eq!(backoff_ms(9), BACKOFF_MAX_MS);
+        assert_eq!(backoff_ms(u32::MAX), BACKOFF_MAX_MS);
+        assert_eq!(backoff_ms(0), BACKOFF_BASE_MS);
     }
 
     #[test]
