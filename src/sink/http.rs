@@ -80,9 +80,18 @@ impl std::error::Error for HttpError {}
 
 /// The answer to one request.
 enum Reply {
-    Status { code: u16, text: String },
+    Status {
+        code: u16,
+        text: String,
+    },
     Failed(HttpError),
+    /// The call's time budget was used up before this request could start:
+    /// nothing was tried, nothing is the server's fault.
+    NoTime,
 }
+
+/// Reason for items left untried because the time budget ran out.
+const NO_TIME: &str = "not attempted: the delivery time budget was used up; retrying later";
 
 /// Check and normalise a base URL: `http://` or `https://`, no credentials,
 /// no query or fragment; a trailing `/` is dropped.
@@ -168,10 +177,7 @@ fn exchange(
 ) -> Reply {
     let budget = deadline.saturating_duration_since(Instant::now());
     if budget < Duration::from_millis(1) {
-        return Reply::Failed(HttpError::Unreachable {
-            url: base.to_string(),
-            detail: "time budget used up before the request".into(),
-        });
+        return Reply::NoTime;
     }
     let connect = budget.min(CONNECT_TIMEOUT);
     let bearer = token.map(|t| format!("Bearer {t}"));
@@ -351,6 +357,7 @@ impl HttpSink {
             }
             Reply::Status { code, text } => Some(status_outcomes(code, &text, n)),
             Reply::Failed(e) => Some(self.failure_outcomes(&e, n)),
+            Reply::NoTime => Some(all_free(n, NO_TIME)),
         }
     }
 
@@ -378,6 +385,10 @@ impl HttpSink {
                 }
                 Reply::Failed(err) => {
                     out.extend(self.failure_outcomes(&err, rest));
+                    break;
+                }
+                Reply::NoTime => {
+                    out.extend(all_free(rest, NO_TIME));
                     break;
                 }
             }
@@ -466,8 +477,13 @@ fn failed_first(n: usize, reason: &str) -> Vec<ItemOutcome> {
 fn chunk_len(entries: &[SpoolEntry]) -> usize {
     let mut bytes = 0;
     for (i, e) in entries.iter().take(MAX_BATCH_ITEMS).enumerate() {
-        // A record is bounded far below the cap; estimate its wire size.
-        let size = serde_json::to_vec(&e.record).map(|v| v.len()).unwrap_or(0) * 2 + 512;
+        // Estimate the wire size without serialising: the excerpt and title
+        // travel twice (payload field and record), plus paths and overhead.
+        let r = &e.record;
+        let text = r.body.as_ref().map_or(0, String::len) + r.title.as_ref().map_or(0, String::len);
+        let paths = r.cwd.as_ref().map_or(0, String::len) * 3
+            + r.files.iter().map(String::len).sum::<usize>();
+        let size = 2 * text + paths + 2048;
         if i > 0 && bytes + size > MAX_BATCH_BYTES {
             return i;
         }
@@ -567,6 +583,10 @@ pub fn handoff(
             detail: server_text(&text),
         }),
         Reply::Failed(e) => Err(e),
+        Reply::NoTime => Err(HttpError::Unreachable {
+            url: base,
+            detail: "no time left in the session-start budget".into(),
+        }),
     }
 }
 
@@ -627,6 +647,25 @@ mod tests {
             == ItemOutcome::Drop {
                 reason: "forbidden".into()
             }));
+    }
+
+    #[test]
+    fn no_time_left_tries_nothing_and_charges_nothing() {
+        let mut sink = HttpSink::new("http://127.0.0.1:9", None, Duration::ZERO);
+        let e = crate::spool::SpoolEntry {
+            v: crate::spool::ENTRY_VERSION,
+            sink: crate::spool::SinkTarget::Http {
+                url: "http://127.0.0.1:9".into(),
+            },
+            attempts: 0,
+            enqueued_ms: 0,
+            record: wire::tests::record("k"),
+        };
+        let out = sink.deliver(&[e.clone(), e]);
+        assert!(out.iter().all(
+            |o| matches!(o, ItemOutcome::Retry { charge: false, reason } if reason == NO_TIME)
+        ));
+        assert!(!sink.unreachable());
     }
 
     #[test]
