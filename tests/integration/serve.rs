@@ -1004,3 +1004,112 @@ fn crash_restart_under_load_stores_every_event_exactly_once() {
     assert_eq!(calls, want);
     assert!(drainer_killed, "no background drainer was seen to kill");
 }
+
+/// A Claude Code payload from fixtures/, with `/home/dev` moved under `home`
+/// and its cwd created.
+fn claude_payload(name: &str, home: &Path, session: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(crate::util::fixture(&format!(
+        "agents/claude-code/2.1.328/{name}.json"
+    )))
+    .unwrap()
+    .replace("/home/dev", home.to_str().unwrap());
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["session_id"] = session.into();
+    std::fs::create_dir_all(v["cwd"].as_str().unwrap()).unwrap();
+    v
+}
+
+/// Run the real hook with `--server-url`; (output, wall time).
+fn hook_to(
+    home: &Path,
+    url: &str,
+    event: &str,
+    payload: &serde_json::Value,
+) -> (std::process::Output, Duration) {
+    hook_to_env(home, url, event, payload, false)
+}
+
+/// [`hook_to`]; `no_delivery` sets `MEMHOOK_NO_HOOK_DELIVERY` (spool only).
+fn hook_to_env(
+    home: &Path,
+    url: &str,
+    event: &str,
+    payload: &serde_json::Value,
+    no_delivery: bool,
+) -> (std::process::Output, Duration) {
+    let mut f = tempfile::tempfile().unwrap();
+    f.write_all(payload.to_string().as_bytes()).unwrap();
+    std::io::Seek::rewind(&mut f).unwrap();
+    let mut cmd = memhook(home);
+    cmd.args(["hook", "--agent", "claude-code", "--event", event])
+        .args(["--server-url", url])
+        .current_dir(payload["cwd"].as_str().unwrap())
+        .stdin(f);
+    if no_delivery {
+        cmd.env(memhook::drain::NO_HOOK_DELIVERY_ENV, "1");
+    }
+    let start = Instant::now();
+    let out = cmd.output().unwrap();
+    (out, start.elapsed())
+}
+
+#[test]
+fn hook_session_start_gets_its_briefing_from_a_real_serve() {
+    let server_home = tempfile::tempdir().unwrap();
+    let s = Serve::start(server_home.path(), None);
+    let home = tempfile::tempdir().unwrap();
+    let prompt = claude_payload("UserPromptSubmit", home.path(), "old-session");
+    let (out, _) = hook_to(home.path(), &s.url(), "UserPromptSubmit", &prompt);
+    assert!(out.status.success());
+    // Deliver it (the hook's detached drainer may be doing the same).
+    let drained = memhook(home.path())
+        .args(["drain", "--budget-secs", "30"])
+        .output()
+        .unwrap();
+    assert!(
+        drained.status.success(),
+        "{}",
+        String::from_utf8_lossy(&drained.stderr)
+    );
+    let start = claude_payload("SessionStart-startup", home.path(), "new-session");
+    let (out, _) = hook_to(home.path(), &s.url(), "SessionStart", &start);
+    assert!(out.status.success());
+    let env: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ctx = env["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_else(|| {
+            panic!(
+                "no briefing: {env} {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    assert!(ctx.contains("exercise the tools"), "{ctx}");
+    assert_eq!(env["hookSpecificOutput"]["hookEventName"], "SessionStart");
+}
+
+#[test]
+fn hook_session_start_against_a_black_hole_prints_an_empty_envelope_within_budget() {
+    let (url, _) = scripted(vec![Answer::Hang; 8]);
+    let home = tempfile::tempdir().unwrap();
+    // Something pending for that server, as after an earlier prompt (spooled
+    // without kicking a drainer, so session start finds it pending).
+    let prompt = claude_payload("UserPromptSubmit", home.path(), "old");
+    let quiet = hook_to_env(home.path(), &url, "UserPromptSubmit", &prompt, true);
+    assert!(quiet.0.status.success());
+    let start = claude_payload("SessionStart-startup", home.path(), "new");
+    let (out, took) = hook_to(home.path(), &url, "SessionStart", &start);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "{}");
+    // The 1.5 s budget, with slack for a loaded machine: a black hole must
+    // not hold the agent for the HTTP default timeouts (seconds to minutes).
+    assert!(
+        took < Duration::from_millis(1500) + Duration::from_secs(3),
+        "{took:?}"
+    );
+    // The hook left a background drainer retrying the black hole: end it.
+    for pid in background_drainers(&home.path().join(".memhook-data")) {
+        // SAFETY: kill(2) on a drainer this test started (its command line
+        // names this test's private temp data dir).
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
