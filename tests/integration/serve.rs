@@ -1113,3 +1113,52 @@ fn hook_session_start_against_a_black_hole_prints_an_empty_envelope_within_budge
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 }
+
+#[test]
+fn drain_counts_a_403_as_dropped_forbidden_and_a_429_as_still_pending() {
+    let (forbid, _) = scripted(vec![Answer::Reply(403, "not your project")]);
+    let (busy, _) = scripted(vec![Answer::Reply(429, "busy"); 4]);
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join(".memhook-data");
+    let spool = Spool::open(&data).unwrap();
+    for i in 0..3 {
+        spool
+            .enqueue(&entry(record(&key(i), "s", "stop", None), &forbid))
+            .unwrap();
+    }
+    for i in 3..5 {
+        spool
+            .enqueue(&entry(record(&key(i), "s", "stop", None), &busy))
+            .unwrap();
+    }
+    let out = memhook(home.path())
+        .args(["drain", "--budget-secs", "20"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "records remain for the busy server"
+    );
+    let st = memhook(home.path())
+        .args(["status", "--json"])
+        .output()
+        .unwrap();
+    let v = json(&String::from_utf8_lossy(&st.stdout));
+    let sinks = v["sinks"].as_array().unwrap();
+    let find = |url: &str| {
+        sinks
+            .iter()
+            .find(|s| s.to_string().contains(url))
+            .unwrap_or_else(|| panic!("{url} in {v}"))
+            .clone()
+    };
+    let f = find(&forbid);
+    assert!(f.to_string().contains("\"forbidden\":3"), "{f}");
+    let b = find(&busy);
+    assert_eq!(b["pending"], 2, "{b}");
+    // A 429 is free: nothing charged, nothing dropped.
+    for p in spool.pending().unwrap() {
+        assert_eq!(Spool::load(&p).unwrap().attempts, 0);
+    }
+}
