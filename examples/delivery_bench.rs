@@ -11,7 +11,7 @@
 //!
 //! ```text
 //! cargo build --release --bins --examples
-//! target/release/examples/delivery_bench [RECORDS] [ROUNDS]
+//! target/release/examples/delivery_bench [drain|start] [RECORDS] [ROUNDS]
 //! ```
 //! RECORDS defaults to 10000 (the spool's cap), ROUNDS to 3; medians printed.
 //! CPU time comes from getrusage (steadier than wall time on a shared VM).
@@ -393,9 +393,17 @@ fn bench_start(rounds: usize) {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(10_000);
-    let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(3);
-    bench_drain(n, rounds);
-    bench_start(rounds);
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let only = match args.first().map(String::as_str) {
+        Some("drain") | Some("start") => Some(args.remove(0)),
+        _ => None,
+    };
+    let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(10_000);
+    let rounds: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3);
+    if only.as_deref() != Some("start") {
+        bench_drain(n, rounds);
+    }
+    if only.as_deref() != Some("drain") {
+        bench_start(rounds);
+    }
 }

@@ -153,6 +153,16 @@ pub fn compose(
     max_chars: usize,
     digest: bool,
 ) -> Option<String> {
+    store.read(|store| compose_in(store, scope, exclude_session, max_chars, digest))
+}
+
+fn compose_in(
+    store: &Store,
+    scope: (&str, &str),
+    exclude_session: Option<&str>,
+    max_chars: usize,
+    digest: bool,
+) -> Option<String> {
     let sessions = store
         .sessions(scope, exclude_session, HANDOFF_SESSIONS)
         .ok()?;
