@@ -362,6 +362,44 @@ fn bench_start(rounds: usize) {
         }
         proc_cpu.push((children_cpu() - c0).as_secs_f64() / 50.0);
     }
+    // End to end: the real hook binary on a real SessionStart payload, with
+    // the populated store and with an empty one (same scope via env).
+    let payload = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/agents/claude-code/2.1.328/SessionStart-startup.json"),
+    )
+    .unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let hook_cpu = |data: &Path| -> (f64, bool) {
+        let c0 = children_cpu();
+        let mut briefed = true;
+        for _ in 0..50 {
+            let mut f = tempfile::tempfile().unwrap();
+            std::io::Write::write_all(&mut f, payload.as_bytes()).unwrap();
+            std::io::Seek::rewind(&mut f).unwrap();
+            let out = Command::new(bin())
+                .args(["--data-dir"])
+                .arg(data)
+                .args(["hook", "--agent", "claude-code"])
+                .env("AI_MEMORY_WORKSPACE", "bench")
+                .env("AI_MEMORY_PROJECT", "demo")
+                .current_dir(cwd.path())
+                .stdin(f)
+                .output()
+                .unwrap();
+            briefed &= String::from_utf8_lossy(&out.stdout).contains("additionalContext");
+        }
+        ((children_cpu() - c0).as_secs_f64() / 50.0, briefed)
+    };
+    let (mut hook_empty, mut hook_full) = (vec![], vec![]);
+    for _ in 0..rounds {
+        let (c, b) = hook_cpu(empty.path());
+        assert!(!b);
+        hook_empty.push(c);
+        let (c, b) = hook_cpu(full.path());
+        assert!(b, "the hook printed no briefing");
+        hook_full.push(c);
+    }
     let ms = |s: f64| s * 1000.0;
     let (bc, fc, dc) = (median(base_cpu), median(brief_cpu), median(dig_cpu));
     println!(
@@ -389,6 +427,16 @@ fn bench_start(rounds: usize) {
     println!(
         "  process floor (memhook --version): {:.3} ms CPU/call",
         ms(median(proc_cpu))
+    );
+    let (he, hf) = (median(hook_empty), median(hook_full));
+    println!(
+        "  `memhook hook` SessionStart, empty store:    {:.3} ms CPU/call",
+        ms(he)
+    );
+    println!(
+        "  `memhook hook` SessionStart, with briefing:  {:.3} ms CPU/call  ({:.2}x the empty-store hook)",
+        ms(hf),
+        hf / he
     );
 }
 

@@ -493,6 +493,8 @@ struct Drainer<'a, F> {
     counters: HashMap<String, SinkCounters>,
     /// Sinks that failed in the current pass.
     failed: HashSet<String>,
+    /// Sinks whose counters changed since they were last written.
+    dirty: HashSet<String>,
     /// Drops waiting to be committed in bulk: (sink, sink id, file, reason).
     drops: Vec<(Option<SinkTarget>, String, PathBuf, &'static str)>,
     report: Report,
@@ -517,6 +519,7 @@ where
         sinks: HashMap::new(),
         counters: HashMap::new(),
         failed: HashSet::new(),
+        dirty: HashSet::new(),
         drops: Vec::new(),
         report: Report::default(),
         opts,
@@ -581,13 +584,17 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
         }
     }
 
+    /// Write the counters that changed since their last write. (Names left
+    /// in `inflight` by the last commit are gone already; clearing them can
+    /// wait for the next write: finishing a deletion twice is harmless.)
     fn flush_counters(&mut self) {
         let dir = self.data_dir().to_path_buf();
-        for (id, c) in self.counters.iter_mut() {
-            if !c.inflight.is_empty() {
-                c.inflight.clear();
-            }
-            if let Err(e) = save_counters(&dir, id, c) {
+        for id in std::mem::take(&mut self.dirty) {
+            let Some(c) = self.counters.get_mut(&id) else {
+                continue;
+            };
+            c.inflight.clear();
+            if let Err(e) = save_counters(&dir, &id, c) {
                 eprintln!("memhook: drain: cannot write counters for {id}: {e}");
             }
         }
@@ -756,7 +763,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
         let mut items: Vec<(PathBuf, String)> =
             done.into_iter().map(|(p, r)| (p, r.to_string())).collect();
         items.extend(drop_reasons);
-        self.commit_owned(Some(target), &id, items);
+        // Delivery state first, so the commit below writes it with the counts.
         let now = now_ms();
         let c = self.counters_mut(&id, Some(target));
         if delivered_any {
@@ -769,11 +776,13 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             c.failed_passes = c.failed_passes.saturating_add(1);
             c.retry_after_ms = now + backoff_ms(c.failed_passes);
             self.report.errors.insert(id.clone(), e);
-            self.failed.insert(id);
+            self.failed.insert(id.clone());
         } else if delivered_any {
             c.failed_passes = 0;
             c.retry_after_ms = 0;
         }
+        self.dirty.insert(id.clone());
+        self.commit_owned(Some(target), &id, items);
     }
 
     /// Drop `path` (counted under `reason`), committed in bulk.
@@ -833,6 +842,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             self.failed.insert(id.to_string());
             return;
         }
+        self.dirty.remove(id);
         for (path, reason) in items {
             if let Err(e) = self.spool.remove(&path) {
                 eprintln!("memhook: drain: {e}");
