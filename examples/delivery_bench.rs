@@ -308,6 +308,18 @@ fn bench_start(rounds: usize) {
         }
         store.insert_all(recs.iter()).unwrap();
     }
+    // To look at this store by hand: copy it out and stop.
+    if let Some(keep) = std::env::var_os("DELIVERY_BENCH_KEEP_STORE") {
+        let keep = PathBuf::from(keep);
+        std::fs::create_dir_all(&keep).unwrap();
+        for f in ["store.sqlite3", "store.sqlite3-wal"] {
+            if full.path().join(f).exists() {
+                std::fs::copy(full.path().join(f), keep.join(f)).unwrap();
+            }
+        }
+        println!("store copied to {}", keep.display());
+        return;
+    }
     let empty = tempfile::tempdir().unwrap();
     let ev = start_event();
     let (sc, sc_digest) = (scope("demo", false), scope("demo", true));
