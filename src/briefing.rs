@@ -306,20 +306,18 @@ fn handoff_section(
         s.item(format!("Files touched: {}{tail}", shown.join(", ")));
     }
     for o in older {
-        let a = store.activity(&[o.row], 1).unwrap_or_default();
-        let tools: u64 = a.families.iter().map(|f| f.1).sum();
-        let first = a
-            .prompts
-            .first()
-            .map(|p| first_line(p, PROMPT_LINE_CHARS))
+        let Ok((prompts, tools, first)) = store.session_outline(o.row) else {
+            continue;
+        };
+        let first = first
+            .map(|p| first_line(&p, PROMPT_LINE_CHARS))
             .filter(|p| !p.is_empty())
             .map(|p| format!(" — {p}"))
             .unwrap_or_default();
         s.item(format!(
-            "Earlier ({}, {}): {} prompts, {tools} tool calls{first}",
+            "Earlier ({}, {}): {prompts} prompts, {tools} tool calls{first}",
             o.agent,
-            when(o.last_ms),
-            a.prompt_count
+            when(o.last_ms)
         ));
     }
     s

@@ -634,6 +634,30 @@ impl Store {
         Ok(a)
     }
 
+    /// One line's worth about a session: (prompts, tool results, first
+    /// prompt), in one query.
+    pub fn session_outline(&self, row: i64) -> Result<(u64, u64, Option<String>), StoreError> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT count(*) FILTER (WHERE event = 'user-prompt'),
+                        count(*) FILTER (WHERE event IN {TOOL_RESULT_EVENTS}),
+                        (SELECT coalesce(title, substr(body, 1, 400)) FROM records
+                          WHERE session_row = ?1 AND event = 'user-prompt'
+                          ORDER BY occurred_ms, id LIMIT 1)
+                 FROM records WHERE session_row = ?1"
+            ))
+            .and_then(|mut st| {
+                st.query_row([row], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)? as u64,
+                        r.get::<_, i64>(1)? as u64,
+                        r.get(2)?,
+                    ))
+                })
+            })
+            .map_err(|e| self.err(e))
+    }
+
     /// Records of one session (by its row id), oldest first, at most `limit`.
     pub fn session_records(
         &self,
@@ -1018,6 +1042,10 @@ mod tests {
         );
         assert_eq!(a.file_count, 2);
         assert_eq!(s.activity(&[row], 1).unwrap().files.len(), 1);
+        assert_eq!(
+            s.session_outline(row).unwrap(),
+            (1, 3, Some("first line\nsecond".to_string()))
+        );
         assert_eq!(s.activity(&[], 5).unwrap(), Activity::default());
     }
 
