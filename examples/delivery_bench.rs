@@ -308,6 +308,8 @@ fn bench_start(rounds: usize) {
             }
         }
         store.insert_all(recs.iter()).unwrap();
+        // As the drainer's store sink does when it is done.
+        store.checkpoint();
     }
     // To look at this store by hand: copy it out and stop.
     if let Some(keep) = std::env::var_os("DELIVERY_BENCH_KEEP_STORE") {

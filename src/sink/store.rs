@@ -267,9 +267,9 @@ impl Store {
         let conn = Connection::open(&path).map_err(sql)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
         // Short-lived readers (session start, status) must not pay for a
-        // checkpoint and WAL unlink on close; batch writers empty the WAL
-        // after each batch (`insert_all` → `checkpoint`), single inserts
-        // leave it to SQLite's automatic checkpoint.
+        // checkpoint and WAL unlink on close; the drainer's sink empties the
+        // WAL when it is done (`checkpoint`); a long-lived writer (serve)
+        // relies on SQLite's automatic checkpoints.
         conn.set_db_config(
             rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
             true,
@@ -387,16 +387,16 @@ impl Store {
             }
         }
         tx.commit().map_err(sql)?;
-        self.checkpoint();
         Ok(n)
     }
 
     /// Copy what the WAL holds into the database file and empty the WAL,
     /// without waiting: when a reader is in the way the copy is partial and
-    /// the WAL stays (the next batch tries again). Connections close without
-    /// checkpointing, so batch writers call this. It matters: every process
-    /// that opens the store first re-reads the whole WAL to rebuild its
-    /// index, so a WAL left long makes every hook slow.
+    /// the WAL stays (the next writer tries again). Connections close without
+    /// checkpointing, so writers that come and go (the drainer's store sink,
+    /// when it is done) call this. It matters: the first process that opens
+    /// the store re-reads the whole WAL to rebuild its index, so a WAL left
+    /// long makes every hook slow.
     pub fn checkpoint(&self) {
         let _ = self.conn.busy_timeout(Duration::ZERO);
         let _ = self
@@ -872,6 +872,14 @@ impl StoreSink {
     }
 }
 
+impl Drop for StoreSink {
+    fn drop(&mut self) {
+        if let Some(store) = &self.store {
+            store.checkpoint();
+        }
+    }
+}
+
 impl Sink for StoreSink {
     fn deliver(&mut self, entries: &[SpoolEntry]) -> Vec<ItemOutcome> {
         // A store failure (disk full, locked too long, newer schema) is never
@@ -1050,7 +1058,7 @@ mod tests {
     }
 
     #[test]
-    fn batches_leave_an_empty_wal() {
+    fn checkpoint_empties_the_wal_without_waiting_for_readers() {
         let t = tempfile::tempdir().unwrap();
         let mut s = Store::open(t.path()).unwrap();
         let rs: Vec<Record> = (0..50)
@@ -1058,6 +1066,8 @@ mod tests {
             .collect();
         s.insert_all(rs.iter()).unwrap();
         let wal = t.path().join(format!("{STORE_FILE}-wal"));
+        assert!(std::fs::metadata(&wal).unwrap().len() > 0);
+        s.checkpoint();
         assert_eq!(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0), 0);
         // A reader holding a snapshot is never waited for.
         let reader = Store::open(t.path()).unwrap();
@@ -1067,6 +1077,7 @@ mod tests {
                 .map(|i| rec(&format!("k{i}"), i, "p", "s", "stop"))
                 .collect();
             assert_eq!(s.insert_all(more.iter()).unwrap(), 10);
+            s.checkpoint();
         });
         assert_eq!(reader.count().unwrap(), 60);
     }
@@ -1153,5 +1164,9 @@ mod tests {
         assert_eq!(sink.deliver(&entries), vec![ItemOutcome::Delivered; 3]);
         assert_eq!(sink.deliver(&entries), vec![ItemOutcome::Delivered; 3]);
         assert_eq!(Store::open(t.path()).unwrap().count().unwrap(), 3);
+        // Done: the sink leaves no WAL behind.
+        drop(sink);
+        let wal = t.path().join(format!("{STORE_FILE}-wal"));
+        assert_eq!(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0), 0);
     }
 }
