@@ -11,7 +11,7 @@
 //! briefing's own size. Reading is never destructive: nothing is marked
 //! consumed, so a session that does no work leaves the handoff for the next.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::drain;
@@ -72,7 +72,12 @@ pub fn session_start(
 ) -> Option<String> {
     let start = Instant::now();
     let deadline = start + budget;
-    deliver_pending(data_dir, sink, start + budget * DELIVERY_SHARE_PCT / 100);
+    deliver_pending(
+        data_dir,
+        sink,
+        event.session_id.as_deref(),
+        start + budget * DELIVERY_SHARE_PCT / 100,
+    );
     let now = Instant::now();
     if now >= deadline {
         return None;
@@ -105,14 +110,20 @@ pub fn session_start(
 }
 
 /// Deliver this sink's pending records until `until` (best effort, silent).
-fn deliver_pending(data_dir: &Path, sink: &SinkTarget, until: Instant) {
+/// Only records of other sessions can change the briefing (the starting
+/// session is never briefed about itself); when the spool holds nothing else
+/// for `sink`, delivery is left to the background drainer.
+fn deliver_pending(data_dir: &Path, sink: &SinkTarget, session: Option<&str>, until: Instant) {
     if drain::hook_delivery_disabled() {
         return;
     }
     let Ok(spool) = Spool::open(data_dir) else {
         return;
     };
-    if spool.pending().map(|p| p.is_empty()).unwrap_or(true) {
+    let Ok(pending) = spool.pending() else {
+        return;
+    };
+    if !briefing_may_change(&pending, sink, session) {
         return;
     }
     let Ok(Some(lock)) = drain::lock_until(data_dir, until) else {
@@ -130,6 +141,23 @@ fn deliver_pending(data_dir: &Path, sink: &SinkTarget, until: Instant) {
             honour_backoff: true,
         },
     );
+}
+
+/// Pending entries looked at before assuming delivery is worth it.
+pub const PENDING_SCAN: usize = 64;
+
+/// Whether `pending` may hold a record of `sink` from a session other than
+/// `session`. Past [`PENDING_SCAN`] entries, assume it does.
+fn briefing_may_change(pending: &[PathBuf], sink: &SinkTarget, session: Option<&str>) -> bool {
+    if pending.len() > PENDING_SCAN {
+        return true;
+    }
+    pending.iter().any(|p| match Spool::load(p) {
+        Ok(e) => {
+            &e.sink == sink && (session.is_none() || e.record.session_id.as_deref() != session)
+        }
+        Err(_) => false,
+    })
 }
 
 /// The project memory index for the briefing.
@@ -602,6 +630,50 @@ mod tests {
             let bullets = b.lines().filter(|l| l.starts_with("- ")).count();
             assert!(first.contains(&format!(": {bullets} items")), "{max}: {b}");
         }
+    }
+
+    #[test]
+    fn delivery_at_start_only_when_other_sessions_wait() {
+        use crate::spool::{SpoolEntry, ENTRY_VERSION};
+        let t = tempfile::tempdir().unwrap();
+        let spool = Spool::open(t.path()).unwrap();
+        let put = |key: &str, session: &str, sink: SinkTarget| {
+            spool
+                .enqueue(&SpoolEntry {
+                    v: ENTRY_VERSION,
+                    sink,
+                    attempts: 0,
+                    enqueued_ms: 1,
+                    record: rec(key, 1, session, "session-start"),
+                })
+                .unwrap()
+        };
+        let http = SinkTarget::Http {
+            url: "http://127.0.0.1:9".into(),
+        };
+        let store = SinkTarget::Store;
+        assert!(!briefing_may_change(&[], &store, Some("new")));
+        let own = put("k1", "new", store.clone());
+        assert!(!briefing_may_change(std::slice::from_ref(&own), &store, Some("new")));
+        let other_sink = put("k2", "old", http.clone());
+        let both = vec![own.clone(), other_sink];
+        assert!(!briefing_may_change(&both, &store, Some("new")));
+        assert!(briefing_may_change(&both, &http, Some("new")));
+        assert!(briefing_may_change(std::slice::from_ref(&own), &store, None));
+        let old = put("k3", "old", store.clone());
+        assert!(briefing_may_change(
+            &[own.clone(), old],
+            &store,
+            Some("new")
+        ));
+        // Past the scan bound, assume so without reading.
+        let many = vec![own; PENDING_SCAN + 1];
+        assert!(briefing_may_change(&many, &store, Some("new")));
+        assert!(!briefing_may_change(
+            &many[..PENDING_SCAN],
+            &store,
+            Some("new")
+        ));
     }
 
     #[test]
