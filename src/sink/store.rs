@@ -760,35 +760,36 @@ fn insert_in(tx: &rusqlite::Transaction<'_>, record: &Record) -> rusqlite::Resul
         return Ok(false);
     }
     let ms = record.occurred_ms as i64;
-    // Upserts hand back the row id (RETURNING): one statement each.
+    tx.prepare_cached(
+        "INSERT INTO projects (workspace, project, first_ms, last_ms) VALUES (?1, ?2, ?3, ?3)
+         ON CONFLICT (workspace, project) DO UPDATE SET
+            first_ms = min(first_ms, excluded.first_ms), last_ms = max(last_ms, excluded.last_ms)",
+    )?
+    .execute(params![record.scope.workspace, record.scope.project, ms])?;
     let project_id: i64 = tx
-        .prepare_cached(
-            "INSERT INTO projects (workspace, project, first_ms, last_ms) VALUES (?1, ?2, ?3, ?3)
-             ON CONFLICT (workspace, project) DO UPDATE SET
-                first_ms = min(first_ms, excluded.first_ms),
-                last_ms = max(last_ms, excluded.last_ms)
-             RETURNING id",
-        )?
-        .query_row(
-            params![record.scope.workspace, record.scope.project, ms],
-            |r| r.get(0),
-        )?;
+        .prepare_cached("SELECT id FROM projects WHERE workspace = ?1 AND project = ?2")?
+        .query_row(params![record.scope.workspace, record.scope.project], |r| {
+            r.get(0)
+        })?;
     let work = i64::from(WORK_EVENTS.contains(&record.event.as_str()));
     let session_row: Option<i64> = match record.session_id.as_deref() {
-        Some(sid) if !sid.is_empty() => Some(
+        Some(sid) if !sid.is_empty() => {
             tx.prepare_cached(
                 "INSERT INTO sessions (project_id, agent, session_id, first_ms, last_ms, events, work)
                  VALUES (?1, ?2, ?3, ?4, ?4, 1, ?5)
                  ON CONFLICT (project_id, agent, session_id) DO UPDATE SET
                     first_ms = min(first_ms, excluded.first_ms),
                     last_ms = max(last_ms, excluded.last_ms),
-                    events = events + 1, work = work + excluded.work
-                 RETURNING id",
+                    events = events + 1, work = work + excluded.work",
             )?
-            .query_row(params![project_id, record.agent, sid, ms, work], |r| {
-                r.get(0)
-            })?,
-        ),
+            .execute(params![project_id, record.agent, sid, ms, work])?;
+            Some(
+                tx.prepare_cached(
+                    "SELECT id FROM sessions WHERE project_id = ?1 AND agent = ?2 AND session_id = ?3",
+                )?
+                .query_row(params![project_id, record.agent, sid], |r| r.get(0))?,
+            )
+        }
         _ => None,
     };
     let tool = record.tool.as_ref();
