@@ -142,6 +142,21 @@ fn fill(dir: &Path, n: usize, round: usize) {
     }
 }
 
+/// A fresh data dir holding a copy of `template`'s spool and ledgers (copying
+/// is much faster than enqueueing again with an fsync per record).
+fn copy_of(template: &Path) -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    Spool::open(t.path()).unwrap();
+    for sub in ["spool", "counters"] {
+        for e in std::fs::read_dir(template.join(sub)).unwrap().flatten() {
+            if e.path().is_file() {
+                std::fs::copy(e.path(), t.path().join(sub).join(e.file_name())).unwrap();
+            }
+        }
+    }
+    t
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
@@ -150,10 +165,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn bench_drain(n: usize, rounds: usize) {
     let (mut floor_cpu, mut drain_cpu, mut floor_wall, mut drain_wall, mut bin_wall, mut bin_cpu) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
-    for round in 0..rounds {
+    let template = tempfile::tempdir().unwrap();
+    fill(template.path(), n, 0);
+    for _ in 0..rounds {
         // Baseline: the spool's own floor (list, read, parse, delete).
-        let t = tempfile::tempdir().unwrap();
-        fill(t.path(), n, round);
+        let t = copy_of(template.path());
         let spool = Spool::open(t.path()).unwrap();
         let (c0, w0) = (self_cpu(), Instant::now());
         let mut seen = 0;
@@ -167,8 +183,7 @@ fn bench_drain(n: usize, rounds: usize) {
         assert!(seen > 0);
 
         // Drain into the embedded store, in process.
-        let t = tempfile::tempdir().unwrap();
-        fill(t.path(), n, round);
+        let t = copy_of(template.path());
         let spool = Spool::open(t.path()).unwrap();
         let lock = drain::try_lock(t.path()).unwrap().unwrap();
         let mut factory = drain::sink_factory(t.path(), drain::HTTP_TIMEOUT);
@@ -190,8 +205,7 @@ fn bench_drain(n: usize, rounds: usize) {
         drop(lock);
 
         // The real binary, end to end.
-        let t = tempfile::tempdir().unwrap();
-        fill(t.path(), n, round);
+        let t = copy_of(template.path());
         let (c0, w0) = (children_cpu(), Instant::now());
         let out = Command::new(bin())
             .arg("--data-dir")
