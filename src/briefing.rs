@@ -654,12 +654,20 @@ mod tests {
         let store = SinkTarget::Store;
         assert!(!briefing_may_change(&[], &store, Some("new")));
         let own = put("k1", "new", store.clone());
-        assert!(!briefing_may_change(std::slice::from_ref(&own), &store, Some("new")));
+        assert!(!briefing_may_change(
+            std::slice::from_ref(&own),
+            &store,
+            Some("new")
+        ));
         let other_sink = put("k2", "old", http.clone());
         let both = vec![own.clone(), other_sink];
         assert!(!briefing_may_change(&both, &store, Some("new")));
         assert!(briefing_may_change(&both, &http, Some("new")));
-        assert!(briefing_may_change(std::slice::from_ref(&own), &store, None));
+        assert!(briefing_may_change(
+            std::slice::from_ref(&own),
+            &store,
+            None
+        ));
         let old = put("k3", "old", store.clone());
         assert!(briefing_may_change(
             &[own.clone(), old],
