@@ -183,18 +183,25 @@ fn floor_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
+/// Bytes a secret can be made of (tokens, keys, base64, URL credentials).
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-_.~+/=:@%".contains(&b) || !b.is_ascii()
+}
+
 /// The raw text window [`clean_capped`] looks at: at most `limit` bytes, cut
-/// back to the last ASCII whitespace so a secret straddling the cut is
-/// dropped whole rather than leaving a prefix too short to be recognised.
+/// back to the last byte no secret can contain (whitespace, quotes,
+/// punctuation), so a secret straddling the cut is dropped whole rather
+/// than leaving a prefix too short to be recognised.
 fn window(text: &str, limit: usize) -> &str {
     if text.len() <= limit {
         return text;
     }
-    let head = &text[..floor_boundary(text, limit)];
+    let head = &text.as_bytes()[..floor_boundary(text, limit)];
     let keep = head
-        .rfind(|c: char| c.is_ascii_whitespace())
+        .iter()
+        .rposition(|&b| !is_token_byte(b))
         .map_or(0, |i| i + 1);
-    &head[..keep]
+    &text[..keep]
 }
 
 /// Clean (private spans, controls, secrets) then cap: the one way any text
@@ -856,6 +863,17 @@ mod tests {
         let body = keep(&e).body.unwrap_or_default();
         assert!(!body.contains("ghp_"), "{body}");
         assert!(!body.contains("QQQQ"));
+    }
+
+    #[test]
+    fn window_cuts_before_a_straddling_token() {
+        let text = format!("{{\"a\":\"{}\",\"b\":\"{GH}\"}}", "x".repeat(100));
+        let cut_in_token = text.find("ghp_").unwrap() + 10;
+        let w = window(&text, cut_in_token);
+        assert!(!w.contains("ghp_"), "{w}");
+        assert!(w.ends_with('"') && w.contains("xxx"), "{w}");
+        assert_eq!(window(&text, text.len()), text);
+        assert_eq!(window("é", 1), "");
     }
 
     #[test]

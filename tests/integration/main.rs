@@ -7,4 +7,5 @@ mod delivery;
 mod hook;
 mod install;
 mod mcp;
+mod records;
 mod scope;
