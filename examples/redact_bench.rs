@@ -1,7 +1,9 @@
 //! Cost of `redact::clean` (run by hand; see docs/benchmarks.md, "Redaction").
 //!
 //! `cargo run --release --example redact_bench -- CASE` with CASE one of
-//! `clean-2k`, `secrets-2k`, `clean-1m`, `secrets-1m`, `all-rules-2k`, or
+//! `clean-2k`, `secrets-2k`, `clean-1m`, `secrets-1m`, `all-rules-2k`,
+//! `record-2k`, `record-1m` (`record::build` of a Claude Code PostToolUse
+//! whose output is that text, with secrets), or
 //! `compile-each` (the compile time of every rule, in one process).
 //! Each case must run in a fresh process: the first call pays for compiling
 //! the regexes whose keywords hit (once per process, as in the hook), later
@@ -113,11 +115,16 @@ fn main() {
         "clean-1m" => filler(1 << 20),
         "secrets-1m" => seeded(1 << 20, SECRETS),
         "all-rules-2k" => seeded(2048, ALL),
+        "record-2k" => seeded(2048, SECRETS),
+        "record-1m" => seeded(1 << 20, SECRETS),
         other => {
             eprintln!("unknown case {other}; see the file header");
             std::process::exit(2);
         }
     };
+    if let Some(size) = case.strip_prefix("record-") {
+        return bench_record(size, &text);
+    }
     let iters = if text.len() > 100_000 { 21 } else { 501 };
 
     let t = Instant::now();
@@ -143,5 +150,45 @@ fn main() {
         warm.as_secs_f64() * 1e6,
         base.as_secs_f64() * 1e6,
         warm.as_secs_f64() / base.as_secs_f64().max(1e-9),
+    );
+}
+
+/// `record::build` for a post-tool event whose output is `text`: only a
+/// window of 4x the 2,000-byte cap is ever cleaned, whatever the size.
+fn bench_record(size: &str, text: &str) {
+    use memhook::{capture, event, record, scope};
+    let payload = serde_json::json!({
+        "hook_event_name": "PostToolUse", "session_id": "s", "cwd": "/tmp/p",
+        "tool_name": "Bash", "tool_input": {"command": "cat big.log"},
+        "tool_use_id": "toolu_1", "tool_response": {"stdout": text, "stderr": ""}
+    });
+    let ev = event::normalize("claude-code", None, &payload);
+    let sc = scope::Scope {
+        workspace: "default".into(),
+        project: "p".into(),
+        workspace_source: scope::Source::Fallback,
+        project_source: scope::Source::Fallback,
+        marker: None,
+        strategy: scope::Strategy::Basename,
+        settings: scope::Settings::default(),
+        capture: scope::CaptureConfig::Absent,
+        warnings: vec![],
+    };
+    let d = capture::decide(&sc.capture, None, &ev);
+    let t = Instant::now();
+    let r = black_box(record::build(&ev, &sc, &d, vec![], record::new_key(), 0));
+    let first = t.elapsed();
+    let mut warm = Vec::new();
+    for _ in 0..201 {
+        let t = Instant::now();
+        black_box(record::build(&ev, &sc, &d, vec![], record::new_key(), 0));
+        warm.push(t.elapsed());
+    }
+    println!(
+        "record-{size:<6} output_bytes={:<8} body_bytes={:<5} first_call_us={:<9.1} warm_median_us={:.1}",
+        text.len(),
+        r.body.map_or(0, |b| b.len()),
+        first.as_secs_f64() * 1e6,
+        median(warm).as_secs_f64() * 1e6,
     );
 }
