@@ -1,8 +1,11 @@
 //! Compiled `ignore_paths`: patterns rooted and normalised, matched with
-//! globset (`literal_separator`) — lazily. Compiling a glob costs far more
-//! than the whole rest of the hook, so each pattern keeps its literal
-//! prefix (the whole segments before its first wildcard) and its glob is
-//! built only when a candidate starts with that prefix.
+//! globset (`literal_separator`) — lazily. Compiling a glob's regex costs
+//! more than the whole rest of the hook, so each pattern is split into its
+//! literal prefix (root + the whole segments before its first wildcard)
+//! and the rest. Patterns sharing a prefix form a group; a group's globset
+//! (of the rests) is built only when a candidate falls under its prefix,
+//! and globset matches the common shapes (`**/*.key`, `**/.env`, literal
+//! names) without any regex.
 
 use std::cell::OnceCell;
 
