@@ -105,6 +105,9 @@ fn strip_private(text: &str) -> Cow<'_, str> {
             i += 1;
         }
     }
+    if keep_from == 0 {
+        return Cow::Borrowed(text); // no tag at all
+    }
     if depth == 0 {
         out.push_str(&text[keep_from..]);
     }
@@ -621,6 +624,9 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// How far a key name is followed on each side of its credential word.
+const MAX_KEY_BYTES: usize = 128;
+
 fn is_key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
 }
@@ -657,14 +663,18 @@ fn next_cred_word(b: &[u8], from: usize) -> Option<(usize, usize)> {
 /// it: (key start, value start, value end). `None` when the key is not
 /// assigned a value there.
 fn assignment_at(b: &[u8], at: usize, len: usize) -> Option<(usize, usize, usize)> {
-    let key_start = b[..at]
+    // Keys are bounded on both sides so a long run of key bytes holding many
+    // credential words stays linear.
+    let lo = at.saturating_sub(MAX_KEY_BYTES);
+    let key_start = b[lo..at]
         .iter()
         .rposition(|c| !is_key_byte(*c))
-        .map_or(0, |p| p + 1);
+        .map_or(lo, |p| lo + p + 1);
     let key_end = at
         + len
         + b[at + len..]
             .iter()
+            .take(MAX_KEY_BYTES)
             .take_while(|c| is_key_byte(**c))
             .count();
     let blank = |i: &mut usize| {
@@ -964,6 +974,28 @@ mod tests {
         for input in NEAR_MISSES {
             assert_eq!(&clean(input), input);
         }
+    }
+
+    #[test]
+    fn pathological_runs_stay_linear() {
+        // Quadratic scanning would take minutes here; linear takes
+        // milliseconds. Outputs are checked, times are not.
+        let n = 64 * 1024;
+        let words = "token".repeat(n / 5);
+        assert_eq!(clean(&words), words);
+        let assigned = format!("{}=v", "token".repeat(n / 5));
+        assert_eq!(
+            clean(&assigned),
+            format!("{}=[REDACTED:token]", "token".repeat(n / 5))
+        );
+        let urls = "a://".repeat(n / 4);
+        assert_eq!(clean(&urls), urls);
+        let bearers = "bearer ".repeat(n / 7);
+        assert_eq!(clean(&bearers), bearers);
+        let armor = "-----BEGIN X-----END ".repeat(n / 21);
+        assert_eq!(clean(&armor), armor);
+        let tags = "</x".repeat(n / 3);
+        assert_eq!(clean(&tags), tags);
     }
 
     #[test]
