@@ -386,3 +386,74 @@ fn sentinel(excluded: bool) {
         );
     }
 }
+
+/// Spooled records (an unreachable server keeps them in the spool).
+fn spooled_records(data: &Path) -> Vec<Value> {
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir(data.join("spool")) else {
+        return out;
+    };
+    for ent in rd.flatten() {
+        let p = ent.path();
+        if p.extension().is_some_and(|e| e == "json") {
+            let v: Value = serde_json::from_slice(&fs::read(&p).unwrap()).unwrap();
+            out.push(v["record"].clone());
+        }
+    }
+    out
+}
+
+#[test]
+fn caps_and_redaction_hold_in_the_records_the_binary_writes() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path();
+    let proj = home.join("demo");
+    fs::create_dir_all(&proj).unwrap();
+    let gh = format!("ghp_{}", "R7bE3kQ9xZ2mN4pL6vT8wY1cA5sD0fG3hJ2k");
+    // A secret placed so that a cut before redaction would split it.
+    let prompt = format!("KEEP {} {gh} tail", "a".repeat(16 * 1024 - 20));
+    let mut p = load("claude-code/2.1.328/UserPromptSubmit.json");
+    set(&mut p, "/cwd", json!(proj));
+    set(&mut p, "/prompt", json!(prompt));
+    let mut post = load("claude-code/2.1.328/PostToolUse-Bash.json");
+    set(&mut post, "/cwd", json!(proj));
+    set(&mut post, "/tool_response/stdout", json!("o".repeat(3000)));
+    for payload in [p, post] {
+        let mut cmd = memhook(home);
+        // Port 9 (discard) refuses: records stay in the spool to be read.
+        cmd.current_dir(&proj).args([
+            "hook",
+            "--agent",
+            "claude-code",
+            "--server-url",
+            "http://127.0.0.1:9",
+        ]);
+        let out = run_with_stdin(cmd, payload.to_string().as_bytes());
+        assert!(out.status.success(), "{out:?}");
+    }
+    let records = spooled_records(&home.join(".memhook-data"));
+    let find = |event: &str| {
+        records
+            .iter()
+            .find(|r| r["event"] == event)
+            .unwrap_or_else(|| panic!("no {event} record in {records:?}"))
+    };
+
+    let r = find("user-prompt");
+    let body = r["body"].as_str().unwrap();
+    assert_eq!(body.len(), 16 * 1024);
+    assert!(body.starts_with("KEEP ") && body.ends_with('…'));
+    assert!(!body.contains("ghp_"), "a secret prefix escaped the cap");
+    assert_eq!(r["title"].as_str().unwrap().chars().count(), 80);
+    assert_eq!(r["key"].as_str().unwrap().len(), 32);
+    assert_eq!(r["v"], 1);
+
+    let r = find("post-tool-use");
+    let body = r["body"].as_str().unwrap();
+    assert_eq!(body.len(), 2000);
+    assert!(body.ends_with('…'));
+    assert_eq!(r["tool"]["outcome"], "success");
+    assert_eq!(r["tool"]["name"], "Bash");
+    assert_eq!(r["title"], "Bash (shell) success");
+    assert!(!r.to_string().contains("ls -la"), "the command was stored");
+}
