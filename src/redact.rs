@@ -966,6 +966,7 @@ mod tests {
         "-----BEGIN PUBLIC KEY-----\nMIIBIjANBg\n-----END PUBLIC KEY-----",
         "--token-file /etc/app.tok and --token-count=",
         "token token token: ",
+        "keep the secret sauce; api_key rotation is due; token count 5",
         "--password --verbose",
     ];
 
