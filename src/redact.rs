@@ -254,20 +254,52 @@ macro_rules! ws {
     };
 }
 
-/// Words that make a key name a credential, and the kind they give.
+/// Words that make a key name a credential, the kind they give, and whether
+/// the word must be a whole segment of the key (split at `_`, `-`, `.` and
+/// camel case): `DB_PASS` and `dbPass` are credentials, `passed` is not.
 /// Checked in order: `auth_token` is a token, `db_password` a password.
-const CRED_KEYS: &[(&str, &str)] = &[
-    ("authorization", "authorization"),
-    ("password", "password"),
-    ("passwd", "password"),
-    ("secret", "secret"),
-    ("token", "token"),
-    ("api_key", "api_key"),
-    ("api-key", "api_key"),
-    ("apikey", "api_key"),
-    ("access_key", "api_key"),
-    ("access-key", "api_key"),
+const CRED_KEYS: &[(&str, &str, bool)] = &[
+    ("authorization", "authorization", false),
+    ("password", "password", false),
+    ("passwd", "password", false),
+    ("passphrase", "password", false),
+    ("pass", "password", true),
+    ("pwd", "password", true),
+    ("secret", "secret", false),
+    ("credential", "secret", false),
+    ("private_key", "secret", false),
+    ("private-key", "secret", false),
+    ("privatekey", "secret", false),
+    ("token", "token", false),
+    ("api_key", "api_key", false),
+    ("api-key", "api_key", false),
+    ("apikey", "api_key", false),
+    ("access_key", "api_key", false),
+    ("access-key", "api_key", false),
 ];
+
+/// Keys that hold a credential word but never a secret: the shell's working
+/// directories.
+const NOT_SECRET_KEYS: &[&str] = &["pwd", "oldpwd"];
+
+/// Is `b[at..at + len]` a whole segment of a key name?
+fn is_segment(b: &[u8], at: usize, len: usize) -> bool {
+    let end = at + len;
+    let before = at == 0
+        || !b[at - 1].is_ascii_alphanumeric()
+        || (b[at - 1].is_ascii_lowercase() && b[at].is_ascii_uppercase());
+    let after = end == b.len()
+        || !b[end].is_ascii_alphanumeric()
+        || (b[end - 1].is_ascii_lowercase() && b[end].is_ascii_uppercase());
+    before && after
+}
+
+/// The credential word of [`CRED_KEYS`] at `b[at..]`, if any (index).
+fn cred_word_at(b: &[u8], at: usize) -> Option<usize> {
+    CRED_KEYS.iter().position(|(w, _, whole)| {
+        starts_with_ci(&b[at..], w.as_bytes()) && (!whole || is_segment(b, at, w.len()))
+    })
+}
 
 /// Schemes kept in front of a redacted `Authorization` value.
 const AUTH_SCHEMES: &[&str] = &["bearer", "basic", "token", "digest"];
@@ -350,7 +382,14 @@ const RULES: &[Rule] = &[
             "authorization",
             "password",
             "passwd",
+            "passphrase",
+            "pass",
+            "pwd",
             "secret",
+            "credential",
+            "private_key",
+            "private-key",
+            "privatekey",
             "token",
             "api_key",
             "api-key",
@@ -652,10 +691,7 @@ fn next_cred_word(b: &[u8], from: usize) -> Option<(usize, usize)> {
         if CRED_BIGRAMS[idx / 64] & (1 << (idx % 64)) == 0 {
             return None;
         }
-        CRED_KEYS
-            .iter()
-            .position(|(w, _)| starts_with_ci(&b[i..], w.as_bytes()))
-            .map(|k| (i, k))
+        cred_word_at(b, i).map(|k| (i, k))
     })
 }
 
@@ -737,15 +773,16 @@ fn redact_assignments(text: &str) -> Option<String> {
             i = at + 1;
             continue;
         };
+        let key = &text[key_start..start];
+        let name = key.trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+        if NOT_SECRET_KEYS.iter().any(|k| name.eq_ignore_ascii_case(k)) {
+            i = at + 1;
+            continue;
+        }
         // The kind comes from the first credential word in the whole key.
-        let key = &b[key_start..start];
-        let kind = (0..key.len())
-            .find_map(|j| {
-                CRED_KEYS
-                    .iter()
-                    .find(|(w, _)| starts_with_ci(&key[j..], w.as_bytes()))
-            })
-            .map_or(CRED_KEYS[k].1, |(_, kind)| *kind);
+        let kind = (key_start..start)
+            .find_map(|j| cred_word_at(&b[..start], j))
+            .map_or(CRED_KEYS[k].1, |w| CRED_KEYS[w].1);
         out.push_str(&text[kept..start]);
         out.push_str(&marker(kind));
         kept = end;
@@ -781,14 +818,14 @@ mod tests {
         {
             assert!(KINDS.contains(&r.kind), "{} missing from KINDS", r.kind);
         }
-        for (_, k) in CRED_KEYS {
+        for (_, k, _) in CRED_KEYS {
             assert!(KINDS.contains(k), "{k} missing from KINDS");
         }
     }
 
     #[test]
     fn cred_words_are_prefilter_keywords() {
-        for (w, _) in CRED_KEYS {
+        for (w, _, _) in CRED_KEYS {
             let idx = RULES
                 .iter()
                 .position(|r| matches!(r.matcher, Matcher::Assignment));
@@ -909,6 +946,14 @@ mod tests {
             "url?access_token=abc.def&x=1",
             "url?access_token=[REDACTED:token]&x=1",
         ),
+        ("DB_PASS=s3cr3t", "DB_PASS=[REDACTED:password]"),
+        ("MYSQL_PWD='x y'", "MYSQL_PWD='[REDACTED:password]'"),
+        ("dbPass: abc", "dbPass: [REDACTED:password]"),
+        (
+            "GOOGLE_CREDENTIALS={\"k\":1}",
+            "GOOGLE_CREDENTIALS=[REDACTED:secret]\"k\":1}",
+        ),
+        ("PRIVATE_KEY=abc", "PRIVATE_KEY=[REDACTED:secret]"),
         (
             "mysql --password hunter2 -u root",
             "mysql --password [REDACTED:password] -u root",
@@ -966,6 +1011,8 @@ mod tests {
         "-----BEGIN PUBLIC KEY-----\nMIIBIjANBg\n-----END PUBLIC KEY-----",
         "--token-file /etc/app.tok and --token-count=",
         "token token token: ",
+        "tests passed=12 failed=0 bypass=1 compass: north",
+        "PWD=/home/dev/projects/demo OLDPWD=/home/dev",
         "keep the secret sauce; api_key rotation is due; token count 5",
         "--password --verbose",
     ];
