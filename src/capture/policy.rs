@@ -271,23 +271,35 @@ fn group_matches(g: &Group, patterns: &[Pattern], rest: &str) -> MatchOutcome {
     if rest.is_empty() {
         return MatchOutcome::NoMatch;
     }
-    let set = g.set.get_or_init(|| {
-        build_set(
-            members()
-                .filter(|p| !p.rest.is_empty())
-                .map(|p| p.rest.as_str()),
-            g.flavour,
-        )
-    });
-    match set {
-        None => return MatchOutcome::OverBudget,
-        Some(set) if set.is_match(rest) => return MatchOutcome::Match,
-        Some(_) => {}
+    // Without `**`, a rest matches segment by segment (`*` and `?` never
+    // cross `/`, exactly as globset with `literal_separator`): no compile.
+    let simple = |r: &str| has_wild(r) && !r.contains("**");
+    if members().any(|p| {
+        (simple(&p.rest) && segments_match(&p.rest, rest, win))
+            || p.base_rest
+                .as_deref()
+                .is_some_and(|b| simple(b) && segments_match(b, rest, win))
+    }) {
+        return MatchOutcome::Match;
     }
-    if members().any(|p| p.base_rest.as_deref().is_some_and(has_wild)) {
+    let deep = |r: &str| r.contains("**");
+    if members().any(|p| deep(&p.rest)) {
+        let set = g.set.get_or_init(|| {
+            build_set(
+                members().map(|p| p.rest.as_str()).filter(|r| deep(r)),
+                g.flavour,
+            )
+        });
+        match set {
+            None => return MatchOutcome::OverBudget,
+            Some(set) if set.is_match(rest) => return MatchOutcome::Match,
+            Some(_) => {}
+        }
+    }
+    if members().any(|p| p.base_rest.as_deref().is_some_and(deep)) {
         let base = g.base_set.get_or_init(|| {
             build_set(
-                members().filter_map(|p| p.base_rest.as_deref().filter(|b| has_wild(b))),
+                members().filter_map(|p| p.base_rest.as_deref().filter(|b| deep(b))),
                 g.flavour,
             )
         });
@@ -324,6 +336,19 @@ fn under_prefix(key: &str, prefix: &str) -> bool {
         Some("") => true,
         Some(rest) => prefix.ends_with('/') || rest.starts_with('/'),
         None => false,
+    }
+}
+
+/// `pattern` (no `**`) matches `text` segment for segment.
+fn segments_match(pattern: &str, text: &str, win: bool) -> bool {
+    let mut ps = pattern.split('/');
+    let mut ts = text.split('/');
+    loop {
+        match (ps.next(), ts.next()) {
+            (None, None) => return true,
+            (Some(p), Some(t)) if segment_glob(p, t, win) => {}
+            _ => return false,
+        }
     }
 }
 
@@ -549,6 +574,22 @@ mod tests {
         // 999*1000 + 7*143 = 1,000,001: one over.
         let (a, b, _) = run(7, 143);
         assert_eq!((a, b), (MatchOutcome::NoMatch, MatchOutcome::OverBudget));
+    }
+
+    /// The no-compile path agrees with globset (`literal_separator`).
+    #[test]
+    fn segment_matching_agrees_with_globset() {
+        let pats = ["*.pem", "a/*/c", "?x*", "b*d/e?", "a**b/c", "*"];
+        let paths = [
+            "k.pem", "d/k.pem", "a/b/c", "a/b/b/c", "yx", "xx/y", "bcd/ef", "bd/e", "aXb/c", "z",
+            "a/z",
+        ];
+        for p in pats {
+            let set = build_set(std::iter::once(p), Flavour::Posix).unwrap();
+            for t in paths {
+                assert_eq!(segments_match(p, t, false), set.is_match(t), "{p} vs {t}");
+            }
+        }
     }
 
     #[test]
