@@ -3,6 +3,7 @@
 
 mod util;
 
+mod agents;
 mod delivery;
 mod hook;
 mod install;
