@@ -271,3 +271,350 @@ fn claude_code_end_to_end() {
     );
     assert!(!text.contains("TOPSECRET"));
 }
+
+fn codex_config(world: &World, port: u16) {
+    let dir = world.home().join(".codex");
+    fs::create_dir_all(&dir).unwrap();
+    let cfg = format!(
+        "model = \"gpt-5.5\"\nmodel_provider = \"mock\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n\n\
+         [model_providers.mock]\nname = \"mock\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nenv_key = \"MOCK_API_KEY\"\n\
+         wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n"
+    );
+    let path = dir.join("config.toml");
+    // Keep trust entries written earlier; replace only the provider part.
+    let old = fs::read_to_string(&path).unwrap_or_default();
+    let trust: String = old
+        .split("\n[hooks.state.")
+        .skip(1)
+        .map(|s| format!("\n[hooks.state.{s}"))
+        .collect();
+    fs::write(&path, format!("{cfg}{trust}")).unwrap();
+}
+
+/// Trust memhook's hooks the way Codex's /hooks review does: ask
+/// `codex app-server` for each hook's key and current hash, record them.
+fn codex_trust(world: &World, exe: &Path) -> usize {
+    let hooks_file = world.home().join(".codex/hooks.json");
+    // User-level hooks are listed for any cwd.
+    let list = memhook::install::doctor::codex_hooks_list(exe, &hooks_file)
+        .expect("codex app-server answered hooks/list");
+    let mut toml = String::new();
+    let mut n = 0;
+    for h in &list {
+        let cmd = h["command"].as_str().unwrap_or("");
+        if memhook::install::command::parse_hook_command(cmd).is_some() {
+            toml.push_str(&format!(
+                "\n[hooks.state.\"{}\"]\ntrusted_hash = \"{}\"\n",
+                h["key"].as_str().unwrap(),
+                h["currentHash"].as_str().unwrap()
+            ));
+            n += 1;
+        }
+    }
+    let path = world.home().join(".codex/config.toml");
+    let mut text = fs::read_to_string(&path).unwrap_or_default();
+    text.push_str(&toml);
+    fs::write(&path, text).unwrap();
+    n
+}
+
+fn codex(world: &World, exe: &Path, prompt: &str) -> Output {
+    let mut c = world.agent(exe);
+    c.args(["exec", "--skip-git-repo-check", prompt])
+        .env("CODEX_HOME", world.home().join(".codex"))
+        .env("MOCK_API_KEY", "sk-test-not-a-key");
+    run_bounded(c, Duration::from_secs(180))
+}
+
+/// Codex CLI: hooks.json as written by install-hooks is loaded by Codex
+/// (app-server lists exactly memhook's 7 hooks, untrusted), `doctor` reports
+/// the pending trust, trusting them flips doctor to trusted, and a `codex
+/// exec` session's events land in the store without the excluded read.
+#[test]
+fn codex_end_to_end() {
+    let Some(exe) = agent_cli("codex") else {
+        return;
+    };
+    let world = World::new();
+    world.install("codex");
+    let proj = world.proj();
+    let script = vec![
+        Step::Tool("exec_command", json!({"cmd": "echo E2E-CODEX-OUT"})),
+        Step::Tool("exec_command", json!({"cmd": "cat secret/key.txt"})),
+        Step::Tool(
+            "apply_patch",
+            json!("*** Begin Patch\n*** Add File: notes.md\n+E2E-CODEX-NOTES\n*** End Patch\n"),
+        ),
+        Step::Text("Done."),
+    ];
+    let mock = Mock::start(Api::OpenAiResponses, script);
+    codex_config(&world, mock.port);
+
+    // Before trust: doctor says the hooks wait for review.
+    let doctor = |world: &World| -> Value {
+        let out = world
+            .memhook()
+            .args(["doctor", "--json"])
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    exe.parent().unwrap().display(),
+                    std::env::var("PATH").unwrap()
+                ),
+            )
+            .env("CODEX_HOME", world.home().join(".codex"))
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).expect("doctor --json");
+        v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == "codex")
+            .unwrap()
+            .clone()
+    };
+    let before = doctor(&world);
+    assert_eq!(before["installed"], true);
+    assert_eq!(before["events_wired"], 7);
+    assert_eq!(before["points_to_this_binary"], true);
+    assert_eq!(before["codex_trust"]["status"], "untrusted", "{before}");
+
+    assert_eq!(
+        codex_trust(&world, &exe),
+        7,
+        "Codex did not load memhook's 7 hooks"
+    );
+    let after = doctor(&world);
+    assert_eq!(after["codex_trust"]["status"], "trusted", "{after}");
+
+    let out = codex(&world, &exe, "E2E-CODEX-PROMPT: run things");
+    assert!(
+        out.status.success(),
+        "codex exec failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        fs::read_to_string(proj.join("notes.md")).unwrap_or_default(),
+        "E2E-CODEX-NOTES\n",
+        "the scripted apply_patch did not run; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let Some(records) = world.records() else {
+        eprintln!("SKIP (partial): this build has no hook/store yet; Codex loaded and trusted memhook's hooks and ran the session, the store assertions need the hook and delivery pieces");
+        return;
+    };
+    let all = records
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        all.contains("E2E-CODEX-PROMPT"),
+        "prompt not captured: {all}"
+    );
+    assert!(
+        all.contains("E2E-CODEX-OUT"),
+        "exec output not captured: {all}"
+    );
+    assert!(!all.contains("TOPSECRET"), "excluded read leaked");
+
+    // Second session: Codex puts SessionStart context in a developer message.
+    let mock2 = Mock::start(Api::OpenAiResponses, vec![Step::Text("Noted.")]);
+    codex_config(&world, mock2.port);
+    let out = codex(&world, &exe, "second");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = mock2
+        .requests()
+        .into_iter()
+        .find(|(_, b)| b.get("tools").is_some())
+        .expect("second session request");
+    assert!(
+        request_text(&first.1).contains("E2E-CODEX-PROMPT"),
+        "no briefing in the second session"
+    );
+}
+
+/// The ripgrep Codex ships: OpenCode's glob/grep need `rg` on PATH offline.
+fn bundled_rg() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(".agent-clis/node_modules/@openai");
+    let mut stack = vec![root];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).ok()?.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "rg") {
+                return p.parent().map(Path::to_path_buf);
+            }
+        }
+    }
+    None
+}
+
+fn opencode(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    let cfg = json!({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
+            "options": {"baseURL": format!("http://127.0.0.1:{port}/v1"), "apiKey": "sk-test"},
+            "models": {"mock-model": {"name": "Mock Model", "tool_call": true}}}},
+        "model": "mock/mock-model",
+        "permission": {"edit": "allow", "bash": "allow"}
+    });
+    fs::write(world.proj().join("opencode.json"), cfg.to_string()).unwrap();
+    let mut path = std::env::var("PATH").unwrap_or_default();
+    if let Some(rg) = bundled_rg() {
+        path = format!("{}:{path}", rg.display());
+    }
+    let mut c = world.agent(exe);
+    c.args(["run", prompt])
+        .env("PATH", path)
+        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+        .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+        .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "1");
+    run_bounded(c, Duration::from_secs(240))
+}
+
+/// OpenCode: the generated global plugin is loaded, pipes every relevant
+/// hook into `memhook hook --agent opencode --event <name>` as
+/// {hook, input, output, directory}, and puts the session-start call's
+/// `additionalContext` into the system prompt of the model requests.
+///
+/// To see the pipe independently of the hook's own output, the plugin's
+/// baked binary is pointed at a logging shim named `memhook` that forwards
+/// to the real binary (and, when the real session start has nothing to say,
+/// answers with a token briefing).
+#[test]
+fn opencode_end_to_end() {
+    let Some(exe) = agent_cli("opencode") else {
+        return;
+    };
+    let world = World::new();
+    world.install("opencode");
+    let plugin = world.home().join(".config/opencode/plugins/memhook.js");
+    let src = fs::read_to_string(&plugin).unwrap();
+    let shim_dir = world.home().join("shim");
+    fs::create_dir_all(&shim_dir).unwrap();
+    let shim = shim_dir.join("memhook");
+    let log = world.home().join("shim.log");
+    let real = crate::util::bin();
+    fs::write(
+        &shim,
+        format!(
+            "#!/bin/sh\nin=$(cat)\nprintf '%s\\n' \"ARGS $*\" \"$in\" >> '{log}'\nout=$(printf '%s' \"$in\" | '{real}' \"$@\")\n\
+             case \"$*:$out\" in *session.created*:'{{}}') out='{{\"additionalContext\":\"SHIM-BRIEFING-4242\"}}';; esac\n\
+             case \"$*\" in *session.created*) printf '%s\\n' \"$out\" > '{log}.start';; esac\nprintf '%s' \"$out\"\n",
+            log = log.display(),
+            real = real.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&shim, fs::Permissions::from_mode(0o755)).unwrap();
+    let exe_json = serde_json::to_string(&real.to_string_lossy()).unwrap();
+    assert!(src.contains(&exe_json));
+    fs::write(
+        &plugin,
+        src.replace(
+            &exe_json,
+            &serde_json::to_string(&shim.to_string_lossy()).unwrap(),
+        ),
+    )
+    .unwrap();
+
+    let script = vec![
+        Step::Tool(
+            "bash",
+            json!({"command": "echo E2E-OC-OUT", "description": "say"}),
+        ),
+        Step::Tool(
+            "read",
+            json!({"filePath": world.proj().join("secret/key.txt").to_string_lossy()}),
+        ),
+        Step::Text("Done."),
+    ];
+    let mock = Mock::start(Api::OpenAiChat, script);
+    let out = opencode(&world, &exe, mock.port, "E2E-OC-PROMPT hello");
+    assert!(
+        out.status.success(),
+        "opencode run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let logged = fs::read_to_string(&log).expect("the plugin never ran memhook");
+    for event in [
+        "session.created",
+        "chat.message",
+        "tool.execute.before",
+        "tool.execute.after",
+        "session.idle",
+    ] {
+        assert!(
+            logged.contains(&format!("ARGS hook --agent opencode --event {event}"))
+                || logged.contains(&format!("--agent opencode --event {event}")),
+            "{event} was not piped to memhook: {logged}"
+        );
+    }
+    let payloads: Vec<Value> = logged
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(payloads.iter().all(
+        |p| p["directory"] == world.proj().to_string_lossy().as_ref() && p.get("hook").is_some()
+    ));
+    assert!(payloads
+        .iter()
+        .any(|p| p["hook"] == "tool.execute.after" && p.to_string().contains("E2E-OC-OUT")));
+    // The briefing reached the system prompt of the model requests.
+    let tool_requests: Vec<Value> = mock
+        .requests()
+        .into_iter()
+        .map(|r| r.1)
+        .filter(|b| b.get("tools").is_some())
+        .collect();
+    assert!(!tool_requests.is_empty());
+    let system: String = tool_requests[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .map(Value::to_string)
+        .collect();
+    let start: Value =
+        serde_json::from_str(&fs::read_to_string(format!("{}.start", log.display())).unwrap())
+            .unwrap();
+    let briefing = start["additionalContext"]
+        .as_str()
+        .expect("session start answered additionalContext");
+    let first_line = briefing.lines().next().unwrap();
+    assert!(
+        system.contains(
+            &serde_json::to_string(first_line)
+                .unwrap()
+                .trim_matches('"')
+                .to_string()
+        ),
+        "the session-start briefing {first_line:?} is not in the system prompt"
+    );
+
+    let Some(records) = world.records() else {
+        eprintln!("SKIP (partial): this build has no hook/store yet; the plugin piped every event and injected the (shim) briefing, the store assertions need the hook and delivery pieces");
+        return;
+    };
+    let all = records
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(all.contains("E2E-OC-PROMPT"), "prompt not captured: {all}");
+    assert!(
+        all.contains("E2E-OC-OUT"),
+        "bash output not captured: {all}"
+    );
+    assert!(!all.contains("TOPSECRET"), "excluded read leaked");
+}
