@@ -177,7 +177,7 @@ pub fn config_path(p: &Profile, flag: Option<&Path>) -> Result<PathBuf, InstallE
     })
 }
 
-fn current_exe() -> Result<PathBuf, InstallError> {
+pub(crate) fn current_exe() -> Result<PathBuf, InstallError> {
     let exe = std::env::current_exe().map_err(|e| {
         InstallError::Refused(format!(
             "cannot find the path of the running memhook binary: {e}"
@@ -347,7 +347,7 @@ fn uninstall_one(p: &Profile, path: &Path, write: bool) -> Result<(), InstallErr
     Ok(())
 }
 
-fn print_dry_run(p: &Profile, path: &Path, current: Option<&str>, next: Option<&str>) {
+pub(crate) fn print_dry_run(p: &Profile, path: &Path, current: Option<&str>, next: Option<&str>) {
     if current == next {
         println!("{}: already up to date ({})", path.display(), p.name);
         return;
@@ -363,7 +363,7 @@ fn print_dry_run(p: &Profile, path: &Path, current: Option<&str>, next: Option<&
     );
 }
 
-fn report(p: &Profile, path: &Path, outcome: &Outcome, verb: &str) {
+pub(crate) fn report(p: &Profile, path: &Path, outcome: &Outcome, verb: &str) {
     match outcome {
         Outcome::Created => println!("created {} ({}: memhook {verb})", path.display(), p.name),
         Outcome::Updated { backup } => println!(

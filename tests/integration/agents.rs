@@ -618,3 +618,63 @@ fn opencode_end_to_end() {
     );
     assert!(!all.contains("TOPSECRET"), "excluded read leaked");
 }
+
+/// install-mcp writes entries the real CLIs read: `codex mcp list` and
+/// `claude mcp list` name the memhook server with this binary.
+#[test]
+fn mcp_registration_read_by_real_clis() {
+    let world = World::new();
+    let real = crate::util::bin().canonicalize().unwrap();
+    if let Some(codex_exe) = agent_cli("codex") {
+        let out = world
+            .memhook()
+            .args(["install-mcp", "--agent", "codex", "--apply"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut c = world.agent(&codex_exe);
+        c.args(["mcp", "list"])
+            .env("CODEX_HOME", world.home().join(".codex"));
+        let out = run_bounded(c, Duration::from_secs(60));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("memhook "))
+            .unwrap_or_else(|| panic!("codex mcp list: {text}"));
+        assert!(
+            line.contains(&real.display().to_string()) && line.contains("mcp"),
+            "{line}"
+        );
+    }
+    if let Some(claude_exe) = agent_cli("claude") {
+        let out = world
+            .memhook()
+            .args(["install-mcp", "--agent", "claude-code", "--apply"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut c = world.agent(&claude_exe);
+        c.args(["mcp", "list"])
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+        let out = run_bounded(c, Duration::from_secs(90));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("memhook: "))
+            .unwrap_or_else(|| panic!("claude mcp list: {text}"));
+        assert!(
+            line.contains(&format!("{} --data-dir", real.display())) && line.contains(" mcp"),
+            "{line}"
+        );
+    }
+}

@@ -919,3 +919,202 @@ fn check_30_concurrent_applies() {
         "notify-send done"
     );
 }
+
+// install-mcp, every agent: dry run writes nothing and shows what --apply
+// writes (checks 1, 2), fresh create (3), idempotent (4), remove gives back
+// the original (7), unrelated keys kept (8).
+#[test]
+fn mcp_register_every_agent() {
+    for (agent, rel, table) in [
+        ("claude-code", ".claude.json", "mcpServers"),
+        ("opencode", ".config/opencode/opencode.json", "mcp"),
+        ("gemini-cli", ".gemini/settings.json", "mcpServers"),
+        ("cursor", ".cursor/mcp.json", "mcpServers"),
+    ] {
+        let h = home();
+        let f = h.path().join(rel);
+        fs::create_dir_all(f.parent().unwrap()).unwrap();
+        let orig = json!({"theme": "x", table: {"other": {"command": "other-server"}}, "projects": {"/p": {"a": 1}}});
+        fs::write(&f, serde_json::to_string_pretty(&orig).unwrap() + "\n").unwrap();
+        let old = fs::read_to_string(&f).unwrap();
+        let before = snapshot(h.path());
+        let dry = ok(h.path(), &["install-mcp", "--agent", agent]);
+        assert_eq!(snapshot(h.path()), before, "{agent}");
+        let out = ok(h.path(), &["install-mcp", "--agent", agent, "--apply"]);
+        assert!(out.starts_with("updated "), "{agent}: {out}");
+        assert_eq!(
+            patch(&old, &dry),
+            fs::read_to_string(&f).unwrap(),
+            "{agent}"
+        );
+        let v = read_json(&f);
+        let entry = &v[table]["memhook"];
+        let argv: Vec<String> = match &entry["command"] {
+            Value::Array(a) => a.iter().map(|x| x.as_str().unwrap().to_string()).collect(),
+            Value::String(c) => std::iter::once(c.clone())
+                .chain(
+                    entry["args"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|x| x.as_str().unwrap().to_string()),
+                )
+                .collect(),
+            other => panic!("{agent}: {other}"),
+        };
+        assert_eq!(
+            Path::new(&argv[0]),
+            bin().canonicalize().unwrap().as_path(),
+            "{agent}"
+        );
+        assert_eq!(
+            argv[1..],
+            [
+                "--data-dir".to_string(),
+                h.path().join(".memhook-data").display().to_string(),
+                "mcp".into()
+            ]
+        );
+        assert_eq!(v["theme"], "x");
+        assert_eq!(v[table]["other"], orig[table]["other"]);
+        let again = ok(h.path(), &["install-mcp", "--agent", agent, "--apply"]);
+        assert!(again.contains("already up to date"), "{agent}: {again}");
+        ok(
+            h.path(),
+            &["install-mcp", "--agent", agent, "--apply", "--remove"],
+        );
+        assert_eq!(read_json(&f), orig, "{agent}");
+        let again = ok(
+            h.path(),
+            &["install-mcp", "--agent", agent, "--apply", "--remove"],
+        );
+        assert!(again.contains("nothing to remove"), "{agent}: {again}");
+    }
+}
+
+// install-mcp for Codex edits config.toml with toml_edit: comments, order and
+// other servers survive (check 8), remove restores the bytes (check 7).
+#[test]
+fn mcp_codex_toml_keeps_comments() {
+    let h = home();
+    let f = h.path().join(".codex/config.toml");
+    fs::create_dir_all(f.parent().unwrap()).unwrap();
+    let orig = "# my settings\nmodel = \"o3\" # pinned\n\n[mcp_servers.other]\ncommand = \"x\"\nargs = [\"--y\"]\n\n[profiles.fast]\nmodel = \"mini\"\n";
+    fs::write(&f, orig).unwrap();
+    ok(h.path(), &["install-mcp", "--agent", "codex", "--apply"]);
+    let text = fs::read_to_string(&f).unwrap();
+    assert!(
+        text.starts_with("# my settings\nmodel = \"o3\" # pinned\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[mcp_servers.other]\ncommand = \"x\"\nargs = [\"--y\"]\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[profiles.fast]\nmodel = \"mini\"\n"),
+        "{text}"
+    );
+    assert!(text.contains("[mcp_servers.memhook]"), "{text}");
+    let again = ok(h.path(), &["install-mcp", "--agent", "codex", "--apply"]);
+    assert!(again.contains("already up to date"));
+    ok(
+        h.path(),
+        &["install-mcp", "--agent", "codex", "--apply", "--remove"],
+    );
+    assert_eq!(fs::read_to_string(&f).unwrap(), orig);
+    // A malformed config.toml is refused with line and column (check 9).
+    fs::write(&f, "model = \n").unwrap();
+    let out = run(
+        mh(h.path()),
+        &["install-mcp", "--agent", "codex", "--apply"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("{}:1:", f.display())));
+}
+
+// An MCP server named memhook that memhook did not write is neither replaced
+// nor removed (check 14 / 25 for MCP entries).
+#[test]
+fn mcp_foreign_entry_is_left_alone() {
+    let h = home();
+    let f = h.path().join(".cursor/mcp.json");
+    fs::create_dir_all(f.parent().unwrap()).unwrap();
+    let orig = r#"{"mcpServers": {"memhook": {"command": "npx", "args": ["memhook-mcp"]}}}"#;
+    fs::write(&f, orig).unwrap();
+    let out = run(
+        mh(h.path()),
+        &["install-mcp", "--agent", "cursor", "--apply"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("did not write"));
+    let out = run(
+        mh(h.path()),
+        &["install-mcp", "--agent", "cursor", "--apply", "--remove"],
+    );
+    assert!(out.status.success());
+    assert_eq!(fs::read_to_string(&f).unwrap(), orig);
+}
+
+// doctor: not installed → no problem; installed from this binary → reported
+// as such; a hook pointing at another (missing) binary is a problem (exit 1).
+#[test]
+fn doctor_reports_installation_and_binary() {
+    let h = home();
+    let doc = |h: &Path| -> (Option<i32>, Value) {
+        let mut c = mh(h);
+        c.env("PATH", "/nonexistent");
+        let out = run(c, &["doctor", "--json"]);
+        (
+            out.status.code(),
+            serde_json::from_slice(&out.stdout).unwrap(),
+        )
+    };
+    let (code, v) = doc(h.path());
+    assert_eq!(code, Some(0), "{v}");
+    assert!(v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|a| a["installed"] == false));
+    ok(
+        h.path(),
+        &["install-hooks", "--agent", "gemini-cli", "--apply"],
+    );
+    ok(
+        h.path(),
+        &["install-hooks", "--agent", "opencode", "--apply"],
+    );
+    let (code, v) = doc(h.path());
+    assert_eq!(code, Some(0), "{v}");
+    for id in ["gemini-cli", "opencode"] {
+        let a = v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == id)
+            .unwrap();
+        assert_eq!(a["installed"], true, "{a}");
+        assert_eq!(a["points_to_this_binary"], true, "{a}");
+        assert_eq!(a["events_wired"], a["events_expected"]);
+        assert_eq!(
+            a["data_dir"],
+            h.path().join(".memhook-data").display().to_string()
+        );
+    }
+    let f = h.path().join(".gemini/settings.json");
+    let moved = fs::read_to_string(&f)
+        .unwrap()
+        .replace(&bin().display().to_string(), "/gone/memhook");
+    fs::write(&f, moved).unwrap();
+    let (code, v) = doc(h.path());
+    assert_eq!(code, Some(1));
+    let a = v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "gemini-cli")
+        .unwrap();
+    assert_eq!(a["points_to_this_binary"], false);
+    assert!(a["problems"].to_string().contains("/gone/memhook"));
+}
