@@ -94,6 +94,48 @@ impl World {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    /// Install from a copy of memhook at a path with a space and non-ASCII
+    /// characters (so the agent must honour the installer's quoting), then
+    /// swap that copy for a shim that logs each call's arguments and execs
+    /// the real binary. The config bytes are exactly what the installer
+    /// wrote; the log shows which hooks the agent really ran.
+    fn install_via_shim(&self, agent: &str) -> PathBuf {
+        let dir = self.home().join("My Tööls");
+        fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join("memhook");
+        fs::copy(crate::util::bin(), &copy).unwrap();
+        let mut cmd = Command::new(&copy);
+        cmd.env_clear()
+            .env("HOME", self.home())
+            .env("PATH", "/usr/bin:/bin")
+            .env("AI_MEMORY_DATA_DIR", self.home().join(".memhook-data"))
+            .args(["install-hooks", "--agent", agent, "--apply"]);
+        let out = loop {
+            match cmd.output() {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                r => break r.unwrap(),
+            }
+        };
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let log = self.home().join("hook-calls.log");
+        let shim = format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            crate::util::bin().display()
+        );
+        fs::remove_file(&copy).unwrap();
+        fs::write(&copy, shim).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
+        log
+    }
+
     /// An agent CLI command with HOME/XDG in the temp world and no real
     /// credentials or memhook settings leaking in.
     fn agent(&self, exe: &Path) -> Command {
@@ -188,7 +230,7 @@ fn claude_code_end_to_end() {
         return;
     };
     let world = World::new();
-    world.install("claude-code");
+    let calls = world.install_via_shim("claude-code");
     let mock = Mock::start(Api::AnthropicMessages, claude_script(&world.proj()));
     let out = claude(
         &world,
@@ -215,6 +257,29 @@ fn claude_code_end_to_end() {
     assert!(
         tool_requests >= 4,
         "expected 4 scripted turns, got {tool_requests}"
+    );
+    // Claude ran the installed commands for every event of the session.
+    let log = fs::read_to_string(&calls).expect("Claude Code never ran a memhook hook");
+    for event in [
+        "session-start",
+        "user-prompt-submit",
+        "pre-tool-use",
+        "post-tool-use",
+        "stop",
+        "session-end",
+    ] {
+        assert!(
+            log.lines()
+                .any(|l| l.contains(&format!("hook --event {event} --agent claude-code"))),
+            "Claude Code did not run the {event} hook: {log}"
+        );
+    }
+    assert_eq!(
+        log.lines()
+            .filter(|l| l.contains("--event pre-tool-use"))
+            .count(),
+        3,
+        "{log}"
     );
 
     let Some(records) = world.records() else {
@@ -336,7 +401,7 @@ fn codex_end_to_end() {
         return;
     };
     let world = World::new();
-    world.install("codex");
+    let calls = world.install_via_shim("codex");
     let proj = world.proj();
     let script = vec![
         Step::Tool("exec_command", json!({"cmd": "echo E2E-CODEX-OUT"})),
@@ -378,7 +443,13 @@ fn codex_end_to_end() {
     let before = doctor(&world);
     assert_eq!(before["installed"], true);
     assert_eq!(before["events_wired"], 7);
-    assert_eq!(before["points_to_this_binary"], true);
+    assert!(
+        before["binaries"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("My Tööls/memhook"),
+        "{before}"
+    );
     assert_eq!(before["codex_trust"]["status"], "untrusted", "{before}");
 
     assert_eq!(
@@ -401,6 +472,21 @@ fn codex_end_to_end() {
         "the scripted apply_patch did not run; stderr: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Once trusted, Codex ran memhook's hooks.
+    let log = fs::read_to_string(&calls).expect("Codex never ran a memhook hook after trust");
+    for event in [
+        "session-start",
+        "user-prompt-submit",
+        "pre-tool-use",
+        "post-tool-use",
+        "stop",
+    ] {
+        assert!(
+            log.lines()
+                .any(|l| l.contains(&format!("hook --event {event} --agent codex"))),
+            "Codex did not run the {event} hook: {log}"
+        );
+    }
     let Some(records) = world.records() else {
         eprintln!("SKIP (partial): this build has no hook/store yet; Codex loaded and trusted memhook's hooks and ran the session, the store assertions need the hook and delivery pieces");
         return;
