@@ -9,3 +9,4 @@ mod hook;
 mod install;
 mod mcp;
 mod scope;
+mod serve;
