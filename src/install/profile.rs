@@ -202,6 +202,25 @@ mod tests {
         );
     }
 
+    /// Every event wired is one the hook understands, and the native name
+    /// and the `--event` name mean the same thing to it.
+    #[test]
+    fn every_wired_event_parses_in_the_hook() {
+        use crate::event::EventKind;
+        for p in all() {
+            for [native, ours] in &p.events {
+                let kind = EventKind::parse(ours);
+                assert_ne!(kind, EventKind::Other, "{}: {ours}", p.id);
+                assert_eq!(
+                    EventKind::parse(native),
+                    kind,
+                    "{}: {native} vs {ours}",
+                    p.id
+                );
+            }
+        }
+    }
+
     #[test]
     fn event_lists_match_the_contract() {
         let claude: Vec<&str> = get("claude-code").unwrap().native_events().collect();
