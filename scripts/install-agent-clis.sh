@@ -3,8 +3,8 @@
 # project-local npm prefix (.agent-clis/, git-ignored). Pinned versions: the
 # end-to-end tests were written against exactly these builds.
 #
-#   bash scripts/install-agent-clis.sh            # all three
-#   bash scripts/install-agent-clis.sh claude     # only some (claude codex opencode)
+#   bash scripts/install-agent-clis.sh            # all four
+#   bash scripts/install-agent-clis.sh claude     # only some (claude codex opencode gemini)
 #
 # The tests find the CLIs under .agent-clis/node_modules/.bin (or through
 # MEMHOOK_AGENT_CLIS=<prefix>) and skip with a message when one is absent.
@@ -15,12 +15,13 @@ declare -A PKG=(
   [claude]="@anthropic-ai/claude-code@2.1.328"
   [codex]="@openai/codex@0.171.0"
   [opencode]="opencode-ai@1.18.33"
+  [gemini]="@google/gemini-cli@0.61.0"
 )
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(claude codex opencode)
+[ ${#want[@]} -eq 0 ] && want=(claude codex opencode gemini)
 pkgs=()
 for w in "${want[@]}"; do
-  [ -n "${PKG[$w]:-}" ] || { echo "unknown CLI '$w' (choose: claude codex opencode)" >&2; exit 2; }
+  [ -n "${PKG[$w]:-}" ] || { echo "unknown CLI '$w' (choose: claude codex opencode gemini)" >&2; exit 2; }
   pkgs+=("${PKG[$w]}")
 done
 mkdir -p "$PREFIX"
@@ -29,7 +30,7 @@ start=$(date +%s)
 npm install --prefix "$PREFIX" --no-audit --no-fund --loglevel=error "${pkgs[@]}"
 end=$(date +%s)
 echo "installed ${pkgs[*]} into $PREFIX in $((end - start)) s"
-for b in claude codex opencode; do
+for b in claude codex opencode gemini; do
   if [ -x "$PREFIX/node_modules/.bin/$b" ]; then
     printf '%-9s %s\n' "$b" "$("$PREFIX/node_modules/.bin/$b" --version 2>/dev/null | head -1)"
   fi

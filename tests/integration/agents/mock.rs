@@ -24,6 +24,7 @@ pub enum Api {
     AnthropicMessages,
     OpenAiResponses,
     OpenAiChat,
+    GeminiGenerateContent,
 }
 
 pub struct Mock {
@@ -86,6 +87,7 @@ fn respond(api: Api, url: &str, body: &Value, script: &[Step]) -> (&'static str,
         Api::AnthropicMessages => anthropic(url, body, script),
         Api::OpenAiResponses => responses(body, script),
         Api::OpenAiChat => chat(body, script),
+        Api::GeminiGenerateContent => gemini(url, body, script),
     }
 }
 
@@ -273,4 +275,46 @@ fn chat(body: &Value, script: &[Step]) -> (&'static str, String) {
     let mut s = sse(&events);
     s.push_str("data: [DONE]\n\n");
     ("text/event-stream", s)
+}
+
+// ---- Gemini generateContent (Gemini CLI) ---------------------------------
+
+fn gemini(url: &str, body: &Value, script: &[Step]) -> (&'static str, String) {
+    let usage =
+        json!({"promptTokenCount": 100, "candidatesTokenCount": 10, "totalTokenCount": 110});
+    if !url.contains(":streamGenerateContent") {
+        // Side calls: the router classifier (JSON mode) and the like.
+        let text = json!({"complexity_reasoning": "scripted", "complexity_score": 1}).to_string();
+        return (
+            "application/json",
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
+                   "usageMetadata": usage})
+            .to_string(),
+        );
+    }
+    // Model turns so far: runs of role "model" in the history.
+    let mut turns = 0;
+    let mut prev_model = false;
+    for c in body["contents"].as_array().into_iter().flatten() {
+        let is_model = c["role"] == "model";
+        if is_model && !prev_model {
+            turns += 1;
+        }
+        prev_model = is_model;
+    }
+    let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+    let step = if has_tools {
+        script.get(turns).cloned().unwrap_or(Step::Text("done"))
+    } else {
+        Step::Text("ok")
+    };
+    let part = match &step {
+        Step::Tool(name, args) => {
+            json!({"functionCall": {"name": name, "args": args, "id": format!("call_mock{turns}")}})
+        }
+        Step::Text(t) => json!({"text": t}),
+    };
+    let chunk = json!({"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+                       "usageMetadata": usage});
+    ("text/event-stream", sse(&[("", chunk)]))
 }
