@@ -16,11 +16,11 @@ use crate::scope::Scope;
 
 pub mod content;
 pub mod path;
-mod search;
+pub mod search;
 mod store;
 
 pub use search::DocHit;
-pub use store::{MemError, MemoryStore, WriteGuard};
+pub use store::{MemError, MemoryStore, WriteGuard, MAX_VERSION_LEN, NEW_VERSION};
 
 /// The index document's virtual path.
 pub const INDEX_PATH: &str = "/MEMORY.md";

@@ -434,7 +434,7 @@ impl MemoryStore {
     fn try_list(&self, prefix: &str, cursor: Option<&str>) -> Result<Answer, MemError> {
         let vp = VirtualPath::prefix(prefix)?;
         let (mut found, truncated) = self.find(&vp)?;
-        found.sort_by(|a, b| a.path.to_string().cmp(&b.path.to_string()));
+        found.sort_by_cached_key(|f| f.path.to_string());
         if let Some(c) = cursor {
             found.retain(|f| f.path.to_string().as_str() > c);
         }
