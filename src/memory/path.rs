@@ -11,8 +11,9 @@ use super::content::is_invisible;
 
 /// Longest virtual path, in bytes.
 pub const MAX_PATH_BYTES: usize = 1024;
-/// Longest single segment, in bytes (the usual file-name limit).
-pub const MAX_SEGMENT_BYTES: usize = 255;
+/// Longest single segment, in bytes: below the usual 255-byte file-name
+/// limit with room for the hidden temp name an atomic write uses.
+pub const MAX_SEGMENT_BYTES: usize = 200;
 /// Most segments in one path (`/a/b/c.md` has three).
 pub const MAX_DEPTH: usize = 16;
 /// Segment names agents treat as executable configuration. Refused as any
@@ -322,9 +323,9 @@ mod tests {
         assert_eq!(code(&format!("{deep}/a")), "path_too_deep");
 
         // Exactly MAX_PATH_BYTES is fine; one more is not.
-        let four = format!("/{}", "b".repeat(MAX_SEGMENT_BYTES - 1)); // 255 bytes
-        let mut p = four.repeat(4); // 1020 bytes
-        p.push_str("/abc"); // 1024
+        let seg = format!("/{}", "b".repeat(MAX_SEGMENT_BYTES - 1)); // 200 bytes
+        let mut p = seg.repeat(5); // 1000 bytes
+        p.push_str(&format!("/{}", "c".repeat(23))); // 1024
         assert_eq!(p.len(), MAX_PATH_BYTES);
         assert!(VirtualPath::document(&p).is_ok());
         p.push('d');

@@ -705,6 +705,23 @@ mod tests {
     }
 
     #[test]
+    fn longest_names_can_be_written() {
+        use crate::memory::path::{MAX_DEPTH, MAX_SEGMENT_BYTES};
+        let t = tempfile::tempdir().unwrap();
+        let s = store(&t);
+        let long = format!("/{}", "n".repeat(MAX_SEGMENT_BYTES));
+        let a = s.write(&long, "x", "new");
+        assert_eq!(a.outcome, Outcome::Ok, "{a:?}");
+        assert_eq!(s.write(&long, "y", &a.version.unwrap()).op, Some("updated"));
+        let deep = "/d".repeat(MAX_DEPTH);
+        assert_eq!(s.write(&deep, "x", "new").outcome, Outcome::Ok);
+        let listed = s.list(None, None).entries.unwrap();
+        assert!(listed
+            .iter()
+            .any(|e| e.path.as_deref() == Some(deep.as_str())));
+    }
+
+    #[test]
     fn version_rules() {
         let t = tempfile::tempdir().unwrap();
         let s = store(&t);
