@@ -28,6 +28,10 @@ pub struct BadCall(pub String);
 /// One tool: its name, argument table and description, in one place.
 struct Tool {
     name: &'static str,
+    /// Human-readable title (MCP `annotations.title`).
+    title: &'static str,
+    /// The tool changes nothing (MCP `annotations.readOnlyHint`).
+    read_only: bool,
     description: &'static str,
     /// `(name, JSON type, required, description)`.
     args: &'static [(&'static str, &'static str, bool, &'static str)],
@@ -36,6 +40,8 @@ struct Tool {
 const TOOLS: &[Tool] = &[
     Tool {
         name: "memory_list",
+        title: "List project memory",
+        read_only: true,
         description: "List the project's memory documents (sorted by path, 50 per page) with their size and \
             last change. The /MEMORY.md index shown at session start is usually enough: list only when it \
             does not point you to what you need. Pass nextCursor from the previous page as cursor to continue.",
@@ -46,12 +52,16 @@ const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "memory_read",
+        title: "Read a memory document",
+        read_only: true,
         description: "Read one memory document. Returns its content and version; pass that version as \
             if_version when you write the document back.",
         args: &[("path", "string", true, "Virtual absolute path, e.g. /MEMORY.md or /notes/build.md")],
     },
     Tool {
         name: "memory_write",
+        title: "Write a memory document",
+        read_only: false,
         description: "Create or replace a whole memory document (Markdown, at most 100 KiB). Use \
             if_version=\"new\" to create a document, or the version from memory_read to replace one. If \
             someone changed it meanwhile you get outcome \"conflict\" with currentContent and \
@@ -66,6 +76,8 @@ const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "memory_search",
+        title: "Search memory and past sessions",
+        read_only: true,
         description: "Search this project's memory documents and the activity memhook captured from past \
             sessions (prompts, tool results, failures) for any of the given words.",
         args: &[
@@ -110,6 +122,14 @@ pub fn list() -> Value {
                     "properties": props,
                     "required": required,
                     "additionalProperties": false,
+                },
+                "annotations": {
+                    "title": t.title,
+                    "readOnlyHint": t.read_only,
+                    // Writes replace a document only after a version check
+                    // and memory has no delete.
+                    "destructiveHint": false,
+                    "openWorldHint": false,
                 },
             })
         })
@@ -314,6 +334,8 @@ mod tests {
         assert_eq!(w["required"], json!(["path", "content", "if_version"]));
         assert_eq!(w["additionalProperties"], json!(false));
         assert_eq!(w["properties"]["if_version"]["maxLength"], json!(64));
+        assert_eq!(tools[2]["annotations"]["readOnlyHint"], json!(false));
+        assert_eq!(tools[1]["annotations"]["readOnlyHint"], json!(true));
         assert!(tools
             .iter()
             .all(|t| t["description"].as_str().unwrap().len() > 40));
