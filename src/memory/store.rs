@@ -479,7 +479,13 @@ impl MemoryStore {
             match fs::symlink_metadata(&start) {
                 Ok(m) if m.file_type().is_symlink() => return Err(MemError::Symlink(shown)),
                 Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), false)),
+                // Missing, or a document where a directory would be: nothing under it.
+                Err(e)
+                    if e.kind() == io::ErrorKind::NotFound
+                        || e.raw_os_error() == Some(libc::ENOTDIR) =>
+                {
+                    return Ok((Vec::new(), false))
+                }
                 Err(e) => return Err(io_err("checking a directory")(e)),
             }
         }
@@ -882,6 +888,11 @@ mod tests {
         assert_eq!(n.len(), 2);
         let one = s.list(Some("/MEMORY.md"), None).entries.unwrap();
         assert_eq!(one.len(), 1);
+        let under_doc = s.list(Some("/MEMORY.md/x"), None);
+        assert_eq!(
+            (under_doc.outcome, under_doc.entries.unwrap().len()),
+            (Outcome::Ok, 0)
+        );
         let none = s.list(Some("/missing"), None);
         assert_eq!(
             (none.outcome, none.entries.unwrap().len()),
