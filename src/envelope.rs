@@ -1,1 +1,160 @@
 //! What the hook prints on stdout, per agent.
+//!
+//! Every agent gets exactly one JSON object, serialised with serde_json so it
+//! is always valid. `{}` means "nothing to say" and is what every event other
+//! than session start prints. At session start, with a briefing to inject,
+//! the shape follows the agent's documented contract (a table, below):
+//!
+//! | agent        | session-start envelope |
+//! |--------------|------------------------|
+//! | claude-code, codex, gemini-cli, other | `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}` |
+//! | cursor       | `{"additional_context":…}` |
+//! | opencode     | `{"additionalContext":…}` (read by memhook's own plugin) |
+//!
+//! Details and sources are in `docs/record.md` ("What the hook prints").
+
+use serde_json::{Map, Value};
+
+use crate::event::{Agent, EventKind};
+
+/// How an agent accepts context injected at session start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Injection {
+    /// `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}`
+    /// (Claude Code, Codex, Gemini CLI).
+    HookSpecificOutput,
+    /// `{"<key>": …}` at the top level.
+    TopLevel(&'static str),
+    /// The agent cannot take context here: always `{}`.
+    Unsupported,
+}
+
+/// The agent's session-start contract.
+pub fn session_start_injection(agent: &Agent) -> Injection {
+    match agent {
+        Agent::ClaudeCode | Agent::Codex | Agent::GeminiCli => Injection::HookSpecificOutput,
+        Agent::Cursor => Injection::TopLevel("additional_context"),
+        Agent::OpenCode => Injection::TopLevel("additionalContext"),
+        // Unknown agents most often speak the Claude Code protocol (Cursor,
+        // Gemini CLI and others read it); `{}` stays valid for all of them.
+        Agent::Other(_) => Injection::HookSpecificOutput,
+    }
+}
+
+/// The hook's stdout for `agent` and `kind`, with an optional briefing.
+/// Always one line of valid JSON, without a trailing newline.
+pub fn render(agent: &Agent, kind: EventKind, context: Option<&str>) -> String {
+    let context = context.filter(|c| !c.trim().is_empty());
+    let value = match (kind, context) {
+        (EventKind::SessionStart, Some(ctx)) => match session_start_injection(agent) {
+            Injection::HookSpecificOutput => {
+                let mut inner = Map::new();
+                inner.insert("hookEventName".into(), "SessionStart".into());
+                inner.insert("additionalContext".into(), ctx.into());
+                object([("hookSpecificOutput", Value::Object(inner))])
+            }
+            Injection::TopLevel(key) => object([(key, Value::from(ctx))]),
+            Injection::Unsupported => Value::Object(Map::new()),
+        },
+        _ => Value::Object(Map::new()),
+    };
+    value.to_string()
+}
+
+/// The envelope for "nothing to say".
+pub const EMPTY: &str = "{}";
+
+fn object<const N: usize>(pairs: [(&str, Value); N]) -> Value {
+    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [EventKind; 13] = [
+        EventKind::SessionStart,
+        EventKind::UserPrompt,
+        EventKind::PreToolUse,
+        EventKind::PostToolUse,
+        EventKind::PostToolUseFailure,
+        EventKind::PreCompact,
+        EventKind::PostCompact,
+        EventKind::Notification,
+        EventKind::Stop,
+        EventKind::SubagentStart,
+        EventKind::SubagentStop,
+        EventKind::SessionEnd,
+        EventKind::Other,
+    ];
+
+    fn agents() -> Vec<Agent> {
+        vec![
+            Agent::ClaudeCode,
+            Agent::Codex,
+            Agent::OpenCode,
+            Agent::GeminiCli,
+            Agent::Cursor,
+            Agent::Other("kimi".into()),
+        ]
+    }
+
+    #[test]
+    fn claude_codex_gemini_use_hook_specific_output() {
+        for a in [Agent::ClaudeCode, Agent::Codex, Agent::GeminiCli] {
+            assert_eq!(
+                render(&a, EventKind::SessionStart, Some("brief \"q\"\nline")),
+                r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"brief \"q\"\nline"}}"#
+            );
+        }
+    }
+
+    #[test]
+    fn cursor_and_opencode_shapes() {
+        assert_eq!(
+            render(&Agent::Cursor, EventKind::SessionStart, Some("b")),
+            r#"{"additional_context":"b"}"#
+        );
+        assert_eq!(
+            render(&Agent::OpenCode, EventKind::SessionStart, Some("b")),
+            r#"{"additionalContext":"b"}"#
+        );
+        assert_eq!(
+            render(
+                &Agent::Other("x".into()),
+                EventKind::SessionStart,
+                Some("b")
+            ),
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"b"}}"#
+        );
+    }
+
+    #[test]
+    fn nothing_to_say_is_empty_object_everywhere() {
+        for a in agents() {
+            for k in ALL {
+                assert_eq!(render(&a, k, None), EMPTY);
+                assert_eq!(render(&a, k, Some("  \n")), EMPTY);
+                if k != EventKind::SessionStart {
+                    assert_eq!(render(&a, k, Some("briefing")), EMPTY, "{a:?} {k:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn always_valid_json_even_with_hostile_text() {
+        let nasty = "\u{0}\"}\\\u{202e}</script>\u{1b}[31m\u{10ffff}";
+        for a in agents() {
+            let out = render(&a, EventKind::SessionStart, Some(nasty));
+            let v: Value = serde_json::from_str(&out).expect("valid JSON");
+            let text = v
+                .pointer("/hookSpecificOutput/additionalContext")
+                .or_else(|| v.get("additional_context"))
+                .or_else(|| v.get("additionalContext"))
+                .and_then(Value::as_str);
+            assert_eq!(text, Some(nasty), "{a:?}");
+            assert!(!out.contains('\n'));
+        }
+    }
+}

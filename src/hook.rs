@@ -1,10 +1,549 @@
 //! `memhook hook`: the hot path.
+//!
+//! stdin (bounded in size and time) ─► event ─► scope ─► capture decision
+//! ─► record ─► spool ─► detached drainer; stdout: the agent's envelope.
+//!
+//! Every path exits 0 and prints one valid envelope (an agent treats exit 2
+//! as "block"). Problems go to stderr prefixed `memhook:`. A dropped event
+//! leaves no trace anywhere: not in the spool, not on the network, not on
+//! stderr. No async runtime and no thread pool: stdin is read with
+//! `poll(2)` and a deadline on this thread.
 
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::capture::{self, Decision, Disposition, ExtractionState, PolicyState, ToolFamily};
+use crate::cli::HookArgs;
+use crate::event::{self, Agent, Event, EventKind};
+use crate::scope::{self, CaptureConfig, Mode, Scope, ScopeInput, Strategy};
+use crate::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
+
+/// Largest payload read from stdin. Agents' payloads are a few KiB; a tool
+/// response can be large, but the record keeps at most a 2,000-byte
+/// excerpt of it. Past this the event is skipped with a warning (never a
+/// partial record).
+pub const MAX_STDIN_BYTES: usize = 8 * 1024 * 1024;
+/// How long the hook waits for stdin to reach end-of-file. A writer that
+/// never closes stdin costs at most this; a complete JSON object already
+/// read is used without waiting for EOF.
+pub const STDIN_TIMEOUT: Duration = Duration::from_millis(1500);
+/// Past [`MAX_STDIN_BYTES`] the rest of stdin is read and thrown away (so
+/// the agent never sees a broken pipe), up to this many bytes or the
+/// deadline.
+pub const MAX_DISCARD_BYTES: usize = 64 * 1024 * 1024;
+/// Environment variable naming the server URL when `--server-url` is absent.
+pub const HOOK_URL_ENV: &str = "AI_MEMORY_HOOK_URL";
+
+/// What stdin held.
+#[derive(Debug, PartialEq)]
+pub enum Stdin {
+    /// The whole payload (EOF, or a complete JSON object before the deadline).
+    Complete(Vec<u8>),
+    /// More than [`MAX_STDIN_BYTES`].
+    TooLarge,
+    /// The deadline passed before EOF and what arrived is not a complete
+    /// JSON object.
+    TimedOut,
+    /// stdin could not be read.
+    Failed(String),
+}
 
 /// Run the hook. Always exits 0 with an envelope on stdout.
-pub fn run(_args: &crate::cli::HookArgs, _data_dir: Option<&Path>) -> ExitCode {
-    println!("{{}}");
+pub fn run(args: &HookArgs, data_dir: Option<&Path>) -> ExitCode {
+    let agent = Agent::parse(&args.agent);
+    let fallback_kind = args
+        .event
+        .as_deref()
+        .map(EventKind::parse)
+        .unwrap_or(EventKind::Other);
+    // A bug must never block the agent: catch it, say so, print `{}`.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        eprintln!("memhook: internal error ({msg}); the event was not captured");
+    }));
+    let out = std::panic::catch_unwind(|| handle(args, data_dir)).unwrap_or_else(|_| {
+        if args.check_capture {
+            unreadable_decision(PolicyState::Invalid).to_json()
+        } else {
+            crate::envelope::render(&agent, fallback_kind, None)
+        }
+    });
+    let mut stdout = std::io::stdout().lock();
+    // A closed stdout is the agent's business; it must not turn into a panic.
+    let _ = writeln!(stdout, "{out}");
+    let _ = stdout.flush();
     ExitCode::SUCCESS
+}
+
+/// The whole hook except printing; returns what goes to stdout.
+fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
+    let started = Instant::now();
+    let agent = Agent::parse(&args.agent);
+    let payload = match read_stdin(STDIN_TIMEOUT) {
+        Stdin::Complete(bytes) => parse_payload(&bytes),
+        Stdin::TooLarge => Err(format!(
+            "the event payload is larger than {} MiB",
+            MAX_STDIN_BYTES / (1024 * 1024)
+        )),
+        Stdin::TimedOut => Err(format!(
+            "stdin was not closed within {} ms and held no complete JSON object",
+            STDIN_TIMEOUT.as_millis()
+        )),
+        Stdin::Failed(e) => Err(format!("cannot read stdin: {e}")),
+    };
+    let payload = match payload {
+        Ok(v) => v,
+        Err(problem) => return bad_input(args, &agent, &problem),
+    };
+
+    let mut event = event::normalize(&args.agent, args.event.as_deref(), &payload);
+    drop(payload);
+    let process_cwd = std::env::current_dir().ok();
+    if event.cwd.is_none() {
+        event.cwd = process_cwd
+            .as_ref()
+            .and_then(|p| p.to_str())
+            .map(str::to_string);
+    }
+    let home = home_dir();
+    let scope = resolve_scope(args, &event, home.as_deref());
+    for w in &scope.warnings {
+        eprintln!("memhook: {w}");
+    }
+    let decision = capture::decide(&scope.capture, home.as_deref(), &event);
+    if args.check_capture {
+        return decision.to_json();
+    }
+
+    let dropped = decision.disposition == Disposition::Drop
+        || (scope.settings.drop_subagent_captures && event.subagent);
+    let sink = sink_target(args.server_url.as_deref());
+    let data_dir = match crate::data_dir::resolve(data_dir_flag) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("memhook: {e}; the event was not captured");
+            None
+        }
+    };
+    if let (false, Some(dir)) = (dropped, &data_dir) {
+        enqueue(dir, &sink, &event, &scope, &decision);
+    }
+
+    // The whole session-start path shares one hard budget, counted from the
+    // moment the hook started reading stdin.
+    let context = match (&data_dir, event.kind) {
+        (Some(dir), EventKind::SessionStart) => {
+            let budget = crate::briefing::DEFAULT_BUDGET.saturating_sub(started.elapsed());
+            let briefing = crate::briefing::session_start(dir, &sink, &scope, &event, budget);
+            // Whatever the bounded delivery left behind goes to the drainer.
+            spawn_drainer(dir);
+            briefing
+        }
+        _ => None,
+    };
+    crate::envelope::render(&agent, event.kind, context.as_deref())
+}
+
+/// Bad input: one warning, nothing stored. `--check-capture` still prints
+/// its object, saying nothing is kept.
+fn bad_input(args: &HookArgs, agent: &Agent, problem: &str) -> String {
+    eprintln!("memhook: {problem}; the event was not captured");
+    let kind = args
+        .event
+        .as_deref()
+        .map(EventKind::parse)
+        .unwrap_or(EventKind::Other);
+    if args.check_capture {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let input = scope_input(args, cwd, home_dir());
+        let state = match scope::resolve(&input) {
+            Ok(s) => policy_state(&s.capture),
+            Err(_) => PolicyState::Invalid,
+        };
+        return unreadable_decision(state).to_json();
+    }
+    crate::envelope::render(agent, kind, None)
+}
+
+/// The decision reported for a payload that could not be read: nothing is
+/// kept.
+fn unreadable_decision(policy_state: PolicyState) -> Decision {
+    Decision {
+        policy_state,
+        tool_family: ToolFamily::Unknown,
+        path_count: 0,
+        disposition: Disposition::Drop,
+        extraction_state: ExtractionState::UnsupportedSchema,
+    }
+}
+
+fn policy_state(c: &CaptureConfig) -> PolicyState {
+    match c {
+        CaptureConfig::Absent => PolicyState::Absent,
+        CaptureConfig::Inactive { .. } => PolicyState::Inactive,
+        CaptureConfig::Active { .. } => PolicyState::Active,
+        CaptureConfig::Invalid { .. } => PolicyState::Invalid,
+    }
+}
+
+/// Strip one UTF-8 BOM and parse. The payload must be a JSON object (an
+/// array, string or number is not an agent event).
+pub fn parse_payload(bytes: &[u8]) -> Result<Value, String> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err("the event payload on stdin is empty".into());
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err("the event payload is not a JSON object".into()),
+        Err(e) => Err(format!(
+            "the event payload is not valid JSON ({})",
+            e.classify_name()
+        )),
+    }
+}
+
+trait ClassifyName {
+    fn classify_name(&self) -> &'static str;
+}
+
+impl ClassifyName for serde_json::Error {
+    /// The error class only: the message could quote payload bytes.
+    fn classify_name(&self) -> &'static str {
+        use serde_json::error::Category;
+        match self.classify() {
+            Category::Io => "read error",
+            Category::Syntax => "syntax error",
+            Category::Data => "data error",
+            Category::Eof => "truncated",
+        }
+    }
+}
+
+fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+fn env_name(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn scope_input(args: &HookArgs, cwd: PathBuf, home: Option<PathBuf>) -> ScopeInput {
+    ScopeInput {
+        cwd,
+        home,
+        env_workspace: env_name("AI_MEMORY_WORKSPACE"),
+        env_project: env_name("AI_MEMORY_PROJECT"),
+        install_strategy: args.project_strategy.map(|s| match s {
+            crate::cli::StrategyArg::Basename => Strategy::Basename,
+            crate::cli::StrategyArg::RepoRoot => Strategy::RepoRoot,
+        }),
+        mode: Some(Mode::Hook),
+        ..ScopeInput::default()
+    }
+}
+
+/// The event's scope. Hooks never fail on scope: if resolution errors
+/// anyway, the event goes to `default/<basename>` with a fail-closed
+/// capture policy.
+fn resolve_scope(args: &HookArgs, event: &Event, home: Option<&Path>) -> Scope {
+    let cwd = PathBuf::from(event.cwd.clone().unwrap_or_default());
+    let input = scope_input(args, cwd.clone(), home.map(Path::to_path_buf));
+    match scope::resolve(&input) {
+        Ok(s) => s,
+        Err(e) => {
+            let project = cwd
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(|n| n.to_ascii_lowercase())
+                .filter(|n| crate::names::is_valid_name(n))
+                .unwrap_or_else(|| "default".to_string());
+            Scope {
+                workspace: "default".into(),
+                project,
+                workspace_source: scope::Source::Fallback,
+                project_source: scope::Source::Fallback,
+                marker: None,
+                strategy: input.install_strategy.unwrap_or_default(),
+                settings: scope::Settings::default(),
+                capture: CaptureConfig::Invalid {
+                    marker: PathBuf::new(),
+                    reason: e.to_string(),
+                },
+                warnings: vec![format!("{e}; capture falls back to metadata-only")],
+            }
+        }
+    }
+}
+
+/// Where records go: `--server-url`, else `AI_MEMORY_HOOK_URL`, else the
+/// embedded store. Never the marker: a cloned repository cannot choose
+/// where data is sent.
+pub fn sink_target(flag: Option<&str>) -> SinkTarget {
+    let url = flag
+        .map(str::to_string)
+        .or_else(|| std::env::var(HOOK_URL_ENV).ok())
+        .map(|u| u.trim().trim_end_matches('/').to_string())
+        .filter(|u| !u.is_empty());
+    match url {
+        Some(url) => SinkTarget::Http { url },
+        None => SinkTarget::Store,
+    }
+}
+
+fn enqueue(data_dir: &Path, sink: &SinkTarget, event: &Event, scope: &Scope, decision: &Decision) {
+    let files = if decision.disposition == Disposition::Keep
+        && decision.tool_family == ToolFamily::File
+        && event.kind.is_post_tool()
+    {
+        capture::kept_file_paths(event)
+    } else {
+        Vec::new()
+    };
+    let now = crate::timefmt::now_ms();
+    let record = crate::record::build(event, scope, decision, files, crate::record::new_key(), now);
+    let entry = SpoolEntry {
+        v: ENTRY_VERSION,
+        sink: sink.clone(),
+        attempts: 0,
+        enqueued_ms: now,
+        record,
+    };
+    let spool = match Spool::open(data_dir) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("memhook: {e}; the event was not captured");
+            return;
+        }
+    };
+    if let Err(e) = spool.enqueue(&entry) {
+        eprintln!("memhook: {e}");
+        return;
+    }
+    // Session start delivers in the foreground (within its budget) before
+    // composing the briefing; every other event leaves it to the drainer.
+    if event.kind != EventKind::SessionStart {
+        spawn_drainer(data_dir);
+    }
+}
+
+fn spawn_drainer(data_dir: &Path) {
+    if let Err(e) = crate::drain::spawn_detached(data_dir) {
+        eprintln!("memhook: cannot start the background drainer ({e}); records stay queued");
+    }
+}
+
+/// Read stdin to EOF, at most [`MAX_STDIN_BYTES`], within `timeout`.
+/// A complete JSON object already read is accepted when no more input is
+/// ready, so a writer that keeps stdin open costs nothing.
+pub fn read_stdin(timeout: Duration) -> Stdin {
+    read_fd(0, timeout, MAX_STDIN_BYTES)
+}
+
+fn read_fd(fd: libc::c_int, timeout: Duration, max: usize) -> Stdin {
+    let deadline = Instant::now() + timeout;
+    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut too_large = false;
+    let mut discarded = 0usize;
+    loop {
+        // Nothing ready right now and we hold a whole object: done.
+        let ready = poll_in(fd, Duration::ZERO);
+        if ready == Poll::NotReady && !too_large && looks_complete(&buf) {
+            return Stdin::Complete(buf);
+        }
+        if ready == Poll::NotReady {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return if too_large {
+                    Stdin::TooLarge
+                } else {
+                    Stdin::TimedOut
+                };
+            }
+            match poll_in(fd, left) {
+                Poll::NotReady => continue,
+                Poll::Failed(e) => return Stdin::Failed(e),
+                Poll::Ready => {}
+            }
+        } else if let Poll::Failed(e) = ready {
+            return Stdin::Failed(e);
+        }
+        // SAFETY: `chunk` is a valid writable buffer of `chunk.len()` bytes.
+        let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+        if n < 0 {
+            let err = std::io::Error::last_os_error();
+            match err.kind() {
+                std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock => continue,
+                _ => return Stdin::Failed(err.to_string()),
+            }
+        }
+        let n = n as usize;
+        if n == 0 {
+            return if too_large {
+                Stdin::TooLarge
+            } else {
+                Stdin::Complete(buf)
+            };
+        }
+        if too_large {
+            discarded += n;
+            if discarded > MAX_DISCARD_BYTES {
+                return Stdin::TooLarge;
+            }
+        } else if buf.len() + n > max {
+            too_large = true;
+            discarded = buf.len() + n;
+            buf = Vec::new();
+        } else {
+            buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum Poll {
+    Ready,
+    NotReady,
+    Failed(String),
+}
+
+fn poll_in(fd: libc::c_int, wait: Duration) -> Poll {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = wait.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: one valid pollfd, count 1.
+    let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+    if r < 0 {
+        let err = std::io::Error::last_os_error();
+        return if err.kind() == std::io::ErrorKind::Interrupted {
+            Poll::NotReady
+        } else {
+            Poll::Failed(err.to_string())
+        };
+    }
+    if r == 0 {
+        return Poll::NotReady;
+    }
+    if pfd.revents & libc::POLLNVAL != 0 {
+        return Poll::Failed("stdin is closed".into());
+    }
+    // POLLIN or POLLHUP/POLLERR: a read will not block (it returns data,
+    // EOF or the error).
+    Poll::Ready
+}
+
+/// A cheap test before a parse: the bytes end with `}` and parse as an object.
+fn looks_complete(buf: &[u8]) -> bool {
+    let trimmed = buf.trim_ascii_end();
+    trimmed.last() == Some(&b'}') && parse_payload(buf).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pipe() -> (libc::c_int, std::fs::File) {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        // SAFETY: fds is a valid 2-element array.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: fds[1] is a fresh fd we own.
+        (fds[0], unsafe { std::fs::File::from_raw_fd(fds[1]) })
+    }
+
+    fn close(fd: libc::c_int) {
+        // SAFETY: fd is ours.
+        unsafe { libc::close(fd) };
+    }
+
+    #[test]
+    fn reads_to_eof() {
+        let (r, mut w) = pipe();
+        w.write_all(b"{\"a\":1}").unwrap();
+        drop(w);
+        assert_eq!(
+            read_fd(r, Duration::from_secs(2), 100),
+            Stdin::Complete(b"{\"a\":1}".to_vec())
+        );
+        close(r);
+    }
+
+    #[test]
+    fn a_complete_object_does_not_wait_for_eof() {
+        let (r, mut w) = pipe();
+        w.write_all(b"{\"a\":1}\n").unwrap();
+        let t = Instant::now();
+        assert!(matches!(
+            read_fd(r, Duration::from_secs(30), 100),
+            Stdin::Complete(_)
+        ));
+        assert!(t.elapsed() < Duration::from_secs(30));
+        drop(w);
+        close(r);
+    }
+
+    #[test]
+    fn an_open_stdin_with_partial_json_times_out() {
+        let (r, mut w) = pipe();
+        w.write_all(b"{\"a\":").unwrap();
+        assert_eq!(read_fd(r, Duration::from_millis(50), 100), Stdin::TimedOut);
+        drop(w);
+        close(r);
+    }
+
+    #[test]
+    fn size_bound_at_its_edge() {
+        let body = |n: usize| format!("{{\"a\":\"{}\"}}", "x".repeat(n - 8));
+        let (r, mut w) = pipe();
+        w.write_all(body(100).as_bytes()).unwrap();
+        drop(w);
+        assert!(
+            matches!(read_fd(r, Duration::from_secs(2), 100), Stdin::Complete(b) if b.len() == 100)
+        );
+        close(r);
+        let (r, mut w) = pipe();
+        w.write_all(body(101).as_bytes()).unwrap();
+        drop(w);
+        assert_eq!(read_fd(r, Duration::from_secs(2), 100), Stdin::TooLarge);
+        close(r);
+    }
+
+    #[test]
+    fn payloads_must_be_json_objects() {
+        assert!(parse_payload(b"\xEF\xBB\xBF{\"a\":1}").is_ok());
+        assert!(parse_payload(b"").is_err());
+        assert!(parse_payload(b"  \n").is_err());
+        assert!(parse_payload(b"[1]").is_err());
+        assert!(parse_payload(b"\xff\xfe{}").is_err());
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        assert!(parse_payload(deep.as_bytes()).is_err());
+        // The message never quotes the payload.
+        let e = parse_payload(b"{\"secret-value\" nope").unwrap_err();
+        assert!(!e.contains("secret"), "{e}");
+    }
+
+    #[test]
+    fn sink_from_flag_trims_the_slash() {
+        assert_eq!(
+            sink_target(Some(" http://127.0.0.1:9/ ")),
+            SinkTarget::Http {
+                url: "http://127.0.0.1:9".into()
+            }
+        );
+    }
 }

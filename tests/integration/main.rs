@@ -8,3 +8,4 @@ mod hook;
 mod install;
 mod mcp;
 mod scope;
+mod serve;

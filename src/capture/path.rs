@@ -1,0 +1,228 @@
+//! Lexical path normalisation shared by patterns and candidates. No
+//! filesystem access: symlinks are not resolved, nothing is canonicalised.
+//!
+//! `\` becomes `/`; roots are `/` (POSIX), `X:/` (drive, upper-cased) and
+//! `//server/share` (UNC); empty and `.` segments go, `..` pops one segment
+//! and never climbs above the root. Windows-flavour paths (drive or UNC)
+//! compare ASCII case-insensitively. A path starting `//` is UNC only when
+//! it was written with backslashes or its base is Windows-flavour; on a
+//! POSIX base it collapses to `/` (otherwise `//etc/x` would escape every
+//! POSIX pattern).
+
+/// Longest candidate path, in characters (DESIGN §3).
+pub const MAX_CANDIDATE_CHARS: usize = 4096;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavour {
+    Posix,
+    Windows,
+}
+
+/// A normalised absolute path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NormPath {
+    pub flavour: Flavour,
+    /// `/`, `X:/` or `//server/share/` followed by the segments joined by `/`
+    /// (no trailing `/` unless the path is its root).
+    pub text: String,
+    /// Length in bytes of the root (`/`, `X:/`, `//server/share/`).
+    pub root_len: usize,
+}
+
+impl NormPath {
+    /// Segments after the root.
+    pub fn segments(&self) -> impl Iterator<Item = &str> {
+        self.text[self.root_len..]
+            .split('/')
+            .filter(|s| !s.is_empty())
+    }
+
+    pub fn root(&self) -> &str {
+        &self.text[..self.root_len]
+    }
+
+    /// Characters (Unicode scalars), the unit of every bound.
+    pub fn chars(&self) -> usize {
+        self.text.chars().count()
+    }
+
+    /// The text as compared: ASCII-lowercased for Windows flavour.
+    pub fn key(&self) -> String {
+        match self.flavour {
+            Flavour::Posix => self.text.clone(),
+            Flavour::Windows => self.text.to_ascii_lowercase(),
+        }
+    }
+}
+
+/// Why a string cannot become a usable path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unusable {
+    Blank,
+    TooLong,
+    /// `C:foo`: relative to a drive's current directory, unknowable here.
+    DriveRelative,
+    /// Relative, and no absolute base to join it to.
+    NoBase,
+    /// `~/…` and no home directory.
+    NoHome,
+    /// `\\server` without a share.
+    BadUnc,
+}
+
+fn is_drive(b: &[u8]) -> bool {
+    b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':'
+}
+
+/// Normalise `raw`, joining a relative path to `base` and expanding `~/`
+/// with `home`. `max_chars` bounds `raw` (and the result).
+pub fn normalize(
+    raw: &str,
+    base: Option<&NormPath>,
+    home: Option<&NormPath>,
+    max_chars: usize,
+) -> Result<NormPath, Unusable> {
+    if raw.trim().is_empty() {
+        return Err(Unusable::Blank);
+    }
+    if raw.chars().count() > max_chars {
+        return Err(Unusable::TooLong);
+    }
+    let unc_hint = raw.starts_with("\\\\");
+    let s = raw.replace('\\', "/");
+    let bytes = s.as_bytes();
+
+    // Home expansion: `~` alone or `~/…`.
+    if s == "~" || s.starts_with("~/") {
+        let home = home.ok_or(Unusable::NoHome)?;
+        let joined = format!("{}/{}", home.text, &s[1..]);
+        return finish(
+            home.flavour,
+            home.root(),
+            &joined[home.root_len..],
+            max_chars,
+        );
+    }
+
+    if s.starts_with("//") {
+        let windows_base = base.is_some_and(|b| b.flavour == Flavour::Windows);
+        if unc_hint || windows_base {
+            let rest = s.trim_start_matches('/');
+            let mut it = rest.splitn(3, '/');
+            let server = it.next().unwrap_or("");
+            let share = it.next().unwrap_or("");
+            if server.is_empty() || share.is_empty() {
+                return Err(Unusable::BadUnc);
+            }
+            let root = format!("//{server}/{share}/");
+            return finish(Flavour::Windows, &root, it.next().unwrap_or(""), max_chars);
+        }
+        return finish(Flavour::Posix, "/", s.trim_start_matches('/'), max_chars);
+    }
+    if is_drive(bytes) {
+        if bytes.get(2) != Some(&b'/') {
+            return Err(Unusable::DriveRelative);
+        }
+        let root = format!("{}:/", (bytes[0] as char).to_ascii_uppercase());
+        return finish(Flavour::Windows, &root, &s[3..], max_chars);
+    }
+    if let Some(rest) = s.strip_prefix('/') {
+        return finish(Flavour::Posix, "/", rest, max_chars);
+    }
+    let base = base.ok_or(Unusable::NoBase)?;
+    let joined = format!("{}/{}", &base.text[base.root_len..], s);
+    finish(base.flavour, base.root(), &joined, max_chars)
+}
+
+fn finish(
+    flavour: Flavour,
+    root: &str,
+    rest: &str,
+    max_chars: usize,
+) -> Result<NormPath, Unusable> {
+    let mut segs: Vec<&str> = Vec::new();
+    for seg in rest.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                segs.pop();
+            }
+            s => segs.push(s),
+        }
+    }
+    let mut text = String::with_capacity(root.len() + rest.len());
+    text.push_str(root);
+    text.push_str(&segs.join("/"));
+    if text.chars().count() > max_chars {
+        return Err(Unusable::TooLong);
+    }
+    Ok(NormPath {
+        flavour,
+        text,
+        root_len: root.len(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(raw: &str, base: Option<&str>) -> Result<String, Unusable> {
+        let base = base.map(|b| normalize(b, None, None, MAX_CANDIDATE_CHARS).unwrap());
+        let home = normalize("/home/u", None, None, MAX_CANDIDATE_CHARS).unwrap();
+        normalize(raw, base.as_ref(), Some(&home), MAX_CANDIDATE_CHARS).map(|p| p.text)
+    }
+
+    #[test]
+    fn posix_paths() {
+        assert_eq!(n("/a/./b//c/../d", None).unwrap(), "/a/b/d");
+        assert_eq!(n("/../..", None).unwrap(), "/");
+        assert_eq!(n("x/../y", Some("/w")).unwrap(), "/w/y");
+        assert_eq!(n("../../../..", Some("/w/v")).unwrap(), "/");
+        assert_eq!(n("~/notes", None).unwrap(), "/home/u/notes");
+        assert_eq!(n("~", None).unwrap(), "/home/u");
+        assert_eq!(n("rel", None), Err(Unusable::NoBase));
+        assert_eq!(n("  ", Some("/w")), Err(Unusable::Blank));
+    }
+
+    #[test]
+    fn posix_double_slash_collapses_instead_of_becoming_unc() {
+        assert_eq!(n("//etc/passwd", Some("/w")).unwrap(), "/etc/passwd");
+        assert_eq!(n("//etc/passwd", None).unwrap(), "/etc/passwd");
+    }
+
+    #[test]
+    fn windows_paths() {
+        let p = normalize("c:\\Users\\Me\\..\\X\\f.txt", None, None, 100).unwrap();
+        assert_eq!(
+            (p.flavour, p.text.as_str()),
+            (Flavour::Windows, "C:/Users/X/f.txt")
+        );
+        assert_eq!(p.key(), "c:/users/x/f.txt");
+        assert_eq!(
+            n("\\\\srv\\share\\a\\..\\..\\b", None).unwrap(),
+            "//srv/share/b"
+        );
+        assert_eq!(n("//srv/share/x", Some("C:/w")).unwrap(), "//srv/share/x");
+        assert_eq!(n("sub\\f", Some("C:\\w")).unwrap(), "C:/w/sub/f");
+        assert_eq!(n("C:foo", Some("/w")), Err(Unusable::DriveRelative));
+        assert_eq!(n("\\\\srv", None), Err(Unusable::BadUnc));
+    }
+
+    #[test]
+    fn candidate_length_bound_at_its_edge() {
+        let at = format!("/{}", "a".repeat(MAX_CANDIDATE_CHARS - 1));
+        assert!(normalize(&at, None, None, MAX_CANDIDATE_CHARS).is_ok());
+        let over = format!("/{}", "a".repeat(MAX_CANDIDATE_CHARS));
+        assert_eq!(
+            normalize(&over, None, None, MAX_CANDIDATE_CHARS),
+            Err(Unusable::TooLong)
+        );
+        // A short relative path whose joined form passes the bound.
+        let base = normalize(&at, None, None, MAX_CANDIDATE_CHARS).unwrap();
+        assert_eq!(
+            normalize("b", Some(&base), None, MAX_CANDIDATE_CHARS),
+            Err(Unusable::TooLong)
+        );
+    }
+}

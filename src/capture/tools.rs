@@ -1,0 +1,409 @@
+//! Each agent's documented tools: family, and the only fields its paths or
+//! command are read from. A table per agent; unknown agents get the union.
+
+use serde_json::Value;
+
+use super::ToolFamily;
+use crate::event::Agent;
+
+/// Where a tool keeps what it touches.
+#[derive(Debug, Clone, Copy)]
+pub enum Extract {
+    /// File paths: string fields and arrays of strings.
+    Paths {
+        strings: &'static [&'static str],
+        arrays: &'static [&'static str],
+    },
+    /// A shell command (string, or argv array) and the fields naming the
+    /// directory it runs in.
+    Shell {
+        command: &'static [&'static str],
+        base: &'static [&'static str],
+    },
+    /// A patch whose `*** Add File:`-style headers name the paths (Codex
+    /// `apply_patch`); the text is in one of these fields, or is the input.
+    Patch { fields: &'static [&'static str] },
+    /// Nothing to extract (search/list tools are dropped unread; other
+    /// tools are not path-attributable).
+    Nothing,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct ToolSpec {
+    /// The spelling the agent documents (compared ASCII case-insensitively).
+    pub name: &'static str,
+    pub family: ToolFamily,
+    pub extract: Extract,
+}
+
+use ToolFamily::{File, SearchList, Shell, Unknown};
+
+const fn paths(strings: &'static [&'static str]) -> Extract {
+    Extract::Paths {
+        strings,
+        arrays: &[],
+    }
+}
+const fn t(name: &'static str, family: ToolFamily, extract: Extract) -> ToolSpec {
+    ToolSpec {
+        name,
+        family,
+        extract,
+    }
+}
+const N: Extract = Extract::Nothing;
+
+const CLAUDE_TOOLS: &[ToolSpec] = &[
+    t("Read", File, paths(&["file_path"])),
+    t("Write", File, paths(&["file_path"])),
+    t("Edit", File, paths(&["file_path"])),
+    t("MultiEdit", File, paths(&["file_path"])),
+    t("NotebookEdit", File, paths(&["notebook_path"])),
+    t("Glob", SearchList, N),
+    t("Grep", SearchList, N),
+    t("LS", SearchList, N),
+    t(
+        "Bash",
+        Shell,
+        Extract::Shell {
+            command: &["command"],
+            base: &[],
+        },
+    ),
+    t("BashOutput", Unknown, N),
+    t("KillShell", Unknown, N),
+    t("Agent", Unknown, N),
+    t("Task", Unknown, N),
+    t("TaskCreate", Unknown, N),
+    t("TaskUpdate", Unknown, N),
+    t("TaskOutput", Unknown, N),
+    t("TodoWrite", Unknown, N),
+    t("ToolSearch", Unknown, N),
+    t("WebFetch", Unknown, N),
+    t("WebSearch", Unknown, N),
+    t("ExitPlanMode", Unknown, N),
+    t("Skill", Unknown, N),
+    t("SlashCommand", Unknown, N),
+];
+
+const CODEX_SHELL: Extract = Extract::Shell {
+    command: &["command", "cmd"],
+    base: &["workdir", "cwd"],
+};
+const CODEX_TOOLS: &[ToolSpec] = &[
+    t(
+        "apply_patch",
+        File,
+        Extract::Patch {
+            fields: &["command", "input", "patch"],
+        },
+    ),
+    t("Bash", Shell, CODEX_SHELL),
+    t("shell", Shell, CODEX_SHELL),
+    t("exec_command", Shell, CODEX_SHELL),
+    t("local_shell", Shell, CODEX_SHELL),
+    t("update_plan", Unknown, N),
+    t("view_image", Unknown, N),
+    t("web_search", Unknown, N),
+];
+
+const GEMINI_SHELL: Extract = Extract::Shell {
+    command: &["command"],
+    base: &["dir_path", "directory"],
+};
+const GEMINI_TOOLS: &[ToolSpec] = &[
+    t("read_file", File, paths(&["file_path", "absolute_path"])),
+    t("write_file", File, paths(&["file_path"])),
+    t("replace", File, paths(&["file_path"])),
+    t(
+        "read_many_files",
+        File,
+        Extract::Paths {
+            strings: &[],
+            arrays: &["paths", "include"],
+        },
+    ),
+    t("glob", SearchList, N),
+    t("grep_search", SearchList, N),
+    t("search_file_content", SearchList, N),
+    t("list_directory", SearchList, N),
+    t("run_shell_command", Shell, GEMINI_SHELL),
+    t("web_fetch", Unknown, N),
+    t("google_web_search", Unknown, N),
+    t("save_memory", Unknown, N),
+    t("write_todos", Unknown, N),
+    t("activate_skill", Unknown, N),
+    t("complete_task", Unknown, N),
+    t("invoke_agent", Unknown, N),
+    t("update_topic", Unknown, N),
+];
+
+const OPENCODE_TOOLS: &[ToolSpec] = &[
+    t("read", File, paths(&["filePath"])),
+    t("write", File, paths(&["filePath"])),
+    t("edit", File, paths(&["filePath"])),
+    t("multiedit", File, paths(&["filePath"])),
+    t(
+        "patch",
+        File,
+        Extract::Patch {
+            fields: &["patchText"],
+        },
+    ),
+    t(
+        "apply_patch",
+        File,
+        Extract::Patch {
+            fields: &["patchText"],
+        },
+    ),
+    t("glob", SearchList, N),
+    t("grep", SearchList, N),
+    t("list", SearchList, N),
+    t(
+        "bash",
+        Shell,
+        Extract::Shell {
+            command: &["command"],
+            base: &["workdir"],
+        },
+    ),
+    t("task", Unknown, N),
+    t("todowrite", Unknown, N),
+    t("todoread", Unknown, N),
+    t("webfetch", Unknown, N),
+    t("websearch", Unknown, N),
+    t("skill", Unknown, N),
+    t("question", Unknown, N),
+];
+
+/// Cursor's own events carry `file_path` / `command` (+ `cwd`); its
+/// `preToolUse` names tools in the same words.
+const CURSOR_TOOLS: &[ToolSpec] = &[
+    t("Read", File, paths(&["file_path"])),
+    t("Write", File, paths(&["file_path"])),
+    t("Edit", File, paths(&["file_path"])),
+    t("Delete", File, paths(&["file_path"])),
+    t("Grep", SearchList, N),
+    t("Glob", SearchList, N),
+    t("LS", SearchList, N),
+    t(
+        "Shell",
+        Shell,
+        Extract::Shell {
+            command: &["command"],
+            base: &["cwd"],
+        },
+    ),
+];
+
+const AGENT_TABLES: &[&[ToolSpec]] = &[
+    CLAUDE_TOOLS,
+    CODEX_TOOLS,
+    GEMINI_TOOLS,
+    OPENCODE_TOOLS,
+    CURSOR_TOOLS,
+];
+
+fn table(agent: &Agent) -> &'static [&'static [ToolSpec]] {
+    match agent {
+        Agent::ClaudeCode => &AGENT_TABLES[0..1],
+        Agent::Codex => &AGENT_TABLES[1..2],
+        Agent::GeminiCli => &AGENT_TABLES[2..3],
+        Agent::OpenCode => &AGENT_TABLES[3..4],
+        Agent::Cursor => &AGENT_TABLES[4..5],
+        Agent::Other(_) => AGENT_TABLES,
+    }
+}
+
+/// The agent's documented tool of this name (ASCII case-insensitive), if any.
+pub fn lookup(agent: &Agent, name: &str) -> Option<&'static ToolSpec> {
+    table(agent)
+        .iter()
+        .flat_map(|t| t.iter())
+        .find(|s| s.name.eq_ignore_ascii_case(name))
+}
+
+/// Why extraction produced nothing usable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtractError {
+    /// A documented field is missing, has the wrong type, or no path at all.
+    Malformed,
+}
+
+/// File paths named by `input` per `extract` (raw, not normalised).
+pub fn file_paths(extract: &Extract, input: Option<&Value>) -> Result<Vec<String>, ExtractError> {
+    let input = input.ok_or(ExtractError::Malformed)?;
+    let mut out = Vec::new();
+    match extract {
+        Extract::Paths { strings, arrays } => {
+            let obj = input.as_object().ok_or(ExtractError::Malformed)?;
+            for k in *strings {
+                match obj.get(*k) {
+                    None | Some(Value::Null) => {}
+                    Some(Value::String(s)) => out.push(s.clone()),
+                    Some(_) => return Err(ExtractError::Malformed),
+                }
+            }
+            for k in *arrays {
+                match obj.get(*k) {
+                    None | Some(Value::Null) => {}
+                    Some(Value::Array(items)) => {
+                        for it in items {
+                            out.push(it.as_str().ok_or(ExtractError::Malformed)?.to_string());
+                        }
+                    }
+                    Some(_) => return Err(ExtractError::Malformed),
+                }
+            }
+        }
+        Extract::Patch { fields } => {
+            let text = match input {
+                Value::String(s) => Some(s.as_str()),
+                Value::Object(o) => fields
+                    .iter()
+                    .find_map(|f| o.get(*f).and_then(Value::as_str)),
+                _ => None,
+            }
+            .ok_or(ExtractError::Malformed)?;
+            out = patch_paths(text);
+        }
+        Extract::Shell { .. } | Extract::Nothing => return Err(ExtractError::Malformed),
+    }
+    if out.is_empty() {
+        return Err(ExtractError::Malformed);
+    }
+    Ok(out)
+}
+
+/// Headers that name a path in an `apply_patch` patch.
+const PATCH_HEADERS: &[&str] = &[
+    "*** Add File:",
+    "*** Update File:",
+    "*** Delete File:",
+    "*** Move to:",
+];
+
+/// Every path named in a patch's headers.
+pub fn patch_paths(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            PATCH_HEADERS
+                .iter()
+                .find_map(|h| l.strip_prefix(h))
+                .map(|p| p.trim().to_string())
+        })
+        .collect()
+}
+
+/// A shell tool's command, as words, and the directory it runs in.
+pub struct ShellCall {
+    pub words: Vec<String>,
+    pub base: Option<String>,
+}
+
+/// The command of a shell tool: a string is split into words; an argv array
+/// keeps each element whole *and* splits it (so `bash -lc "<script>"` is
+/// scanned like a script). `None` when there is no readable command.
+pub fn shell_call(extract: &Extract, input: Option<&Value>) -> Option<ShellCall> {
+    let Extract::Shell { command, base } = extract else {
+        return None;
+    };
+    let obj = input?.as_object()?;
+    let cmd = command.iter().find_map(|k| obj.get(*k))?;
+    let words = match cmd {
+        Value::String(s) => super::shell::split_words(s),
+        Value::Array(items) => {
+            let mut words = Vec::new();
+            for it in items {
+                let s = it.as_str()?;
+                words.push(s.to_string());
+                let split = super::shell::split_words(s);
+                if split.len() != 1 || split[0] != s {
+                    words.extend(split);
+                }
+            }
+            words
+        }
+        _ => return None,
+    };
+    let base = base
+        .iter()
+        .filter_map(|k| obj.get(*k).and_then(Value::as_str))
+        .find(|s| !s.trim().is_empty())
+        .map(str::to_string);
+    Some(ShellCall { words, base })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lookups_are_per_agent_and_case_insensitive() {
+        assert_eq!(lookup(&Agent::ClaudeCode, "Read").unwrap().family, File);
+        assert_eq!(lookup(&Agent::ClaudeCode, "bash").unwrap().family, Shell);
+        assert!(lookup(&Agent::ClaudeCode, "read_file").is_none());
+        assert_eq!(lookup(&Agent::GeminiCli, "read_file").unwrap().family, File);
+        assert_eq!(lookup(&Agent::Codex, "apply_patch").unwrap().family, File);
+        assert_eq!(lookup(&Agent::OpenCode, "list").unwrap().family, SearchList);
+        let other = Agent::Other("x".into());
+        assert_eq!(lookup(&other, "run_shell_command").unwrap().family, Shell);
+        assert!(lookup(&other, "mcp__github__get_file").is_none());
+    }
+
+    #[test]
+    fn file_paths_only_from_documented_fields() {
+        let e = lookup(&Agent::ClaudeCode, "Read").unwrap().extract;
+        assert_eq!(
+            file_paths(&e, Some(&json!({"file_path": "a", "path": "b"}))).unwrap(),
+            ["a"]
+        );
+        assert!(file_paths(&e, Some(&json!({"path": "b"}))).is_err());
+        assert!(file_paths(&e, Some(&json!({"file_path": 7}))).is_err());
+        assert!(file_paths(&e, Some(&json!("a"))).is_err());
+        assert!(file_paths(&e, None).is_err());
+        let e = lookup(&Agent::GeminiCli, "read_many_files")
+            .unwrap()
+            .extract;
+        assert_eq!(
+            file_paths(&e, Some(&json!({"paths": ["a", "b/*.md"]}))).unwrap(),
+            ["a", "b/*.md"]
+        );
+        assert!(file_paths(&e, Some(&json!({"paths": ["a", 1]}))).is_err());
+    }
+
+    #[test]
+    fn apply_patch_headers() {
+        let p = "*** Begin Patch\n*** Add File: notes.md\n+x\n*** Update File: src/app.py\n\
+                 *** Move to: src/new.py\n@@\n*** Delete File: old.txt\n*** End Patch\n";
+        assert_eq!(
+            patch_paths(p),
+            ["notes.md", "src/app.py", "src/new.py", "old.txt"]
+        );
+        let e = lookup(&Agent::Codex, "apply_patch").unwrap().extract;
+        assert_eq!(
+            file_paths(&e, Some(&json!({"command": p}))).unwrap().len(),
+            4
+        );
+        assert_eq!(file_paths(&e, Some(&json!(p))).unwrap().len(), 4);
+        assert!(file_paths(&e, Some(&json!({"command": "no headers"}))).is_err());
+    }
+
+    #[test]
+    fn shell_argv_and_workdir() {
+        let e = lookup(&Agent::Codex, "shell").unwrap().extract;
+        let c = shell_call(
+            &e,
+            Some(&json!({"command": ["bash", "-lc", "cat secret/a.txt | wc"], "workdir": "/w"})),
+        )
+        .unwrap();
+        assert_eq!(c.base.as_deref(), Some("/w"));
+        assert!(c.words.contains(&"secret/a.txt".to_string()));
+        assert!(c.words.contains(&"cat secret/a.txt | wc".to_string()));
+        assert!(shell_call(&e, Some(&json!({"command": 5}))).is_none());
+        assert!(shell_call(&e, Some(&json!({"command": ["a", 5]}))).is_none());
+    }
+}

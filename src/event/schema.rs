@@ -1,0 +1,336 @@
+//! Per-agent payload schemas: a table of JSON pointers saying where each
+//! field lives in each agent's payload. Agent differences live here and
+//! nowhere else; [`normalize`] is the same code for every agent.
+
+use serde_json::Value;
+
+use super::{fold_name, sanitize_native_name, Agent, Event, EventKind};
+
+/// Longest call id kept (`[A-Za-z0-9_.-]`, at least one character).
+pub const MAX_CALL_ID_CHARS: usize = 128;
+
+/// Where one agent's payload keeps each field. Every list is tried in
+/// order; the first present, non-blank value wins.
+struct Schema {
+    /// The payload's own event name (used when `--event` is absent).
+    event_name: &'static [&'static str],
+    /// A wrapper event whose real name is nested: (folded wrapper name,
+    /// pointer to the real name). OpenCode's `event` hook carries
+    /// `input.type` = `session.created`, `session.idle`, ….
+    nested_event: Option<(&'static str, &'static str)>,
+    session_id: &'static [&'static str],
+    cwd: &'static [&'static str],
+    tool_name: &'static [&'static str],
+    tool_input: &'static [&'static str],
+    call_id: &'static [&'static str],
+    response: &'static [&'static str],
+    error: &'static [&'static str],
+    prompt: &'static [&'static str],
+    message: &'static [&'static str],
+    summary: &'static [&'static str],
+    detail: &'static [&'static str],
+    /// Any of these present (and not null) marks a subagent's event.
+    subagent: &'static [&'static str],
+    /// Events that name no tool but stand for one (Cursor's
+    /// `beforeShellExecution`, …): folded event name → tool name. Their
+    /// tool input is the payload itself.
+    implied_tools: &'static [(&'static str, &'static str)],
+}
+
+/// DESIGN §2: payloads carrying any of these come from a subagent.
+const SUBAGENT_MARKERS: &[&str] = &["/agent_id", "/agent_type", "/subagentType"];
+
+const CLAUDE: Schema = Schema {
+    event_name: &["/hook_event_name"],
+    nested_event: None,
+    session_id: &["/session_id"],
+    cwd: &["/cwd"],
+    tool_name: &["/tool_name"],
+    tool_input: &["/tool_input"],
+    call_id: &["/tool_use_id"],
+    response: &["/tool_response"],
+    error: &["/error"],
+    prompt: &["/prompt"],
+    message: &["/message"],
+    summary: &["/compact_summary"],
+    detail: &["/source", "/trigger", "/reason"],
+    subagent: SUBAGENT_MARKERS,
+    implied_tools: &[],
+};
+
+const CODEX: Schema = Schema {
+    event_name: &["/hook_event_name"],
+    nested_event: None,
+    session_id: &["/session_id"],
+    cwd: &["/cwd"],
+    tool_name: &["/tool_name"],
+    tool_input: &["/tool_input"],
+    call_id: &["/tool_use_id"],
+    response: &["/tool_response"],
+    error: &["/error"],
+    prompt: &["/prompt"],
+    message: &["/message"],
+    summary: &["/compact_summary", "/summary"],
+    detail: &["/source", "/trigger", "/reason"],
+    subagent: SUBAGENT_MARKERS,
+    implied_tools: &[],
+};
+
+const GEMINI: Schema = Schema {
+    event_name: &["/hook_event_name"],
+    nested_event: None,
+    session_id: &["/session_id"],
+    cwd: &["/cwd"],
+    tool_name: &["/tool_name"],
+    tool_input: &["/tool_input"],
+    call_id: &["/tool_call_id", "/call_id"],
+    response: &["/tool_response"],
+    error: &["/tool_response/error", "/error"],
+    prompt: &["/prompt"],
+    message: &["/message"],
+    summary: &["/summary"],
+    detail: &["/source", "/trigger", "/reason", "/notification_type"],
+    subagent: SUBAGENT_MARKERS,
+    implied_tools: &[],
+};
+
+/// What memhook's generated OpenCode plugin pipes in:
+/// `{"hook", "input", "output", "directory", "session_id"?}` (docs/capture.md).
+const OPENCODE: Schema = Schema {
+    event_name: &["/hook"],
+    nested_event: Some(("event", "/input/type")),
+    session_id: &[
+        "/session_id",
+        "/input/sessionID",
+        "/input/properties/sessionID",
+        "/input/properties/info/id",
+        "/output/message/sessionID",
+    ],
+    cwd: &["/cwd", "/directory", "/input/properties/info/directory"],
+    tool_name: &["/input/tool"],
+    tool_input: &["/output/args", "/input/args"],
+    call_id: &["/input/callID"],
+    response: &["/output/output", "/output/metadata/output"],
+    error: &["/output/error", "/output/metadata/error", "/error"],
+    prompt: &["/output/parts", "/prompt"],
+    message: &["/message"],
+    summary: &["/summary"],
+    detail: &["/input/type", "/reason"],
+    subagent: SUBAGENT_MARKERS,
+    implied_tools: &[],
+};
+
+/// Cursor: `conversation_id`, `workspace_roots`, camelCase events; its
+/// shell, read and edit events name no tool.
+const CURSOR: Schema = Schema {
+    event_name: &["/hook_event_name"],
+    nested_event: None,
+    session_id: &["/conversation_id", "/session_id"],
+    cwd: &["/workspace_roots/0", "/cwd"],
+    tool_name: &["/tool_name"],
+    tool_input: &["/tool_input"],
+    call_id: &["/tool_use_id", "/tool_call_id"],
+    response: &["/tool_output", "/output", "/result_json"],
+    error: &["/error", "/error_message"],
+    prompt: &["/prompt"],
+    message: &["/message"],
+    summary: &["/summary"],
+    detail: &["/source", "/trigger", "/reason", "/status"],
+    subagent: SUBAGENT_MARKERS,
+    implied_tools: &[
+        ("beforeshellexecution", "Shell"),
+        ("aftershellexecution", "Shell"),
+        ("beforereadfile", "Read"),
+        ("beforetabfileread", "Read"),
+        ("afterfileedit", "Edit"),
+        ("aftertabfileedit", "Edit"),
+    ],
+};
+
+/// Any other agent: the union of the common spellings.
+const GENERIC: Schema = Schema {
+    event_name: &["/hook_event_name", "/event", "/hook"],
+    nested_event: None,
+    session_id: &[
+        "/session_id",
+        "/sessionId",
+        "/sessionID",
+        "/conversation_id",
+        "/conversationId",
+    ],
+    cwd: &[
+        "/cwd",
+        "/current_dir",
+        "/working_dir",
+        "/directory",
+        "/workspace_roots/0",
+        "/workspacePaths/0",
+    ],
+    tool_name: &["/tool_name", "/toolName", "/tool"],
+    tool_input: &["/tool_input", "/toolInput", "/args", "/input"],
+    call_id: &[
+        "/tool_use_id",
+        "/toolUseId",
+        "/tool_call_id",
+        "/toolCallId",
+        "/call_id",
+        "/callId",
+        "/callID",
+    ],
+    response: &["/tool_response", "/tool_output", "/output", "/result"],
+    error: &["/error", "/error_message"],
+    prompt: &["/prompt"],
+    message: &["/message"],
+    summary: &["/compact_summary", "/summary"],
+    detail: &["/source", "/trigger", "/reason"],
+    subagent: SUBAGENT_MARKERS,
+    implied_tools: &[],
+};
+
+fn schema(agent: &Agent) -> &'static Schema {
+    match agent {
+        Agent::ClaudeCode => &CLAUDE,
+        Agent::Codex => &CODEX,
+        Agent::GeminiCli => &GEMINI,
+        Agent::OpenCode => &OPENCODE,
+        Agent::Cursor => &CURSOR,
+        Agent::Other(_) => &GENERIC,
+    }
+}
+
+/// The first pointer that holds a value other than null.
+fn first<'a>(payload: &'a Value, paths: &[&str]) -> Option<&'a Value> {
+    paths
+        .iter()
+        .filter_map(|p| payload.pointer(p))
+        .find(|v| !v.is_null())
+}
+
+/// The first pointer that holds a non-blank string.
+fn first_str(payload: &Value, paths: &[&str]) -> Option<String> {
+    paths
+        .iter()
+        .filter_map(|p| payload.pointer(p))
+        .filter_map(Value::as_str)
+        .find(|s| !s.trim().is_empty())
+        .map(str::to_string)
+}
+
+/// Text of a string, or of an array of content blocks (`"text"` strings or
+/// objects with a `text` field), joined by newlines.
+fn flatten_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(items) => {
+            let parts: Vec<&str> = items
+                .iter()
+                .filter_map(|it| match it {
+                    Value::String(s) => Some(s.as_str()),
+                    Value::Object(o) => match o.get("type").and_then(Value::as_str) {
+                        Some("text") | None => o.get("text").and_then(Value::as_str),
+                        Some(_) => None,
+                    },
+                    _ => None,
+                })
+                .collect();
+            if parts.is_empty() {
+                None
+            } else {
+                Some(parts.join("\n"))
+            }
+        }
+        _ => None,
+    }
+}
+
+fn first_text(payload: &Value, paths: &[&str]) -> Option<String> {
+    paths
+        .iter()
+        .filter_map(|p| payload.pointer(p))
+        .filter_map(flatten_text)
+        .find(|s| !s.trim().is_empty())
+}
+
+/// A call id is kept only when it is 1–[`MAX_CALL_ID_CHARS`] characters of
+/// `[A-Za-z0-9_.-]`.
+pub fn valid_call_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_CALL_ID_CHARS
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+/// Normalise one agent payload into an [`Event`]. The event name comes from
+/// `event_flag` (the hook's `--event`), else from the payload. Fields the
+/// event kind does not use are left `None`, so nothing downstream can store
+/// them by accident (a Stop event's assistant text, a tool's input on a
+/// prompt event, …).
+pub fn normalize(agent: &str, event_flag: Option<&str>, payload: &Value) -> Event {
+    let agent = Agent::parse(agent);
+    let s = schema(&agent);
+    let mut name = event_flag
+        .map(str::to_string)
+        .filter(|n| !n.trim().is_empty())
+        .or_else(|| first_str(payload, s.event_name))
+        .unwrap_or_default();
+    if let Some((wrapper, inner)) = s.nested_event {
+        if fold_name(&name) == wrapper {
+            if let Some(n) = first_str(payload, &[inner]) {
+                name = n;
+            }
+        }
+    }
+    let kind = EventKind::parse(&name);
+    let folded = fold_name(&name);
+    let implied_tool = s
+        .implied_tools
+        .iter()
+        .find(|(n, _)| *n == folded)
+        .map(|(_, t)| *t);
+
+    let mut ev = Event {
+        agent,
+        kind,
+        native_name: sanitize_native_name(&name),
+        session_id: first_str(payload, s.session_id),
+        cwd: first_str(payload, s.cwd),
+        tool_name: None,
+        tool_input: None,
+        tool_call_id: None,
+        tool_response: None,
+        tool_error: None,
+        prompt: None,
+        message: None,
+        summary: None,
+        detail: first_str(payload, s.detail),
+        subagent: s
+            .subagent
+            .iter()
+            .any(|p| payload.pointer(p).is_some_and(|v| !v.is_null())),
+    };
+
+    match kind {
+        k if k.is_tool_event() => {
+            if let Some(tool) = implied_tool {
+                ev.tool_name = Some(tool.to_string());
+                ev.tool_input = Some(payload.clone());
+            } else {
+                ev.tool_name = first_str(payload, s.tool_name);
+                ev.tool_input = first(payload, s.tool_input).cloned();
+            }
+            ev.tool_call_id = first_str(payload, s.call_id).filter(|id| valid_call_id(id));
+            if k.is_post_tool() {
+                ev.tool_response = first(payload, s.response).cloned();
+                ev.tool_error = first(payload, s.error).cloned();
+            }
+        }
+        EventKind::UserPrompt => ev.prompt = first_text(payload, s.prompt),
+        EventKind::Notification => ev.message = first_text(payload, s.message),
+        EventKind::PreCompact | EventKind::PostCompact => {
+            ev.summary = first_text(payload, s.summary)
+        }
+        _ => {}
+    }
+    ev
+}

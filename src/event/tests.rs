@@ -1,0 +1,367 @@
+use super::*;
+use serde_json::json;
+use std::path::Path;
+
+#[test]
+fn every_spelling_meets_in_one_kind() {
+    let cases: &[(&[&str], EventKind)] = &[
+        (
+            &[
+                "session-start",
+                "session_start",
+                "SessionStart",
+                "sessionStart",
+                "session.created",
+            ],
+            EventKind::SessionStart,
+        ),
+        (
+            &[
+                "user-prompt-submit",
+                "UserPromptSubmit",
+                "user_prompt",
+                "beforeSubmitPrompt",
+                "BeforeAgent",
+                "chat.message",
+            ],
+            EventKind::UserPrompt,
+        ),
+        (
+            &[
+                "pre-tool-use",
+                "PreToolUse",
+                "preToolUse",
+                "pre_tool_use",
+                "BeforeTool",
+                "tool.execute.before",
+                "beforeShellExecution",
+                "beforeMCPExecution",
+                "beforeReadFile",
+            ],
+            EventKind::PreToolUse,
+        ),
+        (
+            &[
+                "post-tool-use",
+                "PostToolUse",
+                "postToolUse",
+                "AfterTool",
+                "tool.execute.after",
+                "afterShellExecution",
+                "afterFileEdit",
+                "afterMCPExecution",
+            ],
+            EventKind::PostToolUse,
+        ),
+        (
+            &[
+                "PostToolUseFailure",
+                "postToolUseFailure",
+                "post-tool-use-failure",
+            ],
+            EventKind::PostToolUseFailure,
+        ),
+        (
+            &[
+                "PreCompact",
+                "pre-compact",
+                "preCompact",
+                "PreCompress",
+                "experimental.session.compacting",
+            ],
+            EventKind::PreCompact,
+        ),
+        (
+            &["PostCompact", "post_compact", "session.compacted"],
+            EventKind::PostCompact,
+        ),
+        (&["Notification", "notification"], EventKind::Notification),
+        (
+            &["Stop", "stop", "AfterAgent", "session.idle"],
+            EventKind::Stop,
+        ),
+        (
+            &["SubagentStart", "subagent-start"],
+            EventKind::SubagentStart,
+        ),
+        (
+            &["SubagentStop", "subagent_stop", "SubagentEnd"],
+            EventKind::SubagentStop,
+        ),
+        (
+            &["SessionEnd", "session-end", "sessionEnd", "session.deleted"],
+            EventKind::SessionEnd,
+        ),
+        (
+            &[
+                "PostToolBatch",
+                "BeforeModel",
+                "afterAgentResponse",
+                "",
+                "💥",
+            ],
+            EventKind::Other,
+        ),
+    ];
+    for (names, kind) in cases {
+        for n in *names {
+            assert_eq!(EventKind::parse(n), *kind, "{n}");
+        }
+    }
+    assert_eq!(
+        EventKind::PostToolUseFailure.as_str(),
+        "post-tool-use-failure"
+    );
+    assert_eq!(
+        EventKind::parse(EventKind::UserPrompt.as_str()),
+        EventKind::UserPrompt
+    );
+}
+
+#[test]
+fn every_kind_round_trips_through_its_canonical_name() {
+    for (_, k) in EVENT_NAMES {
+        assert_eq!(EventKind::parse(k.as_str()), *k);
+    }
+}
+
+#[test]
+fn agent_aliases_and_sanitised_others() {
+    for (name, want) in [
+        ("claude-code", "claude-code"),
+        ("claude_code", "claude-code"),
+        ("claude", "claude-code"),
+        ("Codex", "codex"),
+        ("opencode", "opencode"),
+        ("open-code", "opencode"),
+        ("gemini-cli", "gemini-cli"),
+        ("gemini", "gemini-cli"),
+        ("cursor", "cursor"),
+        ("My Agent!", "myagent"),
+        ("", "generic"),
+        ("/$%", "generic"),
+    ] {
+        assert_eq!(Agent::parse(name).as_str(), want, "{name}");
+    }
+    let long = "a".repeat(MAX_NAME_CHARS + 1);
+    assert_eq!(Agent::parse(&long).as_str().len(), MAX_NAME_CHARS);
+}
+
+#[test]
+fn call_ids_are_validated_at_the_edge() {
+    assert!(valid_call_id("toolu_01.A-b"));
+    assert!(valid_call_id(&"x".repeat(MAX_CALL_ID_CHARS)));
+    assert!(!valid_call_id(&"x".repeat(MAX_CALL_ID_CHARS + 1)));
+    assert!(!valid_call_id(""));
+    assert!(!valid_call_id("a b"));
+    assert!(!valid_call_id("a/b"));
+    let ev = normalize(
+        "claude-code",
+        Some("PreToolUse"),
+        &json!({"tool_name": "Read", "tool_use_id": "bad id!", "tool_input": {}}),
+    );
+    assert_eq!(ev.tool_call_id, None);
+}
+
+fn fixture(rel: &str) -> serde_json::Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/agents")
+        .join(rel);
+    serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap()
+}
+
+#[test]
+fn claude_post_tool_use_from_the_real_payload() {
+    let ev = normalize(
+        "claude-code",
+        None,
+        &fixture("claude-code/2.1.328/PostToolUse-Edit.json"),
+    );
+    assert_eq!(ev.kind, EventKind::PostToolUse);
+    assert_eq!(ev.native_name, "PostToolUse");
+    assert_eq!(
+        ev.session_id.as_deref(),
+        Some("4c3ac1bf-95d6-487f-a6bc-140cd0de6f2b")
+    );
+    assert_eq!(ev.cwd.as_deref(), Some("/home/dev/projects/demo"));
+    assert_eq!(ev.tool_name.as_deref(), Some("Edit"));
+    assert_eq!(ev.tool_call_id.as_deref(), Some("toolu_0003_0"));
+    assert!(ev.tool_response.is_some());
+    assert!(!ev.subagent);
+}
+
+#[test]
+fn claude_failure_carries_the_error_and_subagents_are_marked() {
+    let ev = normalize(
+        "claude-code",
+        None,
+        &fixture("claude-code/2.1.328/PostToolUseFailure-Bash-exit1.json"),
+    );
+    assert_eq!(ev.kind, EventKind::PostToolUseFailure);
+    assert_eq!(ev.tool_error, Some(json!("Exit code 1\nfailing")));
+    let sub = normalize(
+        "claude",
+        None,
+        &fixture("claude-code/2.1.328/PreToolUse-Read-subagent.json"),
+    );
+    assert!(sub.subagent);
+}
+
+#[test]
+fn stop_never_carries_assistant_text_and_prompt_only_on_prompt_events() {
+    let ev = normalize(
+        "claude-code",
+        None,
+        &fixture("claude-code/2.1.328/Stop.json"),
+    );
+    assert_eq!(ev.kind, EventKind::Stop);
+    assert_eq!((ev.prompt, ev.message, ev.summary), (None, None, None));
+    // Gemini's AfterAgent repeats the prompt: it is a Stop, so no prompt.
+    let ev = normalize(
+        "gemini-cli",
+        None,
+        &fixture("gemini-cli/0.61.0/AfterAgent.json"),
+    );
+    assert_eq!(ev.kind, EventKind::Stop);
+    assert_eq!(ev.prompt, None);
+    let ev = normalize(
+        "gemini-cli",
+        None,
+        &fixture("gemini-cli/0.61.0/BeforeAgent.json"),
+    );
+    assert_eq!(ev.kind, EventKind::UserPrompt);
+    assert_eq!(ev.prompt.as_deref(), Some("exercise the tools"));
+}
+
+#[test]
+fn codex_and_gemini_tool_events() {
+    let ev = normalize(
+        "codex",
+        Some("pre-tool-use"),
+        &fixture("codex/0.171.0/PreToolUse-apply_patch.json"),
+    );
+    assert_eq!(ev.kind, EventKind::PreToolUse);
+    assert_eq!(ev.native_name, "pre-tool-use");
+    assert_eq!(ev.tool_name.as_deref(), Some("apply_patch"));
+    assert!(ev.tool_input.as_ref().unwrap()["command"].is_string());
+    let ev = normalize(
+        "gemini",
+        None,
+        &fixture("gemini-cli/0.61.0/AfterTool-read_file-missing-file.json"),
+    );
+    assert_eq!(ev.kind, EventKind::PostToolUse);
+    assert_eq!(ev.tool_error.as_ref().unwrap()["type"], "file_not_found");
+    let ev = normalize(
+        "gemini-cli",
+        None,
+        &fixture("gemini-cli/0.61.0/PreCompress-auto.json"),
+    );
+    assert_eq!(
+        (ev.kind, ev.detail.as_deref()),
+        (EventKind::PreCompact, Some("auto"))
+    );
+}
+
+#[test]
+fn opencode_plugin_shape() {
+    let mut p = fixture("opencode/1.18.33/tool.execute.before-edit.json");
+    p["directory"] = json!("/home/dev/projects/demo");
+    let ev = normalize("opencode", Some("tool.execute.before"), &p);
+    assert_eq!(ev.kind, EventKind::PreToolUse);
+    assert_eq!(ev.tool_name.as_deref(), Some("edit"));
+    assert_eq!(ev.tool_call_id.as_deref(), Some("call_0004_0"));
+    assert_eq!(
+        ev.session_id.as_deref(),
+        Some("ses_dd8166b86ffepiwUVgEY6pxYpk")
+    );
+    assert_eq!(ev.cwd.as_deref(), Some("/home/dev/projects/demo"));
+    assert_eq!(
+        ev.tool_input.as_ref().unwrap()["filePath"],
+        "/home/dev/projects/demo/src/app.py"
+    );
+
+    let ev = normalize(
+        "opencode",
+        Some("tool.execute.after"),
+        &fixture("opencode/1.18.33/tool.execute.after-bash.json"),
+    );
+    assert_eq!(ev.kind, EventKind::PostToolUse);
+    assert_eq!(ev.tool_input.as_ref().unwrap()["command"], "ls -la");
+    assert!(ev.tool_response.as_ref().unwrap().is_string());
+
+    // The `event` hook names its real event in input.type.
+    let ev = normalize(
+        "opencode",
+        Some("event"),
+        &fixture("opencode/1.18.33/event-session.created.json"),
+    );
+    assert_eq!(ev.kind, EventKind::SessionStart);
+    assert_eq!(ev.native_name, "session.created");
+    assert_eq!(ev.cwd.as_deref(), Some("/home/dev/projects/demo"));
+    let ev = normalize(
+        "opencode",
+        None,
+        &fixture("opencode/1.18.33/event-session.idle.json"),
+    );
+    assert_eq!(ev.kind, EventKind::Stop);
+
+    let ev = normalize(
+        "opencode",
+        Some("chat.message"),
+        &fixture("opencode/1.18.33/chat.message.json"),
+    );
+    assert_eq!(ev.kind, EventKind::UserPrompt);
+    assert_eq!(ev.prompt.as_deref(), Some("\"exercise the tools\""));
+}
+
+#[test]
+fn cursor_workspace_roots_and_implied_tools() {
+    let p = json!({
+        "conversation_id": "c-1", "generation_id": "g-1",
+        "hook_event_name": "beforeShellExecution",
+        "workspace_roots": ["/home/dev/projects/demo"], "cwd": "",
+        "command": "cat secrets/key.pem"
+    });
+    let ev = normalize("cursor", None, &p);
+    assert_eq!(ev.kind, EventKind::PreToolUse);
+    assert_eq!(ev.session_id.as_deref(), Some("c-1"));
+    assert_eq!(ev.cwd.as_deref(), Some("/home/dev/projects/demo"));
+    assert_eq!(ev.tool_name.as_deref(), Some("Shell"));
+    assert_eq!(
+        ev.tool_input.as_ref().unwrap()["command"],
+        "cat secrets/key.pem"
+    );
+    let p = json!({"hook_event_name": "afterFileEdit", "workspace_roots": ["/w"],
+                   "file_path": "/w/a.rs", "edits": []});
+    let ev = normalize("cursor", None, &p);
+    assert_eq!(
+        (ev.kind, ev.tool_name.as_deref()),
+        (EventKind::PostToolUse, Some("Edit"))
+    );
+}
+
+#[test]
+fn generic_schema_reads_common_spellings() {
+    let p = json!({"event": "PostToolUse", "sessionId": "s", "working_dir": "/w",
+                   "toolName": "Read", "toolInput": {"path": "/w/x"}, "callId": "c1",
+                   "agent_type": "helper"});
+    let ev = normalize("some-new-agent", None, &p);
+    assert_eq!(ev.agent, Agent::Other("some-new-agent".into()));
+    assert_eq!(ev.kind, EventKind::PostToolUse);
+    assert_eq!(ev.session_id.as_deref(), Some("s"));
+    assert_eq!(ev.cwd.as_deref(), Some("/w"));
+    assert_eq!(ev.tool_name.as_deref(), Some("Read"));
+    assert_eq!(ev.tool_call_id.as_deref(), Some("c1"));
+    assert!(ev.subagent);
+}
+
+#[test]
+fn native_names_are_sanitised_and_bounded() {
+    let ev = normalize("claude", Some("Pre Tool/Use\u{202e}"), &json!({}));
+    assert_eq!(ev.native_name, "PreToolUse");
+    assert_eq!(ev.kind, EventKind::PreToolUse);
+    let long = "x".repeat(500);
+    let ev = normalize("claude", Some(&long), &json!(null));
+    assert_eq!(ev.native_name.len(), MAX_NAME_CHARS);
+    assert_eq!(ev.kind, EventKind::Other);
+}
