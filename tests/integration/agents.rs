@@ -190,6 +190,10 @@ fn claude_script(proj: &Path) -> Vec<Step> {
             "Bash",
             json!({"command": "echo E2E-BASH-OUTPUT", "description": "say hi"}),
         ),
+        Step::Tool(
+            "Bash",
+            json!({"command": "echo E2E-FAIL-OUTPUT; exit 3", "description": "fail"}),
+        ),
         Step::Text("All done."),
     ]
 }
@@ -246,8 +250,8 @@ fn claude_code_end_to_end() {
         .filter(|(_, b)| b.get("tools").is_some())
         .count();
     assert!(
-        tool_requests >= 4,
-        "expected 4 scripted turns, got {tool_requests}"
+        tool_requests >= 5,
+        "expected 5 scripted turns, got {tool_requests}"
     );
     // Claude ran the installed commands for every event of the session.
     let log = fs::read_to_string(&calls).expect("Claude Code never ran a memhook hook");
@@ -256,6 +260,7 @@ fn claude_code_end_to_end() {
         "user-prompt-submit",
         "pre-tool-use",
         "post-tool-use",
+        "post-tool-use-failure",
         "stop",
         "session-end",
     ] {
@@ -269,7 +274,7 @@ fn claude_code_end_to_end() {
         log.lines()
             .filter(|l| l.contains("--event pre-tool-use"))
             .count(),
-        3,
+        4,
         "{log}"
     );
 
@@ -298,6 +303,10 @@ fn claude_code_end_to_end() {
     assert!(
         all.contains("E2E-BASH-OUTPUT"),
         "the Bash result was not captured: {all}"
+    );
+    assert!(
+        all.contains("E2E-FAIL-OUTPUT") || all.contains("Exit code 3"),
+        "the failing Bash call was not captured: {all}"
     );
 
     // Second session: its first model request carries the briefing.
@@ -509,6 +518,12 @@ fn codex_end_to_end() {
         request_text(&first.1).contains("E2E-CODEX-PROMPT"),
         "no briefing in the second session"
     );
+
+    // Changing the command (here: installing from another binary path) makes
+    // Codex treat the hooks as modified; doctor says so (check 28).
+    world.install("codex");
+    let changed = doctor(&world);
+    assert_eq!(changed["codex_trust"]["status"], "modified", "{changed}");
 }
 
 /// The ripgrep Codex ships: OpenCode's glob/grep need `rg` on PATH offline.
