@@ -31,7 +31,7 @@ pub fn run(args: &DoctorArgs) -> CmdResult {
         reports.push(r);
     }
     if args.json {
-        println!("{}", json!({"version": 1, "agents": reports}));
+        say!("{}", json!({"version": 1, "agents": reports}));
     } else {
         for r in &reports {
             print_text(r);
@@ -166,18 +166,19 @@ fn print_text(r: &Value) {
     let name = r["name"].as_str().unwrap_or("");
     let file = r["file"].as_str().unwrap_or("?");
     let installed = r["installed"] == true;
-    println!("{name} ({})", r["agent"].as_str().unwrap_or(""));
-    println!("  file:      {file}");
+    say!("{name} ({})", r["agent"].as_str().unwrap_or(""));
+    say!("  file:      {file}");
     if installed {
-        println!(
+        say!(
             "  installed: yes ({} of {} events)",
-            r["events_wired"], r["events_expected"]
+            r["events_wired"],
+            r["events_expected"]
         );
         let bins: Vec<&str> = r["binaries"]
             .as_array()
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        println!(
+        say!(
             "  binary:    {}{}",
             bins.join(", "),
             if r["points_to_this_binary"] == true {
@@ -186,16 +187,16 @@ fn print_text(r: &Value) {
                 " (NOT this binary)"
             }
         );
-        println!(
+        say!(
             "  data dir:  {}",
             r["data_dir"].as_str().unwrap_or("default")
         );
-        println!(
+        say!(
             "  delivery:  {}",
             r["server_url"].as_str().unwrap_or("embedded store")
         );
     } else {
-        println!(
+        say!(
             "  installed: no{}",
             if r["detected"] == true {
                 " (agent found on this machine)"
@@ -205,14 +206,14 @@ fn print_text(r: &Value) {
         );
     }
     if let Some(t) = r["codex_trust"].as_object() {
-        println!(
+        say!(
             "  trust:     {} ({})",
             t["status"].as_str().unwrap_or("unknown"),
             t["how"].as_str().unwrap_or("")
         );
     }
     for p in r["problems"].as_array().into_iter().flatten() {
-        println!("  problem:   {}", p.as_str().unwrap_or(""));
+        say!("  problem:   {}", p.as_str().unwrap_or(""));
     }
 }
 

@@ -46,7 +46,7 @@ pub fn run(args: &InstallMcpArgs, data_dir: Option<&Path>) -> CmdResult {
             continue;
         }
         if current.is_none() && args.remove {
-            println!("{}: nothing to remove for {}", path.display(), p.name);
+            say!("{}: nothing to remove for {}", path.display(), p.name);
             continue;
         }
         let created = std::cell::RefCell::new(Vec::new());
@@ -57,7 +57,7 @@ pub fn run(args: &InstallMcpArgs, data_dir: Option<&Path>) -> CmdResult {
         })?;
         if args.remove {
             if outcome == Outcome::UpToDate {
-                println!("{}: nothing to remove for {}", path.display(), p.name);
+                say!("{}: nothing to remove for {}", path.display(), p.name);
             } else {
                 ledger::forget(baked.data_dir.as_deref(), &mcp_key(&path));
                 report(p, &path, &outcome, "MCP server removed");
@@ -72,7 +72,7 @@ pub fn run(args: &InstallMcpArgs, data_dir: Option<&Path>) -> CmdResult {
             }
             report(p, &path, &outcome, "MCP server registered");
             if outcome != Outcome::UpToDate {
-                println!("note: restart {} to load the memhook MCP server.", p.name);
+                say!("note: restart {} to load the memhook MCP server.", p.name);
             }
         }
     }

@@ -6,6 +6,23 @@
 //! → dry run: print a unified diff; `--apply`: lock, re-read, recompute,
 //! back up, replace atomically.
 
+/// `println!` that ignores a closed stdout (`memhook install-hooks | head`)
+/// instead of panicking.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
+/// `print!` that ignores a closed stdout.
+macro_rules! say_raw {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
 pub mod apply;
 pub mod command;
 pub mod diff;
@@ -57,12 +74,12 @@ pub fn run_install(args: &InstallArgs, data_dir: Option<&Path>) -> CmdResult {
             crate::data_dir::ensure_private_dir(&data)?;
             crate::data_dir::write_private_file(&file, token.trim().as_bytes())
                 .map_err(apply::io_err(&file))?;
-            println!(
+            say!(
                 "token from {TOKEN_ENV} written to {} (mode 0600)",
                 file.display()
             );
         } else {
-            println!(
+            say!(
                 "would write the token from {TOKEN_ENV} to {} (mode 0600)",
                 file.display()
             );
@@ -262,10 +279,10 @@ fn install_one(p: &Profile, path: &Path, flags: &Flags, write: bool) -> Result<(
     }
     report(p, path, &outcome, "installed");
     if outcome != Outcome::UpToDate && !p.notice.is_empty() {
-        println!("note: {}", p.notice.replace('\n', "\n      "));
+        say!("note: {}", p.notice.replace('\n', "\n      "));
     }
     if let Some(w) = version_warning(p) {
-        println!("note: {w}");
+        say!("note: {w}");
     }
     Ok(())
 }
@@ -311,9 +328,9 @@ fn uninstall_one(p: &Profile, path: &Path, write: bool) -> Result<(), InstallErr
     let (next, _) = uninstall_text(p, path, current.as_deref())?;
     if !write {
         if next.as_deref() == current.as_deref() {
-            println!("{}: nothing to remove for {}", path.display(), p.name);
+            say!("{}: nothing to remove for {}", path.display(), p.name);
         } else {
-            print!(
+            say_raw!(
                 "{}",
                 diff::unified(
                     &path.display().to_string(),
@@ -321,7 +338,7 @@ fn uninstall_one(p: &Profile, path: &Path, write: bool) -> Result<(), InstallErr
                     next.as_deref()
                 )
             );
-            println!(
+            say!(
                 "# dry run: nothing was written; re-run with --apply to remove memhook from {}",
                 path.display()
             );
@@ -329,7 +346,7 @@ fn uninstall_one(p: &Profile, path: &Path, write: bool) -> Result<(), InstallErr
         return Ok(());
     }
     if current.is_none() {
-        println!("{}: nothing to remove for {}", path.display(), p.name);
+        say!("{}: nothing to remove for {}", path.display(), p.name);
         return Ok(());
     }
     let data_dir = std::cell::RefCell::new(None);
@@ -339,7 +356,7 @@ fn uninstall_one(p: &Profile, path: &Path, write: bool) -> Result<(), InstallErr
         Ok(next)
     })?;
     if outcome == Outcome::UpToDate {
-        println!("{}: nothing to remove for {}", path.display(), p.name);
+        say!("{}: nothing to remove for {}", path.display(), p.name);
         return Ok(());
     }
     ledger::forget(data_dir.borrow().as_deref(), path);
@@ -349,14 +366,14 @@ fn uninstall_one(p: &Profile, path: &Path, write: bool) -> Result<(), InstallErr
 
 pub(crate) fn print_dry_run(p: &Profile, path: &Path, current: Option<&str>, next: Option<&str>) {
     if current == next {
-        println!("{}: already up to date ({})", path.display(), p.name);
+        say!("{}: already up to date ({})", path.display(), p.name);
         return;
     }
-    print!(
+    say_raw!(
         "{}",
         diff::unified(&path.display().to_string(), current, next)
     );
-    println!(
+    say!(
         "# dry run: nothing was written; re-run with --apply to write {} ({})",
         path.display(),
         p.name
@@ -365,17 +382,17 @@ pub(crate) fn print_dry_run(p: &Profile, path: &Path, current: Option<&str>, nex
 
 pub(crate) fn report(p: &Profile, path: &Path, outcome: &Outcome, verb: &str) {
     match outcome {
-        Outcome::Created => println!("created {} ({}: memhook {verb})", path.display(), p.name),
-        Outcome::Updated { backup } => println!(
+        Outcome::Created => say!("created {} ({}: memhook {verb})", path.display(), p.name),
+        Outcome::Updated { backup } => say!(
             "updated {} ({}: memhook {verb}; previous version saved as {})",
             path.display(),
             p.name,
             backup.display()
         ),
         Outcome::Deleted { .. } => {
-            println!("deleted {} ({}: memhook {verb})", path.display(), p.name)
+            say!("deleted {} ({}: memhook {verb})", path.display(), p.name)
         }
-        Outcome::UpToDate => println!("{}: already up to date ({})", path.display(), p.name),
+        Outcome::UpToDate => say!("{}: already up to date ({})", path.display(), p.name),
     }
 }
 
