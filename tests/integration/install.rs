@@ -1118,3 +1118,33 @@ fn doctor_reports_installation_and_binary() {
     assert_eq!(a["points_to_this_binary"], false);
     assert!(a["problems"].to_string().contains("/gone/memhook"));
 }
+
+// The data dir is baked only when it is not the default; `--data-dir` wins
+// over AI_MEMORY_DATA_DIR.
+#[test]
+fn data_dir_baked_only_when_not_default() {
+    let h = home();
+    let mut c = mh(h.path());
+    c.env_remove("AI_MEMORY_DATA_DIR");
+    let out = run(c, &["install-hooks", "--agent", "cursor", "--apply"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let f = h.path().join(".cursor/hooks.json");
+    let cmds = owned_commands(&read_json(&f));
+    assert_eq!(cmds.len(), 8);
+    assert!(
+        cmds.iter().all(|(_, c)| !c.contains("--data-dir")),
+        "{cmds:?}"
+    );
+    let flag = h.path().join("explicit data");
+    let mut c = mh(h.path());
+    c.arg("--data-dir").arg(&flag);
+    let out = run(c, &["install-hooks", "--agent", "cursor", "--apply"]);
+    assert!(out.status.success());
+    let cmds = owned_commands(&read_json(&f));
+    let want = format!("--data-dir '{}' hook", flag.display());
+    assert!(cmds.iter().all(|(_, c)| c.contains(&want)), "{cmds:?}");
+}
