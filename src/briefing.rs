@@ -112,13 +112,10 @@ fn deliver_pending(data_dir: &Path, sink: &SinkTarget, until: Instant) {
     );
 }
 
-/// The project memory index for the briefing.
-///
-/// MERGE POINT (MCP helper): replace the body with
-/// `crate::memory::index_for_briefing(data_dir, …)` once it exists; until then
-/// there is no index and this section is left out.
-fn memory_index(_data_dir: &Path, _scope: (&str, &str)) -> Option<String> {
-    None
+/// The project memory index for the briefing (`MEMORY.md`, bounded and
+/// wrapped in its tag; `None` when the scope has none).
+fn memory_index(data_dir: &Path, scope: (&str, &str)) -> Option<String> {
+    crate::memory::index_for(data_dir, scope.0, scope.1)
 }
 
 /// Compose the briefing of `scope` from `store`, leaving out the session
