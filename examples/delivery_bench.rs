@@ -90,7 +90,14 @@ fn record(i: usize, round: usize, project: &str, session: &str, ms: u64) -> Reco
             family: ["file", "shell", "search-list"][i % 3].into(),
             name: Some(["Edit", "Bash", "Grep"][i % 3].into()),
             call_id: Some(format!("toolu_{i:020}")),
-            outcome: Some(if i.is_multiple_of(17) { "error" } else { "success" }.into()),
+            outcome: Some(
+                if i.is_multiple_of(17) {
+                    "error"
+                } else {
+                    "success"
+                }
+                .into(),
+            ),
         }),
         capture: None,
         disposition: "keep".into(),

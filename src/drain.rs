@@ -1261,7 +1261,3 @@ mod tests {
         assert!(t.path().join("logs/drain.log.old").exists());
     }
 }
-
-/// Start a detached drainer for `data_dir` unless one holds the drain lock.
-/// (Stub added by the hook work; the delivery side replaces it.)
-pub fn spawn_detached(_data_dir: &Path) {}
