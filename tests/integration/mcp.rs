@@ -552,4 +552,23 @@ fn memory_index_written_over_mcp_reaches_the_briefing() {
     assert_eq!(briefing.matches("</memhook-memory-index>").count(), 1);
     // Another project's briefing has no index.
     assert!(memhook::briefing::compose(&store, ("default", "web"), None, 4000, false).is_none());
+
+    // End to end: a real Claude Code SessionStart through `memhook hook`.
+    let fixture = crate::util::fixture("agents/claude-code/2.1.328/SessionStart-startup.json");
+    let mut payload: Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
+    payload["cwd"] = json!(project);
+    let mut cmd = memhook(home.path());
+    cmd.args(["hook", "--agent", "claude-code", "--event", "SessionStart"]);
+    let out = run_with_stdin(cmd, payload.to_string().as_bytes());
+    assert!(out.status.success());
+    let envelope: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let context = envelope["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        context.contains("<memhook-memory-index path=\"/MEMORY.md\">\n# Project memory\n"),
+        "{context}"
+    );
+    assert!(context.contains("the flaky test needs one thread"));
+    assert_eq!(context.matches("</memhook-memory-index>").count(), 1);
 }
