@@ -280,6 +280,10 @@ fn json_rpc_edge_cases_over_stdio() {
             .to_string(),
         request(7, "tools/list", json!({})),
         request(8, "ping", Value::Null),
+        // Nesting far past any sane depth, and bytes that are not UTF-8.
+        format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)),
+        String::from_utf8_lossy(b"\x00\x01{\"jsonrpc\"").into_owned(),
+        request(9, "ping", json!({})),
     ];
     let replies = converse(home.path(), &project, &lines);
     let codes: Vec<Value> = replies
@@ -291,7 +295,13 @@ fn json_rpc_edge_cases_over_stdio() {
         })
         .collect();
     // One reply per request, none for the blank line or the notifications.
-    assert_eq!(replies.len(), 11, "{replies:#?}");
+    assert_eq!(replies.len(), 14, "{replies:#?}");
+    assert_eq!(&codes[11..13], [json!(-32700), json!(-32700)]);
+    assert_eq!(
+        replies[13]["result"],
+        json!({}),
+        "still serving after garbage"
+    );
     assert_eq!(codes[0], -32700);
     assert_eq!(replies[0]["id"], Value::Null);
     assert_eq!(replies[1]["result"]["protocolVersion"], "2025-03-26");
