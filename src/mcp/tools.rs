@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::records::{fts_query, RecordSearch};
+use super::records::RecordSearch;
 use crate::memory::search::terms;
 use crate::memory::{Answer, Entry, MemoryStore, Outcome};
 
@@ -234,7 +234,7 @@ fn search(ctx: &Context<'_>, query: &str, limit: usize) -> Answer {
         Err(e) => return Answer::from_error("", &e),
     };
     let scope = (!ctx.default_global).then_some((ctx.workspace, ctx.project));
-    let (records, warning) = match ctx.records.search(scope, &fts_query(&words), limit) {
+    let (records, warning) = match ctx.records.search(scope, query, limit) {
         Ok(r) => (r, None),
         Err(e) => (
             Vec::new(),
@@ -306,7 +306,7 @@ mod tests {
             limit: usize,
         ) -> Result<Vec<RecordHit>, String> {
             assert_eq!(scope, Some(("acme", "api")));
-            assert_eq!(q, "\"flaky\" OR \"test\"");
+            assert_eq!(q, "flaky test");
             assert!(limit >= 1);
             self.0.clone()
         }

@@ -64,10 +64,6 @@ pub struct Entry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub updated_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
@@ -75,6 +71,10 @@ pub struct Entry {
     pub session_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snippet: Option<String>,
 }
@@ -234,7 +234,12 @@ fn strip_index_tags(text: &str) -> String {
 /// no usable index (missing, empty, unsafe or unreadable: the briefing then
 /// simply has no memory section).
 pub fn index_for_briefing(data_dir: &Path, scope: &Scope) -> Option<String> {
-    let store = MemoryStore::new(data_dir, &scope.workspace, &scope.project).ok()?;
+    index_for(data_dir, &scope.workspace, &scope.project)
+}
+
+/// [`index_for_briefing`] by workspace and project name.
+pub fn index_for(data_dir: &Path, workspace: &str, project: &str) -> Option<String> {
+    let store = MemoryStore::new(data_dir, workspace, project).ok()?;
     let raw = store.read_raw(INDEX_PATH).ok()?;
     let text = content::normalize(&raw);
     let text = strip_index_tags(&text);

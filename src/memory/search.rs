@@ -105,10 +105,31 @@ impl MemoryStore {
 /// Up to [`SNIPPET_CONTEXT`] bytes either side of `at`, on character
 /// boundaries, whitespace collapsed to single spaces.
 fn snippet(text: &str, at: usize) -> String {
+    snippet_with(text, at, SNIPPET_CONTEXT)
+}
+
+/// A snippet of `text` around the first occurrence of any of `words`
+/// (lower-case, as [`terms`] returns them; ASCII case-insensitive), with
+/// `context` bytes either side; the start of the text when none occurs.
+pub fn snippet_for(text: &str, words: &[String], context: usize) -> String {
+    let lower = text.to_ascii_lowercase();
+    let at = words
+        .iter()
+        .filter_map(|w| lower.find(w.as_str()))
+        .min()
+        .unwrap_or(0);
+    snippet_with(text, at, context)
+}
+
+fn snippet_with(text: &str, at: usize, context: usize) -> String {
     use super::content::floor_char_boundary;
     let at = floor_char_boundary(text, at);
-    let start = floor_char_boundary(text, at.saturating_sub(SNIPPET_CONTEXT));
-    let end = floor_char_boundary(text, at.saturating_add(SNIPPET_CONTEXT));
+    let start = if at <= context {
+        0
+    } else {
+        floor_char_boundary(text, at - context)
+    };
+    let end = floor_char_boundary(text, at.saturating_add(context).max(start + 2 * context));
     let mut s = String::new();
     if start > 0 {
         s.push('…');
@@ -129,6 +150,20 @@ fn snippet(text: &str, at: usize) -> String {
 mod tests {
     use super::*;
     use crate::memory::Outcome;
+
+    #[test]
+    fn snippets_centre_on_the_first_word() {
+        let text = format!("{}Needle here{}", "a ".repeat(100), " b".repeat(100));
+        let s = snippet_for(&text, &["needle".to_string()], 20);
+        assert!(
+            s.starts_with('…') && s.ends_with('…') && s.contains("Needle here"),
+            "{s}"
+        );
+        let s = snippet_for("short text", &["absent".to_string()], 20);
+        assert_eq!(s, "short text");
+        let s = snippet_for(&"é".repeat(100), &[], 15);
+        assert!(s.ends_with('…') && s.trim_end_matches('…').chars().all(|c| c == 'é'));
+    }
 
     #[test]
     fn terms_split_and_dedupe() {

@@ -324,7 +324,14 @@ impl MemoryStore {
     fn try_write(&self, raw_path: &str, text: &str, if_version: &str) -> Result<Answer, MemError> {
         let vp = VirtualPath::document(raw_path)?;
         let shown = vp.to_string();
-        let text = content::normalize(text);
+        let normalized = content::normalize(text);
+        // Memory is shown to every later session: secrets and <private>
+        // spans never get in (the same cleaning captured records get).
+        let text = crate::redact::clean(&normalized);
+        let redactions = text
+            .matches(crate::redact::MARKER_PREFIX)
+            .count()
+            .saturating_sub(normalized.matches(crate::redact::MARKER_PREFIX).count());
         if text.trim().is_empty() {
             return Err(MemError::EmptyContent);
         }
@@ -398,8 +405,21 @@ impl MemoryStore {
         a.op = Some(op);
         a.version = Some(content::version_of(new_bytes));
         a.bytes = Some(new_bytes.len() as u64);
+        let mut warnings: Vec<String> = Vec::new();
+        if redactions > 0 {
+            warnings.push(format!(
+                "{redactions} secret(s) were replaced by [REDACTED:…] before saving; memory is \
+                 shown to later sessions, so keep credentials out of it"
+            ));
+        }
+        if text.len() != normalized.len() && redactions == 0 {
+            warnings.push("<private> spans were removed before saving".into());
+        }
         if shown == INDEX_PATH {
-            a.warning = index_warning(&text);
+            warnings.extend(index_warning(&text));
+        }
+        if !warnings.is_empty() {
+            a.warning = Some(warnings.join("; "));
         }
         Ok(a)
     }
@@ -725,6 +745,41 @@ mod tests {
         assert!(listed
             .iter()
             .any(|e| e.path.as_deref() == Some(deep.as_str())));
+    }
+
+    #[test]
+    fn secrets_and_private_spans_never_reach_the_disk() {
+        let t = tempfile::tempdir().unwrap();
+        let s = store(&t);
+        let key = format!("ghp_{}", "a1B2".repeat(9));
+        let a = s.write("/creds.md", &format!("CI token: {key}\nrest\n"), "new");
+        assert_eq!(a.outcome, Outcome::Ok);
+        assert!(
+            a.warning.as_deref().unwrap().contains("1 secret(s)"),
+            "{a:?}"
+        );
+        let on_disk = fs::read_to_string(s.root().join("creds.md")).unwrap();
+        assert!(
+            !on_disk.contains(&key) && on_disk.contains("[REDACTED:github_token]"),
+            "{on_disk}"
+        );
+        assert_eq!(a.version, Some(content::version_of(on_disk.as_bytes())));
+
+        let a = s.write(
+            "/p.md",
+            "keep <private>my home address</private>this",
+            "new",
+        );
+        assert!(a.warning.unwrap().contains("<private>"));
+        assert_eq!(
+            fs::read_to_string(s.root().join("p.md")).unwrap(),
+            "keep this"
+        );
+        // Only a private span: nothing is left to save.
+        let a = s.write("/q.md", "<private>all of it</private>", "new");
+        assert_eq!(a.reason, Some("empty_content"));
+        // Clean text gets no warning.
+        assert_eq!(s.write("/ok.md", "plain note", "new").warning, None);
     }
 
     #[test]
