@@ -133,6 +133,10 @@ pub struct DrainArgs {
     /// Internal: run as the detached background drainer.
     #[arg(long, hide = true)]
     pub background: bool,
+    /// Start a detached background drainer (unless one is running) and
+    /// return at once, as the hook does after each event.
+    #[arg(long, conflicts_with = "background")]
+    pub detach: bool,
 }
 
 #[derive(Debug, Args)]
@@ -179,6 +183,10 @@ pub struct ServeArgs {
     /// Address to listen on. Loopback unless you say otherwise.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:49374")]
     pub listen: String,
+    /// Allow a non-loopback --listen address (requires a token in
+    /// AI_MEMORY_AUTH_TOKEN or <data dir>/auth-token).
+    #[arg(long)]
+    pub allow_remote: bool,
 }
 
 /// The agents memhook can be installed into.

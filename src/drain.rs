@@ -1,12 +1,1263 @@
 //! Single-flight delivery of the spool to its sinks.
+//!
+//! One lock, `<data>/drain.lock` (an fs2 exclusive lock, released by the
+//! kernel when the holder dies), guards every delivery in a data dir: the
+//! detached background drainer, `memhook drain` and the session-start drain
+//! all take it, so at most one process delivers at any time.
+//!
+//! A pass reads the spool oldest first, sends each entry to the sink it was
+//! enqueued for in batches of at most [`MAX_BATCH`], and applies the sink's
+//! verdict per entry: delivered → delete and count; retry → keep (a charged
+//! retry adds one attempt); drop → delete and count under its reason. Entries
+//! past [`MAX_ATTEMPTS`] or [`MAX_AGE_MS`], and corrupt entries, are dropped
+//! and counted too. Counts live in `counters/<sink>.json` and are written
+//! before the files are deleted (with the names in flight, so a drainer killed
+//! between the two finishes the deletion on its next start without counting
+//! twice). That keeps, per sink, `enqueued = delivered + pending + dropped`.
+//!
+//! A sink that fails (transport error or any retry) is skipped for the rest of
+//! the pass and backs off ([`BACKOFF_BASE_MS`] doubling up to
+//! [`BACKOFF_MAX_MS`]); the background drainer sleeps through short backoffs
+//! within its budget and exits when the spool is empty or its budget ends.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
 
 use crate::cli::{CmdResult, DrainArgs};
-use std::path::Path;
+use crate::data_dir;
+use crate::sink::{ItemOutcome, Sink};
+use crate::spool::{SinkTarget, Spool, SpoolEntry, SpoolError};
+use crate::timefmt::now_ms;
 
-pub fn run(_args: &DrainArgs, _data_dir: Option<&Path>) -> CmdResult {
-    Err("memhook drain is not implemented yet".into())
+/// The drain lock, in the data dir.
+pub const LOCK_FILE: &str = "drain.lock";
+/// The background drainer's log (its stderr), in the data dir.
+pub const LOG_FILE: &str = "logs/drain.log";
+/// The log is rotated to `drain.log.old` when it grows past this.
+pub const MAX_LOG_BYTES: u64 = 1024 * 1024;
+/// Most entries handed to a sink at once (the ai-memory batch limit).
+pub const MAX_BATCH: usize = 256;
+/// An entry whose delivery failed this many times (charged) is dropped.
+pub const MAX_ATTEMPTS: u32 = 8;
+/// An entry older than this (7 days since enqueue) is dropped.
+pub const MAX_AGE_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+/// Temp files of killed writers older than this are swept.
+pub const TMP_MAX_AGE_MS: u64 = 10 * 60 * 1000;
+/// How long the detached background drainer may run.
+pub const BACKGROUND_BUDGET: Duration = Duration::from_secs(300);
+/// Per-request timeout for HTTP sinks.
+pub const HTTP_TIMEOUT: Duration = Duration::from_secs(3);
+/// First backoff after a failed pass to a sink; doubles per failed pass.
+pub const BACKOFF_BASE_MS: u64 = 5_000;
+/// Longest backoff between passes to a failing sink.
+pub const BACKOFF_MAX_MS: u64 = 15 * 60 * 1000;
+/// How often a waiting drainer polls the lock.
+pub const LOCK_POLL: Duration = Duration::from_millis(20);
+/// Counter id for corrupt entries whose sink cannot be read.
+pub const UNKNOWN_SINK: &str = "unknown";
+/// Drop reasons, as counted and shown by `status`.
+pub const DROP_CORRUPT: &str = "corrupt";
+pub const DROP_MAX_AGE: &str = "max_age";
+pub const DROP_MAX_ATTEMPTS: &str = "max_attempts";
+pub const DROP_SPOOL_FULL: &str = "spool_full";
+
+/// Why a drain could not run.
+#[derive(Debug)]
+pub enum DrainError {
+    Spool(SpoolError),
+    Io { path: PathBuf, source: io::Error },
 }
 
-/// Start a detached drainer for `data_dir` unless one holds the drain lock.
-/// (Stub added by the hook work; the delivery side replaces it.)
-pub fn spawn_detached(_data_dir: &Path) {}
+impl fmt::Display for DrainError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DrainError::Spool(e) => write!(f, "{e}"),
+            DrainError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for DrainError {}
+
+impl From<SpoolError> for DrainError {
+    fn from(e: SpoolError) -> Self {
+        DrainError::Spool(e)
+    }
+}
+
+/// Delivery state of one sink, persisted in `counters/<sink>.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SinkCounters {
+    /// The sink, for status (absent for [`UNKNOWN_SINK`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sink: Option<SinkTarget>,
+    #[serde(default)]
+    pub delivered: u64,
+    /// Dropped entries by reason.
+    #[serde(default)]
+    pub dropped: BTreeMap<String, u64>,
+    #[serde(default)]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub last_error_ms: Option<u64>,
+    #[serde(default)]
+    pub last_delivery_ms: Option<u64>,
+    /// Consecutive passes that ended in a failure.
+    #[serde(default)]
+    pub failed_passes: u32,
+    /// No background pass delivers to this sink before this time (Unix ms).
+    #[serde(default)]
+    pub retry_after_ms: u64,
+    /// Spool file names already counted whose deletion may not have happened.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inflight: Vec<String>,
+}
+
+impl SinkCounters {
+    /// Total dropped, every reason.
+    pub fn dropped_total(&self) -> u64 {
+        self.dropped.values().sum()
+    }
+}
+
+/// Path of `counters/<id>.json`.
+pub fn counters_path(data_dir: &Path, sink_id: &str) -> PathBuf {
+    data_dir.join("counters").join(format!("{sink_id}.json"))
+}
+
+/// Read a sink's counters (default when absent or unreadable).
+pub fn load_counters(data_dir: &Path, sink_id: &str) -> SinkCounters {
+    fs::read(counters_path(data_dir, sink_id))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+fn save_counters(data_dir: &Path, sink_id: &str, c: &SinkCounters) -> io::Result<()> {
+    let bytes = serde_json::to_vec_pretty(c).map_err(io::Error::other)?;
+    data_dir::write_private_file(&counters_path(data_dir, sink_id), &bytes)
+}
+
+/// Sink ids that have a counters file.
+pub fn counter_sinks(data_dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = fs::read_dir(data_dir.join("counters"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().into_string().ok()?;
+            if n.starts_with('.') {
+                return None;
+            }
+            n.strip_suffix(".json").map(str::to_string)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The drain lock, held while the value lives.
+#[derive(Debug)]
+pub struct DrainLock {
+    _file: File,
+}
+
+fn open_lock_file(data_dir: &Path) -> io::Result<File> {
+    let mut opts = fs::OpenOptions::new();
+    opts.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(data_dir.join(LOCK_FILE))
+}
+
+/// Take the drain lock without waiting. `Ok(None)` when another process holds it.
+pub fn try_lock(data_dir: &Path) -> io::Result<Option<DrainLock>> {
+    use fs2::FileExt;
+    let f = open_lock_file(data_dir)?;
+    match f.try_lock_exclusive() {
+        Ok(()) => Ok(Some(DrainLock { _file: f })),
+        Err(e) if is_contended(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn is_contended(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::WouldBlock
+        || e.raw_os_error() == fs2::lock_contended_error().raw_os_error()
+}
+
+/// Take the drain lock, polling until `deadline`. `Ok(None)` on timeout.
+pub fn lock_until(data_dir: &Path, deadline: Instant) -> io::Result<Option<DrainLock>> {
+    loop {
+        if let Some(l) = try_lock(data_dir)? {
+            return Ok(Some(l));
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(LOCK_POLL.min(deadline - now));
+    }
+}
+
+/// Whether a drainer holds the lock right now (status).
+pub fn drainer_running(data_dir: &Path) -> bool {
+    if !data_dir.join(LOCK_FILE).exists() {
+        return false;
+    }
+    matches!(try_lock(data_dir), Ok(None))
+}
+
+/// Environment variable through which a spawned drainer learns which of its
+/// file descriptors is the drain lock its parent took for it.
+pub const LOCK_FD_ENV: &str = "MEMHOOK_DRAIN_LOCK_FD";
+/// The descriptor number the lock is handed over on.
+const INHERITED_LOCK_FD: i32 = 3;
+
+/// Start a detached background drainer for `data_dir` unless one holds the
+/// lock already. Cheap: one open and one non-blocking lock attempt when a
+/// drainer runs. The lock is taken here and handed to the child on fd 3, so
+/// no drainer process ever starts without holding it (no stampede of
+/// short-lived drainers under load). The child runs `<current_exe> --data-dir
+/// <dir> drain --background` in a new session with stdin/stdout on /dev/null
+/// and stderr appended to `<data>/logs/drain.log`; it inherits the
+/// environment (so a token travels in `AI_MEMORY_AUTH_TOKEN`, never in argv).
+/// Returns whether a child was started.
+pub fn spawn_detached(data_dir: &Path) -> io::Result<bool> {
+    let Some(lock) = try_lock(data_dir)? else {
+        return Ok(false);
+    };
+    let log = open_log(data_dir)?;
+    let exe = std::env::current_exe()?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("--data-dir")
+        .arg(data_dir)
+        .arg("drain")
+        .arg("--background")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log);
+    #[cfg(unix)]
+    {
+        use std::os::unix::io::AsRawFd;
+        use std::os::unix::process::CommandExt;
+        let fd = lock._file.as_raw_fd();
+        cmd.env(LOCK_FD_ENV, INHERITED_LOCK_FD.to_string());
+        // SAFETY: only async-signal-safe calls (setsid, dup2, fcntl) between
+        // fork and exec, touching no memory of ours.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setsid() == -1 {
+                    return Err(io::Error::last_os_error());
+                }
+                let ok = if fd == INHERITED_LOCK_FD {
+                    libc::fcntl(fd, libc::F_SETFD, 0) != -1
+                } else {
+                    libc::dup2(fd, INHERITED_LOCK_FD) != -1
+                };
+                if !ok {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    // Not waited for: the child outlives us and is reparented to init. Our
+    // copy of the lock closes here; the child's copy keeps the lock held.
+    let res = cmd.spawn().map(|_| true);
+    drop(lock);
+    res
+}
+
+/// The lock handed over by [`spawn_detached`], if this process got one: the
+/// descriptor must be the data dir's lock file, and locking it must succeed.
+fn inherited_lock(data_dir: &Path) -> Option<DrainLock> {
+    #[cfg(unix)]
+    {
+        use fs2::FileExt;
+        use std::os::unix::fs::MetadataExt;
+        use std::os::unix::io::FromRawFd;
+        let fd: i32 = std::env::var(LOCK_FD_ENV).ok()?.parse().ok()?;
+        std::env::remove_var(LOCK_FD_ENV);
+        if fd != INHERITED_LOCK_FD {
+            return None;
+        }
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat writes into `st` only; a bad fd just fails.
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            return None;
+        }
+        let want = fs::metadata(data_dir.join(LOCK_FILE)).ok()?;
+        if st.st_dev as u64 != want.dev() || st.st_ino as u64 != want.ino() {
+            return None;
+        }
+        // SAFETY: the descriptor is open (fstat succeeded), it is the lock
+        // file, and nothing else in this process owns it.
+        let file = unsafe { File::from_raw_fd(fd) };
+        // Already ours when inherited; otherwise this takes it if free.
+        file.try_lock_exclusive().ok()?;
+        Some(DrainLock { _file: file })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = data_dir;
+        None
+    }
+}
+
+/// Open the drain log for appending (0600), rotating it past [`MAX_LOG_BYTES`].
+fn open_log(data_dir: &Path) -> io::Result<File> {
+    let path = data_dir.join(LOG_FILE);
+    let dir = path.parent().expect("log file has a parent");
+    data_dir::ensure_private_dir(dir).map_err(|e| io::Error::other(e.to_string()))?;
+    if fs::metadata(&path)
+        .map(|m| m.len() > MAX_LOG_BYTES)
+        .unwrap_or(false)
+    {
+        let _ = fs::rename(&path, dir.join("drain.log.old"));
+    }
+    let mut opts = fs::OpenOptions::new();
+    opts.append(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(&path)
+}
+
+/// How one drain behaves.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Stop delivering at this instant.
+    pub deadline: Instant,
+    /// Deliver only entries of this sink (session start).
+    pub only: Option<SinkTarget>,
+    /// Skip sinks still backing off from an earlier failure.
+    pub honour_backoff: bool,
+    /// Sleep through backoffs that end before the deadline and retry.
+    pub wait_for_backoff: bool,
+}
+
+/// What a drain did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    pub delivered: u64,
+    pub dropped: BTreeMap<String, u64>,
+    /// Charged retries (attempts added).
+    pub charged: u64,
+    /// Entries still in the spool at the end.
+    pub remaining: usize,
+    /// The last failure seen, per sink id.
+    pub errors: BTreeMap<String, String>,
+}
+
+impl Report {
+    pub fn dropped_total(&self) -> u64 {
+        self.dropped.values().sum()
+    }
+
+    /// One line for humans.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "delivered {}, dropped {}",
+            self.delivered,
+            self.dropped_total()
+        );
+        if !self.dropped.is_empty() {
+            let parts: Vec<String> = self
+                .dropped
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect();
+            s.push_str(&format!(" ({})", parts.join(", ")));
+        }
+        s.push_str(&format!(", {} pending", self.remaining));
+        for (sink, e) in &self.errors {
+            s.push_str(&format!("; {sink}: {e}"));
+        }
+        s
+    }
+}
+
+/// The real sinks: the embedded store, or an HTTP server with the live token
+/// and `timeout` per delivery call.
+pub fn sink_factory(
+    data_dir: &Path,
+    timeout: Duration,
+) -> impl FnMut(&SinkTarget) -> Box<dyn Sink> + '_ {
+    move |target| match target {
+        SinkTarget::Store => Box::new(crate::sink::store::StoreSink::new(data_dir)),
+        SinkTarget::Http { url } => Box::new(
+            crate::sink::http::HttpSink::new(url, crate::sink::auth_token(data_dir), timeout)
+                .with_data_dir(data_dir),
+        ),
+    }
+}
+
+/// One drain run under a held lock.
+struct Drainer<'a, F> {
+    spool: &'a Spool,
+    factory: &'a mut F,
+    sinks: HashMap<SinkTarget, Box<dyn Sink>>,
+    counters: HashMap<String, SinkCounters>,
+    /// Sinks that failed in the current pass.
+    failed: HashMap<String, ()>,
+    report: Report,
+    opts: Options,
+}
+
+/// Deliver pending entries. The caller must hold the drain lock (`_lock`).
+/// `factory` builds the sink for a target (see [`sink_factory`]; tests pass
+/// their own).
+pub fn drain_locked<F>(
+    _lock: &DrainLock,
+    spool: &Spool,
+    factory: &mut F,
+    opts: Options,
+) -> Result<Report, DrainError>
+where
+    F: FnMut(&SinkTarget) -> Box<dyn Sink>,
+{
+    let mut d = Drainer {
+        spool,
+        factory,
+        sinks: HashMap::new(),
+        counters: HashMap::new(),
+        failed: HashMap::new(),
+        report: Report::default(),
+        opts,
+    };
+    d.recover_inflight();
+    spool.sweep_tmp(TMP_MAX_AGE_MS);
+    let mut first = true;
+    loop {
+        let progressed = d.pass(first)?;
+        first = false;
+        d.flush_counters();
+        if Instant::now() >= d.opts.deadline {
+            break;
+        }
+        if progressed && !d.spool_is_empty()? {
+            continue;
+        }
+        // Nothing moved: either empty, or every remaining sink is failing.
+        if !d.opts.wait_for_backoff || d.spool_is_empty()? {
+            break;
+        }
+        match d.next_retry_instant() {
+            Some(at) if at < d.opts.deadline => {
+                std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                d.failed.clear();
+            }
+            _ => break,
+        }
+    }
+    d.report.remaining = d.count_remaining()?;
+    Ok(d.report)
+}
+
+impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
+    fn data_dir(&self) -> &Path {
+        self.spool.data_dir()
+    }
+
+    fn counters_mut(&mut self, sink_id: &str, sink: Option<&SinkTarget>) -> &mut SinkCounters {
+        if !self.counters.contains_key(sink_id) {
+            let c = load_counters(self.spool.data_dir(), sink_id);
+            self.counters.insert(sink_id.to_string(), c);
+        }
+        let c = self.counters.get_mut(sink_id).expect("inserted above");
+        if c.sink.is_none() {
+            c.sink = sink.cloned();
+        }
+        c
+    }
+
+    /// Finish deletions a killed drainer had already counted.
+    fn recover_inflight(&mut self) {
+        for id in counter_sinks(self.data_dir()) {
+            let c = load_counters(self.data_dir(), &id);
+            if c.inflight.is_empty() {
+                continue;
+            }
+            for name in &c.inflight {
+                let _ = self.spool.remove(&self.spool.dir().join(name));
+            }
+            let c = self.counters_mut(&id, None);
+            c.inflight.clear();
+            let snapshot = c.clone();
+            if let Err(e) = save_counters(self.data_dir(), &id, &snapshot) {
+                eprintln!("memhook: drain: cannot update counters for {id}: {e}");
+            }
+        }
+    }
+
+    fn flush_counters(&mut self) {
+        let dir = self.data_dir().to_path_buf();
+        for (id, c) in self.counters.iter_mut() {
+            if !c.inflight.is_empty() {
+                c.inflight.clear();
+            }
+            if let Err(e) = save_counters(&dir, id, c) {
+                eprintln!("memhook: drain: cannot write counters for {id}: {e}");
+            }
+        }
+    }
+
+    fn spool_is_empty(&self) -> Result<bool, DrainError> {
+        Ok(self.spool.pending()?.is_empty())
+    }
+
+    fn count_remaining(&self) -> Result<usize, DrainError> {
+        Ok(self.spool.pending()?.len())
+    }
+
+    fn next_retry_instant(&self) -> Option<Instant> {
+        let now = now_ms();
+        self.counters
+            .values()
+            .filter(|c| c.retry_after_ms > now || c.failed_passes > 0)
+            .map(|c| Instant::now() + Duration::from_millis(c.retry_after_ms.saturating_sub(now)))
+            .min()
+    }
+
+    /// Whether `sink_id` must be skipped now.
+    fn skipped(&mut self, sink_id: &str, first_pass: bool) -> bool {
+        if self.failed.contains_key(sink_id) {
+            return true;
+        }
+        if !self.opts.honour_backoff && first_pass {
+            return false;
+        }
+        let c = self.counters_mut(sink_id, None);
+        c.retry_after_ms > now_ms()
+    }
+
+    /// One pass over the spool. Returns whether anything was delivered or dropped.
+    fn pass(&mut self, first_pass: bool) -> Result<bool, DrainError> {
+        let files = self.spool.pending()?;
+        let before = (self.report.delivered, self.report.dropped_total());
+        let now = now_ms();
+        // Per-sink batches being filled, in first-seen order.
+        let mut order: Vec<SinkTarget> = Vec::new();
+        let mut batches: HashMap<SinkTarget, Vec<(PathBuf, SpoolEntry)>> = HashMap::new();
+        for path in files {
+            if Instant::now() >= self.opts.deadline {
+                break;
+            }
+            let entry = match Spool::load(&path) {
+                Ok(e) => e,
+                Err(SpoolError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                    continue
+                }
+                Err(SpoolError::Corrupt { problem, .. }) => {
+                    let sink = sink_of_corrupt(&path);
+                    eprintln!(
+                        "memhook: drain: {} is corrupt ({problem}); dropped",
+                        path.display()
+                    );
+                    self.commit(
+                        &sink,
+                        sink.as_ref().map(SinkTarget::id),
+                        vec![(path, DROP_CORRUPT)],
+                    );
+                    continue;
+                }
+                Err(e) => {
+                    eprintln!("memhook: drain: {e}");
+                    continue;
+                }
+            };
+            if let Some(only) = &self.opts.only {
+                if &entry.sink != only {
+                    continue;
+                }
+            }
+            let id = entry.sink.id();
+            if now.saturating_sub(entry.enqueued_ms) > MAX_AGE_MS {
+                let sink = Some(entry.sink.clone());
+                self.commit(&sink, Some(id), vec![(path, DROP_MAX_AGE)]);
+                continue;
+            }
+            if entry.attempts >= MAX_ATTEMPTS {
+                let sink = Some(entry.sink.clone());
+                self.commit(&sink, Some(id), vec![(path, DROP_MAX_ATTEMPTS)]);
+                continue;
+            }
+            if self.skipped(&id, first_pass) {
+                continue;
+            }
+            let target = entry.sink.clone();
+            let batch = batches.entry(target.clone()).or_default();
+            if batch.is_empty() {
+                order.push(target.clone());
+            }
+            batch.push((path, entry));
+            if batch.len() >= MAX_BATCH {
+                let full = std::mem::take(batch);
+                self.deliver(&target, full);
+            }
+        }
+        for target in order {
+            if Instant::now() >= self.opts.deadline {
+                break;
+            }
+            let batch = batches.remove(&target).unwrap_or_default();
+            if !batch.is_empty() && !self.failed.contains_key(&target.id()) {
+                self.deliver(&target, batch);
+            }
+        }
+        Ok((self.report.delivered, self.report.dropped_total()) != before)
+    }
+
+    /// Hand one batch to its sink and apply the outcomes.
+    fn deliver(&mut self, target: &SinkTarget, batch: Vec<(PathBuf, SpoolEntry)>) {
+        let id = target.id();
+        if self.failed.contains_key(&id) {
+            return;
+        }
+        if !self.sinks.contains_key(target) {
+            let s = (self.factory)(target);
+            self.sinks.insert(target.clone(), s);
+        }
+        let entries: Vec<SpoolEntry> = batch.iter().map(|(_, e)| e.clone()).collect();
+        let sink = self.sinks.get_mut(target).expect("inserted above");
+        let mut outcomes = sink.deliver(&entries);
+        let unreachable = sink.unreachable();
+        if outcomes.len() != entries.len() {
+            // A sink bug: never guess which entries arrived.
+            outcomes = vec![
+                ItemOutcome::Retry {
+                    charge: false,
+                    reason: format!(
+                        "sink returned {} outcomes for {} entries",
+                        outcomes.len(),
+                        entries.len()
+                    ),
+                };
+                entries.len()
+            ];
+        }
+        let mut done: Vec<(PathBuf, &'static str)> = Vec::new();
+        let mut drop_reasons: Vec<(PathBuf, String)> = Vec::new();
+        let mut error: Option<String> = None;
+        let mut delivered_any = false;
+        for ((path, mut entry), outcome) in batch.into_iter().zip(outcomes) {
+            match outcome {
+                ItemOutcome::Delivered => {
+                    delivered_any = true;
+                    done.push((path, ""));
+                }
+                ItemOutcome::Drop { reason } => drop_reasons.push((path, reason)),
+                ItemOutcome::Retry { charge, reason } => {
+                    error.get_or_insert(reason);
+                    if charge && !unreachable {
+                        entry.attempts += 1;
+                        self.report.charged += 1;
+                        if entry.attempts >= MAX_ATTEMPTS {
+                            done.push((path, DROP_MAX_ATTEMPTS));
+                        } else if let Err(e) = self.spool.rewrite(&path, &entry) {
+                            eprintln!("memhook: drain: cannot record attempt: {e}");
+                        }
+                    }
+                }
+            }
+        }
+        // Free-text drop reasons are folded into the same commit.
+        let mut items: Vec<(PathBuf, String)> =
+            done.into_iter().map(|(p, r)| (p, r.to_string())).collect();
+        items.extend(drop_reasons);
+        self.commit_owned(Some(target), &id, items);
+        let now = now_ms();
+        let c = self.counters_mut(&id, Some(target));
+        if delivered_any {
+            c.last_delivery_ms = Some(now);
+        }
+        if error.is_some() || unreachable {
+            let e = error.unwrap_or_else(|| "endpoint unreachable".to_string());
+            c.last_error = Some(e.clone());
+            c.last_error_ms = Some(now);
+            c.failed_passes = c.failed_passes.saturating_add(1);
+            let shift = (c.failed_passes - 1).min(20);
+            c.retry_after_ms = now + (BACKOFF_BASE_MS << shift).min(BACKOFF_MAX_MS);
+            self.report.errors.insert(id.clone(), e);
+            self.failed.insert(id, ());
+        } else if delivered_any {
+            c.failed_passes = 0;
+            c.retry_after_ms = 0;
+        }
+    }
+
+    /// Count then delete: `(path, reason)` with reason "" for delivered.
+    fn commit(
+        &mut self,
+        sink: &Option<SinkTarget>,
+        sink_id: Option<String>,
+        items: Vec<(PathBuf, &'static str)>,
+    ) {
+        let id = sink_id.unwrap_or_else(|| UNKNOWN_SINK.to_string());
+        let items = items.into_iter().map(|(p, r)| (p, r.to_string())).collect();
+        self.commit_owned(sink.as_ref(), &id, items);
+    }
+
+    fn commit_owned(&mut self, sink: Option<&SinkTarget>, id: &str, items: Vec<(PathBuf, String)>) {
+        if items.is_empty() {
+            return;
+        }
+        let dir = self.data_dir().to_path_buf();
+        let c = self.counters_mut(id, sink);
+        let mut names = Vec::with_capacity(items.len());
+        for (path, reason) in &items {
+            if reason.is_empty() {
+                c.delivered += 1;
+            } else {
+                *c.dropped.entry(reason.clone()).or_default() += 1;
+            }
+            if let Some(n) = path.file_name().and_then(|n| n.to_str()) {
+                names.push(n.to_string());
+            }
+        }
+        c.inflight = names;
+        let snapshot = c.clone();
+        if let Err(e) = save_counters(&dir, id, &snapshot) {
+            // Without the count the deletion would break the accounting: keep
+            // the files (they are delivered again, idempotently, next time).
+            eprintln!("memhook: drain: cannot write counters for {id}: {e}; will retry");
+            let c = self.counters_mut(id, sink);
+            *c = load_counters(&dir, id);
+            self.failed.insert(id.to_string(), ());
+            return;
+        }
+        for (path, reason) in items {
+            if let Err(e) = self.spool.remove(&path) {
+                eprintln!("memhook: drain: {e}");
+            }
+            if reason.is_empty() {
+                self.report.delivered += 1;
+            } else {
+                *self.report.dropped.entry(reason).or_default() += 1;
+            }
+        }
+    }
+}
+
+/// Best effort: the sink named inside a corrupt entry, if that part parses.
+fn sink_of_corrupt(path: &Path) -> Option<SinkTarget> {
+    let meta = fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > crate::spool::MAX_ENTRY_BYTES {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&fs::read(path).ok()?).ok()?;
+    serde_json::from_value(v.get("sink")?.clone()).ok()
+}
+
+/// `memhook drain`: deliver in the foreground (or, with `--background`, run
+/// as the detached drainer). Exit 0 when the spool ends empty, 1 otherwise.
+pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
+    let dir = data_dir::resolve(data_dir)?;
+    if args.background {
+        run_background(&dir);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.detach {
+        let started = spawn_detached(&dir).map_err(|e| format!("cannot start the drainer: {e}"))?;
+        println!(
+            "{}",
+            if started {
+                "started a background drainer"
+            } else {
+                "a drainer is already running"
+            }
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let spool = Spool::open(&dir)?;
+    let deadline = Instant::now() + Duration::from_secs(args.budget_secs);
+    let lock = match try_lock(&dir).map_err(|e| lock_error(&dir, e))? {
+        Some(l) => l,
+        None => {
+            eprintln!("memhook: another drainer is running; waiting for it");
+            lock_until(&dir, deadline)
+                .map_err(|e| lock_error(&dir, e))?
+                .ok_or("another drainer held the lock for the whole budget; try again later")?
+        }
+    };
+    let mut factory = sink_factory(&dir, HTTP_TIMEOUT);
+    let report = drain_locked(
+        &lock,
+        &spool,
+        &mut factory,
+        Options {
+            deadline,
+            only: None,
+            honour_backoff: false,
+            wait_for_backoff: true,
+        },
+    )?;
+    println!("memhook drain: {}", report.summary());
+    Ok(if report.remaining == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn lock_error(dir: &Path, e: io::Error) -> String {
+    format!(
+        "{}: cannot open the drain lock: {e}",
+        dir.join(LOCK_FILE).display()
+    )
+}
+
+/// The detached drainer: drain until the spool is empty or the budget ends;
+/// exit at once when another drainer holds the lock. Reports go to stderr,
+/// which is the drain log.
+pub fn run_background(dir: &Path) {
+    let deadline = Instant::now() + BACKGROUND_BUDGET;
+    let spool = match Spool::open(dir) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("memhook: drain: {e}");
+            return;
+        }
+    };
+    let mut handed = inherited_lock(dir);
+    loop {
+        let got = match handed.take() {
+            Some(l) => Ok(Some(l)),
+            None => try_lock(dir),
+        };
+        let lock = match got {
+            Ok(Some(l)) => l,
+            Ok(None) => return,
+            Err(e) => {
+                eprintln!("memhook: drain: {}", lock_error(dir, e));
+                return;
+            }
+        };
+        let mut factory = sink_factory(dir, HTTP_TIMEOUT);
+        let report = match drain_locked(
+            &lock,
+            &spool,
+            &mut factory,
+            Options {
+                deadline,
+                only: None,
+                honour_backoff: true,
+                wait_for_backoff: true,
+            },
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("memhook: drain: {e}");
+                return;
+            }
+        };
+        if report.dropped_total() > 0 || !report.errors.is_empty() || report.remaining > 0 {
+            eprintln!(
+                "memhook: drain {}: {}",
+                crate::timefmt::rfc3339_ms(now_ms()),
+                report.summary()
+            );
+        }
+        drop(lock);
+        // A hook that enqueued while we held the lock did not start a drainer:
+        // look again after releasing it, so nothing waits for the next event.
+        if report.remaining > 0 || Instant::now() >= deadline {
+            return;
+        }
+        match spool.pending() {
+            Ok(p) if !p.is_empty() => continue,
+            _ => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Record, RecordScope, RECORD_VERSION};
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    fn entry(key: &str, sink: SinkTarget, enqueued_ms: u64) -> SpoolEntry {
+        SpoolEntry {
+            v: crate::spool::ENTRY_VERSION,
+            sink,
+            attempts: 0,
+            enqueued_ms,
+            record: Record {
+                v: RECORD_VERSION,
+                key: key.to_string(),
+                occurred_ms: enqueued_ms,
+                agent: "claude-code".into(),
+                event: "stop".into(),
+                native_event: "Stop".into(),
+                session_id: Some("s".into()),
+                cwd: None,
+                scope: RecordScope {
+                    workspace: "default".into(),
+                    project: "p".into(),
+                    workspace_source: "fallback".into(),
+                    project_source: "fallback".into(),
+                    project_strategy: "basename".into(),
+                    drop_subagent: false,
+                    default_global: false,
+                    briefing: false,
+                    briefing_budget: 4000,
+                },
+                subagent: false,
+                tool: None,
+                capture: None,
+                disposition: "keep".into(),
+                title: None,
+                body: None,
+                files: vec![],
+            },
+        }
+    }
+
+    /// A sink that answers from a script and records batch sizes.
+    struct Scripted {
+        answer: Box<dyn FnMut(&SpoolEntry) -> ItemOutcome>,
+        batches: Rc<RefCell<Vec<usize>>>,
+        down: bool,
+    }
+
+    impl Sink for Scripted {
+        fn deliver(&mut self, entries: &[SpoolEntry]) -> Vec<ItemOutcome> {
+            self.batches.borrow_mut().push(entries.len());
+            entries.iter().map(|e| (self.answer)(e)).collect()
+        }
+        fn unreachable(&self) -> bool {
+            self.down
+        }
+    }
+
+    fn opts() -> Options {
+        Options {
+            deadline: Instant::now() + Duration::from_secs(30),
+            only: None,
+            honour_backoff: false,
+            wait_for_backoff: false,
+        }
+    }
+
+    fn run_with(
+        spool: &Spool,
+        answer: impl FnMut(&SpoolEntry) -> ItemOutcome + Clone + 'static,
+        down: bool,
+        o: Options,
+    ) -> (Report, Vec<usize>) {
+        let batches = Rc::new(RefCell::new(Vec::new()));
+        let b2 = batches.clone();
+        let mut factory = move |_: &SinkTarget| -> Box<dyn Sink> {
+            Box::new(Scripted {
+                answer: Box::new(answer.clone()),
+                batches: b2.clone(),
+                down,
+            })
+        };
+        let lock = try_lock(spool.data_dir()).unwrap().unwrap();
+        let r = drain_locked(&lock, spool, &mut factory, o).unwrap();
+        let b = batches.borrow().clone();
+        (r, b)
+    }
+
+    fn identity_holds(spool: &Spool, id: &str) -> (u64, u64, u64, u64) {
+        let c = load_counters(spool.data_dir(), id);
+        let pending = spool
+            .pending()
+            .unwrap()
+            .iter()
+            .filter(|p| Spool::load(p).map(|e| e.sink.id() == id).unwrap_or(false))
+            .count() as u64;
+        let enq = spool.ledger(id, "enqueued");
+        let dropped = c.dropped_total() + spool.ledger(id, "full");
+        assert_eq!(
+            enq,
+            c.delivered + pending + dropped,
+            "identity for {id}: {c:?}"
+        );
+        (enq, c.delivered, pending, dropped)
+    }
+
+    #[test]
+    fn delivers_in_batches_of_at_most_max_batch_oldest_first() {
+        let t = tempfile::tempdir().unwrap();
+        let spool = Spool::open(t.path()).unwrap();
+        let now = now_ms();
+        for i in 0..(MAX_BATCH + 1) {
+            spool
+                .enqueue(&entry(
+                    &format!("{i:032x}"),
+                    SinkTarget::Store,
+                    now + i as u64,
+                ))
+                .unwrap();
+        }
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        let s2 = seen.clone();
+        let batches = Rc::new(RefCell::new(Vec::new()));
+        let b2 = batches.clone();
+        let mut factory = move |_: &SinkTarget| -> Box<dyn Sink> {
+            let s3 = s2.clone();
+            Box::new(Scripted {
+                answer: Box::new(move |e: &SpoolEntry| {
+                    s3.borrow_mut().push(e.record.key.clone());
+                    ItemOutcome::Delivered
+                }),
+                batches: b2.clone(),
+                down: false,
+            })
+        };
+        let lock = try_lock(t.path()).unwrap().unwrap();
+        let r = drain_locked(&lock, &spool, &mut factory, opts()).unwrap();
+        assert_eq!(r.delivered, MAX_BATCH as u64 + 1);
+        assert_eq!(r.remaining, 0);
+        assert_eq!(*batches.borrow(), vec![MAX_BATCH, 1]);
+        let keys = seen.borrow().clone();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(keys, sorted, "oldest first");
+        assert_eq!(identity_holds(&spool, "store"), (257, 257, 0, 0));
+    }
+
+    #[test]
+    fn single_flight_lock() {
+        let t = tempfile::tempdir().unwrap();
+        let a = try_lock(t.path()).unwrap();
+        assert!(a.is_some());
+        assert!(try_lock(t.path()).unwrap().is_none());
+        assert!(drainer_running(t.path()));
+        let dl = Instant::now() + Duration::from_millis(60);
+        assert!(lock_until(t.path(), dl).unwrap().is_none());
+        drop(a);
+        assert!(!drainer_running(t.path()));
+        assert!(try_lock(t.path()).unwrap().is_some());
+    }
+
+    #[test]
+    fn attempts_cap_drops_at_the_edge_and_429_is_free() {
+        let t = tempfile::tempdir().unwrap();
+        let spool = Spool::open(t.path()).unwrap();
+        spool
+            .enqueue(&entry(&"a".repeat(32), SinkTarget::Store, now_ms()))
+            .unwrap();
+        let fail = |_: &SpoolEntry| ItemOutcome::Retry {
+            charge: true,
+            reason: "HTTP 500".into(),
+        };
+        for n in 1..MAX_ATTEMPTS {
+            let (r, _) = run_with(&spool, fail, false, opts());
+            assert_eq!(r.remaining, 1, "attempt {n} keeps the entry");
+            let p = &spool.pending().unwrap()[0];
+            assert_eq!(Spool::load(p).unwrap().attempts, n);
+        }
+        // A free retry (429) does not move the count.
+        let free = |_: &SpoolEntry| ItemOutcome::Retry {
+            charge: false,
+            reason: "HTTP 429".into(),
+        };
+        let (r, _) = run_with(&spool, free, false, opts());
+        assert_eq!(r.remaining, 1);
+        assert_eq!(
+            Spool::load(&spool.pending().unwrap()[0]).unwrap().attempts,
+            MAX_ATTEMPTS - 1
+        );
+        let (r, _) = run_with(&spool, fail, false, opts());
+        assert_eq!(r.remaining, 0);
+        assert_eq!(r.dropped.get(DROP_MAX_ATTEMPTS), Some(&1));
+        let c = load_counters(t.path(), "store");
+        assert_eq!(c.last_error.as_deref(), Some("HTTP 500"));
+        identity_holds(&spool, "store");
+    }
+
+    #[test]
+    fn age_cap_drops_just_past_the_edge() {
+        let t = tempfile::tempdir().unwrap();
+        let spool = Spool::open(t.path()).unwrap();
+        let now = now_ms();
+        // One just past the cap, one comfortably inside it.
+        spool
+            .enqueue(&entry(
+                &"o".repeat(32),
+                SinkTarget::Store,
+                now - MAX_AGE_MS - 1_000,
+            ))
+            .unwrap();
+        spool
+            .enqueue(&entry(
+                &"y".repeat(32),
+                SinkTarget::Store,
+                now - MAX_AGE_MS + 60_000,
+            ))
+            .unwrap();
+        let (r, _) = run_with(
+            &spool,
+            |_: &SpoolEntry| ItemOutcome::Delivered,
+            false,
+            opts(),
+        );
+        assert_eq!(r.dropped.get(DROP_MAX_AGE), Some(&1));
+        assert_eq!(r.delivered, 1);
+        identity_holds(&spool, "store");
+    }
+
+    #[test]
+    fn corrupt_entries_are_dropped_and_attributed() {
+        let t = tempfile::tempdir().unwrap();
+        let spool = Spool::open(t.path()).unwrap();
+        let mut e = entry(&"c".repeat(32), SinkTarget::Store, now_ms());
+        spool.enqueue(&e).unwrap();
+        // Valid JSON naming its sink, but not an entry.
+        let p = spool.pending().unwrap()[0].clone();
+        fs::write(&p, br#"{"sink":{"kind":"store"},"v":"nonsense"}"#).unwrap();
+        // Garbage with no readable sink.
+        fs::write(
+            spool.dir().join("0000000000001-1-00000000-zz.json"),
+            b"\0\0garbage",
+        )
+        .unwrap();
+        e.record.key = "d".repeat(32);
+        spool.enqueue(&e).unwrap();
+        let (r, _) = run_with(
+            &spool,
+            |_: &SpoolEntry| ItemOutcome::Delivered,
+            false,
+            opts(),
+        );
+        assert_eq!(r.dropped.get(DROP_CORRUPT), Some(&2));
+        assert_eq!(r.delivered, 1);
+        assert_eq!(
+            load_counters(t.path(), "store").dropped.get(DROP_CORRUPT),
+            Some(&1)
+        );
+        assert_eq!(
+            load_counters(t.path(), UNKNOWN_SINK)
+                .dropped
+                .get(DROP_CORRUPT),
+            Some(&1)
+        );
+        identity_holds(&spool, "store");
+    }
+
+    #[test]
+    fn unreachable_sink_is_skipped_for_the_pass_without_charge() {
+        let t = tempfile::tempdir().unwrap();
+        let spool = Spool::open(t.path()).unwrap();
+        let http = SinkTarget::Http {
+            url: "http://127.0.0.1:9".into(),
+        };
+        for i in 0..(MAX_BATCH + 5) {
+            spool
+                .enqueue(&entry(&format!("{i:032x}"), http.clone(), now_ms()))
+                .unwrap();
+        }
+        let down = |_: &SpoolEntry| ItemOutcome::Retry {
+            charge: true,
+            reason: "connection refused".into(),
+        };
+        let (r, batches) = run_with(&spool, down, true, opts());
+        assert_eq!(batches, vec![MAX_BATCH], "one attempt, then skipped");
+        assert_eq!(r.charged, 0);
+        assert_eq!(r.remaining, MAX_BATCH + 5);
+        let c = load_counters(t.path(), &http.id());
+        assert_eq!(c.failed_passes, 1);
+        assert!(c.retry_after_ms > now_ms());
+        // Honouring backoff, the next background pass does not even try.
+        let mut o = opts();
+        o.honour_backoff = true;
+        let (_, batches) = run_with(&spool, |_: &SpoolEntry| ItemOutcome::Delivered, false, o);
+        assert!(batches.is_empty());
+        // A foreground drain tries at once, and success resets the backoff.
+        let (r, _) = run_with(
+            &spool,
+            |_: &SpoolEntry| ItemOutcome::Delivered,
+            false,
+            opts(),
+        );
+        assert_eq!(r.remaining, 0);
+        assert_eq!(load_counters(t.path(), &http.id()).failed_passes, 0);
+        identity_holds(&spool, &http.id());
+    }
+
+    #[test]
+    fn only_delivers_the_named_sink_and_drops_by_reason() {
+        let t = tempfile::tempdir().unwrap();
+        let spool = Spool::open(t.path()).unwrap();
+        let http = SinkTarget::Http {
+            url: "http://127.0.0.1:9".into(),
+        };
+        spool
+            .enqueue(&entry(&"1".repeat(32), http.clone(), now_ms()))
+            .unwrap();
+        spool
+            .enqueue(&entry(&"2".repeat(32), SinkTarget::Store, now_ms()))
+            .unwrap();
+        let mut o = opts();
+        o.only = Some(http.clone());
+        let forbid = |_: &SpoolEntry| ItemOutcome::Drop {
+            reason: "forbidden".into(),
+        };
+        let (r, _) = run_with(&spool, forbid, false, o);
+        assert_eq!(r.dropped.get("forbidden"), Some(&1));
+        assert_eq!(r.remaining, 1);
+        identity_holds(&spool, &http.id());
+        identity_holds(&spool, "store");
+    }
+
+    #[test]
+    fn inflight_names_are_finished_without_recounting() {
+        let t = tempfile::tempdir().unwrap();
+        let spool = Spool::open(t.path()).unwrap();
+        spool
+            .enqueue(&entry(&"f".repeat(32), SinkTarget::Store, now_ms()))
+            .unwrap();
+        let p = spool.pending().unwrap()[0].clone();
+        // A drainer counted it and died before deleting it.
+        let c = SinkCounters {
+            sink: Some(SinkTarget::Store),
+            delivered: 1,
+            inflight: vec![p.file_name().unwrap().to_str().unwrap().to_string()],
+            ..Default::default()
+        };
+        save_counters(t.path(), "store", &c).unwrap();
+        let (r, batches) = run_with(
+            &spool,
+            |_: &SpoolEntry| ItemOutcome::Delivered,
+            false,
+            opts(),
+        );
+        assert!(batches.is_empty());
+        assert_eq!(r.delivered, 0);
+        let c = load_counters(t.path(), "store");
+        assert_eq!((c.delivered, c.inflight.len()), (1, 0));
+        identity_holds(&spool, "store");
+    }
+
+    #[test]
+    fn log_rotates_past_the_cap() {
+        let t = tempfile::tempdir().unwrap();
+        let log = t.path().join(LOG_FILE);
+        drop(open_log(t.path()).unwrap());
+        fs::write(&log, vec![b'x'; MAX_LOG_BYTES as usize]).unwrap();
+        drop(open_log(t.path()).unwrap());
+        assert!(log.exists() && !t.path().join("logs/drain.log.old").exists());
+        fs::write(&log, vec![b'x'; MAX_LOG_BYTES as usize + 1]).unwrap();
+        drop(open_log(t.path()).unwrap());
+        assert_eq!(fs::metadata(&log).unwrap().len(), 0);
+        assert!(t.path().join("logs/drain.log.old").exists());
+    }
+}

@@ -86,6 +86,7 @@ pub fn run(args: &HookArgs, data_dir: Option<&Path>) -> ExitCode {
 
 /// The whole hook except printing; returns what goes to stdout.
 fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
+    let started = Instant::now();
     let agent = Agent::parse(&args.agent);
     let payload = match read_stdin(STDIN_TIMEOUT) {
         Stdin::Complete(bytes) => parse_payload(&bytes),
@@ -125,14 +126,29 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
 
     let dropped = decision.disposition == Disposition::Drop
         || (scope.settings.drop_subagent_captures && event.subagent);
-    if !dropped {
-        enqueue(args, data_dir_flag, &event, &scope, &decision);
+    let sink = sink_target(args.server_url.as_deref());
+    let data_dir = match crate::data_dir::resolve(data_dir_flag) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("memhook: {e}; the event was not captured");
+            None
+        }
+    };
+    if let (false, Some(dir)) = (dropped, &data_dir) {
+        enqueue(dir, &sink, &event, &scope, &decision);
     }
 
-    let context = if event.kind == EventKind::SessionStart {
-        session_start_briefing(&event, &scope)
-    } else {
-        None
+    // The whole session-start path shares one hard budget, counted from the
+    // moment the hook started reading stdin.
+    let context = match (&data_dir, event.kind) {
+        (Some(dir), EventKind::SessionStart) => {
+            let budget = crate::briefing::DEFAULT_BUDGET.saturating_sub(started.elapsed());
+            let briefing = crate::briefing::session_start(dir, &sink, &scope, &event, budget);
+            // Whatever the bounded delivery left behind goes to the drainer.
+            spawn_drainer(dir);
+            briefing
+        }
+        _ => None,
     };
     crate::envelope::render(&agent, event.kind, context.as_deref())
 }
@@ -286,13 +302,7 @@ pub fn sink_target(flag: Option<&str>) -> SinkTarget {
     }
 }
 
-fn enqueue(
-    args: &HookArgs,
-    data_dir_flag: Option<&Path>,
-    event: &Event,
-    scope: &Scope,
-    decision: &Decision,
-) {
+fn enqueue(data_dir: &Path, sink: &SinkTarget, event: &Event, scope: &Scope, decision: &Decision) {
     let files = if decision.disposition == Disposition::Keep
         && decision.tool_family == ToolFamily::File
         && event.kind.is_post_tool()
@@ -305,19 +315,12 @@ fn enqueue(
     let record = crate::record::build(event, scope, decision, files, crate::record::new_key(), now);
     let entry = SpoolEntry {
         v: ENTRY_VERSION,
-        sink: sink_target(args.server_url.as_deref()),
+        sink: sink.clone(),
         attempts: 0,
         enqueued_ms: now,
         record,
     };
-    let data_dir = match crate::data_dir::resolve(data_dir_flag) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("memhook: {e}; the event was not captured");
-            return;
-        }
-    };
-    let spool = match Spool::open(&data_dir) {
+    let spool = match Spool::open(data_dir) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("memhook: {e}; the event was not captured");
@@ -328,14 +331,17 @@ fn enqueue(
         eprintln!("memhook: {e}");
         return;
     }
-    crate::drain::spawn_detached(&data_dir);
+    // Session start delivers in the foreground (within its budget) before
+    // composing the briefing; every other event leaves it to the drainer.
+    if event.kind != EventKind::SessionStart {
+        spawn_drainer(data_dir);
+    }
 }
 
-/// The session-start briefing. The delivery side (`crate::briefing`)
-/// composes it from the store or a server's handoff; until it is wired in
-/// here the hook has nothing to say and prints the agent's empty envelope.
-fn session_start_briefing(_event: &Event, _scope: &Scope) -> Option<String> {
-    None
+fn spawn_drainer(data_dir: &Path) {
+    if let Err(e) = crate::drain::spawn_detached(data_dir) {
+        eprintln!("memhook: cannot start the background drainer ({e}); records stay queued");
+    }
 }
 
 /// Read stdin to EOF, at most [`MAX_STDIN_BYTES`], within `timeout`.

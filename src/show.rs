@@ -1,7 +1,93 @@
-//! `memhook show`: print the resolved scope.
+//! `memhook show`: print the resolved scope of a directory.
 
-use crate::cli::{CmdResult, ShowArgs};
+use std::process::ExitCode;
 
-pub fn run(_args: &ShowArgs) -> CmdResult {
-    Err("memhook show is not implemented yet".into())
+use serde_json::json;
+
+use crate::cli::{CmdResult, ShowArgs, StrategyArg};
+use crate::scope::{self, CaptureConfig, Mode, Scope, ScopeInput, Strategy};
+
+pub fn run(args: &ShowArgs) -> CmdResult {
+    let strategy = args.project_strategy.map(|s| match s {
+        StrategyArg::Basename => Strategy::Basename,
+        StrategyArg::RepoRoot => Strategy::RepoRoot,
+    });
+    let input = ScopeInput::from_env(
+        Mode::Client,
+        args.scope.cwd.as_deref(),
+        args.scope.workspace.clone(),
+        args.scope.project.clone(),
+        strategy,
+    )?;
+    let scope = scope::resolve(&input)?;
+    if let Some(line) = scope::scope_note(&scope) {
+        eprintln!("{line}");
+    }
+    if args.json {
+        println!("{}", to_json(&scope));
+    } else {
+        print!("{}", to_text(&scope));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `--json` object: exactly the keys of DESIGN §2, in that order.
+pub fn to_json(scope: &Scope) -> serde_json::Value {
+    json!({
+        "workspace": scope.workspace,
+        "project": scope.project,
+        "workspace_source": scope.workspace_source.as_str(),
+        "project_source": scope.project_source.as_str(),
+        "marker": scope.marker.as_ref().map(|p| p.display().to_string()),
+        "capture": scope.capture.state_str(),
+        "warnings": scope.warnings,
+    })
+}
+
+/// Human output: one `key  value` line per fact, then the warnings.
+pub fn to_text(scope: &Scope) -> String {
+    let mut out = String::new();
+    let mut line = |k: &str, v: String| out.push_str(&format!("{k:<10} {v}\n"));
+    line(
+        "workspace",
+        format!("{} ({})", scope.workspace, scope.workspace_source.as_str()),
+    );
+    line(
+        "project",
+        format!("{} ({})", scope.project, scope.project_source.as_str()),
+    );
+    line(
+        "marker",
+        scope
+            .marker
+            .as_ref()
+            .map_or("none".to_string(), |p| p.display().to_string()),
+    );
+    line("strategy", scope.strategy.as_str().to_string());
+    let capture = match &scope.capture {
+        CaptureConfig::Absent => "absent (no marker)".to_string(),
+        CaptureConfig::Inactive { marker } => format!("inactive ({})", marker.display()),
+        CaptureConfig::Active { marker, patterns } => format!(
+            "active: {} pattern{} ({})",
+            patterns.len(),
+            if patterns.len() == 1 { "" } else { "s" },
+            marker.display()
+        ),
+        CaptureConfig::Invalid { marker, .. } => {
+            format!("invalid, fail closed ({})", marker.display())
+        }
+    };
+    line("capture", capture);
+    let s = &scope.settings;
+    line(
+        "settings",
+        format!(
+            "drop_subagent_captures={} default_global={} inject_on_session_start={} max_chars={}",
+            s.drop_subagent_captures, s.default_global, s.inject_on_session_start, s.max_chars
+        ),
+    );
+    for w in &scope.warnings {
+        line("warning", w.clone());
+    }
+    out
 }

@@ -1,16 +1,459 @@
-//! `memhook status`, `recent` and `search`: read-only views of the spool and the store.
+//! `memhook status`, `recent` and `search`: read-only views of the spool,
+//! the delivery counters and the store.
+//!
+//! `status` shows, per sink, the accounting identity
+//! `enqueued = delivered + pending + dropped` (dropped by reason, spool-full
+//! refusals included), the oldest pending record, the last delivery and the
+//! last error, and whether a drainer holds the lock.
 
-use crate::cli::{CmdResult, RecentArgs, SearchArgs, StatusArgs};
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
-pub fn run_status(_args: &StatusArgs, _data_dir: Option<&Path>) -> CmdResult {
-    Err("memhook status is not implemented yet".into())
+use serde_json::json;
+
+use crate::cli::{CmdResult, RecentArgs, ScopeArgs, SearchArgs, StatusArgs};
+use crate::data_dir;
+use crate::drain::{self, SinkCounters};
+use crate::scope::{self, Mode, Scope, ScopeInput, Source};
+use crate::sink::store::{Store, StoredRecord, STORE_FILE};
+use crate::spool::{SinkTarget, Spool};
+use crate::timefmt::{now_ms, rfc3339_ms};
+
+/// The accounting of one sink.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkStatus {
+    pub id: String,
+    pub sink: Option<SinkTarget>,
+    pub enqueued: u64,
+    pub delivered: u64,
+    pub pending: u64,
+    /// By reason; `spool_full` comes from the enqueue ledger.
+    pub dropped: BTreeMap<String, u64>,
+    pub oldest_pending_ms: Option<u64>,
+    pub counters: SinkCounters,
 }
 
-pub fn run_recent(_args: &RecentArgs, _data_dir: Option<&Path>) -> CmdResult {
-    Err("memhook recent is not implemented yet".into())
+impl SinkStatus {
+    pub fn dropped_total(&self) -> u64 {
+        self.dropped.values().sum()
+    }
+
+    /// `enqueued - (delivered + pending + dropped)`: 0 when the books balance.
+    pub fn unaccounted(&self) -> i64 {
+        self.enqueued as i64 - (self.delivered + self.pending + self.dropped_total()) as i64
+    }
+
+    fn describe(&self) -> String {
+        self.sink
+            .as_ref()
+            .map(SinkTarget::describe)
+            .unwrap_or_else(|| "(sink unknown)".to_string())
+    }
 }
 
-pub fn run_search(_args: &SearchArgs, _data_dir: Option<&Path>) -> CmdResult {
-    Err("memhook search is not implemented yet".into())
+/// Everything `status` reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub data_dir: PathBuf,
+    pub drainer_running: bool,
+    pub sinks: Vec<SinkStatus>,
+    /// Corrupt entries dropped whose sink could not be read.
+    pub corrupt_unattributed: u64,
+    /// Pending files that cannot be read right now.
+    pub unreadable_pending: u64,
+}
+
+/// Gather the status of `data_dir`.
+pub fn collect(dir: &Path) -> Result<Status, crate::spool::SpoolError> {
+    let spool = Spool::open(dir)?;
+    let mut pending: BTreeMap<String, (u64, u64, SinkTarget)> = BTreeMap::new();
+    let mut unreadable = 0;
+    for path in spool.pending()? {
+        match Spool::load(&path) {
+            Ok(e) => {
+                let slot = pending
+                    .entry(e.sink.id())
+                    .or_insert((0, u64::MAX, e.sink.clone()));
+                slot.0 += 1;
+                slot.1 = slot.1.min(e.enqueued_ms);
+            }
+            Err(_) => unreadable += 1,
+        }
+    }
+    let mut ids: BTreeSet<String> = spool.ledger_sinks().into_iter().collect();
+    ids.extend(drain::counter_sinks(dir));
+    ids.extend(pending.keys().cloned());
+    let corrupt_unattributed = drain::load_counters(dir, drain::UNKNOWN_SINK).dropped_total();
+    ids.remove(drain::UNKNOWN_SINK);
+    let mut sinks = Vec::new();
+    for id in ids {
+        let counters = drain::load_counters(dir, &id);
+        let (n, oldest, target) = match pending.get(&id) {
+            Some((n, o, t)) => (*n, Some(*o), Some(t.clone())),
+            None => (0, None, None),
+        };
+        let mut dropped = counters.dropped.clone();
+        let full = spool.ledger(&id, "full");
+        if full > 0 {
+            *dropped
+                .entry(drain::DROP_SPOOL_FULL.to_string())
+                .or_default() += full;
+        }
+        let sink = counters
+            .sink
+            .clone()
+            .or(target)
+            .or_else(|| (id == SinkTarget::Store.id()).then_some(SinkTarget::Store));
+        sinks.push(SinkStatus {
+            enqueued: spool.ledger(&id, "enqueued"),
+            delivered: counters.delivered,
+            pending: n,
+            dropped,
+            oldest_pending_ms: oldest,
+            sink,
+            counters,
+            id,
+        });
+    }
+    Ok(Status {
+        data_dir: dir.to_path_buf(),
+        drainer_running: drain::drainer_running(dir),
+        sinks,
+        corrupt_unattributed,
+        unreadable_pending: unreadable,
+    })
+}
+
+fn age(ms: u64) -> String {
+    let s = now_ms().saturating_sub(ms) / 1000;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..=86_399 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d{:02}h", s / 86_400, (s % 86_400) / 3600),
+    }
+}
+
+impl Status {
+    /// The `--json` object.
+    pub fn to_json(&self) -> serde_json::Value {
+        let sinks: Vec<serde_json::Value> = self
+            .sinks
+            .iter()
+            .map(|s| {
+                json!({
+                    "id": s.id,
+                    "sink": s.describe(),
+                    "kind": match &s.sink {
+                        Some(SinkTarget::Store) => "store",
+                        Some(SinkTarget::Http { .. }) => "http",
+                        None => "unknown",
+                    },
+                    "enqueued": s.enqueued,
+                    "delivered": s.delivered,
+                    "pending": s.pending,
+                    "dropped": s.dropped,
+                    "dropped_total": s.dropped_total(),
+                    "balanced": s.unaccounted() == 0,
+                    "unaccounted": s.unaccounted(),
+                    "oldest_pending_at": s.oldest_pending_ms.map(rfc3339_ms),
+                    "oldest_pending_age_secs": s.oldest_pending_ms.map(|m| now_ms().saturating_sub(m) / 1000),
+                    "last_delivery_at": s.counters.last_delivery_ms.map(rfc3339_ms),
+                    "last_error": s.counters.last_error,
+                    "last_error_at": s.counters.last_error_ms.map(rfc3339_ms),
+                    "retry_after": (s.counters.retry_after_ms > now_ms()).then(|| rfc3339_ms(s.counters.retry_after_ms)),
+                })
+            })
+            .collect();
+        json!({
+            "data_dir": self.data_dir.display().to_string(),
+            "drainer_running": self.drainer_running,
+            "sinks": sinks,
+            "corrupt_unattributed": self.corrupt_unattributed,
+            "unreadable_pending": self.unreadable_pending,
+        })
+    }
+
+    /// Text for humans.
+    pub fn to_text(&self) -> String {
+        let mut o = format!(
+            "data dir: {}\ndrainer: {}\n",
+            self.data_dir.display(),
+            if self.drainer_running {
+                "running"
+            } else {
+                "idle"
+            }
+        );
+        if self.sinks.is_empty() {
+            o.push_str("nothing captured yet\n");
+        }
+        for s in &self.sinks {
+            o.push_str(&format!("\nsink {} [{}]\n", s.describe(), s.id));
+            let balance = match s.unaccounted() {
+                0 => "balanced".to_string(),
+                n => format!(
+                    "OFF BY {n}: a hook may be enqueueing right now (run status again); \
+                     if it persists, report it"
+                ),
+            };
+            o.push_str(&format!(
+                "  enqueued {} = delivered {} + pending {} + dropped {}  ({balance})\n",
+                s.enqueued,
+                s.delivered,
+                s.pending,
+                s.dropped_total()
+            ));
+            if !s.dropped.is_empty() {
+                let parts: Vec<String> =
+                    s.dropped.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                o.push_str(&format!("  dropped: {}\n", parts.join(", ")));
+            }
+            if let Some(ms) = s.oldest_pending_ms {
+                o.push_str(&format!("  oldest pending: {} ago\n", age(ms)));
+            }
+            if let Some(ms) = s.counters.last_delivery_ms {
+                o.push_str(&format!(
+                    "  last delivery: {} ({} ago)\n",
+                    rfc3339_ms(ms),
+                    age(ms)
+                ));
+            }
+            if let Some(e) = &s.counters.last_error {
+                let at = s
+                    .counters
+                    .last_error_ms
+                    .map(|m| format!(" ({} ago)", age(m)))
+                    .unwrap_or_default();
+                o.push_str(&format!("  last error: {e}{at}\n"));
+            }
+            if s.counters.retry_after_ms > now_ms() {
+                o.push_str(&format!(
+                    "  backing off until {} (`memhook drain` retries now)\n",
+                    rfc3339_ms(s.counters.retry_after_ms)
+                ));
+            }
+        }
+        if self.corrupt_unattributed > 0 {
+            o.push_str(&format!(
+                "\ncorrupt spool entries dropped with no readable sink: {}\n",
+                self.corrupt_unattributed
+            ));
+        }
+        if self.unreadable_pending > 0 {
+            o.push_str(&format!(
+                "\nunreadable spool entries pending: {} (the next drain drops them as corrupt)\n",
+                self.unreadable_pending
+            ));
+        }
+        o
+    }
+}
+
+/// `memhook status [--json]`.
+pub fn run_status(args: &StatusArgs, data_dir: Option<&Path>) -> CmdResult {
+    let dir = data_dir::resolve(data_dir)?;
+    let st = collect(&dir)?;
+    if args.json {
+        println!("{}", st.to_json());
+    } else {
+        print!("{}", st.to_text());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn env_name(var: &str) -> Option<String> {
+    std::env::var(var)
+        .ok()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+fn truthy(v: &str) -> bool {
+    matches!(
+        v.trim().to_ascii_lowercase().as_str(),
+        "1" | "true" | "yes" | "on"
+    )
+}
+
+/// Resolve the scope of a client command and print the stderr scope note.
+fn client_scope(args: &ScopeArgs) -> Result<Scope, Box<dyn std::error::Error + Send + Sync>> {
+    let cwd = match &args.cwd {
+        Some(c) => c.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| format!("cannot read the current directory: {e}"))?,
+    };
+    let input = ScopeInput {
+        cwd,
+        home: std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from),
+        workspace_flag: args.workspace.clone(),
+        project_flag: args.project.clone(),
+        env_workspace: env_name("AI_MEMORY_WORKSPACE"),
+        env_project: env_name("AI_MEMORY_PROJECT"),
+        ignore_marker: std::env::var("AI_MEMORY_IGNORE_MARKER")
+            .map(|v| truthy(&v))
+            .unwrap_or(false),
+        install_strategy: None,
+        mode: Some(Mode::Client),
+    };
+    let scope = scope::resolve(&input)?;
+    for w in &scope.warnings {
+        eprintln!("memhook: warning: {w}");
+    }
+    if let Some(m) = &scope.marker {
+        let fields = match (
+            scope.workspace_source == Source::Marker,
+            scope.project_source == Source::Marker,
+        ) {
+            (true, true) => Some("workspace + project"),
+            (true, false) => Some("workspace"),
+            (false, true) => Some("project"),
+            (false, false) => None,
+        };
+        if let Some(f) = fields {
+            eprintln!(
+                "memhook: scope {}/{} ({f} from {})",
+                scope.workspace,
+                scope.project,
+                m.display()
+            );
+        }
+    }
+    Ok(scope)
+}
+
+/// `None` = every scope: `--all`, or the marker's `[recall] default_global`
+/// when no `--workspace`/`--project` names a scope explicitly.
+fn query_scope(
+    args: &ScopeArgs,
+    all: bool,
+) -> Result<Option<(String, String)>, Box<dyn std::error::Error + Send + Sync>> {
+    if all {
+        return Ok(None);
+    }
+    let scope = client_scope(args)?;
+    let explicit = args.workspace.is_some() || args.project.is_some();
+    if scope.settings.default_global && !explicit {
+        return Ok(None);
+    }
+    Ok(Some((scope.workspace, scope.project)))
+}
+
+fn print_records(records: &[StoredRecord], json: bool) -> std::io::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for r in records {
+        if json {
+            writeln!(out, "{}", r.to_json())?;
+        } else {
+            let t = rfc3339_ms(r.occurred_ms);
+            let tool = r
+                .tool_name
+                .as_deref()
+                .or(r.tool_family.as_deref())
+                .map(|t| format!(" {t}"))
+                .unwrap_or_default();
+            let outcome = r
+                .outcome
+                .as_deref()
+                .map(|o| format!(" {o}"))
+                .unwrap_or_default();
+            let title = r
+                .title
+                .as_deref()
+                .map(|t| format!(" — {t}"))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "{} {} {}/{} {} {}{tool}{outcome}{title}",
+                &t[..19],
+                r.key.get(..8).unwrap_or(&r.key),
+                r.workspace,
+                r.project,
+                r.agent,
+                r.event
+            )?;
+        }
+    }
+    out.flush()
+}
+
+/// The store, or `None` when nothing was ever stored in this data dir.
+fn open_store(dir: &Path) -> Result<Option<Store>, crate::sink::store::StoreError> {
+    if !dir.join(STORE_FILE).exists() {
+        return Ok(None);
+    }
+    Store::open(dir).map(Some)
+}
+
+/// `memhook recent [--limit N] [--all] [--json]`.
+pub fn run_recent(args: &RecentArgs, data_dir: Option<&Path>) -> CmdResult {
+    let dir = data_dir::resolve(data_dir)?;
+    let scope = query_scope(&args.scope, args.all)?;
+    let Some(store) = open_store(&dir)? else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let scope_ref = scope.as_ref().map(|(w, p)| (w.as_str(), p.as_str()));
+    let records = store.recent(scope_ref, args.limit)?;
+    print_records(&records, args.json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `memhook search QUERY [--all] [--json]`.
+pub fn run_search(args: &SearchArgs, data_dir: Option<&Path>) -> CmdResult {
+    let dir = data_dir::resolve(data_dir)?;
+    let scope = query_scope(&args.scope, args.all)?;
+    let Some(store) = open_store(&dir)? else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let scope_ref = scope.as_ref().map(|(w, p)| (w.as_str(), p.as_str()));
+    let records = store.search(scope_ref, &args.query, args.limit)?;
+    print_records(&records, args.json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spool::SpoolEntry;
+
+    #[test]
+    fn status_balances_and_shows_spool_full_as_a_drop() {
+        let t = tempfile::tempdir().unwrap();
+        let spool = Spool::open(t.path()).unwrap();
+        let e: SpoolEntry = serde_json::from_value(json!({
+            "v": 1, "sink": {"kind": "store"}, "enqueued_ms": now_ms(),
+            "record": {"v": 1, "key": "k".repeat(32), "occurred_ms": 1, "agent": "codex",
+              "event": "stop", "native_event": "Stop",
+              "scope": {"workspace": "w", "project": "p", "workspace_source": "env",
+                        "project_source": "env", "project_strategy": "basename"},
+              "disposition": "keep"}
+        }))
+        .unwrap();
+        spool.enqueue(&e).unwrap();
+        // A refused enqueue bumps both ledgers.
+        std::fs::write(t.path().join("counters/store.enqueued"), "..").unwrap();
+        std::fs::write(t.path().join("counters/store.full"), ".").unwrap();
+        let st = collect(t.path()).unwrap();
+        assert_eq!(st.sinks.len(), 1);
+        let s = &st.sinks[0];
+        assert_eq!((s.enqueued, s.delivered, s.pending), (2, 0, 1));
+        assert_eq!(s.dropped.get("spool_full"), Some(&1));
+        assert_eq!(s.unaccounted(), 0);
+        let text = st.to_text();
+        assert!(
+            text.contains("enqueued 2 = delivered 0 + pending 1 + dropped 1  (balanced)"),
+            "{text}"
+        );
+        assert_eq!(st.to_json()["sinks"][0]["balanced"], json!(true));
+        // An uncounted loss shows.
+        std::fs::write(t.path().join("counters/store.enqueued"), "...").unwrap();
+        let st = collect(t.path()).unwrap();
+        assert_eq!(st.sinks[0].unaccounted(), 1);
+        assert!(st.to_text().contains("OFF BY 1"));
+    }
 }

@@ -176,5 +176,15 @@ impl fmt::Display for ScopeError {
 
 impl std::error::Error for ScopeError {}
 
+pub mod capture_config;
+pub mod env;
+pub mod git;
+pub mod marker;
+mod note;
+pub mod paths;
 mod resolve;
-pub use resolve::resolve;
+pub mod walk;
+
+pub use env::is_truthy;
+pub use note::{report, scope_note};
+pub use resolve::{resolve, DEFAULT_WORKSPACE};

@@ -1,1 +1,742 @@
-//! Integration tests for delivery.
+//! Integration tests for delivery: the real `memhook` binary drains a real
+//! spool into a real SQLite store (and to a local HTTP peer), the detached
+//! drainer is started with `memhook drain --detach` (the same
+//! `drain::spawn_detached` the hook calls after each enqueue) and killed with
+//! SIGKILL mid-run, and `status`/`recent`/`search` read the result.
+//!
+//! Spool entries are written with the library's `Spool::enqueue` (the code
+//! path `memhook hook` uses) until the hook lands on this branch.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use memhook::drain::{self, MAX_AGE_MS, MAX_ATTEMPTS};
+use memhook::record::{Record, RecordScope, RecordTool, RECORD_VERSION};
+use memhook::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
+use memhook::timefmt::now_ms;
+use serde_json::Value;
+
+use crate::util::memhook;
+
+fn data(home: &Path) -> PathBuf {
+    home.join(".memhook-data")
+}
+
+fn record(key: &str, project: &str, session: &str, event: &str, ms: u64) -> Record {
+    Record {
+        v: RECORD_VERSION,
+        key: key.to_string(),
+        occurred_ms: ms,
+        agent: "claude-code".into(),
+        event: event.into(),
+        native_event: event.into(),
+        session_id: Some(session.into()),
+        cwd: Some(format!("/work/{project}")),
+        scope: RecordScope {
+            workspace: "default".into(),
+            project: project.into(),
+            workspace_source: "fallback".into(),
+            project_source: "fallback".into(),
+            project_strategy: "basename".into(),
+            drop_subagent: false,
+            default_global: false,
+            briefing: false,
+            briefing_budget: 4000,
+        },
+        subagent: false,
+        tool: None,
+        capture: None,
+        disposition: "keep".into(),
+        title: None,
+        body: None,
+        files: vec![],
+    }
+}
+
+fn tool_record(key: &str, project: &str, session: &str, call: &str, ok: bool) -> Record {
+    let mut r = record(
+        key,
+        project,
+        session,
+        if ok {
+            "post-tool-use"
+        } else {
+            "post-tool-use-failure"
+        },
+        now_ms(),
+    );
+    r.tool = Some(RecordTool {
+        family: if ok { "file" } else { "shell" }.into(),
+        name: Some(if ok { "Edit" } else { "Bash" }.into()),
+        call_id: Some(call.into()),
+        outcome: Some(if ok { "success" } else { "error" }.into()),
+    });
+    if ok {
+        r.files = vec!["src/spool.rs".into()];
+        r.body = Some("edited the writer".into());
+    } else {
+        r.body = Some("cargo test: 1 failed".into());
+    }
+    r
+}
+
+fn key(n: usize) -> String {
+    format!("{n:032x}")
+}
+
+fn enqueue(
+    dir: &Path,
+    sink: SinkTarget,
+    record: Record,
+    attempts: u32,
+    enqueued_ms: u64,
+) -> PathBuf {
+    Spool::open(dir)
+        .unwrap()
+        .enqueue(&SpoolEntry {
+            v: ENTRY_VERSION,
+            sink,
+            attempts,
+            enqueued_ms,
+            record,
+        })
+        .unwrap()
+}
+
+fn json_lines(out: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn status(home: &Path) -> Value {
+    let out = memhook(home).args(["status", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn sink_status<'a>(st: &'a Value, id: &str) -> &'a Value {
+    st["sinks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap_or_else(|| panic!("no sink {id} in {st}"))
+}
+
+#[test]
+fn drain_delivers_into_the_store_and_recent_search_status_show_it() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = data(home.path());
+    let t0 = now_ms() - 10_000;
+    let mut prompt = record(&key(1), "api", "s1", "user-prompt", t0);
+    prompt.title = Some("Fix the parser bug in foo-bar".into());
+    prompt.body = Some("Fix the parser bug in foo-bar\nthen run the tests".into());
+    enqueue(&dir, SinkTarget::Store, prompt, 0, t0);
+    let mut edit = tool_record(&key(2), "api", "s1", "call-edit", true);
+    edit.occurred_ms = t0 + 1;
+    enqueue(&dir, SinkTarget::Store, edit, 0, t0);
+    let mut fail = tool_record(&key(3), "api", "s1", "call-bash", false);
+    fail.occurred_ms = t0 + 2;
+    enqueue(&dir, SinkTarget::Store, fail, 0, t0);
+    let other = record(&key(4), "web", "s9", "user-prompt", t0 + 3);
+    enqueue(&dir, SinkTarget::Store, other, 0, t0);
+
+    let out = memhook(home.path()).arg("drain").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("delivered 4, dropped 0, 0 pending"), "{text}");
+    assert!(Spool::open(&dir).unwrap().pending().unwrap().is_empty());
+    // A second drain has nothing to do and still succeeds.
+    let out = memhook(home.path()).arg("drain").output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("delivered 0"));
+
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(dir.join("store.sqlite3"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    // recent --all: newest first, every required field.
+    let out = memhook(home.path())
+        .args(["recent", "--all", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let rows = json_lines(&out.stdout);
+    assert_eq!(rows.len(), 4);
+    let keys: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, [key(4), key(3), key(2), key(1)]);
+    for r in &rows {
+        for f in [
+            "key",
+            "occurred_at",
+            "agent",
+            "event",
+            "workspace",
+            "project",
+            "session_id",
+            "tool_family",
+            "tool_call_id",
+            "disposition",
+        ] {
+            assert!(r.get(f).is_some(), "{f} missing in {r}");
+        }
+        assert!(r["occurred_at"].as_str().unwrap().ends_with('Z'));
+    }
+    assert_eq!(rows[1]["tool_call_id"], "call-bash");
+    assert_eq!(rows[1]["tool_family"], "shell");
+
+    // recent in the cwd's scope (project "api" from the directory name).
+    let api = home.path().join("api");
+    std::fs::create_dir(&api).unwrap();
+    let out = memhook(home.path())
+        .args(["recent", "--json", "--limit", "2"])
+        .current_dir(&api)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let rows = json_lines(&out.stdout);
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r["project"] == "api"));
+
+    // search: user text is never FTS syntax.
+    let out = memhook(home.path())
+        .args(["search", "parser foo-bar", "--all", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let rows = json_lines(&out.stdout);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["key"], key(1));
+    for q in [
+        "\"unbalanced",
+        "NEAR(",
+        "a OR",
+        "*",
+        "title:x",
+        "'; DROP TABLE records",
+    ] {
+        let out = memhook(home.path())
+            .args(["search", q, "--all"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{q}: {out:?}");
+    }
+
+    let st = status(home.path());
+    let s = sink_status(&st, "store");
+    assert_eq!(s["enqueued"], 4);
+    assert_eq!(s["delivered"], 4);
+    assert_eq!(s["pending"], 0);
+    assert_eq!(s["balanced"], true);
+    assert_eq!(st["drainer_running"], false);
+    let out = memhook(home.path()).arg("status").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("enqueued 4 = delivered 4 + pending 0 + dropped 0  (balanced)"),
+        "{text}"
+    );
+}
+
+/// A loopback HTTP peer answering every request with `status` and counting
+/// requests. Stops when the returned flag is set.
+fn http_peer(status: u16) -> (String, Arc<AtomicBool>, Arc<AtomicUsize>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let hits = Arc::new(AtomicUsize::new(0));
+    let (s2, h2) = (stop.clone(), hits.clone());
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !s2.load(Ordering::Relaxed) && Instant::now() < deadline {
+            match l.accept() {
+                Ok((mut c, _)) => {
+                    c.set_nonblocking(false).unwrap();
+                    c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 8192];
+                    // Read headers and the declared body.
+                    loop {
+                        let n = c.read(&mut chunk).unwrap_or(0);
+                        if n == 0 {
+                            break;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        let text = String::from_utf8_lossy(&buf).to_string();
+                        if let Some(end) = text.find("\r\n\r\n") {
+                            let len = text[..end]
+                                .lines()
+                                .find_map(|l| {
+                                    let (k, v) = l.split_once(':')?;
+                                    k.eq_ignore_ascii_case("content-length")
+                                        .then(|| v.trim().parse::<usize>().ok())?
+                                })
+                                .unwrap_or(0);
+                            if buf.len() >= end + 4 + len {
+                                break;
+                            }
+                        }
+                    }
+                    h2.fetch_add(1, Ordering::Relaxed);
+                    let body = "server exploded";
+                    let _ = write!(
+                        c,
+                        "HTTP/1.1 {status} Oops\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    });
+    (url, stop, hits)
+}
+
+#[test]
+fn caps_and_corrupt_entries_are_counted_and_the_books_balance() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = data(home.path());
+    let (url, stop, hits) = http_peer(500);
+    let http = SinkTarget::Http { url: url.clone() };
+    let now = now_ms();
+
+    // Attempts cap: one charged failure short of the cap survives a drain...
+    enqueue(
+        &dir,
+        http.clone(),
+        tool_record(&key(10), "api", "s", "c10", true),
+        MAX_ATTEMPTS - 2,
+        now,
+    );
+    // Age cap: just past seven days is dropped, just inside is delivered.
+    enqueue(
+        &dir,
+        SinkTarget::Store,
+        record(&key(11), "api", "s", "stop", now),
+        0,
+        now - MAX_AGE_MS - 60_000,
+    );
+    enqueue(
+        &dir,
+        SinkTarget::Store,
+        record(&key(12), "api", "s", "stop", now),
+        0,
+        now - MAX_AGE_MS + 60_000,
+    );
+    // A corrupt entry whose sink is still readable.
+    let bad = enqueue(
+        &dir,
+        SinkTarget::Store,
+        record(&key(13), "api", "s", "stop", now),
+        0,
+        now,
+    );
+    std::fs::write(
+        &bad,
+        br#"{"v":1,"sink":{"kind":"store"},"record":"mangled"}"#,
+    )
+    .unwrap();
+
+    let out = memhook(home.path())
+        .args(["drain", "--budget-secs", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "records remain: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1 pending"), "{text}");
+    assert!(hits.load(Ordering::Relaxed) >= 1, "the server was asked");
+    let pending = Spool::open(&dir).unwrap().pending().unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(Spool::load(&pending[0]).unwrap().attempts, MAX_ATTEMPTS - 1);
+
+    let st = status(home.path());
+    let s = sink_status(&st, "store");
+    assert_eq!(
+        (s["enqueued"].as_u64(), s["delivered"].as_u64()),
+        (Some(3), Some(1))
+    );
+    assert_eq!(s["dropped"]["max_age"], 1);
+    assert_eq!(s["dropped"]["corrupt"], 1);
+    assert_eq!(s["balanced"], true, "{st}");
+    let h = sink_status(&st, &http.id());
+    assert_eq!(h["pending"], 1);
+    assert_eq!(h["balanced"], true, "{st}");
+    assert_eq!(h["sink"], url.as_str());
+    assert!(
+        h["last_error"].as_str().unwrap_or("").contains("500"),
+        "{st}"
+    );
+
+    // ...and the next charged failure reaches the cap: dropped and counted.
+    let out = memhook(home.path())
+        .args(["drain", "--budget-secs", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let st = status(home.path());
+    let h = sink_status(&st, &http.id());
+    assert_eq!(h["pending"], 0);
+    assert_eq!(h["dropped"]["max_attempts"], 1);
+    assert_eq!(h["enqueued"], 1);
+    assert_eq!(h["balanced"], true, "{st}");
+    stop.store(true, Ordering::Relaxed);
+}
+
+/// Pids of live background drainers of `dir` (from /proc).
+fn drainer_pids(dir: &Path) -> Vec<i32> {
+    let want = dir.to_string_lossy().to_string();
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmd
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).to_string())
+            .collect();
+        let is_drainer = args.iter().any(|a| a == "--background")
+            && args.iter().any(|a| a == "drain")
+            && args.contains(&want);
+        // A zombie has exited already.
+        let zombie = std::fs::read_to_string(e.path().join("stat"))
+            .map(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, r)| r.trim_start().starts_with('Z'))
+                    .unwrap_or(false)
+            })
+            .unwrap_or(false);
+        if is_drainer && !zombie {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Locks held on `file` right now (from /proc/locks).
+fn lock_holders(file: &Path) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::metadata(file) else {
+        return 0;
+    };
+    let dev = m.dev();
+    let ino = format!(
+        "{:02x}:{:02x}:{}",
+        libc::major(dev),
+        libc::minor(dev),
+        m.ino()
+    );
+    // One read(2) call: /proc/locks is a consistent snapshot only within a
+    // single read (several reads may see the list shift and repeat a line).
+    let mut buf = vec![0u8; 1 << 20];
+    let n = std::fs::File::open("/proc/locks")
+        .and_then(|mut f| f.read(&mut buf))
+        .unwrap_or(0);
+    String::from_utf8_lossy(&buf[..n])
+        .lines()
+        .filter(|l| {
+            l.split_whitespace()
+                .nth(5)
+                .map(|id| id == ino)
+                .unwrap_or(false)
+        })
+        .count()
+}
+
+#[test]
+fn concurrent_enqueues_with_a_killed_drainer_store_each_event_exactly_once() {
+    const WRITERS: usize = 64;
+    const EVENTS: usize = 20;
+    let home = tempfile::tempdir().unwrap();
+    let dir = data(home.path());
+    Spool::open(&dir).unwrap();
+    let home_path = home.path().to_path_buf();
+    let enqueued = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+
+    // Watcher: never more than one lock holder; SIGKILL one drainer mid-run.
+    let watcher = {
+        let (dir, enqueued, done) = (dir.clone(), enqueued.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut max_holders = 0;
+            let mut max_procs = 0;
+            let mut killed = None;
+            let mut seen = BTreeSet::new();
+            let lock = dir.join(drain::LOCK_FILE);
+            while !done.load(Ordering::Relaxed) {
+                max_holders = max_holders.max(lock_holders(&lock));
+                let pids = drainer_pids(&dir);
+                max_procs = max_procs.max(pids.len());
+                seen.extend(pids.iter().copied());
+                if killed.is_none() && enqueued.load(Ordering::Relaxed) >= WRITERS * EVENTS / 5 {
+                    if let Some(&pid) = pids.first() {
+                        // SAFETY: plain kill(2) on a pid we just saw.
+                        unsafe { libc::kill(pid, libc::SIGKILL) };
+                        killed = Some(pid);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            (max_holders, max_procs, killed, seen.len())
+        })
+    };
+
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let (dir, home, enqueued) = (dir.clone(), home_path.clone(), enqueued.clone());
+            std::thread::spawn(move || {
+                for e in 0..EVENTS {
+                    let n = w * EVENTS + e;
+                    let call = format!("w{w}-e{e}");
+                    let rec = tool_record(&key(100_000 + n), "api", &format!("s{w}"), &call, true);
+                    enqueue(&dir, SinkTarget::Store, rec, 0, now_ms());
+                    enqueued.fetch_add(1, Ordering::Relaxed);
+                    // What the hook does after each enqueue.
+                    let out = memhook(&home).args(["drain", "--detach"]).output().unwrap();
+                    assert!(out.status.success(), "{out:?}");
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    // Let the last background drainer finish (bounded), then stop watching.
+    let until = Instant::now() + Duration::from_secs(60);
+    while !drainer_pids(&dir).is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done.store(true, Ordering::Relaxed);
+    let (max_holders, max_procs, killed, distinct) = watcher.join().unwrap();
+    assert!(killed.is_some(), "a drainer was running and got SIGKILLed");
+    assert_eq!(max_holders, 1, "exactly one lock holder at a time");
+    // A drainer that released the lock may still be exiting while its
+    // successor starts: never more than that one overlap.
+    assert!(max_procs <= 2, "{max_procs} drainer processes at once");
+    assert!(
+        distinct < WRITERS * EVENTS / 2,
+        "{distinct} drainers for {} events: one per event is a stampede",
+        WRITERS * EVENTS
+    );
+
+    let out = memhook(home.path())
+        .args(["drain", "--budget-secs", "60"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+
+    // Every event exactly once, by call id, in the real SQLite file.
+    let conn = rusqlite::Connection::open(dir.join("store.sqlite3")).unwrap();
+    let (total, distinct_calls): (i64, i64) = conn
+        .query_row(
+            "SELECT count(*), count(DISTINCT tool_call_id) FROM records",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(total as usize, WRITERS * EVENTS);
+    assert_eq!(distinct_calls as usize, WRITERS * EVENTS);
+    let mut st = conn.prepare("SELECT tool_call_id FROM records").unwrap();
+    let calls: BTreeSet<String> = st
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for w in 0..WRITERS {
+        for e in 0..EVENTS {
+            assert!(calls.contains(&format!("w{w}-e{e}")), "w{w}-e{e} lost");
+        }
+    }
+
+    let st = status(home.path());
+    let s = sink_status(&st, "store");
+    assert_eq!(s["enqueued"].as_u64(), Some((WRITERS * EVENTS) as u64));
+    assert_eq!(s["delivered"].as_u64(), Some((WRITERS * EVENTS) as u64));
+    assert_eq!(s["pending"], 0);
+    assert_eq!(s["balanced"], true, "{st}");
+}
+
+fn scope(project: &str, max_chars: usize) -> memhook::scope::Scope {
+    use memhook::scope::*;
+    Scope {
+        workspace: "default".into(),
+        project: project.into(),
+        workspace_source: Source::Fallback,
+        project_source: Source::Fallback,
+        marker: None,
+        strategy: Strategy::Basename,
+        settings: Settings {
+            max_chars,
+            ..Settings::default()
+        },
+        capture: CaptureConfig::Absent,
+        warnings: vec![],
+    }
+}
+
+fn start_event(session: &str) -> memhook::event::Event {
+    memhook::event::Event {
+        agent: memhook::event::Agent::ClaudeCode,
+        kind: memhook::event::EventKind::SessionStart,
+        native_name: "SessionStart".into(),
+        session_id: Some(session.into()),
+        cwd: Some("/work/api".into()),
+        tool_name: None,
+        tool_input: None,
+        tool_call_id: None,
+        tool_response: None,
+        tool_error: None,
+        prompt: None,
+        message: None,
+        summary: None,
+        detail: Some("startup".into()),
+        subagent: false,
+    }
+}
+
+#[test]
+fn session_start_briefs_from_the_store_within_budget() {
+    use memhook::briefing::session_start;
+    let home = tempfile::tempdir().unwrap();
+    let dir = data(home.path());
+    let sc = scope("api", 4000);
+    let budget = Duration::from_millis(1500);
+
+    // Empty store: nothing to say.
+    assert_eq!(
+        session_start(&dir, &SinkTarget::Store, &sc, &start_event("new"), budget),
+        None
+    );
+
+    // A previous session still in the spool: session start delivers it first.
+    let t0 = now_ms() - 60_000;
+    let mut p = record(&key(1), "api", "prev", "user-prompt", t0);
+    p.title = Some("Refactor the spool writer".into());
+    enqueue(&dir, SinkTarget::Store, p, 0, t0);
+    let mut fail = tool_record(&key(2), "api", "prev", "c2", false);
+    fail.occurred_ms = t0 + 1;
+    enqueue(&dir, SinkTarget::Store, fail, 0, t0);
+    let b = session_start(&dir, &SinkTarget::Store, &sc, &start_event("new"), budget)
+        .expect("a briefing");
+    assert!(b.starts_with("memhook briefing for default/api: "), "{b}");
+    assert!(b.contains("Prompt: Refactor the spool writer"), "{b}");
+    assert!(b.contains("shell 1 (1 failed)"), "{b}");
+    assert!(Spool::open(&dir).unwrap().pending().unwrap().is_empty());
+    // Not destructive: the next start sees the same handoff.
+    let again = session_start(&dir, &SinkTarget::Store, &sc, &start_event("new2"), budget);
+    assert_eq!(again.as_deref(), Some(b.as_str()));
+    // Another project of the same store has nothing.
+    assert_eq!(
+        session_start(
+            &dir,
+            &SinkTarget::Store,
+            &scope("web", 4000),
+            &start_event("x"),
+            budget
+        ),
+        None
+    );
+    // max_chars bounds the briefing.
+    let small = session_start(
+        &dir,
+        &SinkTarget::Store,
+        &scope("api", 500),
+        &start_event("y"),
+        budget,
+    )
+    .unwrap();
+    assert!(small.chars().count() <= 500);
+
+    // A drainer holding the lock: the wait is bounded, the briefing still comes
+    // from what is stored, and the pending record stays for the drainer.
+    enqueue(
+        &dir,
+        SinkTarget::Store,
+        record(&key(3), "api", "prev", "stop", now_ms()),
+        0,
+        now_ms(),
+    );
+    // (lock_until: a process forked by another test thread may hold a copy
+    // of a just-closed descriptor for a moment.)
+    let held = drain::lock_until(&dir, Instant::now() + Duration::from_secs(10))
+        .unwrap()
+        .expect("lock free");
+    let t = Instant::now();
+    let b2 = session_start(
+        &dir,
+        &SinkTarget::Store,
+        &sc,
+        &start_event("new3"),
+        Duration::from_millis(300),
+    );
+    let took = t.elapsed();
+    drop(held);
+    assert!(b2.is_some());
+    assert_eq!(Spool::open(&dir).unwrap().pending().unwrap().len(), 1);
+    // A hang guard, not a benchmark: 300 ms budget, 3 s ceiling.
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+}
+
+#[test]
+fn session_start_degrades_to_nothing_against_a_black_holed_server() {
+    use memhook::briefing::session_start;
+    let home = tempfile::tempdir().unwrap();
+    let dir = data(home.path());
+    // Accepts connections and never answers.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    let held = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let h2 = held.clone();
+    l.set_nonblocking(true).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let th = std::thread::spawn(move || {
+        while !s2.load(Ordering::Relaxed) {
+            if let Ok((c, _)) = l.accept() {
+                h2.lock().unwrap().push(c);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    let http = SinkTarget::Http { url };
+    enqueue(
+        &dir,
+        http.clone(),
+        record(&key(1), "api", "prev", "user-prompt", now_ms()),
+        0,
+        now_ms(),
+    );
+    let t = Instant::now();
+    let b = session_start(
+        &dir,
+        &http,
+        &scope("api", 4000),
+        &start_event("new"),
+        Duration::from_millis(600),
+    );
+    let took = t.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    th.join().unwrap();
+    assert_eq!(b, None);
+    // The record is kept for later, uncharged.
+    let pending = Spool::open(&dir).unwrap().pending().unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(Spool::load(&pending[0]).unwrap().attempts, 0);
+    // A hang guard, not a benchmark: 600 ms budget, 4 s ceiling.
+    assert!(took < Duration::from_secs(4), "took {took:?}");
+}

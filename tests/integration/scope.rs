@@ -1,1 +1,390 @@
-//! Integration tests for scope.
+//! Integration tests for scope: replay `fixtures/scope/cases.json` through the
+//! real binary (`memhook show --json`, Mode::Client) and, where a case pins
+//! it, through `memhook::scope::resolve` in Mode::Hook. The case format is
+//! described in the fixture's `_about`.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Map, Value};
+
+use crate::util::{fixture, memhook};
+
+/// Keys `memhook show --json` prints, in order (DESIGN §2).
+const JSON_KEYS: [&str; 7] = [
+    "workspace",
+    "project",
+    "workspace_source",
+    "project_source",
+    "marker",
+    "capture",
+    "warnings",
+];
+
+fn load_cases() -> Vec<Value> {
+    let text = std::fs::read_to_string(fixture("scope/cases.json")).expect("read cases.json");
+    let doc: Value = serde_json::from_str(&text).expect("cases.json is JSON");
+    doc["cases"].as_array().expect("cases array").clone()
+}
+
+/// One case's temporary world.
+struct World {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl World {
+    fn sub(&self, s: &str) -> String {
+        s.replace("@root", &self.root.to_string_lossy())
+    }
+    fn path(&self, rel: &str) -> PathBuf {
+        if rel.is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(rel)
+        }
+    }
+}
+
+fn str_map(v: &Value) -> BTreeMap<String, Value> {
+    v.as_object()
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default()
+}
+
+/// Build the case's tree. Returns `None` when the case must be skipped.
+fn build(case: &Value) -> Option<World> {
+    let name = case["name"].as_str().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_path_buf();
+    let w = World { _tmp: tmp, root };
+    if let Some(home) = case.get("home").map_or(Some("home"), Value::as_str) {
+        std::fs::create_dir_all(w.path(home)).unwrap();
+    }
+    for step in case["git"].as_array().into_iter().flatten() {
+        let args: Vec<String> = step
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| w.sub(a.as_str().unwrap()))
+            .collect();
+        let out = git(&w.root, &args);
+        assert!(
+            out.status.success(),
+            "{name}: git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for d in case["dirs"].as_array().into_iter().flatten() {
+        std::fs::create_dir_all(w.path(d.as_str().unwrap())).unwrap();
+    }
+    for (rel, content) in str_map(&case["files"]) {
+        let p = w.path(&rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, file_bytes(&content)).unwrap();
+    }
+    for (link, target) in str_map(&case["symlinks"]) {
+        let p = w.path(&link);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(w.path(target.as_str().unwrap()), &p).unwrap();
+    }
+    for (rel, mode) in str_map(&case["chmod"]) {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = u32::from_str_radix(mode.as_str().unwrap(), 8).unwrap();
+        std::fs::set_permissions(w.path(&rel), std::fs::Permissions::from_mode(mode)).unwrap();
+        if case["needs_unreadable"].as_bool() == Some(true)
+            && std::fs::File::open(w.path(&rel)).is_ok()
+        {
+            eprintln!("skipping scope case {name:?}: the file stays readable (running as root?)");
+            return None;
+        }
+    }
+    Some(w)
+}
+
+fn file_bytes(content: &Value) -> Vec<u8> {
+    match content {
+        Value::String(s) => s.as_bytes().to_vec(),
+        Value::Object(o) if o.contains_key("hex") => {
+            let hex = o["hex"].as_str().unwrap();
+            (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect()
+        }
+        Value::Object(o) => {
+            let mut text = o["text"].as_str().unwrap().as_bytes().to_vec();
+            let total = o["pad_to"].as_u64().unwrap() as usize;
+            // A TOML comment line of exactly the missing size.
+            text.push(b'#');
+            while text.len() < total - 1 {
+                text.push(b'x');
+            }
+            text.push(b'\n');
+            assert_eq!(text.len(), total);
+            text
+        }
+        other => panic!("bad file content {other}"),
+    }
+}
+
+fn git(root: &Path, args: &[String]) -> std::process::Output {
+    let mut c = Command::new("git");
+    c.current_dir(root).args(args);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("GIT_") {
+            c.env_remove(k);
+        }
+    }
+    c.env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("run git")
+}
+
+/// The HOME a case sets: `Some(value)` or `None` for unset.
+fn case_home(case: &Value, w: &World) -> Option<String> {
+    if let Some(raw) = case.get("home_raw") {
+        return Some(w.sub(raw.as_str().unwrap()));
+    }
+    match case.get("home") {
+        Some(Value::Null) => None,
+        Some(v) => Some(w.path(v.as_str().unwrap()).to_string_lossy().into_owned()),
+        None => Some(w.path("home").to_string_lossy().into_owned()),
+    }
+}
+
+/// Compare a result object against an expectation (`expect` or `hook`).
+fn check_result(
+    name: &str,
+    w: &World,
+    got: &Map<String, Value>,
+    want: &Value,
+) -> Result<(), String> {
+    let keys: Vec<&str> = got.keys().map(String::as_str).collect();
+    if keys != JSON_KEYS {
+        return Err(format!("{name}: keys {keys:?}, want {JSON_KEYS:?}"));
+    }
+    for k in [
+        "workspace",
+        "project",
+        "workspace_source",
+        "project_source",
+        "capture",
+    ] {
+        if got[k] != want[k] {
+            return Err(format!("{name}: {k} = {}, want {}", got[k], want[k]));
+        }
+    }
+    let want_marker = match &want["marker"] {
+        Value::Null => Value::Null,
+        Value::String(rel) => Value::String(w.path(rel).to_string_lossy().into_owned()),
+        other => panic!("{name}: bad marker expectation {other}"),
+    };
+    if got["marker"] != want_marker {
+        return Err(format!(
+            "{name}: marker = {}, want {want_marker}",
+            got["marker"]
+        ));
+    }
+    let got_w: Vec<&str> = got["warnings"]
+        .as_array()
+        .ok_or(format!("{name}: warnings is not an array"))?
+        .iter()
+        .map(|v| v.as_str().unwrap_or("<not a string>"))
+        .collect();
+    let want_w: Vec<String> = want["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| w.sub(v.as_str().unwrap()))
+        .collect();
+    if got_w.len() != want_w.len()
+        || got_w
+            .iter()
+            .zip(&want_w)
+            .any(|(g, s)| !g.contains(s.as_str()))
+    {
+        return Err(format!(
+            "{name}: warnings {got_w:#?}, want (substrings) {want_w:#?}"
+        ));
+    }
+    Ok(())
+}
+
+/// Run `memhook show` for the case; returns (exit code, stdout, stderr).
+fn run_show(case: &Value, w: &World, json: bool) -> (i32, String, String) {
+    let mut cmd = memhook(&w.root);
+    match case_home(case, w) {
+        Some(h) => cmd.env("HOME", h),
+        None => cmd.env_remove("HOME"),
+    };
+    cmd.current_dir(w.path(case["run_in"].as_str().unwrap_or("")));
+    cmd.env_remove("PWD");
+    for (k, v) in str_map(&case["env"]) {
+        cmd.env(k, w.sub(v.as_str().unwrap()));
+    }
+    cmd.arg("show");
+    if json {
+        cmd.arg("--json");
+    }
+    if let Some(c) = case["cwd"].as_str() {
+        cmd.arg("--cwd").arg(w.path(c));
+    } else if let Some(c) = case["cwd_arg"].as_str() {
+        cmd.arg("--cwd").arg(c);
+    } else {
+        assert_eq!(
+            case["no_cwd_flag"].as_bool(),
+            Some(true),
+            "case without a cwd"
+        );
+    }
+    for a in case["args"].as_array().into_iter().flatten() {
+        cmd.arg(a.as_str().unwrap());
+    }
+    let out = cmd.output().expect("run memhook show");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn replay_client(case: &Value, w: &World) -> Result<(), String> {
+    let name = case["name"].as_str().unwrap();
+    let (code, stdout, stderr) = run_show(case, w, true);
+    if let Some(err) = case.get("error") {
+        if code != 2 {
+            return Err(format!(
+                "{name}: exit {code}, want 2; stdout {stdout} stderr {stderr}"
+            ));
+        }
+        if !stdout.is_empty() {
+            return Err(format!("{name}: stdout not empty on error: {stdout}"));
+        }
+        if !stderr.starts_with("memhook: ") || stderr.trim_end().lines().count() != 1 {
+            return Err(format!(
+                "{name}: error must be one `memhook: ` line, got {stderr:?}"
+            ));
+        }
+        for s in err["contains"].as_array().unwrap() {
+            let s = w.sub(s.as_str().unwrap());
+            if !stderr.contains(&s) {
+                return Err(format!("{name}: stderr {stderr:?} lacks {s:?}"));
+            }
+        }
+        return Ok(());
+    }
+    let want = &case["expect"];
+    if code != 0 {
+        return Err(format!("{name}: exit {code}; stderr {stderr}"));
+    }
+    if stdout.lines().count() != 1 {
+        return Err(format!(
+            "{name}: --json must print exactly one line: {stdout:?}"
+        ));
+    }
+    let got: Value = serde_json::from_str(&stdout).map_err(|e| format!("{name}: {e}: {stdout}"))?;
+    check_result(name, w, got.as_object().unwrap(), want)?;
+    for s in case["stderr"].as_array().into_iter().flatten() {
+        let s = w.sub(s.as_str().unwrap());
+        if !stderr.lines().any(|l| l == s) {
+            return Err(format!("{name}: stderr {stderr:?} lacks the line {s:?}"));
+        }
+    }
+    if case["stderr_empty"].as_bool() == Some(true) && !stderr.is_empty() {
+        return Err(format!("{name}: stderr should be empty: {stderr:?}"));
+    }
+    if let Some(text) = case["text"].as_array() {
+        let (code, stdout, _) = run_show(case, w, false);
+        if code != 0 {
+            return Err(format!("{name}: human output exit {code}"));
+        }
+        for s in text {
+            if !stdout.contains(s.as_str().unwrap()) {
+                return Err(format!("{name}: human output {stdout:?} lacks {s}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn replay_hook(case: &Value, w: &World) -> Result<(), String> {
+    use memhook::scope::{self, Mode, ScopeInput, Strategy};
+    let name = case["name"].as_str().unwrap();
+    let mut strategy = None;
+    let args: Vec<&str> = case["args"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    match args.as_slice() {
+        [] => {}
+        ["--project-strategy", "repo-root"] => strategy = Some(Strategy::RepoRoot),
+        ["--project-strategy", "basename"] => strategy = Some(Strategy::Basename),
+        other => panic!("{name}: hooks have no flags {other:?}"),
+    }
+    let cwd = match (case["cwd"].as_str(), case["cwd_arg"].as_str()) {
+        (Some(c), _) => w.path(c),
+        (None, Some(c)) => w.path(case["run_in"].as_str().unwrap_or("")).join(c),
+        _ => panic!("{name}: hook replay needs cwd or cwd_arg"),
+    };
+    let mut vars: BTreeMap<String, OsString> = str_map(&case["env"])
+        .into_iter()
+        .map(|(k, v)| (k, OsString::from(w.sub(v.as_str().unwrap()))))
+        .collect();
+    if let Some(h) = case_home(case, w) {
+        vars.insert("HOME".into(), h.into());
+    }
+    let input = ScopeInput::from_vars(Mode::Hook, Some(&cwd), None, None, strategy, |k| {
+        vars.get(k).cloned()
+    })
+    .map_err(|e| format!("{name}: hook input: {e}"))?;
+    let scope =
+        scope::resolve(&input).map_err(|e| format!("{name}: hook mode must not fail: {e}"))?;
+    let got = memhook::show::to_json(&scope);
+    check_result(
+        &format!("{name} [hook]"),
+        w,
+        got.as_object().unwrap(),
+        &case["hook"],
+    )
+}
+
+#[test]
+fn cases_json_replays_through_memhook_show() {
+    let cases = load_cases();
+    assert!(cases.len() >= 60, "only {} cases", cases.len());
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    let mut hook_ran = 0;
+    for case in &cases {
+        let Some(w) = build(case) else { continue };
+        assert!(
+            case.get("expect").is_some() != case.get("error").is_some(),
+            "{}: exactly one of expect/error",
+            case["name"]
+        );
+        if let Err(e) = replay_client(case, &w) {
+            failures.push(e);
+        }
+        ran += 1;
+        if case.get("hook").is_some() {
+            if let Err(e) = replay_hook(case, &w) {
+                failures.push(e);
+            }
+            hook_ran += 1;
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {ran} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(ran >= 60, "only {ran} cases ran");
+    assert!(hook_ran >= 10, "only {hook_ran} hook replays ran");
+}

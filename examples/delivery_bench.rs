@@ -1,0 +1,402 @@
+//! Delivery and session-start benchmark for the embedded store (run by hand,
+//! never by the tests). Figures go to docs/benchmarks.md.
+//!
+//! 1. `drain`: drain throughput of a full spool into the embedded store
+//!    (`drain::drain_locked` with the real store sink), against a same-run
+//!    baseline that only lists, reads, parses and deletes the same spool files
+//!    (the spool's own floor). Also times the real `memhook drain` binary.
+//! 2. `start`: `briefing::session_start` with a populated store (a previous
+//!    session to hand off), against a same-run baseline of session start on an
+//!    empty store; plus the process floor (`memhook --version`).
+//!
+//! ```text
+//! cargo build --release --bins --examples
+//! target/release/examples/delivery_bench [RECORDS] [ROUNDS]
+//! ```
+//! RECORDS defaults to 10000 (the spool's cap), ROUNDS to 3; medians printed.
+//! CPU time comes from getrusage (steadier than wall time on a shared VM).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use memhook::drain::{self, Options};
+use memhook::record::{Record, RecordScope, RecordTool, RECORD_VERSION};
+use memhook::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
+
+fn bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    exe.parent()
+        .and_then(Path::parent)
+        .map(|d| d.join("memhook"))
+        .filter(|p| p.exists())
+        .expect("build the binary first: cargo build --release --bins --examples")
+}
+
+fn cpu(who: i32) -> Duration {
+    // SAFETY: getrusage fills a zeroed struct we own.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(who, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn self_cpu() -> Duration {
+    cpu(libc::RUSAGE_SELF)
+}
+
+fn children_cpu() -> Duration {
+    cpu(libc::RUSAGE_CHILDREN)
+}
+
+/// A realistic post-tool record (~600 bytes of excerpt, one file).
+fn record(i: usize, round: usize, project: &str, session: &str, ms: u64) -> Record {
+    let prompt = i.is_multiple_of(25);
+    Record {
+        v: RECORD_VERSION,
+        key: format!("{round:08x}{i:024x}"),
+        occurred_ms: ms,
+        agent: "claude-code".into(),
+        event: if prompt {
+            "user-prompt"
+        } else {
+            "post-tool-use"
+        }
+        .into(),
+        native_event: if prompt {
+            "UserPromptSubmit"
+        } else {
+            "PostToolUse"
+        }
+        .into(),
+        session_id: Some(session.into()),
+        cwd: Some(format!("/home/dev/projects/{project}")),
+        scope: RecordScope {
+            workspace: "bench".into(),
+            project: project.into(),
+            workspace_source: "marker".into(),
+            project_source: "marker".into(),
+            project_strategy: "basename".into(),
+            drop_subagent: false,
+            default_global: false,
+            briefing: false,
+            briefing_budget: 4000,
+        },
+        subagent: false,
+        tool: (!prompt).then(|| RecordTool {
+            family: ["file", "shell", "search-list"][i % 3].into(),
+            name: Some(["Edit", "Bash", "Grep"][i % 3].into()),
+            call_id: Some(format!("toolu_{i:020}")),
+            outcome: Some(
+                if i.is_multiple_of(17) {
+                    "error"
+                } else {
+                    "success"
+                }
+                .into(),
+            ),
+        }),
+        capture: None,
+        disposition: "keep".into(),
+        title: Some(if prompt {
+            format!("Refactor module {} and fix the failing test", i % 40)
+        } else {
+            format!(
+                "{} src/module_{}.rs",
+                ["Edit", "Bash", "Grep"][i % 3],
+                i % 40
+            )
+        }),
+        body: Some(format!(
+            "{} line {i}: compiled 42 crates, ran 118 tests, 1 warning about an unused \
+             import in src/module_{}.rs; the retry loop now backs off exponentially. {}",
+            if prompt { "prompt" } else { "output" },
+            i % 40,
+            "padding text to reach a typical excerpt size. ".repeat(10)
+        )),
+        files: if i.is_multiple_of(3) {
+            vec![format!("src/module_{}.rs", i % 40)]
+        } else {
+            vec![]
+        },
+    }
+}
+
+fn fill(dir: &Path, n: usize, round: usize) {
+    let spool = Spool::open(dir).unwrap();
+    let now = memhook::timefmt::now_ms();
+    for i in 0..n {
+        spool
+            .enqueue(&SpoolEntry {
+                v: ENTRY_VERSION,
+                sink: SinkTarget::Store,
+                attempts: 0,
+                enqueued_ms: now,
+                record: record(i, round, "demo", &format!("s{}", i / 500), now + i as u64),
+            })
+            .unwrap();
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn bench_drain(n: usize, rounds: usize) {
+    let (mut floor_cpu, mut drain_cpu, mut floor_wall, mut drain_wall, mut bin_wall, mut bin_cpu) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    for round in 0..rounds {
+        // Baseline: the spool's own floor (list, read, parse, delete).
+        let t = tempfile::tempdir().unwrap();
+        fill(t.path(), n, round);
+        let spool = Spool::open(t.path()).unwrap();
+        let (c0, w0) = (self_cpu(), Instant::now());
+        let mut seen = 0;
+        for p in spool.pending().unwrap() {
+            let e = Spool::load(&p).unwrap();
+            seen += e.record.key.len();
+            spool.remove(&p).unwrap();
+        }
+        floor_wall.push(w0.elapsed().as_secs_f64());
+        floor_cpu.push((self_cpu() - c0).as_secs_f64());
+        assert!(seen > 0);
+
+        // Drain into the embedded store, in process.
+        let t = tempfile::tempdir().unwrap();
+        fill(t.path(), n, round);
+        let spool = Spool::open(t.path()).unwrap();
+        let lock = drain::try_lock(t.path()).unwrap().unwrap();
+        let mut factory = drain::sink_factory(t.path(), drain::HTTP_TIMEOUT);
+        let (c0, w0) = (self_cpu(), Instant::now());
+        let r = drain::drain_locked(
+            &lock,
+            &spool,
+            &mut factory,
+            Options {
+                deadline: Instant::now() + Duration::from_secs(600),
+                only: None,
+                honour_backoff: false,
+                wait_for_backoff: false,
+            },
+        )
+        .unwrap();
+        drain_wall.push(w0.elapsed().as_secs_f64());
+        drain_cpu.push((self_cpu() - c0).as_secs_f64());
+        assert_eq!((r.delivered as usize, r.remaining), (n, 0));
+        drop(lock);
+
+        // The real binary, end to end.
+        let t = tempfile::tempdir().unwrap();
+        fill(t.path(), n, round);
+        let (c0, w0) = (children_cpu(), Instant::now());
+        let out = Command::new(bin())
+            .arg("--data-dir")
+            .arg(t.path())
+            .arg("drain")
+            .output()
+            .unwrap();
+        bin_wall.push(w0.elapsed().as_secs_f64());
+        bin_cpu.push((children_cpu() - c0).as_secs_f64());
+        assert!(out.status.success(), "{out:?}");
+    }
+    let rate = |s: f64| n as f64 / s;
+    let (fc, dc, fw, dw, bw, bc) = (
+        median(floor_cpu),
+        median(drain_cpu),
+        median(floor_wall),
+        median(drain_wall),
+        median(bin_wall),
+        median(bin_cpu),
+    );
+    println!("drain {n} records x {rounds} rounds (medians)");
+    println!(
+        "  baseline spool floor (read+parse+delete): {:>9.0} rec/s CPU, {:>9.0} rec/s wall",
+        rate(fc),
+        rate(fw)
+    );
+    println!(
+        "  drain into store (in process):            {:>9.0} rec/s CPU, {:>9.0} rec/s wall  \
+         (CPU ratio to floor {:.2}x)",
+        rate(dc),
+        rate(dw),
+        dc / fc
+    );
+    println!(
+        "  `memhook drain` binary:                   {:>9.0} rec/s CPU, {:>9.0} rec/s wall",
+        rate(bc),
+        rate(bw)
+    );
+}
+
+fn scope(project: &str, digest: bool) -> memhook::scope::Scope {
+    use memhook::scope::*;
+    Scope {
+        workspace: "bench".into(),
+        project: project.into(),
+        workspace_source: Source::Marker,
+        project_source: Source::Marker,
+        marker: None,
+        strategy: Strategy::Basename,
+        settings: Settings {
+            inject_on_session_start: digest,
+            ..Settings::default()
+        },
+        capture: CaptureConfig::Absent,
+        warnings: vec![],
+    }
+}
+
+fn start_event() -> memhook::event::Event {
+    memhook::event::Event {
+        agent: memhook::event::Agent::ClaudeCode,
+        kind: memhook::event::EventKind::SessionStart,
+        native_name: "SessionStart".into(),
+        session_id: Some("the-new-session".into()),
+        cwd: Some("/home/dev/projects/demo".into()),
+        tool_name: None,
+        tool_input: None,
+        tool_call_id: None,
+        tool_response: None,
+        tool_error: None,
+        prompt: None,
+        message: None,
+        summary: None,
+        detail: Some("startup".into()),
+        subagent: false,
+    }
+}
+
+/// Mean CPU and median wall per call of `f`, over `iters` calls.
+fn per_call(iters: usize, mut f: impl FnMut()) -> (f64, f64) {
+    let mut walls = Vec::with_capacity(iters);
+    let c0 = self_cpu();
+    for _ in 0..iters {
+        let w = Instant::now();
+        f();
+        walls.push(w.elapsed().as_secs_f64());
+    }
+    (
+        (self_cpu() - c0).as_secs_f64() / iters as f64,
+        median(walls),
+    )
+}
+
+fn bench_start(rounds: usize) {
+    const ITERS: usize = 200;
+    const SESSIONS: usize = 20;
+    const PER_SESSION: usize = 250;
+    let budget = memhook::briefing::DEFAULT_BUDGET;
+    // A store with 20 sessions x 250 records of this project and as many of another.
+    let full = tempfile::tempdir().unwrap();
+    {
+        let mut store = memhook::sink::store::Store::open(full.path()).unwrap();
+        let base = memhook::timefmt::now_ms() - 86_400_000;
+        let mut recs = Vec::new();
+        for project in ["demo", "other"] {
+            for s in 0..SESSIONS {
+                for i in 0..PER_SESSION {
+                    let n = s * PER_SESSION + i;
+                    let ms = base + (s * 3_600_000 + i * 1000) as u64;
+                    let mut r = record(n, 0, project, &format!("sess-{s}"), ms);
+                    r.key = format!("{project:>8}{n:024x}").replace(' ', "0");
+                    recs.push(r);
+                }
+            }
+        }
+        store.insert_all(recs.iter()).unwrap();
+    }
+    let empty = tempfile::tempdir().unwrap();
+    let ev = start_event();
+    let (sc, sc_digest) = (scope("demo", false), scope("demo", true));
+    let sample =
+        memhook::briefing::session_start(full.path(), &SinkTarget::Store, &sc, &ev, budget)
+            .expect("a briefing");
+    let (
+        mut base_cpu,
+        mut brief_cpu,
+        mut dig_cpu,
+        mut base_w,
+        mut brief_w,
+        mut dig_w,
+        mut proc_cpu,
+    ) = (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    for _ in 0..rounds {
+        let (c, w) = per_call(ITERS, || {
+            let r = memhook::briefing::session_start(
+                empty.path(),
+                &SinkTarget::Store,
+                &sc,
+                &ev,
+                budget,
+            );
+            assert!(r.is_none());
+        });
+        base_cpu.push(c);
+        base_w.push(w);
+        let (c, w) = per_call(ITERS, || {
+            let r =
+                memhook::briefing::session_start(full.path(), &SinkTarget::Store, &sc, &ev, budget);
+            assert!(r.is_some());
+        });
+        brief_cpu.push(c);
+        brief_w.push(w);
+        let (c, w) = per_call(ITERS, || {
+            let r = memhook::briefing::session_start(
+                full.path(),
+                &SinkTarget::Store,
+                &sc_digest,
+                &ev,
+                budget,
+            );
+            assert!(r.is_some());
+        });
+        dig_cpu.push(c);
+        dig_w.push(w);
+        let c0 = children_cpu();
+        for _ in 0..50 {
+            let out = Command::new(bin()).arg("--version").output().unwrap();
+            assert!(out.status.success());
+        }
+        proc_cpu.push((children_cpu() - c0).as_secs_f64() / 50.0);
+    }
+    let ms = |s: f64| s * 1000.0;
+    let (bc, fc, dc) = (median(base_cpu), median(brief_cpu), median(dig_cpu));
+    println!(
+        "session start, store of {} records, {ITERS} calls x {rounds} rounds (medians)",
+        2 * SESSIONS * PER_SESSION
+    );
+    println!(
+        "  baseline empty store:        {:.3} ms CPU/call, {:.3} ms wall p50",
+        ms(bc),
+        ms(median(base_w))
+    );
+    println!(
+        "  briefing (handoff):          {:.3} ms CPU/call, {:.3} ms wall p50  ({:.2}x baseline, {} chars)",
+        ms(fc),
+        ms(median(brief_w)),
+        fc / bc,
+        sample.chars().count()
+    );
+    println!(
+        "  briefing + digest (opt-in):  {:.3} ms CPU/call, {:.3} ms wall p50  ({:.2}x baseline)",
+        ms(dc),
+        ms(median(dig_w)),
+        dc / bc
+    );
+    println!(
+        "  process floor (memhook --version): {:.3} ms CPU/call",
+        ms(median(proc_cpu))
+    );
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(10_000);
+    let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(3);
+    bench_drain(n, rounds);
+    bench_start(rounds);
+}

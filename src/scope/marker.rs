@@ -1,0 +1,399 @@
+//! Reading and parsing one `.ai-memory.toml` against the closed schema
+//! (DESIGN §2). The whole file is parsed as TOML; a file that cannot be used
+//! yields a problem sentence instead of settings, and an invalid capture
+//! policy.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use toml::{Table, Value};
+
+use super::capture_config::capture_config;
+use super::{CaptureConfig, Settings, Strategy, MAX_CHARS_MAX, MAX_CHARS_MIN, MAX_MARKER_BYTES};
+use crate::names::{is_valid_name, name_problem};
+
+/// What one usable marker declares for scope.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Declared {
+    pub workspace: Option<String>,
+    pub project: Option<String>,
+    pub strategy: Option<Strategy>,
+    pub settings: Settings,
+    /// Whether any scope setting is present (a marker without one is
+    /// transparent for scope).
+    pub declares_scope: bool,
+}
+
+/// One marker file as read from disk.
+#[derive(Debug, Clone)]
+pub struct Marker {
+    pub path: PathBuf,
+    /// The declared scope, or why the file cannot be used.
+    pub declared: Result<Declared, String>,
+    /// The file's capture policy (invalid whenever `declared` is an error).
+    pub capture: CaptureConfig,
+    /// Unknown keys and similar notes, each naming the file.
+    pub warnings: Vec<String>,
+}
+
+/// Top-level keys memhook reads (besides the `[recall]`, `[briefing]` and
+/// `[capture]` tables).
+const SCOPE_KEYS: &[&str] = &[
+    "workspace",
+    "project",
+    "project_strategy",
+    "drop_subagent_captures",
+];
+
+/// Read and parse the marker at `path`. Never fails: problems are recorded in
+/// the returned value.
+pub fn read(path: &Path, home_known: bool) -> Marker {
+    let mut warnings = Vec::new();
+    let parsed =
+        load(path).and_then(|text| text.parse::<Table>().map_err(|e| toml_problem(&text, &e)));
+    let (declared, capture) = match parsed {
+        Err(problem) => (Err(problem), None),
+        Ok(table) => {
+            let declared = declare(&table, path, &mut warnings);
+            let capture = capture_config(path, table.get("capture"), home_known);
+            (declared, Some(capture))
+        }
+    };
+    let capture = match (&declared, capture) {
+        (Err(problem), _) => CaptureConfig::Invalid {
+            marker: path.to_path_buf(),
+            reason: problem.clone(),
+        },
+        (Ok(_), Some(c)) => c,
+        (Ok(_), None) => unreachable!("a parsed marker always has a capture config"),
+    };
+    Marker {
+        path: path.to_path_buf(),
+        declared,
+        capture,
+        warnings,
+    }
+}
+
+/// The file's text: at most [`MAX_MARKER_BYTES`], UTF-8, a leading BOM removed.
+fn load(path: &Path) -> Result<String, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot be read: {e}"))?;
+    let mut bytes = Vec::with_capacity(1024);
+    file.take(MAX_MARKER_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    if bytes.len() as u64 > MAX_MARKER_BYTES {
+        return Err(format!(
+            "is larger than {MAX_MARKER_BYTES} bytes; a marker must be small: move bulky content elsewhere"
+        ));
+    }
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+    match std::str::from_utf8(body) {
+        Ok(s) => Ok(s.to_string()),
+        Err(e) => Err(format!(
+            "is not valid UTF-8 (byte offset {}); save it as UTF-8",
+            e.valid_up_to() + (bytes.len() - body.len())
+        )),
+    }
+}
+
+/// A one-line description of a TOML syntax error with its line and column.
+fn toml_problem(text: &str, err: &toml::de::Error) -> String {
+    let msg = err.message().trim().replace('\n', "; ");
+    match err.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("is not valid TOML (line {line}, column {col}): {msg}")
+        }
+        None => format!("is not valid TOML: {msg}"),
+    }
+}
+
+fn declare(table: &Table, path: &Path, warnings: &mut Vec<String>) -> Result<Declared, String> {
+    let mut d = Declared::default();
+    let file = path.display();
+    for (key, value) in table {
+        match key.as_str() {
+            "workspace" => d.workspace = Some(name(key, value)?),
+            "project" => d.project = Some(name(key, value)?),
+            "project_strategy" => d.strategy = Some(strategy(value)?),
+            "drop_subagent_captures" => d.settings.drop_subagent_captures = truthy(key, value)?,
+            "recall" => {
+                let t = section(key, value)?;
+                for (k, v) in t {
+                    match k.as_str() {
+                        "default_global" => {
+                            d.settings.default_global = truthy("[recall] default_global", v)?;
+                            d.declares_scope = true;
+                        }
+                        _ => {
+                            warnings.push(format!("{file}: unknown key `{k}` in [recall] ignored"))
+                        }
+                    }
+                }
+            }
+            "briefing" => {
+                let t = section(key, value)?;
+                for (k, v) in t {
+                    match k.as_str() {
+                        "inject_on_session_start" => {
+                            d.settings.inject_on_session_start =
+                                truthy("[briefing] inject_on_session_start", v)?;
+                            d.declares_scope = true;
+                        }
+                        "max_chars" => {
+                            d.settings.max_chars = max_chars(v)?;
+                            d.declares_scope = true;
+                        }
+                        _ => warnings
+                            .push(format!("{file}: unknown key `{k}` in [briefing] ignored")),
+                    }
+                }
+            }
+            "capture" => {}
+            other => warnings.push(unknown_top_level(&file.to_string(), other)),
+        }
+        if SCOPE_KEYS.contains(&key.as_str()) {
+            d.declares_scope = true;
+        }
+    }
+    Ok(d)
+}
+
+fn unknown_top_level(file: &str, key: &str) -> String {
+    let hint = match key {
+        "default_global" => " (did you mean it under [recall]?)",
+        "inject_on_session_start" | "max_chars" => " (did you mean it under [briefing]?)",
+        "ignore_paths" => " (did you mean it under [capture]?)",
+        _ => "",
+    };
+    format!("{file}: unknown key `{key}` ignored{hint}")
+}
+
+fn section<'a>(key: &str, value: &'a Value) -> Result<&'a Table, String> {
+    value.as_table().ok_or_else(|| {
+        format!(
+            "`{key}` must be a table ([{key}]), found {}",
+            value.type_str()
+        )
+    })
+}
+
+fn name(key: &str, value: &Value) -> Result<String, String> {
+    let s = value.as_str().ok_or_else(|| {
+        format!(
+            "`{key}` must be a string such as {key} = \"acme\", found {}",
+            value.type_str()
+        )
+    })?;
+    if is_valid_name(s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("`{key}`: {}", name_problem(s)))
+    }
+}
+
+fn strategy(value: &Value) -> Result<Strategy, String> {
+    match value.as_str() {
+        Some("basename") => Ok(Strategy::Basename),
+        Some("repo-root" | "repo_root") => Ok(Strategy::RepoRoot),
+        Some(other) => Err(format!(
+            "`project_strategy` = {other:?} is not a strategy: use \"basename\" or \"repo-root\""
+        )),
+        None => Err(format!(
+            "`project_strategy` must be a string (\"basename\" or \"repo-root\"), found {}",
+            value.type_str()
+        )),
+    }
+}
+
+/// `true`/`1`/`yes`/`on` (bare or quoted, case-insensitive) are true; any
+/// other boolean, integer or string is false; other types are an error.
+fn truthy(key: &str, value: &Value) -> Result<bool, String> {
+    match value {
+        Value::Boolean(b) => Ok(*b),
+        Value::Integer(i) => Ok(*i == 1),
+        Value::String(s) => Ok(super::env::is_truthy(s)),
+        other => Err(format!(
+            "`{key}` must be true/false, 1/0 or a string like \"yes\", found {}",
+            other.type_str()
+        )),
+    }
+}
+
+/// An integer or a numeric string, clamped to `[MAX_CHARS_MIN, MAX_CHARS_MAX]`.
+fn max_chars(value: &Value) -> Result<usize, String> {
+    let n: i128 = match value {
+        Value::Integer(i) => i128::from(*i),
+        Value::String(s) => parse_int(s.trim()).ok_or_else(|| {
+            format!(
+                "[briefing] max_chars = {s:?} is not a whole number: write e.g. max_chars = 4000"
+            )
+        })?,
+        other => {
+            return Err(format!(
+                "[briefing] max_chars must be a whole number, found {}",
+                other.type_str()
+            ))
+        }
+    };
+    Ok(n.clamp(MAX_CHARS_MIN as i128, MAX_CHARS_MAX as i128) as usize)
+}
+
+/// `[+-]?[0-9]+`, saturating far beyond the clamp range.
+fn parse_int(s: &str) -> Option<i128> {
+    let (neg, digits) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut n: i128 = 0;
+    for b in digits.bytes() {
+        n = (n * 10 + i128::from(b - b'0')).min(i128::from(u64::MAX));
+    }
+    Some(if neg { -n } else { n })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scope::MAX_CHARS_DEFAULT;
+
+    fn parse(src: &str) -> (Result<Declared, String>, Vec<String>) {
+        let t: Table = src.parse().unwrap();
+        let mut w = Vec::new();
+        (declare(&t, Path::new("/m/.ai-memory.toml"), &mut w), w)
+    }
+
+    #[test]
+    fn full_schema() {
+        let (d, w) = parse(
+            "workspace = 'acme'\nproject = 'api'\nproject_strategy = 'repo_root'\n\
+             drop_subagent_captures = 'YES'\n[recall]\ndefault_global = 1\n\
+             [briefing]\ninject_on_session_start = true\nmax_chars = '7000'\n",
+        );
+        let d = d.unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(d.workspace.as_deref(), Some("acme"));
+        assert_eq!(d.project.as_deref(), Some("api"));
+        assert_eq!(d.strategy, Some(Strategy::RepoRoot));
+        assert!(d.declares_scope);
+        assert_eq!(
+            d.settings,
+            Settings {
+                drop_subagent_captures: true,
+                default_global: true,
+                inject_on_session_start: true,
+                max_chars: 7000
+            }
+        );
+    }
+
+    #[test]
+    fn transparency() {
+        for src in [
+            "",
+            "[capture]\nignore_paths = ['x']",
+            "other = 1",
+            "[recall]",
+            "[briefing]\nnote = 'x'",
+        ] {
+            assert!(!parse(src).0.unwrap().declares_scope, "{src}");
+        }
+        for src in [
+            "drop_subagent_captures = false",
+            "[recall]\ndefault_global = 'no'",
+            "[briefing]\nmax_chars = 1",
+            "project_strategy = 'basename'",
+        ] {
+            assert!(parse(src).0.unwrap().declares_scope, "{src}");
+        }
+    }
+
+    #[test]
+    fn truthy_values() {
+        for (v, want) in [
+            ("true", true),
+            ("false", false),
+            ("1", true),
+            ("0", false),
+            ("2", false),
+            ("'On'", true),
+            ("' yes '", true),
+            ("'TRUE'", true),
+            ("'off'", false),
+            ("''", false),
+            ("'y'", false),
+        ] {
+            let (d, _) = parse(&format!("drop_subagent_captures = {v}"));
+            assert_eq!(d.unwrap().settings.drop_subagent_captures, want, "{v}");
+        }
+        for bad in ["1.0", "[true]", "{a = 1}", "1979-05-27"] {
+            assert!(
+                parse(&format!("drop_subagent_captures = {bad}")).0.is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn max_chars_clamps_at_edges() {
+        for (v, want) in [
+            ("499", MAX_CHARS_MIN),
+            ("500", 500),
+            ("501", 501),
+            ("20000", 20000),
+            ("20001", MAX_CHARS_MAX),
+            ("-5", MAX_CHARS_MIN),
+            ("'  900 '", 900),
+            ("'+900'", 900),
+            ("'99999999999999999999999999'", MAX_CHARS_MAX),
+            ("0", MAX_CHARS_MIN),
+        ] {
+            let (d, _) = parse(&format!("[briefing]\nmax_chars = {v}"));
+            assert_eq!(d.unwrap().settings.max_chars, want, "{v}");
+        }
+        assert_eq!(parse("").0.unwrap().settings.max_chars, MAX_CHARS_DEFAULT);
+        for bad in ["'abc'", "''", "4.5", "true", "'4_000'", "'1e4'"] {
+            assert!(
+                parse(&format!("[briefing]\nmax_chars = {bad}")).0.is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn wrong_types_and_names() {
+        for bad in [
+            "workspace = 1",
+            "workspace = 'Acme'",
+            "workspace = ''",
+            "project = ['a']",
+            "project = '-x'",
+            "project_strategy = 'Repo-Root'",
+            "project_strategy = true",
+            "recall = 1",
+            "briefing = 'x'",
+        ] {
+            let err = parse(bad).0.unwrap_err();
+            assert!(!err.is_empty(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_warn_with_hints() {
+        let (d, w) = parse("default_global = true\nfoo = 1\n[recall]\nbar = 2\n[briefing]\nbaz = 3\n[other]\nx = 1");
+        assert!(!d.unwrap().declares_scope);
+        assert_eq!(w.len(), 5, "{w:?}");
+        assert!(
+            w.iter()
+                .any(|m| m.contains("`default_global` ignored (did you mean it under [recall]?)")),
+            "{w:?}"
+        );
+    }
+}

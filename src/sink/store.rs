@@ -1,0 +1,1074 @@
+//! The embedded store: one SQLite database, `<data>/store.sqlite3` (0600).
+//!
+//! Records are keyed by their idempotency key, so a replay is a no-op
+//! (`INSERT OR IGNORE`): at-least-once delivery from the spool becomes
+//! exactly-once here. Each record also updates its project and session rows,
+//! and its title, body and files go into an FTS5 index for `memhook search`.
+//!
+//! The schema is versioned from the first release: `PRAGMA user_version`
+//! holds the number of [`MIGRATIONS`] applied, and opening a database runs the
+//! missing ones in order inside one transaction. A database written by a newer
+//! memhook (higher version) is refused rather than guessed at.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::data_dir::{self, DirError};
+use crate::record::Record;
+use crate::sink::{ItemOutcome, Sink};
+use crate::spool::SpoolEntry;
+
+/// File name of the store inside the data dir.
+pub const STORE_FILE: &str = "store.sqlite3";
+/// How long a writer waits for another connection's lock before failing.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Most rows any query returns, whatever the caller asks for.
+pub const MAX_QUERY_LIMIT: usize = 1_000;
+/// Longest search text accepted (longer text is cut on a char boundary).
+pub const MAX_QUERY_CHARS: usize = 512;
+/// Most words of a search query used (the rest are ignored).
+pub const MAX_QUERY_TERMS: usize = 32;
+
+/// Events that mean a session did real work (not only opened and closed).
+const WORK_EVENTS: &[&str] = &[
+    "user-prompt",
+    "pre-tool-use",
+    "post-tool-use",
+    "post-tool-use-failure",
+    "pre-compact",
+    "post-compact",
+];
+
+/// Ordered schema migrations; index `i` moves the schema from version `i` to
+/// `i + 1`. Never edit a released entry: append a new one.
+const MIGRATIONS: &[&str] = &[
+    // 1: projects, sessions, records, FTS5 over title/body/files.
+    "CREATE TABLE projects (
+        id INTEGER PRIMARY KEY,
+        workspace TEXT NOT NULL,
+        project TEXT NOT NULL,
+        first_ms INTEGER NOT NULL,
+        last_ms INTEGER NOT NULL,
+        UNIQUE (workspace, project)
+     );
+     CREATE TABLE sessions (
+        id INTEGER PRIMARY KEY,
+        project_id INTEGER NOT NULL REFERENCES projects(id),
+        agent TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        first_ms INTEGER NOT NULL,
+        last_ms INTEGER NOT NULL,
+        events INTEGER NOT NULL DEFAULT 0,
+        work INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (project_id, agent, session_id)
+     );
+     CREATE INDEX sessions_recent ON sessions (project_id, last_ms);
+     CREATE TABLE records (
+        id INTEGER PRIMARY KEY,
+        key TEXT NOT NULL UNIQUE,
+        occurred_ms INTEGER NOT NULL,
+        project_id INTEGER NOT NULL REFERENCES projects(id),
+        session_row INTEGER REFERENCES sessions(id),
+        agent TEXT NOT NULL,
+        event TEXT NOT NULL,
+        native_event TEXT NOT NULL,
+        session_id TEXT,
+        cwd TEXT,
+        subagent INTEGER NOT NULL DEFAULT 0,
+        tool_family TEXT,
+        tool_name TEXT,
+        tool_call_id TEXT,
+        outcome TEXT,
+        disposition TEXT NOT NULL,
+        title TEXT,
+        body TEXT,
+        files TEXT
+     );
+     CREATE INDEX records_scope_time ON records (project_id, occurred_ms);
+     CREATE INDEX records_time ON records (occurred_ms);
+     CREATE INDEX records_session ON records (session_row, occurred_ms);
+     CREATE VIRTUAL TABLE records_fts USING fts5 (
+        title, body, files, content = 'records', content_rowid = 'id'
+     );",
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// Why the store cannot be used.
+#[derive(Debug)]
+pub enum StoreError {
+    Dir(DirError),
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    /// The database was written by a newer memhook.
+    TooNew {
+        path: PathBuf,
+        version: u32,
+    },
+    /// The store file exists but is not a regular file owned by us.
+    Unsafe {
+        path: PathBuf,
+        problem: String,
+    },
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Dir(e) => write!(f, "store directory unusable: {e}"),
+            StoreError::Sqlite { path, source } => write!(f, "{}: {source}", path.display()),
+            StoreError::TooNew { path, version } => write!(
+                f,
+                "{}: schema version {version} is newer than this memhook understands \
+                 ({SCHEMA_VERSION}); upgrade memhook",
+                path.display()
+            ),
+            StoreError::Unsafe { path, problem } => write!(
+                f,
+                "{}: {problem}; memhook refuses to use it (move it away)",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<DirError> for StoreError {
+    fn from(e: DirError) -> Self {
+        StoreError::Dir(e)
+    }
+}
+
+/// One stored record as the query API returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    pub key: String,
+    pub occurred_ms: u64,
+    pub agent: String,
+    pub event: String,
+    pub native_event: String,
+    pub workspace: String,
+    pub project: String,
+    pub session_id: Option<String>,
+    pub cwd: Option<String>,
+    pub subagent: bool,
+    pub tool_family: Option<String>,
+    pub tool_name: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub outcome: Option<String>,
+    pub disposition: String,
+    pub title: Option<String>,
+    pub body: Option<String>,
+    pub files: Vec<String>,
+}
+
+impl StoredRecord {
+    /// The `--json` line shape of `recent` and `search` (one object).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "key": self.key,
+            "occurred_at": crate::timefmt::rfc3339_ms(self.occurred_ms),
+            "agent": self.agent,
+            "event": self.event,
+            "native_event": self.native_event,
+            "workspace": self.workspace,
+            "project": self.project,
+            "session_id": self.session_id,
+            "cwd": self.cwd,
+            "subagent": self.subagent,
+            "tool_family": self.tool_family,
+            "tool_name": self.tool_name,
+            "tool_call_id": self.tool_call_id,
+            "outcome": self.outcome,
+            "disposition": self.disposition,
+            "title": self.title,
+            "body": self.body,
+            "files": self.files,
+        })
+    }
+}
+
+/// One session of a scope, as the briefing sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    pub row: i64,
+    pub agent: String,
+    pub session_id: String,
+    pub first_ms: u64,
+    pub last_ms: u64,
+    pub events: u64,
+    pub work: u64,
+}
+
+/// What a set of sessions did, aggregated in SQL (the briefing's input).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Activity {
+    /// First `max_list` prompts (title, else the body's start), oldest first.
+    pub prompts: Vec<String>,
+    pub prompt_count: u64,
+    /// Tool results per family: (family, calls, failed), most used first.
+    pub families: Vec<(String, u64, u64)>,
+    /// Tool results per tool name (family when unnamed), most used first.
+    pub tools: Vec<(String, u64)>,
+    /// Failures grouped by (tool, first line of the excerpt), most frequent first.
+    pub failures: Vec<(String, Option<String>, u64)>,
+    /// Files touched with counts, most touched first.
+    pub files: Vec<(String, u64)>,
+    /// Distinct files touched.
+    pub file_count: u64,
+}
+
+/// Tool result events, as an SQL list.
+const TOOL_RESULT_EVENTS: &str = "('post-tool-use', 'post-tool-use-failure')";
+/// A tool result that failed, as an SQL condition.
+const FAILED: &str = "(event = 'post-tool-use-failure' OR outcome = 'error')";
+
+/// The embedded store.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    data_dir: PathBuf,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+const RECORD_COLUMNS: &str = "r.key, r.occurred_ms, r.agent, r.event, r.native_event, \
+     p.workspace, p.project, r.session_id, r.cwd, r.subagent, r.tool_family, r.tool_name, \
+     r.tool_call_id, r.outcome, r.disposition, r.title, r.body, r.files";
+
+impl Store {
+    /// Open (creating and migrating as needed) `<data_dir>/store.sqlite3`.
+    pub fn open(data_dir: &Path) -> Result<Store, StoreError> {
+        data_dir::ensure_private_dir(data_dir)?;
+        let path = data_dir.join(STORE_FILE);
+        check_store_file(&path)?;
+        let sql = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        // Create the file 0600 ourselves so SQLite never creates it with the umask.
+        if !path.exists() {
+            create_private(&path).map_err(|e| StoreError::Unsafe {
+                path: path.clone(),
+                problem: format!("cannot create: {e}"),
+            })?;
+        }
+        let conn = Connection::open(&path).map_err(sql)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        // Short-lived readers (session start, status) must not pay for a
+        // checkpoint and WAL unlink on close; writers checkpoint as they go.
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )
+        .map_err(sql)?;
+        // WAL: readers (status, search, serve) never block the drainer.
+        // synchronous=FULL: a committed batch survives power loss, because the
+        // drainer deletes the spool files right after the commit.
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
+        )
+        .map_err(sql)?;
+        let mut store = Store {
+            conn,
+            path: path.clone(),
+            data_dir: data_dir.to_path_buf(),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The data dir the store lives in.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    fn err(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// The schema version of the open database.
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        self.conn
+            .query_row("PRAGMA user_version", [], |r| r.get::<_, u32>(0))
+            .map_err(|e| self.err(e))
+    }
+
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let have = self.schema_version()?;
+        if have > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: self.path.clone(),
+                version: have,
+            });
+        }
+        if have == SCHEMA_VERSION {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let sql = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        // Another process may have migrated while we waited for the lock.
+        let have: u32 = tx
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(sql)?;
+        for (i, step) in MIGRATIONS.iter().enumerate().skip(have as usize) {
+            tx.execute_batch(step).map_err(sql)?;
+            tx.pragma_update(None, "user_version", (i + 1) as u32)
+                .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)
+    }
+
+    /// Store one record. Returns `true` when it was new, `false` for a replay.
+    pub fn insert(&mut self, record: &Record) -> Result<bool, StoreError> {
+        let path = self.path.clone();
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(|source| StoreError::Sqlite {
+                path: path.clone(),
+                source,
+            })?;
+        let new = insert_in(&tx, record).map_err(|source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        })?;
+        tx.commit()
+            .map_err(|source| StoreError::Sqlite { path, source })?;
+        Ok(new)
+    }
+
+    /// Store many records in one transaction; returns how many were new.
+    pub fn insert_all<'a>(
+        &mut self,
+        records: impl IntoIterator<Item = &'a Record>,
+    ) -> Result<usize, StoreError> {
+        let path = self.path.clone();
+        let sql = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let mut n = 0;
+        for r in records {
+            if insert_in(&tx, r).map_err(sql)? {
+                n += 1;
+            }
+        }
+        tx.commit().map_err(sql)?;
+        Ok(n)
+    }
+
+    /// Number of stored records.
+    pub fn count(&self) -> Result<u64, StoreError> {
+        self.conn
+            .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
+            .map_err(|e| self.err(e))
+    }
+
+    /// Newest records first, of one `(workspace, project)` or of every scope.
+    pub fn recent(
+        &self,
+        scope: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        let limit = limit.min(MAX_QUERY_LIMIT) as i64;
+        let base = format!(
+            "SELECT {RECORD_COLUMNS} FROM records r JOIN projects p ON p.id = r.project_id"
+        );
+        let res = match scope {
+            Some((w, p)) => {
+                let mut st = self
+                    .conn
+                    .prepare_cached(&format!(
+                        "{base} WHERE p.workspace = ?1 AND p.project = ?2 \
+                         ORDER BY r.occurred_ms DESC, r.id DESC LIMIT ?3"
+                    ))
+                    .map_err(|e| self.err(e))?;
+                let rows = st.query_map(params![w, p, limit], row_to_record);
+                collect(rows)
+            }
+            None => {
+                let mut st = self
+                    .conn
+                    .prepare_cached(&format!(
+                        "{base} ORDER BY r.occurred_ms DESC, r.id DESC LIMIT ?1"
+                    ))
+                    .map_err(|e| self.err(e))?;
+                let rows = st.query_map(params![limit], row_to_record);
+                collect(rows)
+            }
+        };
+        res.map_err(|e| self.err(e))
+    }
+
+    /// Full-text search (best match first, then newest). `query` is user
+    /// text, never FTS syntax: it is turned into a safe query by
+    /// [`fts_query`]. Text with no searchable word returns nothing.
+    pub fn search(
+        &self,
+        scope: Option<(&str, &str)>,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        let Some(q) = fts_query(query) else {
+            return Ok(Vec::new());
+        };
+        let limit = limit.min(MAX_QUERY_LIMIT) as i64;
+        let base = format!(
+            "SELECT {RECORD_COLUMNS} FROM records_fts f \
+             JOIN records r ON r.id = f.rowid JOIN projects p ON p.id = r.project_id \
+             WHERE records_fts MATCH ?1"
+        );
+        let order = "ORDER BY bm25(records_fts), r.occurred_ms DESC";
+        let res = match scope {
+            Some((w, p)) => {
+                let mut st = self
+                    .conn
+                    .prepare_cached(&format!(
+                        "{base} AND p.workspace = ?2 AND p.project = ?3 {order} LIMIT ?4"
+                    ))
+                    .map_err(|e| self.err(e))?;
+                let rows = st.query_map(params![q, w, p, limit], row_to_record);
+                collect(rows)
+            }
+            None => {
+                let mut st = self
+                    .conn
+                    .prepare_cached(&format!("{base} {order} LIMIT ?2"))
+                    .map_err(|e| self.err(e))?;
+                let rows = st.query_map(params![q, limit], row_to_record);
+                collect(rows)
+            }
+        };
+        res.map_err(|e| self.err(e))
+    }
+
+    /// Sessions of a scope that did work, newest activity first, leaving out
+    /// `exclude_session` (the session that is starting).
+    pub fn sessions(
+        &self,
+        scope: (&str, &str),
+        exclude_session: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SessionSummary>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT s.id, s.agent, s.session_id, s.first_ms, s.last_ms, s.events, s.work
+                 FROM sessions s JOIN projects p ON p.id = s.project_id
+                 WHERE p.workspace = ?1 AND p.project = ?2 AND s.work > 0
+                   AND s.session_id != ?3
+                 ORDER BY s.last_ms DESC, s.id DESC LIMIT ?4",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = st.query_map(
+            params![
+                scope.0,
+                scope.1,
+                exclude_session.unwrap_or(""),
+                limit.min(MAX_QUERY_LIMIT) as i64
+            ],
+            |r| {
+                Ok(SessionSummary {
+                    row: r.get(0)?,
+                    agent: r.get(1)?,
+                    session_id: r.get(2)?,
+                    first_ms: r.get::<_, i64>(3)? as u64,
+                    last_ms: r.get::<_, i64>(4)? as u64,
+                    events: r.get::<_, i64>(5)? as u64,
+                    work: r.get::<_, i64>(6)? as u64,
+                })
+            },
+        );
+        collect(rows).map_err(|e| self.err(e))
+    }
+
+    /// What the sessions `rows` (from [`Store::sessions`]) did; each list is
+    /// cut at `max_list` entries.
+    pub fn activity(&self, rows: &[i64], max_list: usize) -> Result<Activity, StoreError> {
+        if rows.is_empty() {
+            return Ok(Activity::default());
+        }
+        // Row ids are integers from our own query: safe to inline.
+        let ids = rows
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let within = format!("session_row IN ({ids})");
+        let lim = max_list.min(MAX_QUERY_LIMIT) as i64;
+        let e = |e| self.err(e);
+        let mut a = Activity::default();
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT coalesce(title, substr(body, 1, 400)) FROM records
+                 WHERE {within} AND event = 'user-prompt'
+                 ORDER BY occurred_ms, id LIMIT ?1"
+            ))
+            .map_err(e)?;
+        a.prompts = collect(st.query_map([lim], |r| {
+            Ok(r.get::<_, Option<String>>(0)?.unwrap_or_default())
+        }))
+        .map_err(e)?;
+        a.prompt_count = self
+            .conn
+            .query_row(
+                &format!("SELECT count(*) FROM records WHERE {within} AND event = 'user-prompt'"),
+                [],
+                |r| r.get(0),
+            )
+            .map_err(e)?;
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT coalesce(tool_family, 'unknown'), count(*), sum({FAILED}) FROM records
+                 WHERE {within} AND event IN {TOOL_RESULT_EVENTS}
+                 GROUP BY 1 ORDER BY 2 DESC, 1"
+            ))
+            .map_err(e)?;
+        a.families = collect(st.query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get::<_, i64>(1)? as u64,
+                r.get::<_, i64>(2)? as u64,
+            ))
+        }))
+        .map_err(e)?;
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT coalesce(tool_name, tool_family, 'unknown'), count(*) FROM records
+                 WHERE {within} AND event IN {TOOL_RESULT_EVENTS}
+                 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?1"
+            ))
+            .map_err(e)?;
+        a.tools = collect(st.query_map([lim], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))))
+            .map_err(e)?;
+        let b = "ltrim(body, char(10, 13, 32, 9))";
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT coalesce(tool_name, tool_family, 'tool'),
+                        nullif(trim(substr({b}, 1, instr({b} || char(10), char(10)) - 1)), ''),
+                        count(*)
+                 FROM records WHERE {within} AND {FAILED}
+                 GROUP BY 1, 2 ORDER BY 3 DESC, max(occurred_ms) DESC LIMIT ?1"
+            ))
+            .map_err(e)?;
+        a.failures = collect(st.query_map([lim], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))
+        }))
+        .map_err(e)?;
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT j.value, count(*) FROM records r, json_each(r.files) j
+                 WHERE r.{within} AND r.files IS NOT NULL
+                 GROUP BY 1 ORDER BY 2 DESC, 1"
+            ))
+            .map_err(e)?;
+        let files: Vec<(String, u64)> =
+            collect(st.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))))
+                .map_err(e)?;
+        a.file_count = files.len() as u64;
+        a.files = files.into_iter().take(max_list).collect();
+        Ok(a)
+    }
+
+    /// Records of one session (by its row id), oldest first, at most `limit`.
+    pub fn session_records(
+        &self,
+        session_row: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {RECORD_COLUMNS} FROM records r JOIN projects p ON p.id = r.project_id
+                 WHERE r.session_row = ?1 ORDER BY r.occurred_ms, r.id LIMIT ?2"
+            ))
+            .map_err(|e| self.err(e))?;
+        let rows = st.query_map(
+            params![session_row, limit.min(10 * MAX_QUERY_LIMIT) as i64],
+            row_to_record,
+        );
+        collect(rows).map_err(|e| self.err(e))
+    }
+}
+
+/// Reject a store path that is a symlink, not a regular file, or not ours.
+fn check_store_file(path: &Path) -> Result<(), StoreError> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(_) => return Ok(()),
+    };
+    let unsafe_ = |problem: &str| StoreError::Unsafe {
+        path: path.to_path_buf(),
+        problem: problem.to_string(),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(unsafe_("is a symlink"));
+    }
+    if !meta.is_file() {
+        return Err(unsafe_("is not a regular file"));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if meta.uid() != data_dir::current_uid() {
+            return Err(unsafe_("is owned by another user"));
+        }
+    }
+    Ok(())
+}
+
+fn create_private(path: &Path) -> std::io::Result<()> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path).map(drop)
+}
+
+fn collect<T>(
+    rows: rusqlite::Result<
+        rusqlite::MappedRows<'_, impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>>,
+    >,
+) -> rusqlite::Result<Vec<T>> {
+    rows?.collect()
+}
+
+fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
+    let files: Option<String> = r.get(17)?;
+    Ok(StoredRecord {
+        key: r.get(0)?,
+        occurred_ms: r.get::<_, i64>(1)? as u64,
+        agent: r.get(2)?,
+        event: r.get(3)?,
+        native_event: r.get(4)?,
+        workspace: r.get(5)?,
+        project: r.get(6)?,
+        session_id: r.get(7)?,
+        cwd: r.get(8)?,
+        subagent: r.get::<_, i64>(9)? != 0,
+        tool_family: r.get(10)?,
+        tool_name: r.get(11)?,
+        tool_call_id: r.get(12)?,
+        outcome: r.get(13)?,
+        disposition: r.get(14)?,
+        title: r.get(15)?,
+        body: r.get(16)?,
+        files: files
+            .and_then(|f| serde_json::from_str(&f).ok())
+            .unwrap_or_default(),
+    })
+}
+
+/// Insert `record` inside an open transaction. `Ok(false)` for a replay.
+fn insert_in(tx: &rusqlite::Transaction<'_>, record: &Record) -> rusqlite::Result<bool> {
+    let exists: Option<i64> = tx
+        .prepare_cached("SELECT 1 FROM records WHERE key = ?1")?
+        .query_row([&record.key], |r| r.get(0))
+        .optional()?;
+    if exists.is_some() {
+        return Ok(false);
+    }
+    let ms = record.occurred_ms as i64;
+    tx.prepare_cached(
+        "INSERT INTO projects (workspace, project, first_ms, last_ms) VALUES (?1, ?2, ?3, ?3)
+         ON CONFLICT (workspace, project) DO UPDATE SET
+            first_ms = min(first_ms, excluded.first_ms), last_ms = max(last_ms, excluded.last_ms)",
+    )?
+    .execute(params![record.scope.workspace, record.scope.project, ms])?;
+    let project_id: i64 = tx
+        .prepare_cached("SELECT id FROM projects WHERE workspace = ?1 AND project = ?2")?
+        .query_row(params![record.scope.workspace, record.scope.project], |r| {
+            r.get(0)
+        })?;
+    let work = i64::from(WORK_EVENTS.contains(&record.event.as_str()));
+    let session_row: Option<i64> = match record.session_id.as_deref() {
+        Some(sid) if !sid.is_empty() => {
+            tx.prepare_cached(
+                "INSERT INTO sessions (project_id, agent, session_id, first_ms, last_ms, events, work)
+                 VALUES (?1, ?2, ?3, ?4, ?4, 1, ?5)
+                 ON CONFLICT (project_id, agent, session_id) DO UPDATE SET
+                    first_ms = min(first_ms, excluded.first_ms),
+                    last_ms = max(last_ms, excluded.last_ms),
+                    events = events + 1, work = work + excluded.work",
+            )?
+            .execute(params![project_id, record.agent, sid, ms, work])?;
+            Some(
+                tx.prepare_cached(
+                    "SELECT id FROM sessions WHERE project_id = ?1 AND agent = ?2 AND session_id = ?3",
+                )?
+                .query_row(params![project_id, record.agent, sid], |r| r.get(0))?,
+            )
+        }
+        _ => None,
+    };
+    let tool = record.tool.as_ref();
+    let files = if record.files.is_empty() {
+        None
+    } else {
+        serde_json::to_string(&record.files).ok()
+    };
+    tx.prepare_cached(
+        "INSERT INTO records (key, occurred_ms, project_id, session_row, agent, event,
+            native_event, session_id, cwd, subagent, tool_family, tool_name, tool_call_id,
+            outcome, disposition, title, body, files)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+    )?
+    .execute(params![
+        record.key,
+        ms,
+        project_id,
+        session_row,
+        record.agent,
+        record.event,
+        record.native_event,
+        record.session_id,
+        record.cwd,
+        record.subagent,
+        tool.map(|t| t.family.as_str()),
+        tool.and_then(|t| t.name.as_deref()),
+        tool.and_then(|t| t.call_id.as_deref()),
+        tool.and_then(|t| t.outcome.as_deref()),
+        record.disposition,
+        record.title,
+        record.body,
+        files,
+    ])?;
+    let id = tx.last_insert_rowid();
+    tx.prepare_cached(
+        "INSERT INTO records_fts (rowid, title, body, files) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![
+        id,
+        record.title,
+        record.body,
+        record.files.join(" ")
+    ])?;
+    Ok(true)
+}
+
+/// Turn user text into a safe FTS5 query: every run of letters, digits and
+/// `_` becomes one quoted term, terms are ANDed. `foo-bar` searches for the
+/// phrase-free pair `"foo" "bar"`; quotes, operators and column filters in the
+/// input are plain text, never syntax. `None` when nothing is searchable.
+pub fn fts_query(text: &str) -> Option<String> {
+    let text: String = text.chars().take(MAX_QUERY_CHARS).collect();
+    let terms: Vec<String> = text
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .take(MAX_QUERY_TERMS)
+        .map(|w| format!("\"{w}\""))
+        .collect();
+    if terms.is_empty() {
+        None
+    } else {
+        Some(terms.join(" "))
+    }
+}
+
+/// The store as a delivery sink: one transaction per batch.
+pub struct StoreSink {
+    data_dir: PathBuf,
+    store: Option<Store>,
+}
+
+impl StoreSink {
+    /// A sink for the store in `data_dir`; the database opens on first use.
+    pub fn new(data_dir: &Path) -> StoreSink {
+        StoreSink {
+            data_dir: data_dir.to_path_buf(),
+            store: None,
+        }
+    }
+}
+
+impl Sink for StoreSink {
+    fn deliver(&mut self, entries: &[SpoolEntry]) -> Vec<ItemOutcome> {
+        let retry = |reason: String| {
+            entries
+                .iter()
+                .map(|_| ItemOutcome::Retry {
+                    charge: true,
+                    reason: reason.clone(),
+                })
+                .collect()
+        };
+        if self.store.is_none() {
+            match Store::open(&self.data_dir) {
+                Ok(s) => self.store = Some(s),
+                Err(e) => return retry(e.to_string()),
+            }
+        }
+        let store = self.store.as_mut().expect("opened above");
+        match store.insert_all(entries.iter().map(|e| &e.record)) {
+            Ok(_) => entries.iter().map(|_| ItemOutcome::Delivered).collect(),
+            Err(e) => {
+                // A broken connection is reopened on the next batch.
+                self.store = None;
+                retry(e.to_string())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{RecordScope, RecordTool, RECORD_VERSION};
+
+    pub(crate) fn rec(key: &str, ms: u64, project: &str, session: &str, event: &str) -> Record {
+        Record {
+            v: RECORD_VERSION,
+            key: key.to_string(),
+            occurred_ms: ms,
+            agent: "claude-code".into(),
+            event: event.into(),
+            native_event: event.into(),
+            session_id: Some(session.into()),
+            cwd: Some("/w".into()),
+            scope: RecordScope {
+                workspace: "default".into(),
+                project: project.into(),
+                workspace_source: "fallback".into(),
+                project_source: "fallback".into(),
+                project_strategy: "basename".into(),
+                drop_subagent: false,
+                default_global: false,
+                briefing: false,
+                briefing_budget: 4000,
+            },
+            subagent: false,
+            tool: Some(RecordTool {
+                family: "file".into(),
+                name: Some("Edit".into()),
+                call_id: Some(format!("call-{key}")),
+                outcome: Some("success".into()),
+            }),
+            capture: None,
+            disposition: "keep".into(),
+            title: Some(format!("title {key}")),
+            body: Some("the quick brown fox-jumps \"over\"".into()),
+            files: vec!["src/main.rs".into()],
+        }
+    }
+
+    #[test]
+    fn migrates_once_and_refuses_newer_schema() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::open(t.path()).unwrap();
+        assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+        drop(s);
+        let s = Store::open(t.path()).unwrap();
+        assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+        s.conn
+            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        drop(s);
+        let e = Store::open(t.path()).unwrap_err();
+        assert!(matches!(e, StoreError::TooNew { .. }), "{e}");
+        assert!(e.to_string().contains("upgrade memhook"));
+    }
+
+    #[test]
+    fn store_file_is_private_and_symlink_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let data = t.path().join("d");
+        Store::open(&data).unwrap();
+        let mode = std::fs::metadata(data.join(STORE_FILE))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let other = t.path().join("o");
+        std::fs::create_dir(&other).unwrap();
+        std::os::unix::fs::symlink(data.join(STORE_FILE), other.join(STORE_FILE)).unwrap();
+        assert!(matches!(
+            Store::open(&other),
+            Err(StoreError::Unsafe { .. })
+        ));
+    }
+
+    #[test]
+    fn replay_is_a_noop_and_sessions_track_work() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        assert!(s
+            .insert(&rec("k1", 10, "p", "s1", "post-tool-use"))
+            .unwrap());
+        assert!(!s
+            .insert(&rec("k1", 10, "p", "s1", "post-tool-use"))
+            .unwrap());
+        assert!(s
+            .insert(&rec("k2", 20, "p", "s2", "session-start"))
+            .unwrap());
+        assert_eq!(s.count().unwrap(), 2);
+        // s2 did no work: only s1 is a previous session.
+        let sess = s.sessions(("default", "p"), None, 10).unwrap();
+        assert_eq!(sess.len(), 1);
+        assert_eq!(sess[0].session_id, "s1");
+        assert_eq!(sess[0].work, 1);
+        assert!(s
+            .sessions(("default", "p"), Some("s1"), 10)
+            .unwrap()
+            .is_empty());
+        let recs = s.session_records(sess[0].row, 10).unwrap();
+        assert_eq!(recs[0].files, vec!["src/main.rs".to_string()]);
+    }
+
+    #[test]
+    fn activity_aggregates_in_sql() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        let mut prompt = rec("p", 1, "p", "s", "user-prompt");
+        prompt.tool = None;
+        prompt.title = None;
+        prompt.body = Some("first line\nsecond".into());
+        s.insert(&prompt).unwrap();
+        let mut fail = rec("f1", 2, "p", "s", "post-tool-use-failure");
+        fail.body = Some("\nboom: exit 1\nmore".into());
+        s.insert(&fail).unwrap();
+        let mut fail2 = fail.clone();
+        fail2.key = "f2".into();
+        fail2.files = vec!["b.rs".into(), "src/main.rs".into()];
+        s.insert(&fail2).unwrap();
+        s.insert(&rec("ok", 4, "p", "s", "post-tool-use")).unwrap();
+        let row = s.sessions(("default", "p"), None, 1).unwrap()[0].row;
+        let a = s.activity(&[row], 10).unwrap();
+        assert_eq!(a.prompts, vec!["first line\nsecond".to_string()]);
+        assert_eq!(a.prompt_count, 1);
+        assert_eq!(a.families, vec![("file".to_string(), 3, 2)]);
+        assert_eq!(a.tools, vec![("Edit".to_string(), 3)]);
+        // Grouped by tool and the excerpt's first non-blank line.
+        assert_eq!(
+            a.failures,
+            vec![("Edit".to_string(), Some("boom: exit 1".to_string()), 2)]
+        );
+        assert_eq!(
+            a.files,
+            vec![("src/main.rs".to_string(), 4), ("b.rs".to_string(), 1)]
+        );
+        assert_eq!(a.file_count, 2);
+        assert_eq!(s.activity(&[row], 1).unwrap().files.len(), 1);
+        assert_eq!(s.activity(&[], 5).unwrap(), Activity::default());
+    }
+
+    #[test]
+    fn recent_is_newest_first_and_scoped() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        let rs = [
+            rec("a", 1, "p", "s", "user-prompt"),
+            rec("b", 3, "p", "s", "user-prompt"),
+            rec("c", 2, "q", "s", "user-prompt"),
+        ];
+        assert_eq!(s.insert_all(rs.iter()).unwrap(), 3);
+        let keys = |v: Vec<StoredRecord>| v.into_iter().map(|r| r.key).collect::<Vec<_>>();
+        assert_eq!(keys(s.recent(None, 10).unwrap()), ["b", "c", "a"]);
+        assert_eq!(
+            keys(s.recent(Some(("default", "p")), 10).unwrap()),
+            ["b", "a"]
+        );
+        assert_eq!(keys(s.recent(None, 1).unwrap()), ["b"]);
+    }
+
+    #[test]
+    fn search_takes_any_user_text_safely() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        s.insert(&rec("a", 1, "p", "s", "post-tool-use")).unwrap();
+        let mut other = rec("b", 2, "q", "s", "post-tool-use");
+        other.body = Some("nothing to see".into());
+        s.insert(&other).unwrap();
+        for q in [
+            "fox-jumps",
+            "\"over",
+            "quick AND",
+            "brown NEAR(",
+            "title:fox",
+            "fox*",
+            "OR fox",
+            "'; DROP TABLE records; --",
+        ] {
+            let r = s.search(None, q, 10);
+            assert!(r.is_ok(), "{q}: {r:?}");
+        }
+        assert_eq!(s.search(None, "fox-jumps", 10).unwrap().len(), 1);
+        assert_eq!(s.search(None, "\"over", 10).unwrap()[0].key, "a");
+        assert_eq!(s.search(None, "main", 10).unwrap().len(), 2);
+        assert_eq!(
+            s.search(Some(("default", "q")), "main", 10).unwrap()[0].key,
+            "b"
+        );
+        assert!(s.search(None, "-- \" '", 10).unwrap().is_empty());
+        assert!(s.search(None, "absent", 10).unwrap().is_empty());
+        assert_eq!(s.count().unwrap(), 2);
+    }
+
+    #[test]
+    fn fts_query_quotes_every_term() {
+        assert_eq!(fts_query("foo-bar").as_deref(), Some("\"foo\" \"bar\""));
+        assert_eq!(fts_query("a\"b").as_deref(), Some("\"a\" \"b\""));
+        assert_eq!(fts_query(" -\"* "), None);
+        let many = "w ".repeat(MAX_QUERY_TERMS + 5);
+        assert_eq!(
+            fts_query(&many).unwrap().matches('"').count(),
+            2 * MAX_QUERY_TERMS
+        );
+        let long = "x".repeat(MAX_QUERY_CHARS + 10);
+        assert_eq!(fts_query(&long).unwrap().len(), MAX_QUERY_CHARS + 2);
+    }
+
+    #[test]
+    fn sink_delivers_batches_idempotently() {
+        let t = tempfile::tempdir().unwrap();
+        let mut sink = StoreSink::new(t.path());
+        let entries: Vec<SpoolEntry> = (0..3)
+            .map(|i| SpoolEntry {
+                v: crate::spool::ENTRY_VERSION,
+                sink: crate::spool::SinkTarget::Store,
+                attempts: 0,
+                enqueued_ms: 1,
+                record: rec(&format!("k{i}"), i, "p", "s", "stop"),
+            })
+            .collect();
+        assert_eq!(sink.deliver(&entries), vec![ItemOutcome::Delivered; 3]);
+        assert_eq!(sink.deliver(&entries), vec![ItemOutcome::Delivered; 3]);
+        assert_eq!(Store::open(t.path()).unwrap().count().unwrap(), 3);
+    }
+}

@@ -1,0 +1,858 @@
+//! Integration tests for `memhook serve` and the HTTP sink: a real server on
+//! 127.0.0.1 (port 0), real SQLite, and small scripted loopback servers for
+//! the status codes a real server rarely gives.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use memhook::record::{Record, RecordScope, RecordTool, RECORD_VERSION};
+use memhook::sink::http::{wire, HttpSink};
+use memhook::sink::store::Store;
+use memhook::sink::{ItemOutcome, Sink};
+use memhook::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
+
+use crate::util::memhook;
+
+/// Longest a test server may live, whatever happens to the test.
+const WATCHDOG: Duration = Duration::from_secs(120);
+
+/// A running `memhook serve`, killed when dropped (and by a watchdog, and
+/// by the kernel when the test thread dies).
+struct Serve {
+    child: Option<Child>,
+    addr: SocketAddr,
+    data: PathBuf,
+    stderr: Arc<Mutex<String>>,
+    done: Arc<AtomicBool>,
+}
+
+impl Serve {
+    fn start(home: &Path, token: Option<&str>) -> Serve {
+        Self::start_on(home, token, "127.0.0.1:0")
+    }
+
+    fn start_on(home: &Path, token: Option<&str>, listen: &str) -> Serve {
+        let data = home.join(".memhook-data");
+        let mut cmd = memhook(home);
+        cmd.args(["serve", "--listen", listen])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if let Some(t) = token {
+            cmd.env("AI_MEMORY_AUTH_TOKEN", t);
+        }
+        die_with_parent(&mut cmd);
+        let mut child = cmd.spawn().expect("spawn memhook serve");
+        let pid = child.id() as i32;
+        let done = Arc::new(AtomicBool::new(false));
+        {
+            let done = Arc::clone(&done);
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                while start.elapsed() < WATCHDOG {
+                    if done.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                if !done.load(Ordering::SeqCst) {
+                    // SAFETY: the child is not reaped until `done` is set.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            });
+        }
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut lines = BufReader::new(child.stderr.take().unwrap());
+        {
+            let stderr = Arc::clone(&stderr);
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                while lines.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+                    if let Some(rest) = line.split("listening on http://").nth(1) {
+                        let addr = rest.split_whitespace().next().unwrap_or("").to_string();
+                        let _ = tx.send(addr);
+                    }
+                    stderr.lock().unwrap().push_str(&line);
+                    line.clear();
+                }
+            });
+        }
+        let addr = match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(a) => a.parse().expect("listening address"),
+            Err(_) => {
+                let _ = child.kill();
+                let out = child.wait_with_output().unwrap();
+                panic!(
+                    "memhook serve did not start: {:?} {}",
+                    out.status,
+                    stderr.lock().unwrap()
+                );
+            }
+        };
+        Serve {
+            child: Some(child),
+            addr,
+            data,
+            stderr,
+            done,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Send `sig` and wait (bounded) for the exit status.
+    fn stop_with(&mut self, sig: i32) -> std::process::ExitStatus {
+        let mut child = self.child.take().unwrap();
+        // SAFETY: plain kill(2) on our own child, not yet reaped.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let start = Instant::now();
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                self.done.store(true, Ordering::SeqCst);
+                return st;
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                let st = child.wait().unwrap();
+                self.done.store(true, Ordering::SeqCst);
+                panic!("memhook serve ignored signal {sig}; killed: {st:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.done.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Linux: the kernel kills the server when the spawning thread ends.
+fn die_with_parent(cmd: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl is async-signal-safe; nothing else runs in the hook.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+    }
+}
+
+fn record(key: &str, session: &str, event: &str, call_id: Option<&str>) -> Record {
+    Record {
+        v: RECORD_VERSION,
+        key: key.to_string(),
+        occurred_ms: 1_700_000_000_000,
+        agent: "claude-code".into(),
+        event: event.into(),
+        native_event: event.into(),
+        session_id: Some(session.into()),
+        cwd: Some("/work/my repo".into()),
+        scope: RecordScope {
+            workspace: "acme".into(),
+            project: "api".into(),
+            workspace_source: "marker".into(),
+            project_source: "marker".into(),
+            project_strategy: "basename".into(),
+            drop_subagent: false,
+            default_global: false,
+            briefing: false,
+            briefing_budget: 4000,
+        },
+        subagent: false,
+        tool: call_id.map(|id| RecordTool {
+            family: "shell".into(),
+            name: Some("Bash".into()),
+            call_id: Some(id.into()),
+            outcome: Some("success".into()),
+        }),
+        capture: None,
+        disposition: "keep".into(),
+        title: (event == "user-prompt").then(|| "fix the login bug".into()),
+        body: (event == "user-prompt").then(|| "fix the login bug\nin auth.rs".into()),
+        files: vec![],
+    }
+}
+
+fn key(i: usize) -> String {
+    format!("{i:032x}")
+}
+
+fn entry(r: Record, url: &str) -> SpoolEntry {
+    SpoolEntry {
+        v: ENTRY_VERSION,
+        sink: SinkTarget::Http { url: url.into() },
+        attempts: 0,
+        // Fresh: the drainer drops entries past its age cap.
+        enqueued_ms: memhook::timefmt::now_ms(),
+        record: r,
+    }
+}
+
+/// One HTTP exchange with the server under test: (status, body).
+fn request(method: &str, url: &str, body: Option<&[u8]>, token: Option<&str>) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .proxy(None)
+        .timeout_global(Some(Duration::from_secs(20)))
+        .build()
+        .new_agent();
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let res = if method == "GET" {
+        let mut r = agent.get(url);
+        if let Some(a) = &auth {
+            r = r.header("Authorization", a);
+        }
+        r.call()
+    } else {
+        let mut r = agent.post(url).header("Content-Type", "application/json");
+        if let Some(a) = &auth {
+            r = r.header("Authorization", a);
+        }
+        r.send(body.unwrap_or(b""))
+    };
+    let mut resp = res.expect("request");
+    let code = resp.status().as_u16();
+    let text = resp
+        .body_mut()
+        .with_config()
+        .limit(1 << 20)
+        .read_to_string()
+        .unwrap_or_default();
+    (code, text)
+}
+
+fn post_record(s: &Serve, r: &Record, token: Option<&str>) -> (u16, String) {
+    let url = format!("{}{}", s.url(), wire::hook_path(r));
+    let body = serde_json::to_vec(&wire::hook_body(r)).unwrap();
+    request("POST", &url, Some(&body), token)
+}
+
+fn post_batch(s: &Serve, records: &[Record]) -> (u16, String) {
+    let items: Vec<serde_json::Value> = records
+        .iter()
+        .map(|r| serde_json::json!({"url": wire::hook_path(r), "body": wire::hook_body(r)}))
+        .collect();
+    let body = serde_json::to_vec(&items).unwrap();
+    request(
+        "POST",
+        &format!("{}/hook/batch", s.url()),
+        Some(&body),
+        None,
+    )
+}
+
+fn stored_keys(data: &Path) -> Vec<String> {
+    let store = Store::open(data).unwrap();
+    let mut keys: Vec<String> = store
+        .recent(None, 1000)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.key)
+        .collect();
+    keys.sort();
+    keys
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+#[test]
+fn hook_and_batch_store_each_key_exactly_once() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), None);
+    let a = record(&key(1), "s1", "user-prompt", None);
+    for _ in 0..2 {
+        let (code, text) = post_record(&s, &a, None);
+        assert_eq!(code, 200, "{text}");
+        assert_eq!(json(&text)["accepted"], 1);
+    }
+    let batch: Vec<Record> = (2..5)
+        .map(|i| record(&key(i), "s1", "post-tool-use", Some(&format!("call-{i}"))))
+        .collect();
+    for _ in 0..2 {
+        let (code, text) = post_batch(&s, &batch);
+        assert_eq!(code, 200, "{text}");
+        assert_eq!(json(&text), serde_json::json!({"accepted": 3}));
+    }
+    assert_eq!(stored_keys(&s.data), (1..5).map(key).collect::<Vec<_>>());
+    // The exact record arrived: title and excerpt as the client spooled them.
+    let store = Store::open(&s.data).unwrap();
+    let got = store.recent(Some(("acme", "api")), 10).unwrap();
+    let prompt = got.iter().find(|r| r.key == key(1)).unwrap();
+    assert_eq!(
+        prompt.body.as_deref(),
+        Some("fix the login bug\nin auth.rs")
+    );
+    assert_eq!(prompt.cwd.as_deref(), Some("/work/my repo"));
+}
+
+#[test]
+fn bad_names_get_a_400_naming_the_parameter() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), None);
+    let url = format!("{}/hook?event=stop&agent=codex&project=My%20App", s.url());
+    let (code, text) = request("POST", &url, Some(b"{}"), None);
+    assert_eq!(code, 400, "{text}");
+    assert!(
+        json(&text)["error"].as_str().unwrap().contains("`project`"),
+        "{text}"
+    );
+    let url = format!("{}/hook?event=stop&workspace=-x&project=ok", s.url());
+    let (code, text) = request("POST", &url, Some(b"{}"), None);
+    assert_eq!(code, 400);
+    assert!(text.contains("`workspace`"), "{text}");
+    let (code, text) = request(
+        "GET",
+        &format!("{}/handoff?project=UPPER", s.url()),
+        None,
+        None,
+    );
+    assert_eq!(code, 400);
+    assert!(text.contains("`project`"), "{text}");
+    // In a batch, the bad item fails alone; the good ones are stored.
+    let mut bad = record(&key(8), "s1", "stop", None);
+    bad.scope.project = "Bad Name".into();
+    let good = record(&key(9), "s1", "stop", None);
+    let (code, text) = post_batch(&s, &[bad, good]);
+    assert_eq!(code, 200, "{text}");
+    let v = json(&text);
+    assert_eq!(v["failed_index"], 0);
+    assert_eq!(v["accepted_indices"], serde_json::json!([1]));
+    assert!(v["errors"][0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("`project`"));
+    assert_eq!(stored_keys(&s.data), vec![key(9)]);
+}
+
+#[test]
+fn bearer_auth_when_a_token_is_configured() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), Some("s3cret-token"));
+    let r = record(&key(1), "s1", "stop", None);
+    assert_eq!(post_record(&s, &r, None).0, 401);
+    assert_eq!(post_record(&s, &r, Some("wrong")).0, 401);
+    let (code, _) = request(
+        "GET",
+        &format!("{}/handoff?project=api", s.url()),
+        None,
+        None,
+    );
+    assert_eq!(code, 401);
+    assert!(stored_keys(&s.data).is_empty());
+    assert_eq!(post_record(&s, &r, Some("s3cret-token")).0, 200);
+    assert_eq!(stored_keys(&s.data), vec![key(1)]);
+    // Health needs no token and tells nothing about the store.
+    let (code, text) = request("GET", &format!("{}/healthz", s.url()), None, None);
+    assert_eq!(code, 200);
+    assert_eq!(json(&text)["status"], "ok");
+    assert!(!s.stderr().contains("s3cret-token"));
+}
+
+#[test]
+fn no_token_means_no_auth_and_healthz_answers() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), None);
+    assert!(s.stderr().contains("auth: none"), "{}", s.stderr());
+    let (code, text) = request("GET", &format!("{}/healthz", s.url()), None, None);
+    assert_eq!((code, json(&text)["status"].as_str()), (200, Some("ok")));
+    let (code, _) = request("GET", &format!("{}/nope", s.url()), None, None);
+    assert_eq!(code, 404);
+    let (code, _) = request("GET", &format!("{}/hook", s.url()), None, None);
+    assert_eq!(code, 405);
+}
+
+#[test]
+fn body_and_batch_limits_answer_413() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), None);
+    // One byte over 10 MiB.
+    let big = vec![b' '; 10 * 1024 * 1024 + 1];
+    let url = format!("{}/hook?event=stop&project=api", s.url());
+    let (code, _) = request("POST", &url, Some(&big), None);
+    assert_eq!(code, 413);
+    let many: Vec<Record> = (0..257)
+        .map(|i| record(&key(i), "s", "stop", None))
+        .collect();
+    let (code, text) = post_batch(&s, &many);
+    assert_eq!(code, 413, "{text}");
+    assert_eq!(json(&text)["accepted"], 0);
+    // Exactly at the item cap is fine.
+    let (code, text) = post_batch(&s, &many[..256]);
+    assert_eq!(code, 200, "{text}");
+    assert_eq!(stored_keys(&s.data).len(), 256);
+}
+
+#[test]
+fn handoff_returns_the_previous_session_and_nothing_for_a_new_scope() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), None);
+    let prior = vec![
+        record(&key(1), "old-session", "session-start", None),
+        record(&key(2), "old-session", "user-prompt", None),
+        record(&key(3), "old-session", "post-tool-use", Some("c1")),
+    ];
+    assert_eq!(post_batch(&s, &prior).0, 200);
+    let url = format!(
+        "{}/handoff?agent=claude-code&cwd=%2Fwork%2Fmy%20repo&workspace=acme&project=api&briefing_budget=4000&session_id=new-session",
+        s.url()
+    );
+    let (code, text) = request("GET", &url, None, None);
+    assert_eq!(code, 200);
+    assert!(text.contains("fix the login bug"), "{text}");
+    // Not destructive: the same briefing again.
+    assert_eq!(request("GET", &url, None, None).1, text);
+    let other = format!("{}/handoff?workspace=acme&project=empty", s.url());
+    assert_eq!(request("GET", &other, None, None), (200, String::new()));
+}
+
+#[test]
+fn sigterm_and_sigint_stop_cleanly() {
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let home = tempfile::tempdir().unwrap();
+        let mut s = Serve::start(home.path(), None);
+        assert_eq!(
+            post_record(&s, &record(&key(1), "s", "stop", None), None).0,
+            200
+        );
+        let st = s.stop_with(sig);
+        assert!(st.success(), "signal {sig}: {st:?} {}", s.stderr());
+        assert!(s.stderr().contains("memhook serve: stopped"));
+        // What was acknowledged is committed.
+        assert_eq!(stored_keys(&s.data), vec![key(1)]);
+    }
+}
+
+#[test]
+fn refuses_non_loopback_without_allow_remote_and_token() {
+    let home = tempfile::tempdir().unwrap();
+    let out = memhook(home.path())
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--allow-remote"), "{err}");
+    let out = memhook(home.path())
+        .args(["serve", "--listen", "0.0.0.0:0", "--allow-remote"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("AI_MEMORY_AUTH_TOKEN"));
+}
+
+#[test]
+fn plain_ai_memory_payloads_are_stored_and_subagents_dropped_on_request() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), None);
+    let fixture = |name: &str| {
+        std::fs::read(crate::util::fixture(&format!(
+            "agents/claude-code/2.1.328/{name}"
+        )))
+        .expect("claude-code fixture")
+    };
+    let payload = fixture("PostToolUse-Bash.json");
+    let url = format!(
+        "{}/hook?event=PostToolUse&agent=claude-code&workspace=acme&project=api&ingest_key=0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f",
+        s.url()
+    );
+    for _ in 0..2 {
+        assert_eq!(request("POST", &url, Some(&payload), None).0, 200);
+    }
+    assert_eq!(stored_keys(&s.data), vec!["0f".repeat(16)]);
+    let url = format!(
+        "{}/hook?event=stop&agent=claude-code&project=api&drop_subagent=1&ingest_key=k2",
+        s.url()
+    );
+    let (code, text) = request(
+        "POST",
+        &url,
+        Some(&fixture("PostToolUse-Read-subagent.json")),
+        None,
+    );
+    assert_eq!(code, 200);
+    assert_eq!(json(&text)["stored"], false);
+    assert_eq!(stored_keys(&s.data).len(), 1);
+    // The stored plain payload keeps metadata only: no tool output, no command.
+    let store = Store::open(&s.data).unwrap();
+    let got = &store.recent(None, 10).unwrap()[0];
+    assert_eq!(
+        got.session_id.as_deref(),
+        Some("4c3ac1bf-95d6-487f-a6bc-140cd0de6f2b")
+    );
+    assert_eq!(
+        (got.event.as_str(), got.project.as_str()),
+        ("post-tool-use", "api")
+    );
+    assert!(got.body.is_none() && got.title.is_none());
+}
+
+#[test]
+fn http_sink_delivers_to_a_real_serve_and_drain_empties_the_spool() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), Some("tok-1"));
+    // Direct: the sink with the right token.
+    let entries: Vec<SpoolEntry> = (0..10)
+        .map(|i| {
+            entry(
+                record(&key(i), "s1", "post-tool-use", Some(&format!("c{i}"))),
+                &s.url(),
+            )
+        })
+        .collect();
+    let mut sink = HttpSink::new(&s.url(), Some("tok-1".into()), Duration::from_secs(5));
+    assert!(sink
+        .deliver(&entries)
+        .iter()
+        .all(|o| *o == ItemOutcome::Delivered));
+    // Through the real drainer: spool entries, then `memhook drain`.
+    let client_home = tempfile::tempdir().unwrap();
+    let client_data = client_home.path().join(".memhook-data");
+    let spool = Spool::open(&client_data).unwrap();
+    for i in 10..50 {
+        spool
+            .enqueue(&entry(record(&key(i), "s2", "stop", None), &s.url()))
+            .unwrap();
+    }
+    let out = memhook(client_home.path())
+        .args(["drain", "--budget-secs", "30"])
+        .env("AI_MEMORY_AUTH_TOKEN", "tok-1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(spool.pending().unwrap().is_empty());
+    assert_eq!(stored_keys(&s.data), (0..50).map(key).collect::<Vec<_>>());
+}
+
+// ---------------------------------------------------------------------------
+// Scripted servers: each accepted connection gets the next scripted answer.
+
+#[derive(Clone)]
+enum Answer {
+    Reply(u16, &'static str),
+    /// Read the request, never answer (until the test ends).
+    Hang,
+}
+
+/// What a scripted server saw: request line, Authorization header.
+type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
+fn scripted(script: Vec<Answer>) -> (String, Seen) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen: Seen = Arc::default();
+    let seen2 = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        let mut script = script.into_iter();
+        let mut hung = Vec::new();
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let (line, auth) = read_request(&mut conn);
+            seen2.lock().unwrap().push((line, auth));
+            match script
+                .next()
+                .unwrap_or(Answer::Reply(500, "script exhausted"))
+            {
+                Answer::Reply(code, body) => {
+                    let _ = write!(
+                        conn,
+                        "HTTP/1.1 {code} X\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                }
+                Answer::Hang => hung.push(conn),
+            }
+        }
+    });
+    (url, seen)
+}
+
+fn read_request(conn: &mut TcpStream) -> (String, Option<String>) {
+    conn.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    let mut r = BufReader::new(conn.try_clone().unwrap());
+    let mut line = String::new();
+    r.read_line(&mut line).ok();
+    let (mut len, mut auth) = (0usize, None);
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+            break;
+        }
+        let lower = h.to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+        if lower.starts_with("authorization:") {
+            auth = Some(h["authorization:".len()..].trim().to_string());
+        }
+    }
+    let mut body = vec![0; len];
+    r.read_exact(&mut body).ok();
+    (line.trim().to_string(), auth)
+}
+
+fn entries(n: usize, url: &str) -> Vec<SpoolEntry> {
+    (0..n)
+        .map(|i| entry(record(&key(i), "s", "stop", None), url))
+        .collect()
+}
+
+fn is_free(o: &ItemOutcome) -> bool {
+    matches!(o, ItemOutcome::Retry { charge: false, .. })
+}
+
+fn is_charged(o: &ItemOutcome, needle: &str) -> bool {
+    matches!(o, ItemOutcome::Retry { charge: true, reason } if reason.contains(needle))
+}
+
+#[test]
+fn sink_429_is_a_free_retry() {
+    let (url, seen) = scripted(vec![Answer::Reply(429, "busy")]);
+    let out = HttpSink::new(&url, None, Duration::from_secs(5)).deliver(&entries(3, &url));
+    assert!(out.iter().all(is_free), "{out:?}");
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn sink_401_retries_once_with_the_live_token_then_charges() {
+    // The token was rotated on disk since the drainer started.
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("auth-token"), "new-token\n").unwrap();
+    let (url, seen) = scripted(vec![
+        Answer::Reply(401, "no"),
+        Answer::Reply(200, r#"{"accepted":2}"#),
+    ]);
+    let mut sink = HttpSink::new(&url, Some("old-token".into()), Duration::from_secs(5))
+        .with_data_dir(data.path());
+    let out = sink.deliver(&entries(2, &url));
+    assert_eq!(out, vec![ItemOutcome::Delivered, ItemOutcome::Delivered]);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen[0].1.as_deref(), Some("Bearer old-token"));
+    assert_eq!(seen[1].1.as_deref(), Some("Bearer new-token"));
+
+    // Same token everywhere: one request, first item charged, rest free.
+    let (url, seen) = scripted(vec![Answer::Reply(401, "no"), Answer::Reply(401, "no")]);
+    let out = HttpSink::new(&url, Some("new-token".into()), Duration::from_secs(5))
+        .with_data_dir(data.path())
+        .deliver(&entries(3, &url));
+    assert!(is_charged(&out[0], "401"), "{out:?}");
+    assert!(out[1..].iter().all(is_free));
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn sink_403_drops_as_forbidden() {
+    let (url, _) = scripted(vec![Answer::Reply(403, "not your project")]);
+    let out = HttpSink::new(&url, None, Duration::from_secs(5)).deliver(&entries(2, &url));
+    assert!(out.iter().all(|o| *o
+        == ItemOutcome::Drop {
+            reason: "forbidden".into()
+        }));
+}
+
+#[test]
+fn sink_500_and_malformed_replies_charge_the_first_only() {
+    for answer in [
+        Answer::Reply(500, "database on fire"),
+        Answer::Reply(200, "this is not json"),
+        Answer::Reply(200, r#"{"accepted": 99}"#),
+    ] {
+        let (url, _) = scripted(vec![answer]);
+        let out = HttpSink::new(&url, None, Duration::from_secs(5)).deliver(&entries(3, &url));
+        assert!(
+            matches!(out[0], ItemOutcome::Retry { charge: true, .. }),
+            "{out:?}"
+        );
+        assert!(out[1..].iter().all(is_free), "{out:?}");
+    }
+    let (url, _) = scripted(vec![Answer::Reply(500, "database on fire")]);
+    let out = HttpSink::new(&url, None, Duration::from_secs(5)).deliver(&entries(1, &url));
+    assert!(is_charged(&out[0], "database on fire"), "{out:?}");
+}
+
+#[test]
+fn sink_partial_batch_reply_delivers_the_accepted_and_charges_the_failed() {
+    let (url, _) = scripted(vec![Answer::Reply(
+        200,
+        r#"{"accepted":1,"accepted_indices":[0,2],"failed_index":1}"#,
+    )]);
+    let out = HttpSink::new(&url, None, Duration::from_secs(5)).deliver(&entries(4, &url));
+    assert_eq!(out[0], ItemOutcome::Delivered);
+    assert!(matches!(out[1], ItemOutcome::Retry { charge: true, .. }));
+    assert_eq!(out[2], ItemOutcome::Delivered);
+    assert!(is_free(&out[3]));
+}
+
+#[test]
+fn sink_falls_back_to_single_requests_on_404() {
+    let (url, seen) = scripted(vec![
+        Answer::Reply(404, "no batch here"),
+        Answer::Reply(202, "queued"),
+        Answer::Reply(202, "queued"),
+        Answer::Reply(202, "queued"),
+    ]);
+    let mut sink = HttpSink::new(&url, Some("t".into()), Duration::from_secs(5));
+    let out = sink.deliver(&entries(3, &url));
+    assert!(out.iter().all(|o| *o == ItemOutcome::Delivered), "{out:?}");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4);
+    assert!(seen[0].0.starts_with("POST /hook/batch "), "{:?}", seen[0]);
+    for (i, (line, auth)) in seen[1..].iter().enumerate() {
+        assert!(
+            line.starts_with("POST /hook?event=stop&agent=claude-code&cwd=%2Fwork%2Fmy%20repo&"),
+            "{line}"
+        );
+        assert!(line.contains(&format!("&ingest_key={} ", key(i))), "{line}");
+        assert_eq!(auth.as_deref(), Some("Bearer t"));
+    }
+}
+
+#[test]
+fn sink_refused_port_charges_once_and_marks_the_endpoint_unreachable() {
+    let url = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let timeout = Duration::from_secs(2);
+    let mut sink = HttpSink::new(&url, None, timeout);
+    let start = Instant::now();
+    let out = sink.deliver(&entries(3, &url));
+    assert!(start.elapsed() < timeout + Duration::from_secs(3));
+    assert!(is_charged(&out[0], "unreachable"), "{out:?}");
+    assert!(out[1..].iter().all(is_free));
+    assert!(sink.unreachable());
+    // Skipped for the rest of the pass: no charge, no network.
+    assert!(sink.deliver(&entries(2, &url)).iter().all(is_free));
+}
+
+#[test]
+fn sink_and_handoff_against_a_black_hole_stay_within_the_timeout() {
+    let (url, _) = scripted(vec![Answer::Hang, Answer::Hang]);
+    let timeout = Duration::from_millis(800);
+    let mut sink = HttpSink::new(&url, None, timeout);
+    let start = Instant::now();
+    let out = sink.deliver(&entries(5, &url));
+    // A hard budget, not a performance figure: generous slack for a busy VM.
+    assert!(
+        start.elapsed() < timeout + Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(is_charged(&out[0], "no answer within"), "{out:?}");
+    assert!(out[1..].iter().all(is_free));
+    assert!(sink.unreachable());
+
+    let scope = memhook::scope::Scope {
+        workspace: "acme".into(),
+        project: "api".into(),
+        workspace_source: memhook::scope::Source::Marker,
+        project_source: memhook::scope::Source::Marker,
+        marker: None,
+        strategy: memhook::scope::Strategy::Basename,
+        settings: memhook::scope::Settings::default(),
+        capture: memhook::scope::CaptureConfig::Absent,
+        warnings: vec![],
+    };
+    let event = memhook::event::Event {
+        agent: memhook::event::Agent::ClaudeCode,
+        kind: memhook::event::EventKind::SessionStart,
+        native_name: "SessionStart".into(),
+        session_id: Some("s".into()),
+        cwd: Some("/w".into()),
+        tool_name: None,
+        tool_input: None,
+        tool_call_id: None,
+        tool_response: None,
+        tool_error: None,
+        prompt: None,
+        message: None,
+        summary: None,
+        detail: None,
+        subagent: false,
+    };
+    let start = Instant::now();
+    let err = memhook::sink::http::handoff(&url, None, &scope, &event, timeout).unwrap_err();
+    assert!(start.elapsed() < timeout + Duration::from_secs(3));
+    assert!(err.to_string().contains("unreachable"), "{err}");
+}
+
+#[test]
+fn handoff_through_the_sink_api_reads_a_real_serve() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), Some("tk"));
+    let prior = [
+        record(&key(1), "old", "session-start", None),
+        record(&key(2), "old", "user-prompt", None),
+    ];
+    for r in &prior {
+        assert_eq!(post_record(&s, r, Some("tk")).0, 200);
+    }
+    let scope = memhook::scope::Scope {
+        workspace: "acme".into(),
+        project: "api".into(),
+        workspace_source: memhook::scope::Source::Marker,
+        project_source: memhook::scope::Source::Marker,
+        marker: None,
+        strategy: memhook::scope::Strategy::Basename,
+        settings: memhook::scope::Settings::default(),
+        capture: memhook::scope::CaptureConfig::Absent,
+        warnings: vec![],
+    };
+    let mut event = memhook::event::Event {
+        agent: memhook::event::Agent::ClaudeCode,
+        kind: memhook::event::EventKind::SessionStart,
+        native_name: "SessionStart".into(),
+        session_id: Some("new".into()),
+        cwd: Some("/work/my repo".into()),
+        tool_name: None,
+        tool_input: None,
+        tool_call_id: None,
+        tool_response: None,
+        tool_error: None,
+        prompt: None,
+        message: None,
+        summary: None,
+        detail: None,
+        subagent: false,
+    };
+    let t = Duration::from_secs(5);
+    let text = memhook::sink::http::handoff(&s.url(), Some("tk"), &scope, &event, t)
+        .unwrap()
+        .expect("a briefing");
+    assert!(text.contains("fix the login bug"), "{text}");
+    let err = memhook::sink::http::handoff(&s.url(), Some("bad"), &scope, &event, t).unwrap_err();
+    assert!(err.to_string().contains("401"), "{err}");
+    // The same session asking: its own work is not a "previous" session.
+    event.session_id = Some("old".into());
+    assert_eq!(
+        memhook::sink::http::handoff(&s.url(), Some("tk"), &scope, &event, t).unwrap(),
+        None
+    );
+}
