@@ -6,14 +6,15 @@ small C launcher (scripts/bench-hook-launch.c, compiled on first use) forks
 each child, pipes the payload to its stdin and reads the child's own CPU
 time (user+sys) and peak RSS from wait4(2); wall time is spawn to reap.
 Every hook run sees the same state: the record it spooled is deleted
-between runs (as a drainer would), outside the measurement. The drainer is whatever `drain::spawn_detached`
-does in the binary under test.
+between runs (as a drainer would), outside the measurement. The script holds the drain lock, so the hook
+starts no drainer (as when one is already running).
 
 Usage: scripts/bench-hook.py [--bin target/release/memhook] [--runs 300]
 Prints a Markdown table (medians) ready for docs/benchmarks.md.
 """
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -83,6 +84,12 @@ def bench(binary, n_patterns, size, runs, worst=False):
             else:
                 f.write("project = 'proj'\n")
         data = os.path.join(tmp, "data")
+        # Hold the drain lock for the whole run: each hook then finds a
+        # drainer "running" and starts none (one open + one lock attempt),
+        # so no drainer competes with the measurement or empties the spool.
+        os.makedirs(data, mode=0o700)
+        lock = open(os.path.join(data, "drain.lock"), "a")
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         env = {k: v for k, v in os.environ.items() if not k.startswith("AI_MEMORY_")}
         env.update(HOME=home, AI_MEMORY_DATA_DIR=data)
         body = payload(project, size)

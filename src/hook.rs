@@ -357,17 +357,29 @@ fn read_fd(fd: libc::c_int, timeout: Duration, max: usize) -> Stdin {
     let mut chunk = vec![0u8; 64 * 1024];
     let mut too_large = false;
     let mut discarded = 0usize;
+    // Length at the last early-accept parse: parse again only once the
+    // buffer has doubled, so a slow writer costs O(n) parsing, not O(n²).
+    let mut tried_at = 0usize;
     loop {
         // Nothing ready right now and we hold a whole object: done.
         let ready = poll_in(fd, Duration::ZERO);
-        if ready == Poll::NotReady && !too_large && looks_complete(&buf) {
-            return Stdin::Complete(buf);
+        if ready == Poll::NotReady
+            && !too_large
+            && ends_with_brace(&buf)
+            && buf.len() >= tried_at.saturating_mul(2)
+        {
+            if parse_payload(&buf).is_ok() {
+                return Stdin::Complete(buf);
+            }
+            tried_at = buf.len();
         }
         if ready == Poll::NotReady {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return if too_large {
                     Stdin::TooLarge
+                } else if ends_with_brace(&buf) && parse_payload(&buf).is_ok() {
+                    Stdin::Complete(buf)
                 } else {
                     Stdin::TimedOut
                 };
@@ -447,10 +459,9 @@ fn poll_in(fd: libc::c_int, wait: Duration) -> Poll {
     Poll::Ready
 }
 
-/// A cheap test before a parse: the bytes end with `}` and parse as an object.
-fn looks_complete(buf: &[u8]) -> bool {
-    let trimmed = buf.trim_ascii_end();
-    trimmed.last() == Some(&b'}') && parse_payload(buf).is_ok()
+/// The cheap test before a parse: an object can only end with `}`.
+fn ends_with_brace(buf: &[u8]) -> bool {
+    buf.trim_ascii_end().last() == Some(&b'}')
 }
 
 #[cfg(test)]
@@ -494,6 +505,26 @@ mod tests {
         ));
         assert!(t.elapsed() < Duration::from_secs(30));
         drop(w);
+        close(r);
+    }
+
+    #[test]
+    fn an_object_completed_after_a_failed_early_parse_is_still_accepted() {
+        let (r, mut w) = pipe();
+        // Ends with `}` but is not complete: the early parse fails...
+        w.write_all(b"{\"a\":{}").unwrap();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            // ...then one byte completes it and stdin stays open.
+            w.write_all(b"}").unwrap();
+            std::thread::sleep(Duration::from_millis(400));
+            drop(w);
+        });
+        assert_eq!(
+            read_fd(r, Duration::from_millis(200), 100),
+            Stdin::Complete(b"{\"a\":{}}".to_vec())
+        );
+        t.join().unwrap();
         close(r);
     }
 
