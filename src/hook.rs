@@ -35,6 +35,12 @@ pub const STDIN_TIMEOUT: Duration = Duration::from_millis(1500);
 /// the agent never sees a broken pipe), up to this many bytes or the
 /// deadline.
 pub const MAX_DISCARD_BYTES: usize = 64 * 1024 * 1024;
+/// Part of the session-start budget ([`crate::briefing::DEFAULT_BUDGET`])
+/// kept back for what happens outside the briefing: process start before the
+/// hook's clock starts, handing leftovers to the drainer and exit. Without
+/// it a black-holed server pushed the whole run a few milliseconds past the
+/// budget.
+pub const SESSION_START_RESERVE: Duration = Duration::from_millis(100);
 /// Environment variable naming the server URL when `--server-url` is absent.
 pub const HOOK_URL_ENV: &str = "AI_MEMORY_HOOK_URL";
 
@@ -142,7 +148,9 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
     // moment the hook started reading stdin.
     let context = match (&data_dir, event.kind) {
         (Some(dir), EventKind::SessionStart) => {
-            let budget = crate::briefing::DEFAULT_BUDGET.saturating_sub(started.elapsed());
+            let budget = crate::briefing::DEFAULT_BUDGET
+                .saturating_sub(SESSION_START_RESERVE)
+                .saturating_sub(started.elapsed());
             let briefing = crate::briefing::session_start(dir, &sink, &scope, &event, budget);
             // Whatever the bounded delivery left behind goes to the drainer.
             spawn_drainer(dir);
