@@ -294,7 +294,6 @@ fn sentinel_nothing_private_reaches_the_data_dir() {
 }
 
 #[test]
-#[ignore = "needs the scope resolver (marker discovery) to land in this branch"]
 fn sentinel_with_an_excluded_path() {
     sentinel(true);
 }
