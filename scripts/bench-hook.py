@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 """Hook hot-path benchmark: `memhook hook` against /bin/true in the same loop.
 
-For each configuration it alternates one /bin/true and one hook run, and
-reads each child's own CPU time (user+sys) and peak RSS from wait4(2).
-Wall time is measured from spawn to reap. Every hook run sees the same
-state: the spool is emptied between runs, outside the measurement.
+For each configuration it alternates one /bin/true and one hook run. A
+small C launcher (scripts/bench-hook-launch.c, compiled on first use) forks
+each child, pipes the payload to its stdin and reads the child's own CPU
+time (user+sys) and peak RSS from wait4(2); wall time is spawn to reap.
+Every hook run sees the same state: the record it spooled is deleted
+between runs (as a drainer would), outside the measurement. The script holds the drain lock, so the hook
+starts no drainer (as when one is already running).
 
 Usage: scripts/bench-hook.py [--bin target/release/memhook] [--runs 300]
 Prints a Markdown table (medians) ready for docs/benchmarks.md.
 """
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -49,21 +53,22 @@ def payload(project, size):
     return body + b" " * max(0, size - len(body))
 
 
-def run_once(argv, stdin_bytes, env):
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=env)
-    if stdin_bytes is not None:
-        try:
-            proc.stdin.write(stdin_bytes)
-        except BrokenPipeError:
-            pass
-    proc.stdin.close()
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.returncode == 0, argv
-    return (ru.ru_utime + ru.ru_stime) * 1e3, wall * 1e3, ru.ru_maxrss / 1024.0
+LAUNCH_SRC = os.path.join(ROOT, "scripts/bench-hook-launch.c")
+
+
+def launcher():
+    exe = os.path.join(tempfile.gettempdir(), "memhook-bench-launch")
+    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(LAUNCH_SRC):
+        subprocess.run(["cc", "-O2", "-o", exe, LAUNCH_SRC], check=True)
+    return exe
+
+
+def run_once(argv, payload_file, env):
+    out = subprocess.run([launcher(), payload_file] + argv, env=env,
+                         capture_output=True, check=True).stdout.split()
+    cpu_us, wall_us, rss_kib, status = (int(x) for x in out)
+    assert status == 0, argv
+    return cpu_us / 1e3, wall_us / 1e3, rss_kib / 1024.0
 
 
 def bench(binary, n_patterns, size, runs, worst=False):
@@ -79,25 +84,38 @@ def bench(binary, n_patterns, size, runs, worst=False):
             else:
                 f.write("project = 'proj'\n")
         data = os.path.join(tmp, "data")
+        # Hold the drain lock for the whole run: each hook then finds a
+        # drainer "running" and starts none (one open + one lock attempt),
+        # so no drainer competes with the measurement or empties the spool.
+        os.makedirs(data, mode=0o700)
+        lock = open(os.path.join(data, "drain.lock"), "a")
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         env = {k: v for k, v in os.environ.items() if not k.startswith("AI_MEMORY_")}
         env.update(HOME=home, AI_MEMORY_DATA_DIR=data)
         body = payload(project, size)
+        payload_file = os.path.join(tmp, "payload.json")
+        with open(payload_file, "wb") as f:
+            f.write(body)
+        empty_file = os.path.join(tmp, "empty")
+        open(empty_file, "wb").close()
         argv = [binary, "hook", "--agent", "claude-code", "--event", "PostToolUse"]
         # Sanity: the event is kept and enqueued.
         out = subprocess.run(argv + ["--check-capture"], input=body, capture_output=True, env=env)
         decision = json.loads(out.stdout)
         assert decision["disposition"] == "keep", decision
-        true_cpu, true_wall, hook_cpu, hook_wall, hook_rss = [], [], [], [], []
+        true_cpu, true_wall, true_rss, hook_cpu, hook_wall, hook_rss = [], [], [], [], [], []
         for i in range(runs + 5):
-            c, w, _ = run_once(["/bin/true"], b"", env)
-            hc, hw, hr = run_once(argv, body, env)
+            c, w, r = run_once(["/bin/true"], empty_file, env)
+            hc, hw, hr = run_once(argv, payload_file, env)
             spool = os.path.join(data, "spool")
-            if i == 0:
-                assert len([x for x in os.listdir(spool) if x.endswith(".json")]) == 1
-            shutil.rmtree(spool, ignore_errors=True)
+            done = [x for x in os.listdir(spool) if x.endswith(".json")]
+            assert len(done) == 1, done
+            # What a drainer does: delete the delivered file, keep the dirs.
+            for x in done:
+                os.unlink(os.path.join(spool, x))
             if i < 5:
                 continue  # warm-up
-            true_cpu.append(c); true_wall.append(w)
+            true_cpu.append(c); true_wall.append(w); true_rss.append(r)
             hook_cpu.append(hc); hook_wall.append(hw); hook_rss.append(hr)
         med = statistics.median
         return {
@@ -105,7 +123,7 @@ def bench(binary, n_patterns, size, runs, worst=False):
             "decision": decision["disposition"],
             "true_cpu": med(true_cpu), "true_wall": med(true_wall),
             "hook_cpu": med(hook_cpu), "hook_wall": med(hook_wall),
-            "hook_rss": max(hook_rss),
+            "hook_rss": max(hook_rss), "true_rss": max(true_rss),
         }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -123,7 +141,7 @@ def main():
         (128, 2048, True),
         (16, 1024 * 1024, False),
     ]
-    print("| policy | payload | hook CPU median | /bin/true CPU median | hook wall median | /bin/true wall median | wall ratio | hook peak RSS |")
+    print("| policy | payload | hook CPU median | /bin/true CPU median | hook wall median | /bin/true wall median | wall ratio | hook peak RSS (/bin/true) |")
     print("|---|---|---|---|---|---|---|---|")
     for n, size, worst in configs:
         runs = a.runs if size <= 4096 else max(20, a.runs // 10)
@@ -132,7 +150,7 @@ def main():
         sz = f"{size // 1024} KiB" if size < 1024 * 1024 else f"{size // (1024 * 1024)} MiB"
         print(f"| {label} | {sz} | {r['hook_cpu']:.2f} ms | {r['true_cpu']:.2f} ms | "
               f"{r['hook_wall']:.2f} ms | {r['true_wall']:.2f} ms | "
-              f"{r['hook_wall'] / r['true_wall']:.2f}x | {r['hook_rss']:.1f} MiB |", flush=True)
+              f"{r['hook_wall'] / r['true_wall']:.2f}x | {r['hook_rss']:.1f} MiB ({r['true_rss']:.1f} MiB) |", flush=True)
 
 
 if __name__ == "__main__":

@@ -160,13 +160,10 @@ fn briefing_may_change(pending: &[PathBuf], sink: &SinkTarget, session: Option<&
     })
 }
 
-/// The project memory index for the briefing.
-///
-/// MERGE POINT (MCP helper): replace the body with
-/// `crate::memory::index_for_briefing(data_dir, …)` once it exists; until then
-/// there is no index and this section is left out.
-fn memory_index(_data_dir: &Path, _scope: (&str, &str)) -> Option<String> {
-    None
+/// The project memory index for the briefing (`MEMORY.md`, bounded and
+/// wrapped in its tag; `None` when the scope has none).
+fn memory_index(data_dir: &Path, scope: (&str, &str)) -> Option<String> {
+    crate::memory::index_for(data_dir, scope.0, scope.1)
 }
 
 /// Compose the briefing of `scope` from `store`, leaving out the session
@@ -207,7 +204,9 @@ fn compose_in(
     }
     if let Some(index) = memory {
         let mut s = Section::new("## Project memory (MEMORY.md)");
-        for line in index.lines() {
+        let mut lines: Vec<&str> = index.lines().collect();
+        s.closing = lines.pop().map(str::to_string);
+        for line in lines {
             s.text(line);
         }
         sections.push(s);
@@ -226,12 +225,16 @@ fn compose_in(
 /// A titled block of lines; `items` are the bullet lines.
 struct Section {
     lines: Vec<(String, bool)>,
+    /// A last line that must follow whatever part of the section fits (the
+    /// memory index's closing tag): room for it is kept while filling.
+    closing: Option<String>,
 }
 
 impl Section {
     fn new(title: &str) -> Section {
         Section {
             lines: vec![(title.to_string(), false)],
+            closing: None,
         }
     }
     fn item(&mut self, line: String) {
@@ -418,17 +421,25 @@ fn fit(sections: &[Section], room: usize) -> (String, usize) {
     let mut used = 0;
     let mut items = 0;
     'outer: for (i, sec) in sections.iter().enumerate() {
+        // Room the closing line needs once anything under the title is in.
+        let reserve = sec.closing.as_ref().map_or(0, |c| 1 + c.chars().count());
         for (j, (line, is_item)) in sec.lines.iter().enumerate() {
             let sep = usize::from(!body.is_empty());
             let blank = usize::from(i > 0 && j == 0);
             let need = sep + blank + line.chars().count();
-            if used + need > room {
+            let keep = if j > 0 { reserve } else { 0 };
+            if used + need + keep > room {
                 // A title with no room for anything under it is left out.
                 if j == 1 && body.ends_with(&sec.lines[0].0) {
                     let cut = body.len() - sec.lines[0].0.len();
                     body.truncate(cut);
                     while body.ends_with('\n') {
                         body.pop();
+                    }
+                } else if j > 1 {
+                    if let Some(c) = &sec.closing {
+                        body.push('\n');
+                        body.push_str(c);
                     }
                 }
                 break 'outer;
@@ -444,6 +455,11 @@ fn fit(sections: &[Section], room: usize) -> (String, usize) {
             if *is_item {
                 items += 1;
             }
+        }
+        if let Some(c) = &sec.closing {
+            body.push('\n');
+            body.push_str(c);
+            used += reserve;
         }
     }
     (body, items)

@@ -263,29 +263,20 @@ pub const LOCK_FD_ENV: &str = "MEMHOOK_DRAIN_LOCK_FD";
 const INHERITED_LOCK_FD: i32 = 3;
 
 /// Start a detached background drainer for `data_dir` unless the spool is
-/// empty, or a drainer holds the lock already or sleeps through a backoff. Cheap: one open and one non-blocking lock attempt when a
-/// drainer runs. The lock is taken here and handed to the child on fd 3, so
+/// empty, or a drainer holds the lock already or sleeps through a backoff.
+/// Cheap: one open and one non-blocking lock attempt when a drainer runs.
+/// The lock is taken here and handed to the child on fd 3, so
 /// no drainer process ever starts without holding it (no stampede of
 /// short-lived drainers under load). The child runs `<current_exe> --data-dir
 /// <dir> drain --background` in a new session with stdin/stdout on /dev/null
 /// and stderr appended to `<data>/logs/drain.log`; it inherits the
 /// environment (so a token travels in `AI_MEMORY_AUTH_TOKEN`, never in argv).
-/// Problems are reported on stderr (`memhook: …`); the hook goes on.
-pub fn spawn_detached(data_dir: &Path) {
+/// Returns whether a child was started; with [`NO_HOOK_DELIVERY_ENV`] set,
+/// never starts one.
+pub fn spawn_detached(data_dir: &Path) -> io::Result<bool> {
     if hook_delivery_disabled() {
-        return;
+        return Ok(false);
     }
-    if let Err(e) = try_spawn_detached(data_dir) {
-        eprintln!(
-            "memhook: cannot start the background drainer in {}: {e}; \
-             the record stays in the spool (run `memhook drain`)",
-            data_dir.display()
-        );
-    }
-}
-
-/// [`spawn_detached`], returning whether a child was started.
-pub fn try_spawn_detached(data_dir: &Path) -> io::Result<bool> {
     if !has_pending(data_dir) {
         return Ok(false);
     }
@@ -949,8 +940,7 @@ pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
         return Ok(ExitCode::SUCCESS);
     }
     if args.detach {
-        let started =
-            try_spawn_detached(&dir).map_err(|e| format!("cannot start the drainer: {e}"))?;
+        let started = spawn_detached(&dir).map_err(|e| format!("cannot start the drainer: {e}"))?;
         println!(
             "{}",
             if started {

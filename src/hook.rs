@@ -35,6 +35,12 @@ pub const STDIN_TIMEOUT: Duration = Duration::from_millis(1500);
 /// the agent never sees a broken pipe), up to this many bytes or the
 /// deadline.
 pub const MAX_DISCARD_BYTES: usize = 64 * 1024 * 1024;
+/// Part of the session-start budget ([`crate::briefing::DEFAULT_BUDGET`])
+/// kept back for what happens outside the briefing: process start before the
+/// hook's clock starts, handing leftovers to the drainer and exit. Without
+/// it a black-holed server pushed the whole run a few milliseconds past the
+/// budget.
+pub const SESSION_START_RESERVE: Duration = Duration::from_millis(100);
 /// Environment variable naming the server URL when `--server-url` is absent.
 pub const HOOK_URL_ENV: &str = "AI_MEMORY_HOOK_URL";
 
@@ -126,14 +132,31 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
 
     let dropped = decision.disposition == Disposition::Drop
         || (scope.settings.drop_subagent_captures && event.subagent);
-    if !dropped {
-        enqueue(args, data_dir_flag, &event, &scope, &decision);
+    let sink = sink_target(args.server_url.as_deref());
+    let data_dir = match crate::data_dir::resolve(data_dir_flag) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("memhook: {e}; the event was not captured");
+            None
+        }
+    };
+    if let (false, Some(dir)) = (dropped, &data_dir) {
+        enqueue(dir, &sink, &event, &scope, &decision);
     }
 
-    let context = if event.kind == EventKind::SessionStart {
-        session_start_briefing(args, data_dir_flag, &event, &scope, started)
-    } else {
-        None
+    // The whole session-start path shares one hard budget, counted from the
+    // moment the hook started reading stdin.
+    let context = match (&data_dir, event.kind) {
+        (Some(dir), EventKind::SessionStart) => {
+            let budget = crate::briefing::start_budget()
+                .saturating_sub(SESSION_START_RESERVE)
+                .saturating_sub(started.elapsed());
+            let briefing = crate::briefing::session_start(dir, &sink, &scope, &event, budget);
+            // Whatever the bounded delivery left behind goes to the drainer.
+            spawn_drainer(dir);
+            briefing
+        }
+        _ => None,
     };
     crate::envelope::render(&agent, event.kind, context.as_deref())
 }
@@ -287,13 +310,7 @@ pub fn sink_target(flag: Option<&str>) -> SinkTarget {
     }
 }
 
-fn enqueue(
-    args: &HookArgs,
-    data_dir_flag: Option<&Path>,
-    event: &Event,
-    scope: &Scope,
-    decision: &Decision,
-) {
+fn enqueue(data_dir: &Path, sink: &SinkTarget, event: &Event, scope: &Scope, decision: &Decision) {
     let files = if decision.disposition == Disposition::Keep
         && decision.tool_family == ToolFamily::File
         && event.kind.is_post_tool()
@@ -306,19 +323,12 @@ fn enqueue(
     let record = crate::record::build(event, scope, decision, files, crate::record::new_key(), now);
     let entry = SpoolEntry {
         v: ENTRY_VERSION,
-        sink: sink_target(args.server_url.as_deref()),
+        sink: sink.clone(),
         attempts: 0,
         enqueued_ms: now,
         record,
     };
-    let data_dir = match crate::data_dir::resolve(data_dir_flag) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("memhook: {e}; the event was not captured");
-            return;
-        }
-    };
-    let spool = match Spool::open(&data_dir) {
+    let spool = match Spool::open(data_dir) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("memhook: {e}; the event was not captured");
@@ -329,29 +339,17 @@ fn enqueue(
         eprintln!("memhook: {e}");
         return;
     }
-    // At session start the briefing path delivers first (and starts a
-    // drainer afterwards if anything is left).
+    // Session start delivers in the foreground (within its budget) before
+    // composing the briefing; every other event leaves it to the drainer.
     if event.kind != EventKind::SessionStart {
-        crate::drain::spawn_detached(&data_dir);
+        spawn_drainer(data_dir);
     }
 }
 
-/// The session-start briefing (`crate::briefing`): deliver what is pending
-/// for this hook's sink, then compose from the store or the server's
-/// handoff, within what is left of the session-start budget.
-fn session_start_briefing(
-    args: &HookArgs,
-    data_dir_flag: Option<&Path>,
-    event: &Event,
-    scope: &Scope,
-    started: Instant,
-) -> Option<String> {
-    let data_dir = crate::data_dir::resolve(data_dir_flag).ok()?;
-    let budget = crate::briefing::start_budget().saturating_sub(started.elapsed());
-    let sink = sink_target(args.server_url.as_deref());
-    let briefing = crate::briefing::session_start(&data_dir, &sink, scope, event, budget);
-    crate::drain::spawn_detached(&data_dir);
-    briefing
+fn spawn_drainer(data_dir: &Path) {
+    if let Err(e) = crate::drain::spawn_detached(data_dir) {
+        eprintln!("memhook: cannot start the background drainer ({e}); records stay queued");
+    }
 }
 
 /// Read stdin to EOF, at most [`MAX_STDIN_BYTES`], within `timeout`.
@@ -367,17 +365,29 @@ fn read_fd(fd: libc::c_int, timeout: Duration, max: usize) -> Stdin {
     let mut chunk = vec![0u8; 64 * 1024];
     let mut too_large = false;
     let mut discarded = 0usize;
+    // Length at the last early-accept parse: parse again only once the
+    // buffer has doubled, so a slow writer costs O(n) parsing, not O(n²).
+    let mut tried_at = 0usize;
     loop {
         // Nothing ready right now and we hold a whole object: done.
         let ready = poll_in(fd, Duration::ZERO);
-        if ready == Poll::NotReady && !too_large && looks_complete(&buf) {
-            return Stdin::Complete(buf);
+        if ready == Poll::NotReady
+            && !too_large
+            && ends_with_brace(&buf)
+            && buf.len() >= tried_at.saturating_mul(2)
+        {
+            if parse_payload(&buf).is_ok() {
+                return Stdin::Complete(buf);
+            }
+            tried_at = buf.len();
         }
         if ready == Poll::NotReady {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return if too_large {
                     Stdin::TooLarge
+                } else if ends_with_brace(&buf) && parse_payload(&buf).is_ok() {
+                    Stdin::Complete(buf)
                 } else {
                     Stdin::TimedOut
                 };
@@ -457,10 +467,9 @@ fn poll_in(fd: libc::c_int, wait: Duration) -> Poll {
     Poll::Ready
 }
 
-/// A cheap test before a parse: the bytes end with `}` and parse as an object.
-fn looks_complete(buf: &[u8]) -> bool {
-    let trimmed = buf.trim_ascii_end();
-    trimmed.last() == Some(&b'}') && parse_payload(buf).is_ok()
+/// The cheap test before a parse: an object can only end with `}`.
+fn ends_with_brace(buf: &[u8]) -> bool {
+    buf.trim_ascii_end().last() == Some(&b'}')
 }
 
 #[cfg(test)]
@@ -504,6 +513,26 @@ mod tests {
         ));
         assert!(t.elapsed() < Duration::from_secs(30));
         drop(w);
+        close(r);
+    }
+
+    #[test]
+    fn an_object_completed_after_a_failed_early_parse_is_still_accepted() {
+        let (r, mut w) = pipe();
+        // Ends with `}` but is not complete: the early parse fails...
+        w.write_all(b"{\"a\":{}").unwrap();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            // ...then one byte completes it and stdin stays open.
+            w.write_all(b"}").unwrap();
+            std::thread::sleep(Duration::from_millis(400));
+            drop(w);
+        });
+        assert_eq!(
+            read_fd(r, Duration::from_millis(200), 100),
+            Stdin::Complete(b"{\"a\":{}}".to_vec())
+        );
+        t.join().unwrap();
         close(r);
     }
 

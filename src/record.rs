@@ -183,18 +183,25 @@ fn floor_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
+/// Bytes a secret can be made of (tokens, keys, base64, URL credentials).
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-_.~+/=:@%".contains(&b) || !b.is_ascii()
+}
+
 /// The raw text window [`clean_capped`] looks at: at most `limit` bytes, cut
-/// back to the last ASCII whitespace so a secret straddling the cut is
-/// dropped whole rather than leaving a prefix too short to be recognised.
+/// back to the last byte no secret can contain (whitespace, quotes,
+/// punctuation), so a secret straddling the cut is dropped whole rather
+/// than leaving a prefix too short to be recognised.
 fn window(text: &str, limit: usize) -> &str {
     if text.len() <= limit {
         return text;
     }
-    let head = &text[..floor_boundary(text, limit)];
+    let head = &text.as_bytes()[..floor_boundary(text, limit)];
     let keep = head
-        .rfind(|c: char| c.is_ascii_whitespace())
+        .iter()
+        .rposition(|&b| !is_token_byte(b))
         .map_or(0, |i| i + 1);
-    &head[..keep]
+    &text[..keep]
 }
 
 /// Clean (private spans, controls, secrets) then cap: the one way any text
@@ -808,6 +815,62 @@ mod tests {
     }
 
     #[test]
+    fn id_path_and_detail_caps_at_their_edges() {
+        let mk = |sid: String, cwd: String, source: String| {
+            ev(
+                "claude-code",
+                json!({"hook_event_name":"SessionStart","session_id":sid,"cwd":cwd,"source":source}),
+            )
+        };
+        let sid = "s".repeat(MAX_SESSION_ID_BYTES);
+        let cwd = format!("/{}", "d".repeat(MAX_PATH_BYTES - 1));
+        let det = "x".repeat(MAX_DETAIL_CHARS);
+        let r = keep(&mk(sid.clone(), cwd.clone(), det.clone()));
+        assert_eq!(r.session_id.as_deref(), Some(sid.as_str()));
+        assert_eq!(r.cwd.as_deref(), Some(cwd.as_str()));
+        assert_eq!(r.title, Some(format!("session start: {det}")));
+        let r = keep(&mk(sid.clone() + "s", cwd.clone() + "d", det.clone() + "x"));
+        assert_eq!(r.session_id.unwrap().len(), MAX_SESSION_ID_BYTES);
+        assert_eq!(r.cwd.unwrap().len(), MAX_PATH_BYTES);
+        assert_eq!(r.title, Some(format!("session start: {det}")));
+    }
+
+    #[test]
+    fn file_path_cap_and_count_at_their_edges() {
+        let post = ev(
+            "claude-code",
+            fixture("claude-code/2.1.328/PostToolUse-Read.json"),
+        );
+        let d = crate::capture::decide(&CaptureConfig::Absent, None, &post);
+        let at = format!("/{}", "f".repeat(MAX_PATH_BYTES - 1));
+        let r = build(
+            &post,
+            &scope(),
+            &d,
+            vec![at.clone(), at.clone() + "g"],
+            new_key(),
+            1,
+        );
+        assert_eq!(r.files[0], at);
+        assert_eq!(r.files[1].len(), MAX_PATH_BYTES);
+        assert!(r.files[1].ends_with(ELLIPSIS));
+        let exact: Vec<String> = (0..MAX_FILES).map(|i| format!("/f{i}")).collect();
+        assert_eq!(
+            build(&post, &scope(), &d, exact, new_key(), 1).files.len(),
+            MAX_FILES
+        );
+    }
+
+    #[test]
+    fn window_factor_edge() {
+        let limit = MAX_TOOL_BODY_BYTES * WINDOW_FACTOR;
+        let text = format!("{} {}", "a".repeat(limit - 2), "bb");
+        assert_eq!(text.len(), limit + 1);
+        assert_eq!(window(&text[..limit], limit), &text[..limit]);
+        assert_eq!(window(&text, limit), &text[..limit - 1]);
+    }
+
+    #[test]
     fn title_edge() {
         let at = "t".repeat(MAX_TITLE_CHARS);
         assert_eq!(title_line(&at).unwrap(), at);
@@ -856,6 +919,17 @@ mod tests {
         let body = keep(&e).body.unwrap_or_default();
         assert!(!body.contains("ghp_"), "{body}");
         assert!(!body.contains("QQQQ"));
+    }
+
+    #[test]
+    fn window_cuts_before_a_straddling_token() {
+        let text = format!("{{\"a\":\"{}\",\"b\":\"{GH}\"}}", "x".repeat(100));
+        let cut_in_token = text.find("ghp_").unwrap() + 10;
+        let w = window(&text, cut_in_token);
+        assert!(!w.contains("ghp_"), "{w}");
+        assert!(w.ends_with('"') && w.contains("xxx"), "{w}");
+        assert_eq!(window(&text, text.len()), text);
+        assert_eq!(window("é", 1), "");
     }
 
     #[test]

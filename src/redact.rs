@@ -68,9 +68,11 @@ const CLOSE: &[u8] = b"</private>";
 
 fn strip_private(text: &str) -> Cow<'_, str> {
     let b = text.as_bytes();
-    if !b
-        .windows(2)
-        .any(|w| w[0] == b'<' && matches!(w[1], b'p' | b'P' | b'/'))
+    // `str::contains(char)` is a memchr; most text has no `<` at all.
+    if !text.contains('<')
+        || !b
+            .windows(2)
+            .any(|w| w[0] == b'<' && matches!(w[1], b'p' | b'P' | b'/'))
     {
         return Cow::Borrowed(text);
     }
@@ -102,6 +104,9 @@ fn strip_private(text: &str) -> Cow<'_, str> {
         } else {
             i += 1;
         }
+    }
+    if keep_from == 0 {
+        return Cow::Borrowed(text); // no tag at all
     }
     if depth == 0 {
         out.push_str(&text[keep_from..]);
@@ -136,8 +141,23 @@ fn is_stripped_control(c: char) -> bool {
     (c.is_control() && !matches!(c, '\t' | '\n' | '\r')) || is_invisible(c)
 }
 
+/// Could `text` hold a character [`strip_controls`] removes? A byte check:
+/// ASCII controls and DEL, and the lead bytes of every stripped non-ASCII
+/// character (C1 controls `C2`, U+061C `D8`, U+180E `E1`, U+200x–U+206x
+/// `E2`, U+FEFF `EF`). False positives only cost the exact pass.
+fn may_hold_controls(text: &str) -> bool {
+    let suspect = |b: u8| {
+        (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r'))
+            | matches!(b, 0x7f | 0xc2 | 0xd8 | 0xe1 | 0xe2 | 0xef)
+    };
+    // Branch-free within a chunk so the compiler can vectorise it.
+    text.as_bytes()
+        .chunks(64)
+        .any(|c| c.iter().fold(false, |acc, &b| acc | suspect(b)))
+}
+
 fn strip_controls(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(is_stripped_control) {
+    if !may_hold_controls(text) || !text.chars().any(is_stripped_control) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
@@ -198,23 +218,33 @@ fn skip_string_sequence(it: &mut std::iter::Peekable<std::str::Chars<'_>>) {
 // ---------------------------------------------------------------------------
 // 3. Secrets
 
-/// How a match is rewritten.
+/// How one rule finds secrets.
 #[derive(Clone, Copy)]
-enum Kind {
-    /// Every match is this kind.
-    Fixed(&'static str),
-    /// The kind follows from the key the value is assigned to.
-    FromKey,
+enum Matcher {
+    /// A regex (compiled on first use). When it has groups named `s1`,
+    /// `s2`, … only those are replaced (names and separators around them
+    /// stay); otherwise the whole match is.
+    Regex(&'static str),
+    /// `-----BEGIN … PRIVATE KEY-----` through its END line, or to the end of
+    /// the text when the END line is missing.
+    PrivateKey,
+    /// `Bearer <token>` (ASCII case-insensitive, token of 16 or more
+    /// `[A-Za-z0-9._~+/=-]`): the token.
+    Bearer,
+    /// `scheme://user:password@host`: the `user:password` part.
+    UrlCredentials,
+    /// `key = value`, `key: value`, `"key": "value"` and `--key value` where
+    /// the key names a credential (see [`CRED_KEYS`]).
+    Assignment,
 }
 
 /// One redaction rule: keywords for the prefilter (ASCII, matched
-/// case-insensitively), a pattern, and its kind. When the pattern has groups
-/// named `s1`, `s2`, … only those are replaced (names, quotes and
-/// separators around them stay); otherwise the whole match is.
+/// case-insensitively), a matcher, and the kind its markers name
+/// (assignments take theirs from the key).
 struct Rule {
     keywords: &'static [&'static str],
-    pattern: &'static str,
-    kind: Kind,
+    matcher: Matcher,
+    kind: &'static str,
 }
 
 /// ASCII whitespace, spelled out (`\s` would be Unicode-aware).
@@ -224,107 +254,142 @@ macro_rules! ws {
     };
 }
 
-/// Keys that name a credential in `key = value` assignments.
-macro_rules! cred_key {
-    () => {
-        r"(?i-u:password|passwd|secret|token|api[_-]?key|apikey|access[_-]?key)"
-    };
+/// Words that make a key name a credential, the kind they give, and whether
+/// the word must be a whole segment of the key (split at `_`, `-`, `.` and
+/// camel case): `DB_PASS` and `dbPass` are credentials, `passed` is not.
+/// Checked in order: `auth_token` is a token, `db_password` a password.
+const CRED_KEYS: &[(&str, &str, bool)] = &[
+    ("authorization", "authorization", false),
+    ("password", "password", false),
+    ("passwd", "password", false),
+    ("passphrase", "password", false),
+    ("pass", "password", true),
+    ("pwd", "password", true),
+    ("secret", "secret", false),
+    ("credential", "secret", false),
+    ("private_key", "secret", false),
+    ("private-key", "secret", false),
+    ("privatekey", "secret", false),
+    ("token", "token", false),
+    ("api_key", "api_key", false),
+    ("api-key", "api_key", false),
+    ("apikey", "api_key", false),
+    ("access_key", "api_key", false),
+    ("access-key", "api_key", false),
+];
+
+/// Keys that hold a credential word but never a secret: the shell's working
+/// directories.
+const NOT_SECRET_KEYS: &[&str] = &["pwd", "oldpwd"];
+
+/// Is `b[at..at + len]` a whole segment of a key name?
+fn is_segment(b: &[u8], at: usize, len: usize) -> bool {
+    let end = at + len;
+    let before = at == 0
+        || !b[at - 1].is_ascii_alphanumeric()
+        || (b[at - 1].is_ascii_lowercase() && b[at].is_ascii_uppercase());
+    let after = end == b.len()
+        || !b[end].is_ascii_alphanumeric()
+        || (b[end - 1].is_ascii_lowercase() && b[end].is_ascii_uppercase());
+    before && after
 }
+
+/// The credential word of [`CRED_KEYS`] at `b[at..]`, if any (index).
+fn cred_word_at(b: &[u8], at: usize) -> Option<usize> {
+    CRED_KEYS.iter().position(|(w, _, whole)| {
+        starts_with_ci(&b[at..], w.as_bytes()) && (!whole || is_segment(b, at, w.len()))
+    })
+}
+
+/// Schemes kept in front of a redacted `Authorization` value.
+const AUTH_SCHEMES: &[&str] = &["bearer", "basic", "token", "digest"];
 
 /// The rules, most specific first so markers name the most precise kind.
 const RULES: &[Rule] = &[
     Rule {
         keywords: &["private key"],
-        pattern: concat!(
-            r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)",
-            r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\z)"
-        ),
-        kind: Kind::Fixed("private_key"),
+        matcher: Matcher::PrivateKey,
+        kind: "private_key",
     },
     Rule {
         keywords: &["akia", "asia", "abia", "acca"],
-        pattern: r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?-u:\b)",
-        kind: Kind::Fixed("aws_access_key"),
+        matcher: Matcher::Regex(r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?-u:\b)"),
+        kind: "aws_access_key",
     },
     Rule {
         keywords: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
-        pattern: r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
-        kind: Kind::Fixed("github_token"),
+        matcher: Matcher::Regex(r"gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}"),
+        kind: "github_token",
     },
     Rule {
         keywords: &["glpat-"],
-        pattern: r"glpat-[A-Za-z0-9_-]{20,}",
-        kind: Kind::Fixed("gitlab_token"),
+        matcher: Matcher::Regex(r"glpat-[A-Za-z0-9_-]{20,}"),
+        kind: "gitlab_token",
     },
     Rule {
         keywords: &["xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "xapp-"],
-        pattern: r"(?:xox[abprs]-[A-Za-z0-9-]{10,}|xapp-[0-9]+-[A-Za-z0-9-]{10,})",
-        kind: Kind::Fixed("slack_token"),
+        matcher: Matcher::Regex(r"xox[abprs]-[A-Za-z0-9-]{10,}|xapp-[0-9]+-[A-Za-z0-9-]{10,}"),
+        kind: "slack_token",
     },
     Rule {
         keywords: &["sk_live_", "rk_live_", "sk_test_", "rk_test_"],
-        pattern: r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
-        kind: Kind::Fixed("stripe_key"),
+        matcher: Matcher::Regex(r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"),
+        kind: "stripe_key",
     },
     Rule {
         keywords: &["sk-ant-"],
-        pattern: r"sk-ant-[A-Za-z0-9_-]{20,}",
-        kind: Kind::Fixed("anthropic_key"),
+        matcher: Matcher::Regex(r"sk-ant-[A-Za-z0-9_-]{20,}"),
+        kind: "anthropic_key",
     },
     Rule {
         keywords: &["sk-"],
-        pattern: r"(?-u:\b)sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
-        kind: Kind::Fixed("openai_key"),
+        matcher: Matcher::Regex(r"(?-u:\b)sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+        kind: "openai_key",
     },
     Rule {
         keywords: &["aiza"],
-        pattern: r"AIza[A-Za-z0-9_-]{35}",
-        kind: Kind::Fixed("google_api_key"),
+        matcher: Matcher::Regex(r"AIza[A-Za-z0-9_-]{35,}"),
+        kind: "google_api_key",
     },
     Rule {
         keywords: &["eyj"],
-        pattern: r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
-        kind: Kind::Fixed("jwt"),
-    },
-    Rule {
-        keywords: &["authorization"],
-        pattern: concat!(
-            r#"(?i-u:authorization)["']?"#,
-            ws!(),
-            r"*[:=]",
-            ws!(),
-            r#"*["']?(?:(?i-u:bearer|basic|token|digest)"#,
-            ws!(),
-            r"+)?(?P<s1>[A-Za-z0-9._~+/=-]{8,})"
-        ),
-        kind: Kind::Fixed("authorization"),
+        matcher: Matcher::Regex(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
+        kind: "jwt",
     },
     Rule {
         keywords: &["bearer"],
-        pattern: concat!(r"(?i-u:bearer)", ws!(), r"+(?P<s1>[A-Za-z0-9._~+/=-]{16,})"),
-        kind: Kind::Fixed("bearer"),
+        matcher: Matcher::Bearer,
+        kind: "bearer",
     },
     Rule {
         keywords: &["://"],
-        pattern: r"[A-Za-z][A-Za-z0-9+.-]*://(?P<s1>[^/@:\x00-\x20]+:[^/@\x00-\x20]+)@",
-        kind: Kind::Fixed("url_credentials"),
+        matcher: Matcher::UrlCredentials,
+        kind: "url_credentials",
     },
     Rule {
         keywords: &["aws_secret", "secret_access_key", "secretaccesskey"],
-        pattern: concat!(
+        matcher: Matcher::Regex(concat!(
             r#"(?i-u:aws_?secret(?:_?access)?_?key)["']?"#,
             ws!(),
             r"*[:=]",
             ws!(),
             r#"*["']?(?P<s1>[A-Za-z0-9/+=]{30,})"#
-        ),
-        kind: Kind::Fixed("aws_secret"),
+        )),
+        kind: "aws_secret",
     },
     Rule {
         keywords: &[
+            "authorization",
             "password",
             "passwd",
+            "passphrase",
+            "pass",
+            "pwd",
             "secret",
+            "credential",
+            "private_key",
+            "private-key",
+            "privatekey",
             "token",
             "api_key",
             "api-key",
@@ -332,70 +397,84 @@ const RULES: &[Rule] = &[
             "access_key",
             "access-key",
         ],
-        pattern: concat!(
-            r"(?P<key>[A-Za-z0-9_.-]*",
-            cred_key!(),
-            r#"[A-Za-z0-9_.-]*)["']?[ \t]*[:=][ \t]*"#,
-            r#"(?:"(?P<s1>[^"\r\n]+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^ \t\r\n"',;&)}\]]+))"#
-        ),
-        kind: Kind::FromKey,
-    },
-    Rule {
-        keywords: &["--"],
-        pattern: concat!(
-            r"(?P<key>--(?:[A-Za-z0-9]+-)*",
-            cred_key!(),
-            r")[ \t]+",
-            r#"(?:"(?P<s1>[^"\r\n]+)"|'(?P<s2>[^'\r\n]+)'|(?P<s3>[^- \t\r\n"'][^ \t\r\n"']*))"#
-        ),
-        kind: Kind::FromKey,
+        matcher: Matcher::Assignment,
+        kind: "token",
     },
 ];
 
-/// The kind of an assignment, from the key's name.
-fn kind_from_key(key: &str) -> &'static str {
-    let k = key.to_ascii_lowercase();
-    if k.contains("passw") {
-        "password"
-    } else if k.contains("secret") {
-        "secret"
-    } else if k.contains("token") {
-        "token"
-    } else {
-        "api_key"
-    }
-}
-
-fn compiled(i: usize) -> &'static Regex {
+fn compiled(i: usize) -> Option<&'static Regex> {
     static CELLS: [OnceLock<Regex>; RULES.len()] = [const { OnceLock::new() }; RULES.len()];
-    CELLS[i].get_or_init(|| {
-        Regex::new(RULES[i].pattern).expect("redaction patterns are valid (unit-tested)")
-    })
+    let Matcher::Regex(pattern) = RULES[i].matcher else {
+        return None;
+    };
+    Some(
+        CELLS[i].get_or_init(|| {
+            Regex::new(pattern).expect("redaction patterns are valid (unit-tested)")
+        }),
+    )
 }
 
-/// Which rules have a keyword in `text` (one pass, ASCII case-insensitive).
-fn prefilter(text: &str) -> u64 {
-    const _: () = assert!(RULES.len() <= 64);
-    struct Index {
-        /// For each lowercased first byte, (keyword, rule index) pairs.
-        by_first: Vec<Vec<(&'static [u8], usize)>>,
+/// Compile rule `i` now (benchmarks measure the cost); returns its kind.
+#[doc(hidden)]
+pub fn warm_rule(i: usize) -> Option<&'static str> {
+    let rule = RULES.get(i)?;
+    compiled(i);
+    Some(rule.kind)
+}
+
+const fn lower(b: u8) -> u8 {
+    b.to_ascii_lowercase()
+}
+
+/// Bit `(a << 8) | b` is set when some keyword starts with the bytes `a b`
+/// (lowercased). Built at compile time; one lookup per text byte.
+static BIGRAMS: [u64; 1024] = {
+    let mut t = [0u64; 1024];
+    let mut r = 0;
+    while r < RULES.len() {
+        let kws = RULES[r].keywords;
+        let mut k = 0;
+        while k < kws.len() {
+            let kw = kws[k].as_bytes();
+            let idx = ((lower(kw[0]) as usize) << 8) | lower(kw[1]) as usize;
+            t[idx / 64] |= 1 << (idx % 64);
+            k += 1;
+        }
+        r += 1;
     }
-    static INDEX: OnceLock<Index> = OnceLock::new();
-    let index = INDEX.get_or_init(|| {
+    t
+};
+
+/// (keyword, rule index) pairs.
+type Keywords = Vec<(&'static [u8], usize)>;
+
+/// Keywords by lowercased first byte.
+fn keywords_by_first_byte() -> &'static [Keywords] {
+    static INDEX: OnceLock<Vec<Keywords>> = OnceLock::new();
+    INDEX.get_or_init(|| {
         let mut by_first = vec![Vec::new(); 256];
         for (ri, rule) in RULES.iter().enumerate() {
             for kw in rule.keywords {
-                let kw = kw.as_bytes();
-                by_first[kw[0].to_ascii_lowercase() as usize].push((kw, ri));
+                by_first[lower(kw.as_bytes()[0]) as usize].push((kw.as_bytes(), ri));
             }
         }
-        Index { by_first }
-    });
+        by_first
+    })
+}
+
+/// Which rules have a keyword in `text` (ASCII case-insensitive), as a bit
+/// set over rule indices. One bigram-table lookup per byte; keywords are
+/// compared only where a keyword's first two bytes occur.
+fn prefilter(text: &str) -> u64 {
+    const _: () = assert!(RULES.len() <= 64);
     let b = text.as_bytes();
     let mut hits = 0u64;
-    for i in 0..b.len() {
-        let cands = &index.by_first[b[i].to_ascii_lowercase() as usize];
-        for &(kw, ri) in cands {
+    for i in 0..b.len().saturating_sub(1) {
+        let idx = ((lower(b[i]) as usize) << 8) | lower(b[i + 1]) as usize;
+        if BIGRAMS[idx / 64] & (1 << (idx % 64)) == 0 {
+            continue;
+        }
+        for &(kw, ri) in &keywords_by_first_byte()[lower(b[i]) as usize] {
             if hits & (1 << ri) == 0 && starts_with_ci(&b[i..], kw) {
                 hits |= 1 << ri;
             }
@@ -414,33 +493,305 @@ fn redact_secrets(text: &str) -> Cow<'_, str> {
         if hits & (1 << i) == 0 {
             continue;
         }
-        let re = compiled(i);
-        if let Cow::Owned(s) = re.replace_all(&cur, |c: &Captures<'_>| rewrite(rule, c)) {
+        let next = match rule.matcher {
+            Matcher::Regex(_) => {
+                let re = compiled(i).expect("a regex rule");
+                match re.replace_all(&cur, |c: &Captures<'_>| rewrite(rule.kind, c)) {
+                    Cow::Owned(s) => Some(s),
+                    Cow::Borrowed(_) => None,
+                }
+            }
+            Matcher::PrivateKey => redact_private_keys(&cur),
+            Matcher::UrlCredentials => redact_url_credentials(&cur),
+            Matcher::Bearer => redact_bearer(&cur),
+            Matcher::Assignment => redact_assignments(&cur),
+        };
+        if let Some(s) = next {
             cur = Cow::Owned(s);
         }
     }
     cur
 }
 
-/// The replacement text for one match.
-fn rewrite(rule: &Rule, c: &Captures<'_>) -> String {
+fn marker(kind: &str) -> String {
+    format!("{MARKER_PREFIX}{kind}]")
+}
+
+/// The replacement text for one regex match.
+fn rewrite(kind: &str, c: &Captures<'_>) -> String {
     let whole = c.get(0).expect("group 0 always matches");
-    let kind = match rule.kind {
-        Kind::Fixed(k) => k,
-        Kind::FromKey => kind_from_key(c.name("key").map_or("", |m| m.as_str())),
-    };
-    let marker = format!("{MARKER_PREFIX}{kind}]");
-    let secret = ["s1", "s2", "s3"].iter().find_map(|n| c.name(n));
-    match secret {
-        None => marker,
+    match ["s1", "s2", "s3"].iter().find_map(|n| c.name(n)) {
+        None => marker(kind),
         // Already redacted by a more specific rule: keep its marker.
         Some(s) if s.as_str().starts_with(MARKER_PREFIX) => whole.as_str().to_string(),
         Some(s) => {
             let h = whole.as_str();
             let (a, b) = (s.start() - whole.start(), s.end() - whole.start());
-            format!("{}{marker}{}", &h[..a], &h[b..])
+            format!("{}{}{}", &h[..a], marker(kind), &h[b..])
         }
     }
+}
+
+/// `-----BEGIN <LABEL> PRIVATE KEY-----` or `… PRIVATE KEY BLOCK-----` where
+/// the label is `[ A-Z0-9]*`; returns the header's length at `s`.
+fn key_armor(s: &[u8], word: &[u8]) -> Option<usize> {
+    let rest = s.strip_prefix(b"-----")?.strip_prefix(word)?;
+    let label = rest
+        .iter()
+        .take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || **b == b' ')
+        .count();
+    let tail = &rest[label..];
+    let label = &rest[..label];
+    if !label.ends_with(b"PRIVATE KEY") && !label.ends_with(b"PRIVATE KEY BLOCK") {
+        return None;
+    }
+    tail.starts_with(b"-----")
+        .then_some(5 + word.len() + label.len() + 5)
+}
+
+fn redact_private_keys(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut out = String::new();
+    let (mut i, mut kept) = (0, 0);
+    while let Some(off) = find(&b[i..], b"-----BEGIN") {
+        let start = i + off;
+        let Some(h) = key_armor(&b[start..], b"BEGIN") else {
+            i = start + 5;
+            continue;
+        };
+        let mut end = b.len();
+        let mut j = start + h;
+        while let Some(off) = find(&b[j..], b"-----END") {
+            if let Some(n) = key_armor(&b[j + off..], b"END") {
+                end = j + off + n;
+                break;
+            }
+            j += off + 5;
+        }
+        out.push_str(&text[kept..start]);
+        out.push_str(&marker("private_key"));
+        kept = end;
+        i = end;
+    }
+    (kept > 0).then(|| {
+        out.push_str(&text[kept..]);
+        out
+    })
+}
+
+/// Shortest bearer token redacted.
+const MIN_BEARER_TOKEN: usize = 16;
+
+fn is_bearer_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"._~+/=-".contains(&b)
+}
+
+fn redact_bearer(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut out = String::new();
+    let (mut kept, mut i) = (0, 0);
+    while i + 6 < b.len() {
+        let Some(off) = b[i..]
+            .windows(6)
+            .position(|w| w.eq_ignore_ascii_case(b"bearer"))
+        else {
+            break;
+        };
+        let ws_start = i + off + 6;
+        let start = ws_start
+            + b[ws_start..]
+                .iter()
+                .take_while(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c))
+                .count();
+        let end = start
+            + b[start..]
+                .iter()
+                .take_while(|c| is_bearer_byte(**c))
+                .count();
+        i = ws_start;
+        if start == ws_start || end - start < MIN_BEARER_TOKEN {
+            continue;
+        }
+        out.push_str(&text[kept..start]);
+        out.push_str(&marker("bearer"));
+        kept = end;
+        i = end;
+    }
+    (kept > 0).then(|| {
+        out.push_str(&text[kept..]);
+        out
+    })
+}
+
+/// After each `scheme://`, a `user:password@` before any `/`, whitespace or
+/// control character is replaced (user and password together).
+fn redact_url_credentials(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut out = String::new();
+    let (mut kept, mut i) = (0, 0);
+    while let Some(off) = find(&b[i..], b"://") {
+        let start = i + off + 3;
+        i = start;
+        // A scheme ends with an ASCII letter or digit right before `://`.
+        if start < 4 || !b[start - 4].is_ascii_alphanumeric() {
+            continue;
+        }
+        let auth_len = b[start..]
+            .iter()
+            .take_while(|c| !matches!(c, b'/' | b'@' | 0..=b' ' | 0x7f))
+            .count();
+        let end = start + auth_len;
+        let colon = b[start..end].iter().position(|c| *c == b':');
+        let valid = end < b.len()
+            && b[end] == b'@'
+            && matches!(colon, Some(p) if p > 0 && p + 1 < auth_len);
+        if !valid || b[start..].starts_with(MARKER_PREFIX.as_bytes()) {
+            continue;
+        }
+        out.push_str(&text[kept..start]);
+        out.push_str(&marker("url_credentials"));
+        kept = end;
+        i = end;
+    }
+    (kept > 0).then(|| {
+        out.push_str(&text[kept..]);
+        out
+    })
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// How far a key name is followed on each side of its credential word.
+const MAX_KEY_BYTES: usize = 128;
+
+fn is_key_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
+}
+
+/// Bigram table (as [`BIGRAMS`]) of the credential words only.
+static CRED_BIGRAMS: [u64; 1024] = {
+    let mut t = [0u64; 1024];
+    let mut k = 0;
+    while k < CRED_KEYS.len() {
+        let w = CRED_KEYS[k].0.as_bytes();
+        let idx = ((lower(w[0]) as usize) << 8) | lower(w[1]) as usize;
+        t[idx / 64] |= 1 << (idx % 64);
+        k += 1;
+    }
+    t
+};
+
+/// The next credential word at or after `from`: (position, index into
+/// [`CRED_KEYS`]).
+fn next_cred_word(b: &[u8], from: usize) -> Option<(usize, usize)> {
+    (from..b.len().saturating_sub(1)).find_map(|i| {
+        let idx = ((lower(b[i]) as usize) << 8) | lower(b[i + 1]) as usize;
+        if CRED_BIGRAMS[idx / 64] & (1 << (idx % 64)) == 0 {
+            return None;
+        }
+        cred_word_at(b, i).map(|k| (i, k))
+    })
+}
+
+/// For a credential word found at `at` (`len` bytes), the assignment around
+/// it: (key start, value start, value end). `None` when the key is not
+/// assigned a value there.
+fn assignment_at(b: &[u8], at: usize, len: usize) -> Option<(usize, usize, usize)> {
+    // Keys are bounded on both sides so a long run of key bytes holding many
+    // credential words stays linear.
+    let lo = at.saturating_sub(MAX_KEY_BYTES);
+    let key_start = b[lo..at]
+        .iter()
+        .rposition(|c| !is_key_byte(*c))
+        .map_or(lo, |p| lo + p + 1);
+    let key_end = at
+        + len
+        + b[at + len..]
+            .iter()
+            .take(MAX_KEY_BYTES)
+            .take_while(|c| is_key_byte(**c))
+            .count();
+    let blank = |i: &mut usize| {
+        while *i < b.len() && matches!(b[*i], b' ' | b'\t') {
+            *i += 1;
+        }
+    };
+    let mut i = key_end;
+    if i < b.len() && matches!(b[i], b'"' | b'\'') {
+        i += 1;
+    }
+    blank(&mut i);
+    if i < b.len() && matches!(b[i], b':' | b'=') {
+        i += 1;
+        blank(&mut i);
+    } else {
+        // Only `--flag VALUE` may do without `:` or `=`, and only when the
+        // flag ends with the credential word (`--token-file PATH` is not one).
+        let flag = b[key_start..].starts_with(b"--") && key_end == at + len;
+        if !(flag && i > key_end && i < b.len() && b[i] != b'-') {
+            return None;
+        }
+    }
+    let quote = (i < b.len() && matches!(b[i], b'"' | b'\'')).then(|| b[i]);
+    if quote.is_some() {
+        i += 1;
+    }
+    // An Authorization value keeps its scheme word (`Bearer`, `Basic`, …).
+    if b[at..].len() >= 13 && b[at..at + 13].eq_ignore_ascii_case(b"authorization") {
+        for s in AUTH_SCHEMES {
+            let n = s.len();
+            if b.len() > i + n
+                && b[i..i + n].eq_ignore_ascii_case(s.as_bytes())
+                && matches!(b[i + n], b' ' | b'\t')
+            {
+                i += n;
+                blank(&mut i);
+                break;
+            }
+        }
+    }
+    let stop: &[u8] = match quote {
+        Some(b'"') => b"\"\r\n",
+        Some(_) => b"'\r\n",
+        None => b" \t\r\n\"',;&)}]",
+    };
+    let end = i + b[i..].iter().take_while(|c| !stop.contains(c)).count();
+    if end == i || b[i..].starts_with(MARKER_PREFIX.as_bytes()) {
+        return None;
+    }
+    Some((key_start, i, end))
+}
+
+fn redact_assignments(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut out = String::new();
+    let (mut kept, mut i) = (0, 0);
+    while let Some((at, k)) = next_cred_word(b, i) {
+        let Some((key_start, start, end)) = assignment_at(b, at, CRED_KEYS[k].0.len()) else {
+            i = at + 1;
+            continue;
+        };
+        let key = &text[key_start..start];
+        let name = key.trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+        if NOT_SECRET_KEYS.iter().any(|k| name.eq_ignore_ascii_case(k)) {
+            i = at + 1;
+            continue;
+        }
+        // The kind comes from the first credential word in the whole key.
+        let kind = (key_start..start)
+            .find_map(|j| cred_word_at(&b[..start], j))
+            .map_or(CRED_KEYS[k].1, |w| CRED_KEYS[w].1);
+        out.push_str(&text[kept..start]);
+        out.push_str(&marker(kind));
+        kept = end;
+        i = end;
+    }
+    (kept > 0).then(|| {
+        out.push_str(&text[kept..]);
+        out
+    })
 }
 
 #[cfg(test)]
@@ -453,20 +804,35 @@ mod tests {
 
     #[test]
     fn every_pattern_compiles() {
-        for i in 0..RULES.len() {
-            compiled(i);
+        for (i, rule) in RULES.iter().enumerate() {
+            assert_eq!(warm_rule(i), Some(rule.kind));
         }
+        assert_eq!(warm_rule(RULES.len()), None);
     }
 
     #[test]
     fn every_kind_is_listed() {
-        for r in RULES {
-            if let Kind::Fixed(k) = r.kind {
-                assert!(KINDS.contains(&k), "{k} missing from KINDS");
-            }
+        for r in RULES
+            .iter()
+            .filter(|r| !matches!(r.matcher, Matcher::Assignment))
+        {
+            assert!(KINDS.contains(&r.kind), "{} missing from KINDS", r.kind);
         }
-        for k in ["password", "secret", "token", "api_key"] {
-            assert!(KINDS.contains(&k));
+        for (_, k, _) in CRED_KEYS {
+            assert!(KINDS.contains(k), "{k} missing from KINDS");
+        }
+    }
+
+    #[test]
+    fn cred_words_are_prefilter_keywords() {
+        for (w, _, _) in CRED_KEYS {
+            let idx = RULES
+                .iter()
+                .position(|r| matches!(r.matcher, Matcher::Assignment));
+            assert!(
+                RULES[idx.unwrap()].keywords.contains(w),
+                "{w} is not a keyword"
+            );
         }
     }
 
@@ -539,7 +905,7 @@ mod tests {
         ),
         (
             "Authorization: Bearer abcDEF123456ghiJKL789mno",
-            "Authorization: Bearer [REDACTED:authorization]",
+            "Authorization: Bearer [REDACTED:bearer]",
         ),
         (
             "curl -H 'authorization: Basic dXNlcjpodW50ZXIyMjI='",
@@ -563,10 +929,31 @@ mod tests {
             r#"{"db_password": "[REDACTED:password]"}"#,
         ),
         ("passwd: 'pa ss'", "passwd: '[REDACTED:password]'"),
+        ("cut off: password = 'pa s", "cut off: password = '[REDACTED:password]"),
         ("CLIENT_SECRET=abc123def", "CLIENT_SECRET=[REDACTED:secret]"),
         ("auth_token = q1w2e3r4", "auth_token = [REDACTED:token]"),
         ("export API_KEY=zz9-plural", "export API_KEY=[REDACTED:api_key]"),
         ("apiKey: 'k-123'", "apiKey: '[REDACTED:api_key]'"),
+        (
+            r#"{"Authorization": "Token abc12345"}"#,
+            r#"{"Authorization": "Token [REDACTED:authorization]"}"#,
+        ),
+        (
+            "Authorization: short-tok",
+            "Authorization: [REDACTED:authorization]",
+        ),
+        (
+            "url?access_token=abc.def&x=1",
+            "url?access_token=[REDACTED:token]&x=1",
+        ),
+        ("DB_PASS=s3cr3t", "DB_PASS=[REDACTED:password]"),
+        ("MYSQL_PWD='x y'", "MYSQL_PWD='[REDACTED:password]'"),
+        ("dbPass: abc", "dbPass: [REDACTED:password]"),
+        (
+            "GOOGLE_CREDENTIALS={\"k\":1}",
+            "GOOGLE_CREDENTIALS=[REDACTED:secret]\"k\":1}",
+        ),
+        ("PRIVATE_KEY=abc", "PRIVATE_KEY=[REDACTED:secret]"),
         (
             "mysql --password hunter2 -u root",
             "mysql --password [REDACTED:password] -u root",
@@ -617,11 +1004,17 @@ mod tests {
         "Authorization header is missing",
         "https://example.com:8080/path and git@github.com:owner/repo.git",
         "https://user@host.example/path",
+        "see https://host/a:b@c and ://x:y@z and https://:pw@h and https://u:@h",
         "the password is long",
         "password_policy",
         "tokens count",
         "-----BEGIN PUBLIC KEY-----\nMIIBIjANBg\n-----END PUBLIC KEY-----",
         "--token-file /etc/app.tok and --token-count=",
+        "token token token: ",
+        "tests passed=12 failed=0 bypass=1 compass: north",
+        "PWD=/home/dev/projects/demo OLDPWD=/home/dev",
+        "keep the secret sauce; api_key rotation is due; token count 5",
+        "--password --verbose",
     ];
 
     #[test]
@@ -629,6 +1022,41 @@ mod tests {
         for input in NEAR_MISSES {
             assert_eq!(&clean(input), input);
         }
+    }
+
+    #[test]
+    fn pathological_runs_stay_linear() {
+        // Quadratic scanning would take minutes here; linear takes
+        // milliseconds. Outputs are checked, times are not.
+        let n = 64 * 1024;
+        let words = "token".repeat(n / 5);
+        assert_eq!(clean(&words), words);
+        let assigned = format!("{}=v", "token".repeat(n / 5));
+        assert_eq!(
+            clean(&assigned),
+            format!("{}=[REDACTED:token]", "token".repeat(n / 5))
+        );
+        let urls = "a://".repeat(n / 4);
+        assert_eq!(clean(&urls), urls);
+        let bearers = "bearer ".repeat(n / 7);
+        assert_eq!(clean(&bearers), bearers);
+        let armor = "-----BEGIN X-----END ".repeat(n / 21);
+        assert_eq!(clean(&armor), armor);
+        let tags = "</x".repeat(n / 3);
+        assert_eq!(clean(&tags), tags);
+    }
+
+    #[test]
+    fn bearer_token_length_edge() {
+        let at = "a".repeat(MIN_BEARER_TOKEN);
+        let under = "a".repeat(MIN_BEARER_TOKEN - 1);
+        assert_eq!(clean(&format!("BEARER {at}")), "BEARER [REDACTED:bearer]");
+        assert_eq!(clean(&format!("Bearer {under}")), format!("Bearer {under}"));
+        assert_eq!(
+            clean(&format!("bearer\n\t{at}!")),
+            "bearer\n\t[REDACTED:bearer]!"
+        );
+        assert_eq!(clean(&format!("bearer{at}")), format!("bearer{at}"));
     }
 
     #[test]
@@ -673,6 +1101,18 @@ mod tests {
         assert_eq!(clean("a\u{2066}b\u{2069}c\u{200b}d\u{feff}e"), "abcde");
         assert_eq!(clean("emoji 👩\u{200d}💻 ok"), "emoji 👩\u{200d}💻 ok");
         assert_eq!(clean("\u{1b}(Bx"), "x");
+    }
+
+    #[test]
+    fn the_control_byte_check_covers_every_stripped_char() {
+        let all = (0..=0x10ffffu32).filter_map(char::from_u32);
+        for c in all.filter(|c| is_stripped_control(*c)) {
+            assert!(
+                may_hold_controls(c.encode_utf8(&mut [0; 4])),
+                "{:x}",
+                c as u32
+            );
+        }
     }
 
     #[test]

@@ -1,12 +1,15 @@
 //! Compiled `ignore_paths`: patterns rooted and normalised, matched with
-//! globset (`literal_separator`) — lazily. Compiling a glob costs far more
-//! than the whole rest of the hook, so each pattern keeps its literal
-//! prefix (the whole segments before its first wildcard) and its glob is
-//! built only when a candidate starts with that prefix.
+//! globset (`literal_separator`) — lazily. Compiling a glob's regex costs
+//! more than the whole rest of the hook, so each pattern is split into its
+//! literal prefix (root + the whole segments before its first wildcard)
+//! and the rest. Patterns sharing a prefix form a group; a group's globset
+//! (of the rests) is built only when a candidate falls under its prefix,
+//! and globset matches the common shapes (`**/*.key`, `**/.env`, literal
+//! names) without any regex.
 
 use std::cell::OnceCell;
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::path::{self, Flavour, NormPath};
 
@@ -35,17 +38,28 @@ pub enum PolicyError {
 }
 
 struct Pattern {
-    path: NormPath,
-    chars: u64,
-    /// ASCII-lowercased for Windows flavour.
-    prefix_key: String,
     /// Whole literal segments before the first wildcard, after the root.
     prefix_segments: Vec<String>,
-    has_wildcard: bool,
-    /// `dir/**`: `dir` itself matches too.
-    dir_base: Option<String>,
-    matcher: OnceCell<Option<GlobMatcher>>,
-    base_matcher: OnceCell<Option<GlobMatcher>>,
+    /// What follows the literal prefix (empty for a literal pattern).
+    rest: String,
+    /// `dir/**` also matches `dir`: the rest without its `/**` (`""` when
+    /// the rest is just `**`).
+    base_rest: Option<String>,
+}
+
+/// Patterns sharing one literal prefix. The prefix is compared as text;
+/// the rests go into one globset, built the first time a candidate falls
+/// under the prefix. Globset then matches simple shapes (`**/*.key`,
+/// `**/.env`) without compiling a regex at all.
+struct Group {
+    flavour: Flavour,
+    /// Root + literal segments; ASCII-lowercased for Windows flavour.
+    prefix_key: String,
+    members: Vec<usize>,
+    /// Sum of the members' lengths: the work one candidate costs here.
+    chars: u64,
+    set: OnceCell<Option<GlobSet>>,
+    base_set: OnceCell<Option<GlobSet>>,
 }
 
 /// The result of matching one candidate.
@@ -60,6 +74,7 @@ pub enum MatchOutcome {
 /// A compiled policy plus its per-call work meter.
 pub struct Policy {
     patterns: Vec<Pattern>,
+    groups: Vec<Group>,
     work: u64,
 }
 
@@ -84,14 +99,20 @@ fn glob_text(s: &str) -> String {
     g
 }
 
-fn build(glob: &str, flavour: Flavour) -> Option<GlobMatcher> {
-    GlobBuilder::new(&glob_text(glob))
-        .literal_separator(true)
-        .backslash_escape(false)
-        .case_insensitive(flavour == Flavour::Windows)
-        .build()
-        .ok()
-        .map(|g| g.compile_matcher())
+/// One globset of `globs` (rests of patterns), or `None` when one of them
+/// cannot be built (the caller then refuses to answer "no match").
+fn build_set<'a>(globs: impl Iterator<Item = &'a str>, flavour: Flavour) -> Option<GlobSet> {
+    let mut b = GlobSetBuilder::new();
+    for g in globs {
+        let glob = GlobBuilder::new(&glob_text(g))
+            .literal_separator(true)
+            .backslash_escape(false)
+            .case_insensitive(flavour == Flavour::Windows)
+            .build()
+            .ok()?;
+        b.add(glob);
+    }
+    b.build().ok()
 }
 
 impl Policy {
@@ -106,6 +127,7 @@ impl Policy {
             return Err(PolicyError::TooManyPatterns(patterns.len()));
         }
         let mut out = Vec::with_capacity(patterns.len());
+        let mut groups: Vec<Group> = Vec::new();
         for (index, raw) in patterns.iter().enumerate() {
             if raw.chars().count() > MAX_PATTERN_CHARS {
                 return Err(PolicyError::PatternTooLong { index });
@@ -127,29 +149,43 @@ impl Policy {
             }
             let mut prefix = p.root().to_string();
             prefix.push_str(&prefix_segments.join("/"));
-            let dir_base = p.text.strip_suffix("/**").map(|b| {
-                if b.len() < p.root_len {
-                    p.root().to_string()
-                } else {
-                    b.to_string()
+            let rest = p.text[prefix.len()..].trim_start_matches('/').to_string();
+            let base_rest = if rest == "**" {
+                Some(String::new())
+            } else {
+                rest.strip_suffix("/**").map(str::to_string)
+            };
+            let prefix_key = match p.flavour {
+                Flavour::Posix => prefix,
+                Flavour::Windows => prefix.to_ascii_lowercase(),
+            };
+            let chars = p.chars() as u64;
+            match groups
+                .iter_mut()
+                .find(|g: &&mut Group| g.flavour == p.flavour && g.prefix_key == prefix_key)
+            {
+                Some(g) => {
+                    g.members.push(index);
+                    g.chars += chars;
                 }
-            });
+                None => groups.push(Group {
+                    flavour: p.flavour,
+                    prefix_key,
+                    members: vec![index],
+                    chars,
+                    set: OnceCell::new(),
+                    base_set: OnceCell::new(),
+                }),
+            }
             out.push(Pattern {
-                chars: p.chars() as u64,
-                prefix_key: match p.flavour {
-                    Flavour::Posix => prefix,
-                    Flavour::Windows => prefix.to_ascii_lowercase(),
-                },
                 prefix_segments,
-                has_wildcard: has_wild(&p.text),
-                dir_base,
-                path: p,
-                matcher: OnceCell::new(),
-                base_matcher: OnceCell::new(),
+                rest,
+                base_rest,
             });
         }
         Ok(Policy {
             patterns: out,
+            groups,
             work: 0,
         })
     }
@@ -165,50 +201,41 @@ impl Policy {
         self.work
     }
 
-    fn charge(&mut self, cost: u64) -> bool {
-        if self.work + cost > MAX_MATCH_WORK {
-            self.work = MAX_MATCH_WORK + 1;
-            return false;
-        }
-        self.work += cost;
-        true
-    }
-
     /// Does any pattern match `cand`? A candidate holding `*` or `?` (an
     /// unexpanded shell glob) matches when it can reach a pattern's literal
     /// prefix (see [`reaches`]).
     pub fn matches(&mut self, cand: &NormPath) -> MatchOutcome {
-        let key = cand.key();
         let cand_chars = cand.chars() as u64;
-        let cand_wild = has_wild(&cand.text[cand.root_len..]);
-        for i in 0..self.patterns.len() {
-            let p = &self.patterns[i];
-            if p.path.flavour != cand.flavour {
-                continue;
-            }
-            if cand_wild {
-                if !same_root(p, cand) {
+        if has_wild(&cand.text[cand.root_len..]) {
+            for g in 0..self.groups.len() {
+                let grp = &self.groups[g];
+                if grp.flavour != cand.flavour || !same_root(grp, cand) {
                     continue;
                 }
-                let cost = p.chars * cand_chars;
-                if !self.charge(cost) {
+                if !charge(&mut self.work, grp.chars * cand_chars) {
                     return MatchOutcome::OverBudget;
                 }
-                if reaches(cand, &self.patterns[i]) {
+                let win = grp.flavour == Flavour::Windows;
+                let first = self.groups[g].members[0];
+                if reaches(cand, &self.patterns[first].prefix_segments, win) {
                     return MatchOutcome::Match;
                 }
+            }
+            return MatchOutcome::NoMatch;
+        }
+        let key = cand.key();
+        for g in 0..self.groups.len() {
+            let grp = &self.groups[g];
+            if grp.flavour != cand.flavour || !under_prefix(&key, &grp.prefix_key) {
                 continue;
             }
-            if !under_prefix(&key, &p.prefix_key) {
-                continue;
-            }
-            let cost = p.chars * cand_chars;
-            if !self.charge(cost) {
+            if !charge(&mut self.work, grp.chars * cand_chars) {
                 return MatchOutcome::OverBudget;
             }
-            let p = &self.patterns[i];
-            if pattern_matches(p, cand, &key) {
-                return MatchOutcome::Match;
+            let rest = cand.text[grp.prefix_key.len()..].trim_start_matches('/');
+            match group_matches(&self.groups[g], &self.patterns, rest) {
+                MatchOutcome::NoMatch => {}
+                other => return other,
             }
         }
         MatchOutcome::NoMatch
@@ -216,18 +243,91 @@ impl Policy {
 
     #[cfg(test)]
     fn compiled_count(&self) -> usize {
-        self.patterns
-            .iter()
-            .filter(|p| p.matcher.get().is_some())
-            .count()
+        self.groups.iter().filter(|g| g.set.get().is_some()).count()
     }
 }
 
-fn same_root(p: &Pattern, cand: &NormPath) -> bool {
-    match p.path.flavour {
-        Flavour::Posix => p.path.root() == cand.root(),
-        Flavour::Windows => p.path.root().eq_ignore_ascii_case(cand.root()),
+/// Match a candidate's `rest` (what follows the group's prefix) against
+/// the group's patterns.
+fn group_matches(g: &Group, patterns: &[Pattern], rest: &str) -> MatchOutcome {
+    let win = g.flavour == Flavour::Windows;
+    let eq = |a: &str| {
+        if win {
+            a.eq_ignore_ascii_case(rest)
+        } else {
+            a == rest
+        }
+    };
+    let members = || g.members.iter().map(|&i| &patterns[i]);
+    // Literal patterns (nothing after the prefix), and literal `dir/**` bases.
+    if members().any(|p| {
+        (p.rest.is_empty() && rest.is_empty())
+            || p.base_rest
+                .as_deref()
+                .is_some_and(|b| !has_wild(b) && eq(b))
+    }) {
+        return MatchOutcome::Match;
     }
+    if rest.is_empty() {
+        return MatchOutcome::NoMatch;
+    }
+    // Without `**`, a rest matches segment by segment (`*` and `?` never
+    // cross `/`, exactly as globset with `literal_separator`): no compile.
+    let simple = |r: &str| has_wild(r) && !r.contains("**");
+    if members().any(|p| {
+        (simple(&p.rest) && segments_match(&p.rest, rest, win))
+            || p.base_rest
+                .as_deref()
+                .is_some_and(|b| simple(b) && segments_match(b, rest, win))
+    }) {
+        return MatchOutcome::Match;
+    }
+    let deep = |r: &str| r.contains("**");
+    if members().any(|p| deep(&p.rest)) {
+        let set = g.set.get_or_init(|| {
+            build_set(
+                members().map(|p| p.rest.as_str()).filter(|r| deep(r)),
+                g.flavour,
+            )
+        });
+        match set {
+            None => return MatchOutcome::OverBudget,
+            Some(set) if set.is_match(rest) => return MatchOutcome::Match,
+            Some(_) => {}
+        }
+    }
+    if members().any(|p| p.base_rest.as_deref().is_some_and(deep)) {
+        let base = g.base_set.get_or_init(|| {
+            build_set(
+                members().filter_map(|p| p.base_rest.as_deref().filter(|b| deep(b))),
+                g.flavour,
+            )
+        });
+        match base {
+            None => return MatchOutcome::OverBudget,
+            Some(set) if set.is_match(rest) => return MatchOutcome::Match,
+            Some(_) => {}
+        }
+    }
+    MatchOutcome::NoMatch
+}
+
+/// Spend `cost` from the call's budget; false (and the meter pinned past
+/// the budget) when it does not fit.
+fn charge(work: &mut u64, cost: u64) -> bool {
+    if *work + cost > MAX_MATCH_WORK {
+        *work = MAX_MATCH_WORK + 1;
+        return false;
+    }
+    *work += cost;
+    true
+}
+
+fn same_root(g: &Group, cand: &NormPath) -> bool {
+    let root = cand.root();
+    g.prefix_key.len() >= root.len()
+        && g.prefix_key[..root.len()].eq_ignore_ascii_case(root)
+        && (g.flavour == Flavour::Windows || g.prefix_key.starts_with(root))
 }
 
 /// `key` equals `prefix` or continues it at a segment boundary.
@@ -239,28 +339,16 @@ fn under_prefix(key: &str, prefix: &str) -> bool {
     }
 }
 
-fn pattern_matches(p: &Pattern, cand: &NormPath, key: &str) -> bool {
-    let eq = |a: &str| match p.path.flavour {
-        Flavour::Posix => a == cand.text,
-        Flavour::Windows => a.to_ascii_lowercase() == key,
-    };
-    if !p.has_wildcard {
-        return eq(&p.path.text);
-    }
-    let m = p
-        .matcher
-        .get_or_init(|| build(&p.path.text, p.path.flavour));
-    if m.as_ref().is_some_and(|m| m.is_match(&cand.text)) {
-        return true;
-    }
-    match &p.dir_base {
-        Some(base) if has_wild(base) => p
-            .base_matcher
-            .get_or_init(|| build(base, p.path.flavour))
-            .as_ref()
-            .is_some_and(|m| m.is_match(&cand.text)),
-        Some(base) => eq(base),
-        None => false,
+/// `pattern` (no `**`) matches `text` segment for segment.
+fn segments_match(pattern: &str, text: &str, win: bool) -> bool {
+    let mut ps = pattern.split('/');
+    let mut ts = text.split('/');
+    loop {
+        match (ps.next(), ts.next()) {
+            (None, None) => return true,
+            (Some(p), Some(t)) if segment_glob(p, t, win) => {}
+            _ => return false,
+        }
     }
 }
 
@@ -268,10 +356,9 @@ fn pattern_matches(p: &Pattern, cand: &NormPath, key: &str) -> bool {
 /// literal prefix? It can when each of its first segments matches the
 /// prefix's segment at the same depth (a shell glob never crosses `/`).
 /// `cat docs/*/0001.md` reaches `docs/adr/**`; `cat *.md` does not.
-fn reaches(cand: &NormPath, p: &Pattern) -> bool {
-    let win = p.path.flavour == Flavour::Windows;
+fn reaches(cand: &NormPath, prefix_segments: &[String], win: bool) -> bool {
     cand.segments()
-        .zip(p.prefix_segments.iter())
+        .zip(prefix_segments.iter())
         .all(|(c, l)| segment_glob(c, l, win))
 }
 
@@ -487,6 +574,22 @@ mod tests {
         // 999*1000 + 7*143 = 1,000,001: one over.
         let (a, b, _) = run(7, 143);
         assert_eq!((a, b), (MatchOutcome::NoMatch, MatchOutcome::OverBudget));
+    }
+
+    /// The no-compile path agrees with globset (`literal_separator`).
+    #[test]
+    fn segment_matching_agrees_with_globset() {
+        let pats = ["*.pem", "a/*/c", "?x*", "b*d/e?", "a**b/c", "*"];
+        let paths = [
+            "k.pem", "d/k.pem", "a/b/c", "a/b/b/c", "yx", "xx/y", "bcd/ef", "bd/e", "aXb/c", "z",
+            "a/z",
+        ];
+        for p in pats {
+            let set = build_set(std::iter::once(p), Flavour::Posix).unwrap();
+            for t in paths {
+                assert_eq!(segments_match(p, t, false), set.is_match(t), "{p} vs {t}");
+            }
+        }
     }
 
     #[test]

@@ -1,20 +1,434 @@
-//! Installers: wire memhook into each agent's configuration, driven by profiles in `installers/`.
+//! Installers: wire memhook into each agent's configuration, driven by the
+//! profiles in `installers/agents.toml`.
+//!
+//! Flow for every command: resolve the agent's file → read it → compute the
+//! new text from the old (the same function for the dry run and `--apply`)
+//! → dry run: print a unified diff; `--apply`: lock, re-read, recompute,
+//! back up, replace atomically.
 
-use crate::cli::{CmdResult, DoctorArgs, InstallArgs, InstallMcpArgs, UninstallArgs};
-use std::path::Path;
-
-pub fn run_install(_args: &InstallArgs, _data_dir: Option<&Path>) -> CmdResult {
-    Err("memhook install-hooks is not implemented yet".into())
+/// `println!` that ignores a closed stdout (`memhook install-hooks | head`)
+/// instead of panicking.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
 }
 
-pub fn run_uninstall(_args: &UninstallArgs) -> CmdResult {
-    Err("memhook uninstall-hooks is not implemented yet".into())
+/// `print!` that ignores a closed stdout.
+macro_rules! say_raw {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($t)*);
+    }};
 }
 
-pub fn run_install_mcp(_args: &InstallMcpArgs, _data_dir: Option<&Path>) -> CmdResult {
-    Err("memhook install-mcp is not implemented yet".into())
+pub mod apply;
+pub mod command;
+pub mod diff;
+pub mod doctor;
+pub mod hooks_json;
+pub mod ledger;
+pub mod mcp;
+pub mod plugin;
+pub mod profile;
+
+use crate::cli::{
+    AgentArg, CmdResult, DoctorArgs, InstallArgs, InstallMcpArgs, StrategyArg, UninstallArgs,
+};
+use apply::{InstallError, Outcome};
+use command::Baked;
+use profile::{Profile, Shape};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Environment variable holding a bearer token at install time; it is moved
+/// into the data dir's token file, never into an agent config.
+pub const TOKEN_ENV: &str = "AI_MEMORY_AUTH_TOKEN";
+/// The token file inside the data dir (mode 0600).
+pub const TOKEN_FILE: &str = "auth-token";
+
+pub fn run_install(args: &InstallArgs, data_dir: Option<&Path>) -> CmdResult {
+    let profiles = select(args.agent, args.config_file.is_some())?;
+    let data = crate::data_dir::resolve(data_dir)?;
+    let flags = Flags {
+        exe: current_exe()?,
+        data_dir: (!crate::data_dir::is_default(&data)).then(|| data.clone()),
+        server_url: args
+            .server_url
+            .as_deref()
+            .map(command::normalise_server_url)
+            .transpose()?,
+        strategy: args.project_strategy,
+    };
+    for p in profiles {
+        let path = config_path(p, args.config_file.as_deref())?;
+        install_one(p, &path, &flags, args.apply)?;
+    }
+    if let Some(token) = std::env::var(TOKEN_ENV)
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+    {
+        let file = data.join(TOKEN_FILE);
+        if args.apply {
+            crate::data_dir::ensure_private_dir(&data)?;
+            crate::data_dir::write_private_file(&file, token.trim().as_bytes())
+                .map_err(apply::io_err(&file))?;
+            say!(
+                "token from {TOKEN_ENV} written to {} (mode 0600)",
+                file.display()
+            );
+        } else {
+            say!(
+                "would write the token from {TOKEN_ENV} to {} (mode 0600)",
+                file.display()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_doctor(_args: &DoctorArgs) -> CmdResult {
-    Err("memhook doctor is not implemented yet".into())
+pub fn run_uninstall(args: &UninstallArgs) -> CmdResult {
+    let profiles = select(args.agent, args.config_file.is_some())?;
+    for p in profiles {
+        let path = config_path(p, args.config_file.as_deref())?;
+        uninstall_one(p, &path, args.apply)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_install_mcp(args: &InstallMcpArgs, data_dir: Option<&Path>) -> CmdResult {
+    mcp::run(args, data_dir)
+}
+
+pub fn run_doctor(args: &DoctorArgs) -> CmdResult {
+    doctor::run(args)
+}
+
+/// What the command line asks to bake; values not given are read back from
+/// memhook's existing entries.
+struct Flags {
+    exe: PathBuf,
+    data_dir: Option<PathBuf>,
+    server_url: Option<String>,
+    strategy: Option<StrategyArg>,
+}
+
+impl Flags {
+    /// The settings to bake, given what the file already holds.
+    fn baked(&self, existing: Option<&Baked>) -> Baked {
+        Baked {
+            exe: self.exe.clone(),
+            data_dir: self.data_dir.clone(),
+            server_url: self
+                .server_url
+                .clone()
+                .or_else(|| existing.and_then(|b| b.server_url.clone())),
+            strategy: match self.strategy {
+                Some(StrategyArg::RepoRoot) => Some("repo-root".into()),
+                Some(StrategyArg::Basename) => None,
+                None => existing
+                    .and_then(|b| b.strategy.clone())
+                    .filter(|s| s == "repo-root" || s == "repo_root")
+                    .map(|_| "repo-root".into()),
+            },
+        }
+    }
+}
+
+/// The profiles an `--agent` value names (`all`: those found on this machine).
+pub fn select(
+    agent: AgentArg,
+    has_config_file: bool,
+) -> Result<Vec<&'static Profile>, InstallError> {
+    let id = match agent {
+        AgentArg::ClaudeCode => "claude-code",
+        AgentArg::Codex => "codex",
+        AgentArg::Opencode => "opencode",
+        AgentArg::GeminiCli => "gemini-cli",
+        AgentArg::Cursor => "cursor",
+        AgentArg::All => {
+            if has_config_file {
+                return Err(InstallError::Refused(
+                    "--config-file names one file; use it with one --agent, not all".into(),
+                ));
+            }
+            let found: Vec<_> = profile::all().iter().filter(|p| p.detected()).collect();
+            if found.is_empty() {
+                return Err(InstallError::Refused(format!(
+                    "no supported agent found on this machine (looked for {}); name one with --agent",
+                    profile::all()
+                        .iter()
+                        .map(|p| p.location.describe())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            return Ok(found);
+        }
+    };
+    Ok(vec![profile::get(id).expect("every AgentArg has a profile")])
+}
+
+pub fn config_path(p: &Profile, flag: Option<&Path>) -> Result<PathBuf, InstallError> {
+    if let Some(f) = flag {
+        return Ok(if f.is_absolute() {
+            f.to_path_buf()
+        } else {
+            std::env::current_dir()
+                .map(|c| c.join(f))
+                .unwrap_or_else(|_| f.to_path_buf())
+        });
+    }
+    p.location.path().ok_or_else(|| {
+        InstallError::Refused(format!(
+            "cannot locate {} for {}: HOME is not set{}; pass --config-file",
+            p.location.describe(),
+            p.name,
+            if p.location.dir_env.is_empty() {
+                String::new()
+            } else {
+                format!(" and neither is {}", p.location.dir_env)
+            }
+        ))
+    })
+}
+
+pub(crate) fn current_exe() -> Result<PathBuf, InstallError> {
+    let exe = std::env::current_exe().map_err(|e| {
+        InstallError::Refused(format!(
+            "cannot find the path of the running memhook binary: {e}"
+        ))
+    })?;
+    let name = exe.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if !matches!(name, "memhook" | "memhook.exe") {
+        return Err(InstallError::Refused(format!(
+            "the running binary is {} but hook commands must run a file named `memhook`; install or link it under that name and run install-hooks from there",
+            exe.display()
+        )));
+    }
+    Ok(exe)
+}
+
+/// The new text for an install, from the current one. Also returns the
+/// containers created (for the ledger).
+fn install_text(
+    p: &Profile,
+    path: &Path,
+    flags: &Flags,
+    current: Option<&str>,
+) -> Result<(Option<String>, Vec<String>), InstallError> {
+    match p.shape {
+        Shape::Plugin => {
+            let existing = match current {
+                Some(text) if !plugin::is_ours(text) => {
+                    return Err(InstallError::Refused(format!(
+                        "{} exists and was not written by memhook; move it away (or pass --config-file) and re-run",
+                        path.display()
+                    )))
+                }
+                Some(text) => plugin::baked_of(text),
+                None => None,
+            };
+            Ok((
+                Some(plugin::render(&flags.baked(existing.as_ref()))),
+                Vec::new(),
+            ))
+        }
+        Shape::Nested | Shape::Flat => {
+            let mut root = apply::parse_json_object(path, current)?;
+            let before = root.clone();
+            let existing = hooks_json::owned_hooks(&root, p.shape)
+                .into_iter()
+                .next()
+                .map(|o| o.baked);
+            let baked = flags.baked(existing.as_ref());
+            let commands: Vec<(String, String)> = p
+                .events
+                .iter()
+                .map(|[native, ours]| (native.clone(), baked.hook_command(ours, &p.id)))
+                .collect();
+            let created = hooks_json::install(&mut root, path, p.shape, &commands)?;
+            if root == before {
+                // Semantically unchanged: keep the user's bytes as they are.
+                return Ok((current.map(str::to_string), created));
+            }
+            Ok((Some(apply::render_json(&root, current)), created))
+        }
+    }
+}
+
+fn install_one(p: &Profile, path: &Path, flags: &Flags, write: bool) -> Result<(), InstallError> {
+    let current = apply::read_text(path)?;
+    let (next, _) = install_text(p, path, flags, current.as_deref())?;
+    if !write {
+        print_dry_run(p, path, current.as_deref(), next.as_deref());
+        return Ok(());
+    }
+    let created = std::cell::RefCell::new(Vec::new());
+    let outcome = apply::apply(path, |cur| {
+        let (next, c) = install_text(p, path, flags, cur)?;
+        *created.borrow_mut() = c;
+        Ok(next)
+    })?;
+    let baked = flags.baked(None);
+    if !created.borrow().is_empty() && outcome != Outcome::UpToDate {
+        if let Err(e) = ledger::record(baked.data_dir.as_deref(), path, &created.borrow()) {
+            eprintln!("memhook: warning: could not record which containers were created: {e}");
+        }
+    }
+    report(p, path, &outcome, "installed");
+    if outcome != Outcome::UpToDate && !p.notice.is_empty() {
+        say!("note: {}", p.notice.replace('\n', "\n      "));
+    }
+    if let Some(w) = version_warning(p) {
+        say!("note: {w}");
+    }
+    Ok(())
+}
+
+fn uninstall_text(
+    p: &Profile,
+    path: &Path,
+    current: Option<&str>,
+) -> Result<(Option<String>, Option<PathBuf>), InstallError> {
+    let Some(text) = current else {
+        return Ok((None, None));
+    };
+    match p.shape {
+        Shape::Plugin => {
+            if plugin::is_ours(text) {
+                let dd = plugin::baked_of(text).and_then(|b| b.data_dir);
+                Ok((None, dd))
+            } else {
+                eprintln!(
+                    "memhook: {} was not written by memhook (its first line differs); leaving it alone",
+                    path.display()
+                );
+                Ok((Some(text.to_string()), None))
+            }
+        }
+        Shape::Nested | Shape::Flat => {
+            let mut root = apply::parse_json_object(path, Some(text))?;
+            let owned = hooks_json::owned_hooks(&root, p.shape);
+            let data_dir = owned.first().and_then(|o| o.baked.data_dir.clone());
+            let created = ledger::created(data_dir.as_deref(), path);
+            let prune = |key: &str| created.as_ref().is_none_or(|c| c.iter().any(|k| k == key));
+            let n = hooks_json::uninstall(&mut root, path, p.shape, &prune)?;
+            if n == 0 {
+                return Ok((Some(text.to_string()), data_dir));
+            }
+            Ok((Some(apply::render_json(&root, Some(text))), data_dir))
+        }
+    }
+}
+
+fn uninstall_one(p: &Profile, path: &Path, write: bool) -> Result<(), InstallError> {
+    let current = apply::read_text(path)?;
+    let (next, _) = uninstall_text(p, path, current.as_deref())?;
+    if !write {
+        if next.as_deref() == current.as_deref() {
+            say!("{}: nothing to remove for {}", path.display(), p.name);
+        } else {
+            say_raw!(
+                "{}",
+                diff::unified(
+                    &path.display().to_string(),
+                    current.as_deref(),
+                    next.as_deref()
+                )
+            );
+            say!(
+                "# dry run: nothing was written; re-run with --apply to remove memhook from {}",
+                path.display()
+            );
+        }
+        return Ok(());
+    }
+    if current.is_none() {
+        say!("{}: nothing to remove for {}", path.display(), p.name);
+        return Ok(());
+    }
+    let data_dir = std::cell::RefCell::new(None);
+    let outcome = apply::apply(path, |cur| {
+        let (next, dd) = uninstall_text(p, path, cur)?;
+        *data_dir.borrow_mut() = dd;
+        Ok(next)
+    })?;
+    if outcome == Outcome::UpToDate {
+        say!("{}: nothing to remove for {}", path.display(), p.name);
+        return Ok(());
+    }
+    ledger::forget(data_dir.borrow().as_deref(), path);
+    report(p, path, &outcome, "removed");
+    Ok(())
+}
+
+pub(crate) fn print_dry_run(p: &Profile, path: &Path, current: Option<&str>, next: Option<&str>) {
+    if current == next {
+        say!("{}: already up to date ({})", path.display(), p.name);
+        return;
+    }
+    say_raw!(
+        "{}",
+        diff::unified(&path.display().to_string(), current, next)
+    );
+    say!(
+        "# dry run: nothing was written; re-run with --apply to write {} ({})",
+        path.display(),
+        p.name
+    );
+}
+
+pub(crate) fn report(p: &Profile, path: &Path, outcome: &Outcome, verb: &str) {
+    match outcome {
+        Outcome::Created => say!("created {} ({}: memhook {verb})", path.display(), p.name),
+        Outcome::Updated { backup } => say!(
+            "updated {} ({}: memhook {verb}; previous version saved as {})",
+            path.display(),
+            p.name,
+            backup.display()
+        ),
+        Outcome::Deleted { .. } => {
+            say!("deleted {} ({}: memhook {verb})", path.display(), p.name)
+        }
+        Outcome::UpToDate => say!("{}: already up to date ({})", path.display(), p.name),
+    }
+}
+
+/// A warning when the agent's installed version is older than the profile
+/// needs (probed with `<binary> --version`, bounded).
+fn version_warning(p: &Profile) -> Option<String> {
+    let min = p.min_version.as_deref()?;
+    let bin = p.binaries.iter().find_map(|b| profile::find_on_path(b))?;
+    let found = doctor::probe_version(&bin)?;
+    (parse_semver(&found)? < parse_semver(min)?).then(|| {
+        format!(
+            "{} {found} found at {}; memhook's hooks need {min} or newer — upgrade it",
+            p.name,
+            bin.display()
+        )
+    })
+}
+
+/// The first `X.Y.Z` in `s`.
+pub fn parse_semver(s: &str) -> Option<(u64, u64, u64)> {
+    s.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find_map(|w| {
+            let mut it = w.split('.').map(|n| n.parse::<u64>().ok());
+            Some((it.next()??, it.next()??, it.next()??))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn semver() {
+        assert_eq!(super::parse_semver("codex-cli 0.171.0"), Some((0, 171, 0)));
+        assert_eq!(
+            super::parse_semver("2.1.328 (Claude Code)"),
+            Some((2, 1, 328))
+        );
+        assert_eq!(super::parse_semver("none"), None);
+    }
 }

@@ -1,8 +1,45 @@
 //! `memhook mcp`: the project-memory MCP server on stdio.
+//!
+//! The scope comes from the cwd exactly as for every other client command;
+//! the server then answers JSON-RPC lines on stdin until end of input
+//! (`rpc.rs`) with the four memory tools (`tools.rs`) over the scope's
+//! documents (`crate::memory`) and captured records (`records.rs`).
+//! stdout carries protocol messages only; diagnostics go to stderr.
+
+use std::io;
+use std::path::Path;
+use std::process::ExitCode;
 
 use crate::cli::{CmdResult, McpArgs};
-use std::path::Path;
+use crate::memory::MemoryStore;
+use crate::scope::{self, Mode, ScopeInput};
 
-pub fn run(_args: &McpArgs, _data_dir: Option<&Path>) -> CmdResult {
-    Err("memhook mcp is not implemented yet".into())
+pub mod records;
+pub mod rpc;
+pub mod tools;
+
+pub fn run(args: &McpArgs, data_dir: Option<&Path>) -> CmdResult {
+    let data_dir = crate::data_dir::resolve(data_dir)?;
+    let input = ScopeInput::from_env(Mode::Client, args.cwd.as_deref(), None, None, None)?;
+    let scope = scope::resolve(&input)?;
+    for w in &scope.warnings {
+        eprintln!("memhook: {w}");
+    }
+    let store = MemoryStore::new(&data_dir, &scope.workspace, &scope.project)?;
+    let records = records::StoreRecords::new(&data_dir);
+    eprintln!(
+        "memhook: mcp: serving the project memory of {}/{}",
+        scope.workspace, scope.project
+    );
+    let ctx = tools::Context {
+        store: &store,
+        records: &records,
+        workspace: &scope.workspace,
+        project: &scope.project,
+        default_global: scope.settings.default_global,
+    };
+    let stdin = io::stdin();
+    let stdout = io::stdout();
+    rpc::Server::new(ctx).serve(&mut stdin.lock(), &mut stdout.lock())?;
+    Ok(ExitCode::SUCCESS)
 }

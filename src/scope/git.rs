@@ -15,7 +15,20 @@ use super::paths::normalize;
 /// The raw (unsanitised) name of the main work tree of the repository that
 /// contains `dir`, or `None` outside any repository.
 pub fn main_worktree_name(dir: &Path) -> Option<String> {
-    let (repo, _trust) = gix_discover::upwards(dir).ok()?;
+    // Discovery probes every level for a `.git` entry *and* for a bare
+    // repository, which costs several syscalls per level. One cheap stat per
+    // level finds the nearest `.git` first; discovery then starts there and
+    // succeeds on its first probe. Without any `.git` above (a bare
+    // repository, or no repository at all) the full discovery runs.
+    let start = dir
+        .ancestors()
+        .find(|d| std::fs::symlink_metadata(d.join(gix_discover::DOT_GIT_DIR)).is_ok())
+        .unwrap_or(dir);
+    let options = gix_discover::upwards::Options {
+        current_dir: Some(dir),
+        ..Default::default()
+    };
+    let (repo, _trust) = gix_discover::upwards_opts(start, options).ok()?;
     let (git_dir, work_dir) = repo.into_repository_and_work_tree_directories();
     let git_dir = normalize(&git_dir);
     let common = common_dir(&git_dir);

@@ -34,6 +34,17 @@ fn spool(home: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// Hold the drain lock of `home`'s data dir: hooks then start no drainer
+/// (one is "running"), so what they enqueue stays in the spool to be
+/// counted. Session start waits its delivery share for the lock, then goes on.
+fn hold_drain(home: &Path) -> memhook::drain::DrainLock {
+    let d = data_dir(home);
+    memhook::data_dir::ensure_private_dir(&d).unwrap();
+    memhook::drain::try_lock(&d)
+        .unwrap()
+        .expect("the drain lock is free")
+}
+
 /// Exit 0, and stdout is exactly one line holding one JSON object.
 fn assert_envelope(out: &Output, what: &str) -> Value {
     assert_eq!(out.status.code(), Some(0), "{what}: {out:?}");
@@ -54,8 +65,6 @@ fn assert_envelope(out: &Output, what: &str) -> Value {
 
 fn hook(home: &Path, agent: &str, event: Option<&str>) -> Command {
     let mut c = memhook(home);
-    // These tests read the spool: keep the hook's own delivery from emptying it.
-    c.env(memhook::drain::NO_HOOK_DELIVERY_ENV, "1");
     c.args(["hook", "--agent", agent]);
     if let Some(e) = event {
         c.args(["--event", e]);
@@ -93,6 +102,7 @@ fn every_real_payload_of_every_agent_exits_0_with_one_record_each() {
         ("opencode", "opencode/1.18.33"),
     ] {
         let t = tempfile::tempdir().unwrap();
+        let _drain = hold_drain(t.path());
         let fixtures = agent_fixtures(dir);
         assert!(fixtures.len() > 20, "{dir}");
         for (i, (file, payload, event)) in fixtures.iter().enumerate() {
@@ -141,6 +151,7 @@ fn every_real_payload_of_every_agent_exits_0_with_one_record_each() {
 #[test]
 fn every_spelling_of_a_tool_event_is_the_same_record_kind() {
     let t = tempfile::tempdir().unwrap();
+    let _drain = hold_drain(t.path());
     let payload = fs::read(fixture("agents/claude-code/2.1.328/PreToolUse-Read.json")).unwrap();
     for spelling in [
         "PreToolUse",
@@ -193,6 +204,7 @@ fn bad_input_exits_0_quickly_with_an_envelope_and_no_record() {
 #[test]
 fn a_bom_is_stripped() {
     let t = tempfile::tempdir().unwrap();
+    let _drain = hold_drain(t.path());
     let mut input = b"\xEF\xBB\xBF".to_vec();
     input.extend(fs::read(fixture("agents/codex/0.171.0/UserPromptSubmit.json")).unwrap());
     let out = run_with_stdin(hook(t.path(), "codex", None), &input);
@@ -228,6 +240,7 @@ fn run_with_open_stdin(cmd: Command, input: &[u8]) -> (Output, Duration) {
 #[test]
 fn stdin_left_open_never_hangs_the_agent() {
     let t = tempfile::tempdir().unwrap();
+    let _drain = hold_drain(t.path());
     // Partial JSON and no EOF: gives up at the deadline, captures nothing.
     let (out, took) = run_with_open_stdin(
         hook(t.path(), "claude-code", Some("Stop")),
@@ -248,6 +261,7 @@ fn stdin_left_open_never_hangs_the_agent() {
 #[test]
 fn sixty_four_hooks_at_once_leave_sixty_four_intact_records() {
     let t = tempfile::tempdir().unwrap();
+    let _drain = hold_drain(t.path());
     let payload = fs::read(fixture("agents/claude-code/2.1.328/PostToolUse-Bash.json")).unwrap();
     let mut children = Vec::new();
     for _ in 0..64 {
@@ -310,6 +324,7 @@ fn unusable_data_dirs_warn_and_exit_0() {
 #[test]
 fn the_server_url_comes_from_the_flag_or_env_never_the_payload() {
     let t = tempfile::tempdir().unwrap();
+    let _drain = hold_drain(t.path());
     let payload = fs::read(fixture("agents/codex/0.171.0/Stop.json")).unwrap();
     let mut c = hook(t.path(), "codex", None);
     c.env("AI_MEMORY_HOOK_URL", "http://127.0.0.1:9/ ");
@@ -407,7 +422,6 @@ fn case_payload(case: &Value) -> Value {
 }
 
 #[test]
-#[ignore = "needs the scope resolver (marker discovery) merged from main"]
 fn check_capture_replays_the_capture_cases_and_writes_nothing() {
     let cases: Vec<Value> =
         serde_json::from_slice(&fs::read(fixture("capture/cases.json")).unwrap()).unwrap();
@@ -488,9 +502,9 @@ fn contains(hay: &[u8], needle: &str) -> bool {
 /// path and pre-tool inputs never reach any byte under the data dir (nor
 /// stderr), while kept content does.
 #[test]
-#[ignore = "needs the scope resolver (marker discovery) merged from main"]
 fn sentinel_excluded_paths_and_pre_tool_inputs_are_never_written() {
     let (t, demo) = project(Some("[capture]\nignore_paths = ['secret/**', '*.pem']\n"));
+    let drain = hold_drain(t.path());
     let claude = |name: &str| -> Value {
         serde_json::from_slice(
             &fs::read(fixture(&format!("agents/claude-code/2.1.328/{name}"))).unwrap(),
@@ -542,6 +556,14 @@ fn sentinel_excluded_paths_and_pre_tool_inputs_are_never_written() {
         assert_envelope(&out, "sentinel");
         stderr_all.extend(out.stderr);
     }
+    // Exactly the pre-tool and the kept post-tool events were spooled.
+    assert_eq!(spool(t.path()).len(), 2);
+    // Deliver them into the embedded store, then look at every byte.
+    drop(drain);
+    let out = memhook(t.path()).arg("drain").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    stderr_all.extend(out.stderr);
+    assert!(spool(t.path()).is_empty(), "drain delivered everything");
     let bytes = all_bytes_under(&data_dir(t.path()));
     assert!(
         contains(&bytes, "KEPT-CONTENT-1234"),
@@ -562,15 +584,13 @@ fn sentinel_excluded_paths_and_pre_tool_inputs_are_never_written() {
         assert!(!contains(&bytes, s), "{s} written under the data dir");
         assert!(!contains(&stderr_all, s), "{s} on stderr");
     }
-    // Exactly the pre-tool and the kept post-tool events were recorded.
-    assert_eq!(spool(t.path()).len(), 2);
     assert!(demo.exists());
 }
 
 #[test]
-#[ignore = "needs the scope resolver (marker discovery) merged from main"]
 fn subagent_events_are_accepted_and_not_stored_when_the_marker_says_so() {
     let (t, _) = project(Some("project = \"demo\"\ndrop_subagent_captures = true\n"));
+    let _drain = hold_drain(t.path());
     for name in [
         "PreToolUse-Read-subagent.json",
         "SubagentStart-subagent.json",
@@ -596,10 +616,16 @@ fn stdin_size_bound_at_its_edge() {
     const MAX: usize = 8 * 1024 * 1024;
     assert_eq!(memhook::hook::MAX_STDIN_BYTES, MAX);
     let t = tempfile::tempdir().unwrap();
+    let _drain = hold_drain(t.path());
     let base = fs::read(fixture("agents/claude-code/2.1.328/PostToolUse-Bash.json")).unwrap();
+    // The object itself is `n` bytes: a padding string inside it.
     let sized = |n: usize| {
-        let mut b = base.clone();
-        b.resize(n, b' '); // trailing whitespace keeps the JSON valid
+        let head = String::from_utf8(base.clone()).unwrap();
+        let head = head.trim_end().strip_suffix('}').unwrap().to_string() + ",\"pad\":\"";
+        let mut b = head.into_bytes();
+        b.resize(n - 2, b'x');
+        b.extend_from_slice(b"\"}");
+        assert_eq!(b.len(), n);
         b
     };
     let out = run_with_stdin(hook(t.path(), "claude-code", None), &sized(MAX));

@@ -1,1 +1,1150 @@
-//! Integration tests for install.
+//! Integration tests for `install-hooks`, `uninstall-hooks`, `doctor` and
+//! `install-mcp`, driving the real binary against temporary HOMEs.
+//!
+//! Each test names the acceptance check of integrations.md §5 it proves
+//! ("check N"). Checks that do not apply are listed in docs/install.md.
+
+use crate::util::{bin, fixture, memhook, run_with_stdin};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The agents with a hook config file, and where it lands under HOME.
+const AGENTS: &[(&str, &str)] = &[
+    ("claude-code", ".claude/settings.json"),
+    ("codex", ".codex/hooks.json"),
+    ("opencode", ".config/opencode/plugins/memhook.js"),
+    ("gemini-cli", ".gemini/settings.json"),
+    ("cursor", ".cursor/hooks.json"),
+];
+
+fn home() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+/// `memhook` with no XDG/relocation variables leaking in.
+fn mh(home: &Path) -> Command {
+    let mut c = memhook(home);
+    for v in ["CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME"] {
+        c.env_remove(v);
+    }
+    c
+}
+
+fn run(mut c: Command, args: &[&str]) -> Output {
+    c.args(args).output().expect("run memhook")
+}
+
+fn ok(home: &Path, args: &[&str]) -> String {
+    let out = run(mh(home), args);
+    assert!(
+        out.status.success(),
+        "memhook {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// Run a freshly copied binary: another test thread forking while the copy
+/// was open can make exec fail with ETXTBSY for a moment; retry then.
+fn output_retry(c: &mut Command) -> Output {
+    for _ in 0..100 {
+        match c.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            r => return r.expect("run copied memhook"),
+        }
+    }
+    panic!("copied binary stayed busy")
+}
+
+/// Every file under `dir` with its bytes and mtime (check 1's snapshot).
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)> {
+    let mut m = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let meta = fs::symlink_metadata(e.path()).unwrap();
+            if meta.is_dir() {
+                stack.push(e.path());
+            }
+            let bytes = if meta.is_file() {
+                fs::read(e.path()).unwrap()
+            } else {
+                Vec::new()
+            };
+            m.insert(e.path(), (bytes, meta.modified().unwrap()));
+        }
+    }
+    m
+}
+
+fn backups(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .map(|r| r.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    v.retain(|p| p.to_string_lossy().contains(".bak-"));
+    v.sort();
+    v
+}
+
+/// Every owned hook command in a JSON hook config.
+fn owned_commands(v: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let Some(hooks) = v.get("hooks").and_then(Value::as_object) else {
+        return out;
+    };
+    for (event, entries) in hooks {
+        for e in entries.as_array().unwrap() {
+            let handlers: Vec<&Value> = match e.get("hooks") {
+                Some(Value::Array(h)) => h.iter().collect(),
+                _ => vec![e],
+            };
+            for h in handlers {
+                let c = h["command"].as_str().unwrap_or("");
+                let exe_ok = c.contains("/memhook ") || c.contains("/memhook' ");
+                if c.contains(" hook --event ") && exe_ok && !c.contains("memhook-helper") {
+                    out.push((event.clone(), c.to_string()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Apply a unified diff printed by a dry run to `old` (check 2).
+fn patch(old: &str, diff: &str) -> String {
+    let old: Vec<&str> = old.lines().collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut at = 0usize;
+    let mut lines = diff.lines().peekable();
+    while let Some(l) = lines.next() {
+        if let Some(h) = l.strip_prefix("@@ -") {
+            let start: usize = h.split([',', ' ']).next().unwrap().parse().unwrap();
+            let start = start.saturating_sub(1);
+            let count: usize = h.split([',', ' ']).nth(1).unwrap().parse().unwrap();
+            let start = if count == 0 {
+                start + usize::from(start > 0)
+            } else {
+                start
+            };
+            out.extend(old[at..start.max(at)].iter().map(|s| s.to_string()));
+            at = start.max(at);
+            while let Some(b) = lines.peek() {
+                if b.starts_with("@@") || b.starts_with("# ") {
+                    break;
+                }
+                let b = lines.next().unwrap();
+                match b.split_at(1) {
+                    (" ", t) => {
+                        assert_eq!(old[at], t);
+                        out.push(t.into());
+                        at += 1;
+                    }
+                    ("-", t) => {
+                        assert_eq!(old[at], t);
+                        at += 1;
+                    }
+                    ("+", t) => out.push(t.into()),
+                    _ => panic!("bad diff line {b:?}"),
+                }
+            }
+        }
+    }
+    out.extend(old[at..].iter().map(|s| s.to_string()));
+    let mut s = out.join("\n");
+    s.push('\n');
+    s
+}
+
+// check 1: a dry run writes nothing — no file, dir, backup or data dir.
+// check 2: the dry run's diff is exactly what --apply writes (every agent).
+// check 3: a fresh --apply creates parent dirs, reports created, writes no backup.
+#[test]
+fn check_1_2_3_dry_run_is_exact_and_writes_nothing() {
+    for (agent, rel) in AGENTS {
+        let h = home();
+        fs::write(h.path().join(".keep"), b"x").unwrap();
+        let before = snapshot(h.path());
+        let dry = ok(h.path(), &["install-hooks", "--agent", agent]);
+        assert_eq!(
+            snapshot(h.path()),
+            before,
+            "{agent}: dry run wrote something"
+        );
+        assert!(dry.contains("# dry run: nothing was written"), "{dry}");
+        let out = ok(h.path(), &["install-hooks", "--agent", agent, "--apply"]);
+        assert!(out.starts_with("created "), "{agent}: {out}");
+        let file = h.path().join(rel);
+        let written = fs::read_to_string(&file).unwrap();
+        assert_eq!(
+            patch("", &dry),
+            written,
+            "{agent}: dry run differs from apply"
+        );
+        assert!(backups(file.parent().unwrap()).is_empty());
+        if rel.ends_with(".json") {
+            let v = read_json(&file);
+            assert!(!owned_commands(&v).is_empty());
+        }
+    }
+}
+
+// check 2 on an existing file: the diff of an update patches the old text
+// into exactly the new one.
+#[test]
+fn check_2_update_diff_matches_apply() {
+    let h = home();
+    let f = h.path().join(".claude/settings.json");
+    fs::create_dir_all(f.parent().unwrap()).unwrap();
+    let old = "{\n  \"model\": \"opus\",\n  \"hooks\": {\n    \"Stop\": [\n      {\"matcher\": \"\", \"hooks\": [{\"type\": \"command\", \"command\": \"say done\"}]}\n    ]\n  },\n  \"theme\": \"dark\"\n}\n";
+    fs::write(&f, old).unwrap();
+    let dry = ok(h.path(), &["install-hooks", "--agent", "claude-code"]);
+    assert_eq!(fs::read_to_string(&f).unwrap(), old);
+    ok(
+        h.path(),
+        &["install-hooks", "--agent", "claude-code", "--apply"],
+    );
+    assert_eq!(patch(old, &dry), fs::read_to_string(&f).unwrap());
+}
+
+// check 4: re-apply is byte-identical, says "already up to date", no backup.
+// check 5: after N applies every event holds exactly one owned entry.
+#[test]
+fn check_4_5_idempotent_and_no_duplicates() {
+    for (agent, rel) in AGENTS {
+        let h = home();
+        ok(h.path(), &["install-hooks", "--agent", agent, "--apply"]);
+        let file = h.path().join(rel);
+        let first = fs::read(&file).unwrap();
+        for _ in 0..3 {
+            let out = ok(h.path(), &["install-hooks", "--agent", agent, "--apply"]);
+            assert!(out.contains("already up to date"), "{agent}: {out}");
+        }
+        assert_eq!(fs::read(&file).unwrap(), first, "{agent}");
+        assert!(backups(file.parent().unwrap()).is_empty(), "{agent}");
+        if rel.ends_with(".json") {
+            let owned = owned_commands(&read_json(&file));
+            let mut events: Vec<&String> = owned.iter().map(|(e, _)| e).collect();
+            let n = events.len();
+            events.dedup();
+            assert_eq!(events.len(), n, "{agent}: duplicate owned entries");
+        }
+    }
+}
+
+// check 5 (moved binary): installing from another memhook binary replaces
+// the old entries instead of adding a second set.
+#[test]
+fn check_5_moved_binary_replaces_not_duplicates() {
+    let h = home();
+    ok(
+        h.path(),
+        &["install-hooks", "--agent", "claude-code", "--apply"],
+    );
+    let other = h.path().join("other bin");
+    fs::create_dir_all(&other).unwrap();
+    fs::copy(bin(), other.join("memhook")).unwrap();
+    let mut c = mh(h.path());
+    c.current_dir(h.path());
+    let mut c2 = Command::new(other.join("memhook"));
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => c2.env(k, v),
+            None => c2.env_remove(k),
+        };
+    }
+    let out = output_retry(c2.args(["install-hooks", "--agent", "claude-code", "--apply"]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = read_json(&h.path().join(".claude/settings.json"));
+    let owned = owned_commands(&v);
+    assert_eq!(owned.len(), 10, "{owned:?}");
+    assert!(
+        owned
+            .iter()
+            .all(|(_, c)| c.starts_with(&format!("'{}", other.display()))),
+        "{owned:?}"
+    );
+}
+
+const THIRD_PARTY: &str = r#"{
+  "permissions": {"allow": ["Bash(ls:*)"]},
+  "env": {"FOO": "1"},
+  "mcpServers": {"x": {"command": "x"}},
+  "hooks": {
+    "Stop": [
+      {"matcher": "", "hooks": [{"type": "command", "command": "notify-send done"}]}
+    ],
+    "Notification": [
+      {"matcher": "", "hooks": [{"type": "command", "command": "/usr/bin/memhook-helper hook --event stop --agent claude-code"}]}
+    ],
+    "SessionStart": [
+      {"matcher": "", "hooks": [{"type": "command", "command": "/opt/memhook/bin/memhook boot --quiet"}]},
+      {"matcher": "", "hooks": [{"type": "command", "command": "~/.hooks/session-start.sh memhook hook --event x --agent y"}]}
+    ]
+  },
+  "theme": "dark",
+  "model": "opus",
+  "futureKey": {"nested": [1, 2.5, null, true]}
+}
+"#;
+
+// check 6: an unrelated hook under the same event keeps its position and
+// content, ours comes after it.
+// check 8: unrelated top-level keys round-trip unchanged, in order.
+// check 14: commands that merely contain "memhook" are not ours.
+// check 7: install → uninstall gives back a semantically equal file.
+#[test]
+fn check_6_7_8_14_third_party_entries_survive() {
+    let h = home();
+    let f = h.path().join(".claude/settings.json");
+    fs::create_dir_all(f.parent().unwrap()).unwrap();
+    fs::write(&f, THIRD_PARTY).unwrap();
+    let original: Value = serde_json::from_str(THIRD_PARTY).unwrap();
+    ok(
+        h.path(),
+        &["install-hooks", "--agent", "claude-code", "--apply"],
+    );
+    let v = read_json(&f);
+    let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "permissions",
+            "env",
+            "mcpServers",
+            "hooks",
+            "theme",
+            "model",
+            "futureKey"
+        ]
+    );
+    for k in [
+        "permissions",
+        "env",
+        "mcpServers",
+        "theme",
+        "model",
+        "futureKey",
+    ] {
+        assert_eq!(v[k], original[k], "{k}");
+    }
+    let stop = v["hooks"]["Stop"].as_array().unwrap();
+    assert_eq!(stop[0], original["hooks"]["Stop"][0]);
+    assert!(stop[1]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .contains("--event stop"));
+    assert_eq!(
+        v["hooks"]["Notification"],
+        original["hooks"]["Notification"]
+    );
+    let ss = v["hooks"]["SessionStart"].as_array().unwrap();
+    assert_eq!(ss.len(), 3);
+    assert_eq!(
+        ss[..2],
+        original["hooks"]["SessionStart"].as_array().unwrap()[..]
+    );
+    // Re-apply does not touch them either.
+    ok(
+        h.path(),
+        &["install-hooks", "--agent", "claude-code", "--apply"],
+    );
+    assert_eq!(read_json(&f), v);
+    // Uninstall: back to the original, semantically.
+    let out = ok(
+        h.path(),
+        &["uninstall-hooks", "--agent", "claude-code", "--apply"],
+    );
+    assert!(out.starts_with("updated "), "{out}");
+    assert_eq!(read_json(&f), original);
+}
+
+// check 7: containers memhook created are pruned on uninstall; ones the user
+// had (even empty) stay.
+#[test]
+fn check_7_prunes_only_what_it_created() {
+    let h = home();
+    let f = h.path().join(".codex/hooks.json");
+    fs::create_dir_all(f.parent().unwrap()).unwrap();
+    let orig = json!({"theme": "x"});
+    fs::write(&f, orig.to_string()).unwrap();
+    ok(h.path(), &["install-hooks", "--agent", "codex", "--apply"]);
+    ok(
+        h.path(),
+        &["uninstall-hooks", "--agent", "codex", "--apply"],
+    );
+    assert_eq!(read_json(&f), orig);
+
+    let orig = json!({"hooks": {"Stop": [], "SessionStart": []}});
+    fs::write(&f, orig.to_string()).unwrap();
+    ok(h.path(), &["install-hooks", "--agent", "codex", "--apply"]);
+    ok(
+        h.path(),
+        &["uninstall-hooks", "--agent", "codex", "--apply"],
+    );
+    assert_eq!(read_json(&f), orig);
+
+    let orig = json!({"hooks": {}});
+    fs::write(&f, orig.to_string()).unwrap();
+    ok(h.path(), &["install-hooks", "--agent", "codex", "--apply"]);
+    ok(
+        h.path(),
+        &["uninstall-hooks", "--agent", "codex", "--apply"],
+    );
+    assert_eq!(read_json(&f), orig);
+}
+
+// check 9: malformed JSON is refused: exit 2, file:line:col named, file
+// byte-identical, no backup, never replaced by {}.
+#[test]
+fn check_9_malformed_is_refused() {
+    let cases = [
+        ("{\"a\": 1,\n}\n", "2:1"),
+        ("{\n  // comment\n  \"a\": 1\n}\n", "2:3"),
+        ("[1, 2]\n", "1:1"),
+        ("\"text\"\n", "1:1"),
+        ("{\"a\": \n", "2:0"),
+    ];
+    for (text, at) in cases {
+        for cmd in ["install-hooks", "uninstall-hooks"] {
+            let h = home();
+            let f = h.path().join(".claude/settings.json");
+            fs::create_dir_all(f.parent().unwrap()).unwrap();
+            fs::write(&f, text).unwrap();
+            let out = run(mh(h.path()), &[cmd, "--agent", "claude-code", "--apply"]);
+            assert_eq!(out.status.code(), Some(2), "{text:?}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains(&format!("{}:{at}", f.display())),
+                "{text:?}: {err}"
+            );
+            assert_eq!(fs::read_to_string(&f).unwrap(), text);
+            assert_eq!(fs::read_dir(f.parent().unwrap()).unwrap().count(), 1);
+        }
+    }
+}
+
+// check 10: a wrong-typed container is refused and the file is untouched.
+#[test]
+fn check_10_wrong_type_is_refused() {
+    for (agent, rel, text) in [
+        ("claude-code", ".claude/settings.json", r#"{"hooks": []}"#),
+        (
+            "codex",
+            ".codex/hooks.json",
+            r#"{"hooks": {"Stop": {"x": 1}}}"#,
+        ),
+        (
+            "cursor",
+            ".cursor/hooks.json",
+            r#"{"version": 2, "hooks": {}}"#,
+        ),
+        ("gemini-cli", ".gemini/settings.json", r#"{"hooks": "x"}"#),
+    ] {
+        let h = home();
+        let f = h.path().join(rel);
+        fs::create_dir_all(f.parent().unwrap()).unwrap();
+        fs::write(&f, text).unwrap();
+        let out = run(
+            mh(h.path()),
+            &["install-hooks", "--agent", agent, "--apply"],
+        );
+        assert_eq!(out.status.code(), Some(2), "{agent}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&f.display().to_string()), "{err}");
+        assert_eq!(fs::read_to_string(&f).unwrap(), text);
+        assert!(backups(f.parent().unwrap()).is_empty());
+    }
+}
+
+// check 11: every update leaves a backup equal to the previous bytes; two
+// updates within one second do not overwrite each other's backup.
+// check 12: the file mode is preserved.
+#[test]
+fn check_11_12_backups_and_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = home();
+    let f = h.path().join(".gemini/settings.json");
+    fs::create_dir_all(f.parent().unwrap()).unwrap();
+    fs::write(&f, "{\"theme\": \"a\"}\n").unwrap();
+    fs::set_permissions(&f, fs::Permissions::from_mode(0o640)).unwrap();
+    let mut versions = vec![fs::read(&f).unwrap()];
+    for url in [
+        "http://127.0.0.1:1",
+        "http://127.0.0.1:2",
+        "http://127.0.0.1:3",
+    ] {
+        ok(
+            h.path(),
+            &[
+                "install-hooks",
+                "--agent",
+                "gemini-cli",
+                "--apply",
+                "--server-url",
+                url,
+            ],
+        );
+        versions.push(fs::read(&f).unwrap());
+    }
+    let baks = backups(f.parent().unwrap());
+    assert_eq!(baks.len(), 3, "{baks:?}");
+    let mut bak_bytes: Vec<Vec<u8>> = baks.iter().map(|b| fs::read(b).unwrap()).collect();
+    bak_bytes.sort();
+    let mut expected = versions[..3].to_vec();
+    expected.sort();
+    assert_eq!(bak_bytes, expected);
+    assert_eq!(
+        fs::metadata(&f).unwrap().permissions().mode() & 0o777,
+        0o640
+    );
+}
+
+// check 13: a symlinked config stays a symlink, its target is updated and
+// the backup sits beside the link.
+#[test]
+fn check_13_symlink_kept() {
+    let h = home();
+    let dots = h.path().join("dotfiles/claude");
+    fs::create_dir_all(&dots).unwrap();
+    fs::write(dots.join("settings.json"), "{\"theme\": \"x\"}\n").unwrap();
+    fs::create_dir_all(h.path().join(".claude")).unwrap();
+    let link = h.path().join(".claude/settings.json");
+    std::os::unix::fs::symlink("../dotfiles/claude/settings.json", &link).unwrap();
+    ok(
+        h.path(),
+        &["install-hooks", "--agent", "claude-code", "--apply"],
+    );
+    assert!(fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let v = read_json(&dots.join("settings.json"));
+    assert_eq!(owned_commands(&v).len(), 10);
+    assert_eq!(backups(&h.path().join(".claude")).len(), 1);
+    assert!(backups(&dots).is_empty());
+    ok(
+        h.path(),
+        &["uninstall-hooks", "--agent", "claude-code", "--apply"],
+    );
+    assert!(fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        read_json(&dots.join("settings.json")),
+        json!({"theme": "x"})
+    );
+}
+
+// check 15: entries an older memhook wrote (other quoting, an event no
+// longer wired) are recognised and replaced; third-party entries there stay.
+#[test]
+fn check_15_legacy_entries_migrate() {
+    let h = home();
+    let f = h.path().join(".claude/settings.json");
+    fs::create_dir_all(f.parent().unwrap()).unwrap();
+    let old = json!({"hooks": {
+        "Stop": [{"matcher": "", "hooks": [{"type": "command", "command": "\"/old/place/memhook\" hook --event stop --agent claude-code"}]}],
+        "PostToolBatch": [
+            {"matcher": "", "hooks": [{"type": "command", "command": "/old/place/memhook hook --event post-tool-batch --agent claude-code"}]},
+            {"matcher": "", "hooks": [{"type": "command", "command": "keep-me"}]}
+        ]
+    }});
+    fs::write(&f, old.to_string()).unwrap();
+    ok(
+        h.path(),
+        &["install-hooks", "--agent", "claude-code", "--apply"],
+    );
+    let v = read_json(&f);
+    let owned = owned_commands(&v);
+    assert_eq!(owned.len(), 10);
+    assert!(owned.iter().all(|(_, c)| !c.contains("/old/place")));
+    assert_eq!(
+        v["hooks"]["PostToolBatch"],
+        json!([{"matcher": "", "hooks": [{"type": "command", "command": "keep-me"}]}])
+    );
+}
+
+// check 16: a bare re-apply keeps the strategy and server URL; an explicit
+// --project-strategy basename downgrades.
+// check 17: the URL is baked without its trailing slash; the token goes to
+// the 0600 token file and never into the agent config.
+#[test]
+fn check_16_17_choices_survive_and_token_stays_out() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = home();
+    let token = "s3cr'et \"$tok\"";
+    let out = run(
+        {
+            let mut c = mh(h.path());
+            c.env("AI_MEMORY_AUTH_TOKEN", token);
+            c
+        },
+        &[
+            "install-hooks",
+            "--agent",
+            "codex",
+            "--apply",
+            "--project-strategy",
+            "repo-root",
+            "--server-url",
+            "http://127.0.0.1:49374/",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let f = h.path().join(".codex/hooks.json");
+    let text = fs::read_to_string(&f).unwrap();
+    assert!(!text.contains("s3cr"), "token leaked into the config");
+    let tok = h.path().join(".memhook-data/auth-token");
+    assert_eq!(fs::read_to_string(&tok).unwrap(), token);
+    assert_eq!(
+        fs::metadata(&tok).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let cmds = owned_commands(&read_json(&f));
+    assert!(
+        cmds.iter().all(|(_, c)| c
+            .ends_with("--server-url http://127.0.0.1:49374 --project-strategy repo-root")),
+        "{cmds:?}"
+    );
+    let out = ok(h.path(), &["install-hooks", "--agent", "codex", "--apply"]);
+    assert!(out.contains("already up to date"), "{out}");
+    ok(
+        h.path(),
+        &[
+            "install-hooks",
+            "--agent",
+            "codex",
+            "--apply",
+            "--project-strategy",
+            "basename",
+        ],
+    );
+    let cmds = owned_commands(&read_json(&f));
+    assert!(
+        cmds.iter()
+            .all(|(_, c)| !c.contains("--project-strategy") && c.contains("--server-url")),
+        "{cmds:?}"
+    );
+    let out = run(
+        mh(h.path()),
+        &[
+            "install-hooks",
+            "--agent",
+            "codex",
+            "--server-url",
+            "ftp://x",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+// check 18: the generated commands run: each one, through `sh -c`, from a
+// binary whose path has spaces and non-ASCII characters, exits 0 with JSON.
+#[test]
+fn check_18_generated_commands_run() {
+    let h = home();
+    let dir = h.path().join("My Tools/bïn ü");
+    fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("memhook");
+    fs::copy(bin(), &exe).unwrap();
+    let mut c = Command::new(&exe);
+    c.env_clear()
+        .env("HOME", h.path())
+        .env("PATH", "/usr/bin:/bin")
+        .env("AI_MEMORY_DATA_DIR", h.path().join("data dir"));
+    let out = output_retry(c.args(["install-hooks", "--agent", "claude-code", "--apply"]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = read_json(&h.path().join(".claude/settings.json"));
+    let payload = fs::read(fixture(
+        "agents/claude-code/2.1.328/SessionStart-startup.json",
+    ))
+    .unwrap();
+    let cmds = owned_commands(&v);
+    assert_eq!(cmds.len(), 10);
+    for (event, cmd) in cmds {
+        assert!(cmd.starts_with('\''), "{cmd}");
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg(&cmd)
+            .env("HOME", h.path())
+            .current_dir(h.path());
+        let out = run_with_stdin(sh, &payload);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{event}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let _: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{event}: stdout is not JSON ({e}): {:?}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        });
+    }
+}
+
+// check 23: CLAUDE_CONFIG_DIR and CODEX_HOME relocate the file (blank means
+// unset), and the dry run names the same path --apply writes.
+#[test]
+fn check_23_relocation_variables() {
+    let h = home();
+    let reloc = h.path().join("elsewhere");
+    for (agent, var, file) in [
+        ("claude-code", "CLAUDE_CONFIG_DIR", "settings.json"),
+        ("codex", "CODEX_HOME", "hooks.json"),
+    ] {
+        let mut c = mh(h.path());
+        c.env(var, &reloc);
+        let dry = String::from_utf8(run(c, &["install-hooks", "--agent", agent]).stdout).unwrap();
+        assert!(
+            dry.contains(&format!("+++ b{}", reloc.join(file).display())),
+            "{dry}"
+        );
+        let mut c = mh(h.path());
+        c.env(var, &reloc);
+        let out = String::from_utf8(run(c, &["install-hooks", "--agent", agent, "--apply"]).stdout)
+            .unwrap();
+        assert!(
+            out.starts_with(&format!("created {}", reloc.join(file).display())),
+            "{out}"
+        );
+        let mut c = mh(h.path());
+        c.env(var, "  ");
+        let dry = String::from_utf8(run(c, &["install-hooks", "--agent", agent]).stdout).unwrap();
+        assert!(
+            dry.contains(&format!("+++ b{}", h.path().display())),
+            "blank {var}: {dry}"
+        );
+    }
+    // XDG_CONFIG_HOME moves the OpenCode plugin.
+    let mut c = mh(h.path());
+    c.env("XDG_CONFIG_HOME", h.path().join("xdg"));
+    let out =
+        String::from_utf8(run(c, &["install-hooks", "--agent", "opencode", "--apply"]).stdout)
+            .unwrap();
+    assert!(
+        h.path().join("xdg/opencode/plugins/memhook.js").is_file(),
+        "{out}"
+    );
+}
+
+// check 25: a user's own plugin file with our name is neither replaced nor
+// removed; ours is removed only with its banner and agent constant.
+#[test]
+fn check_25_generated_file_ownership() {
+    let h = home();
+    let f = h.path().join(".config/opencode/plugins/memhook.js");
+    fs::create_dir_all(f.parent().unwrap()).unwrap();
+    let mine = "export const Mine = async () => ({});\n";
+    fs::write(&f, mine).unwrap();
+    let out = run(
+        mh(h.path()),
+        &["install-hooks", "--agent", "opencode", "--apply"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not written by memhook"));
+    let out = run(
+        mh(h.path()),
+        &["uninstall-hooks", "--agent", "opencode", "--apply"],
+    );
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("leaving it alone"));
+    assert_eq!(fs::read_to_string(&f).unwrap(), mine);
+    fs::remove_file(&f).unwrap();
+    ok(
+        h.path(),
+        &["install-hooks", "--agent", "opencode", "--apply"],
+    );
+    let out = ok(
+        h.path(),
+        &["uninstall-hooks", "--agent", "opencode", "--apply"],
+    );
+    assert!(out.starts_with("deleted "), "{out}");
+    assert!(!f.exists());
+    assert_eq!(fs::read_dir(f.parent().unwrap()).unwrap().count(), 0);
+}
+
+// check 26: flags that cannot take effect are refused.
+#[test]
+fn check_26_pointless_flags_refused() {
+    let h = home();
+    let out = run(
+        mh(h.path()),
+        &[
+            "install-hooks",
+            "--agent",
+            "all",
+            "--config-file",
+            "/tmp/x.json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--config-file"));
+    // `all` with nothing installed says what it looked for.
+    let mut c = mh(h.path());
+    c.env("PATH", "/nonexistent");
+    let out = run(c, &["install-hooks", "--agent", "all"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no supported agent found"));
+}
+
+// `all` wires exactly the agents whose config dir exists.
+#[test]
+fn all_means_agents_found_here() {
+    let h = home();
+    fs::create_dir_all(h.path().join(".codex")).unwrap();
+    fs::create_dir_all(h.path().join(".gemini")).unwrap();
+    let mut c = mh(h.path());
+    c.env("PATH", "/nonexistent");
+    let out = run(c, &["install-hooks", "--agent", "all", "--apply"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(h.path().join(".codex/hooks.json").is_file());
+    assert!(h.path().join(".gemini/settings.json").is_file());
+    assert!(!h.path().join(".claude").exists());
+    assert!(!h.path().join(".cursor").exists());
+}
+
+// check 27: uninstall is a dry run by default; a second uninstall says there
+// is nothing to remove.
+#[test]
+fn check_27_uninstall_dry_run_then_nothing_to_remove() {
+    let h = home();
+    ok(h.path(), &["install-hooks", "--agent", "cursor", "--apply"]);
+    let f = h.path().join(".cursor/hooks.json");
+    let before = fs::read(&f).unwrap();
+    let dry = ok(h.path(), &["uninstall-hooks", "--agent", "cursor"]);
+    assert!(dry.contains("-        \"command\""), "{dry}");
+    assert_eq!(fs::read(&f).unwrap(), before);
+    ok(
+        h.path(),
+        &["uninstall-hooks", "--agent", "cursor", "--apply"],
+    );
+    let again = ok(
+        h.path(),
+        &["uninstall-hooks", "--agent", "cursor", "--apply"],
+    );
+    assert!(again.contains("nothing to remove"), "{again}");
+    // The file memhook created is left as an empty object.
+    assert_eq!(read_json(&f), json!({}));
+}
+
+// check 28: Codex trust is surfaced after a change.
+// check 29: an agent older than the profile's minimum version is flagged.
+#[test]
+fn check_28_29_codex_trust_notice_and_version_gate() {
+    let h = home();
+    let bindir = h.path().join("fakebin");
+    fs::create_dir_all(&bindir).unwrap();
+    let codex = bindir.join("codex");
+    fs::write(&codex, "#!/bin/sh\necho 'codex-cli 0.100.0'\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&codex, fs::Permissions::from_mode(0o755)).unwrap();
+    let mut c = mh(h.path());
+    c.env("PATH", &bindir);
+    let out = String::from_utf8(run(c, &["install-hooks", "--agent", "codex", "--apply"]).stdout)
+        .unwrap();
+    assert!(out.contains("/hooks"), "{out}");
+    assert!(out.contains("trust"), "{out}");
+    assert!(out.contains("0.100.0") && out.contains("0.145.0"), "{out}");
+    let out = ok(h.path(), &["install-hooks", "--agent", "codex", "--apply"]);
+    assert!(!out.contains("trust"), "no change, no notice: {out}");
+}
+
+// check 30: simultaneous --apply runs end with one valid file holding exactly
+// one owned set.
+#[test]
+fn check_30_concurrent_applies() {
+    let h = home();
+    let f = h.path().join(".claude/settings.json");
+    fs::create_dir_all(f.parent().unwrap()).unwrap();
+    fs::write(&f, THIRD_PARTY).unwrap();
+    let children: Vec<_> = (0..6)
+        .map(|i| {
+            let mut c = mh(h.path());
+            c.args([
+                "install-hooks",
+                "--agent",
+                "claude-code",
+                "--apply",
+                "--server-url",
+            ])
+            .arg(format!("http://127.0.0.1:{}", 1000 + i % 2))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+            c.spawn().unwrap()
+        })
+        .collect();
+    for ch in children {
+        let out = ch.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let v = read_json(&f);
+    let owned = owned_commands(&v);
+    assert_eq!(owned.len(), 10, "{owned:?}");
+    assert_eq!(v["theme"], "dark");
+    assert_eq!(
+        v["hooks"]["Stop"][0]["hooks"][0]["command"],
+        "notify-send done"
+    );
+}
+
+// install-mcp, every agent: dry run writes nothing and shows what --apply
+// writes (checks 1, 2), fresh create (3), idempotent (4), remove gives back
+// the original (7), unrelated keys kept (8).
+#[test]
+fn mcp_register_every_agent() {
+    for (agent, rel, table) in [
+        ("claude-code", ".claude.json", "mcpServers"),
+        ("opencode", ".config/opencode/opencode.json", "mcp"),
+        ("gemini-cli", ".gemini/settings.json", "mcpServers"),
+        ("cursor", ".cursor/mcp.json", "mcpServers"),
+    ] {
+        let h = home();
+        let f = h.path().join(rel);
+        fs::create_dir_all(f.parent().unwrap()).unwrap();
+        let orig = json!({"theme": "x", table: {"other": {"command": "other-server"}}, "projects": {"/p": {"a": 1}}});
+        fs::write(&f, serde_json::to_string_pretty(&orig).unwrap() + "\n").unwrap();
+        let old = fs::read_to_string(&f).unwrap();
+        let before = snapshot(h.path());
+        let dry = ok(h.path(), &["install-mcp", "--agent", agent]);
+        assert_eq!(snapshot(h.path()), before, "{agent}");
+        let out = ok(h.path(), &["install-mcp", "--agent", agent, "--apply"]);
+        assert!(out.starts_with("updated "), "{agent}: {out}");
+        assert_eq!(
+            patch(&old, &dry),
+            fs::read_to_string(&f).unwrap(),
+            "{agent}"
+        );
+        let v = read_json(&f);
+        let entry = &v[table]["memhook"];
+        let argv: Vec<String> = match &entry["command"] {
+            Value::Array(a) => a.iter().map(|x| x.as_str().unwrap().to_string()).collect(),
+            Value::String(c) => std::iter::once(c.clone())
+                .chain(
+                    entry["args"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|x| x.as_str().unwrap().to_string()),
+                )
+                .collect(),
+            other => panic!("{agent}: {other}"),
+        };
+        assert_eq!(
+            Path::new(&argv[0]),
+            bin().canonicalize().unwrap().as_path(),
+            "{agent}"
+        );
+        assert_eq!(
+            argv[1..],
+            [
+                "--data-dir".to_string(),
+                h.path().join(".memhook-data").display().to_string(),
+                "mcp".into()
+            ]
+        );
+        assert_eq!(v["theme"], "x");
+        assert_eq!(v[table]["other"], orig[table]["other"]);
+        let again = ok(h.path(), &["install-mcp", "--agent", agent, "--apply"]);
+        assert!(again.contains("already up to date"), "{agent}: {again}");
+        ok(
+            h.path(),
+            &["install-mcp", "--agent", agent, "--apply", "--remove"],
+        );
+        assert_eq!(read_json(&f), orig, "{agent}");
+        let again = ok(
+            h.path(),
+            &["install-mcp", "--agent", agent, "--apply", "--remove"],
+        );
+        assert!(again.contains("nothing to remove"), "{agent}: {again}");
+    }
+}
+
+// install-mcp for Codex edits config.toml with toml_edit: comments, order and
+// other servers survive (check 8), remove restores the bytes (check 7).
+#[test]
+fn mcp_codex_toml_keeps_comments() {
+    let h = home();
+    let f = h.path().join(".codex/config.toml");
+    fs::create_dir_all(f.parent().unwrap()).unwrap();
+    let orig = "# my settings\nmodel = \"o3\" # pinned\n\n[mcp_servers.other]\ncommand = \"x\"\nargs = [\"--y\"]\n\n[profiles.fast]\nmodel = \"mini\"\n";
+    fs::write(&f, orig).unwrap();
+    ok(h.path(), &["install-mcp", "--agent", "codex", "--apply"]);
+    let text = fs::read_to_string(&f).unwrap();
+    assert!(
+        text.starts_with("# my settings\nmodel = \"o3\" # pinned\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[mcp_servers.other]\ncommand = \"x\"\nargs = [\"--y\"]\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[profiles.fast]\nmodel = \"mini\"\n"),
+        "{text}"
+    );
+    assert!(text.contains("[mcp_servers.memhook]"), "{text}");
+    let again = ok(h.path(), &["install-mcp", "--agent", "codex", "--apply"]);
+    assert!(again.contains("already up to date"));
+    ok(
+        h.path(),
+        &["install-mcp", "--agent", "codex", "--apply", "--remove"],
+    );
+    assert_eq!(fs::read_to_string(&f).unwrap(), orig);
+    // A malformed config.toml is refused with line and column (check 9).
+    fs::write(&f, "model = \n").unwrap();
+    let out = run(
+        mh(h.path()),
+        &["install-mcp", "--agent", "codex", "--apply"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("{}:1:", f.display())));
+}
+
+// An MCP server named memhook that memhook did not write is neither replaced
+// nor removed (check 14 / 25 for MCP entries).
+#[test]
+fn mcp_foreign_entry_is_left_alone() {
+    let h = home();
+    let f = h.path().join(".cursor/mcp.json");
+    fs::create_dir_all(f.parent().unwrap()).unwrap();
+    let orig = r#"{"mcpServers": {"memhook": {"command": "npx", "args": ["memhook-mcp"]}}}"#;
+    fs::write(&f, orig).unwrap();
+    let out = run(
+        mh(h.path()),
+        &["install-mcp", "--agent", "cursor", "--apply"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("did not write"));
+    let out = run(
+        mh(h.path()),
+        &["install-mcp", "--agent", "cursor", "--apply", "--remove"],
+    );
+    assert!(out.status.success());
+    assert_eq!(fs::read_to_string(&f).unwrap(), orig);
+}
+
+// doctor: not installed → no problem; installed from this binary → reported
+// as such; a hook pointing at another (missing) binary is a problem (exit 1).
+#[test]
+fn doctor_reports_installation_and_binary() {
+    let h = home();
+    let doc = |h: &Path| -> (Option<i32>, Value) {
+        let mut c = mh(h);
+        c.env("PATH", "/nonexistent");
+        let out = run(c, &["doctor", "--json"]);
+        (
+            out.status.code(),
+            serde_json::from_slice(&out.stdout).unwrap(),
+        )
+    };
+    let (code, v) = doc(h.path());
+    assert_eq!(code, Some(0), "{v}");
+    assert!(v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|a| a["installed"] == false));
+    ok(
+        h.path(),
+        &["install-hooks", "--agent", "gemini-cli", "--apply"],
+    );
+    ok(
+        h.path(),
+        &["install-hooks", "--agent", "opencode", "--apply"],
+    );
+    let (code, v) = doc(h.path());
+    assert_eq!(code, Some(0), "{v}");
+    for id in ["gemini-cli", "opencode"] {
+        let a = v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == id)
+            .unwrap();
+        assert_eq!(a["installed"], true, "{a}");
+        assert_eq!(a["points_to_this_binary"], true, "{a}");
+        assert_eq!(a["events_wired"], a["events_expected"]);
+        assert_eq!(
+            a["data_dir"],
+            h.path().join(".memhook-data").display().to_string()
+        );
+    }
+    let f = h.path().join(".gemini/settings.json");
+    let moved = fs::read_to_string(&f)
+        .unwrap()
+        .replace(&bin().display().to_string(), "/gone/memhook");
+    fs::write(&f, moved).unwrap();
+    let (code, v) = doc(h.path());
+    assert_eq!(code, Some(1));
+    let a = v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "gemini-cli")
+        .unwrap();
+    assert_eq!(a["points_to_this_binary"], false);
+    assert!(a["problems"].to_string().contains("/gone/memhook"));
+}
+
+// The data dir is baked only when it is not the default; `--data-dir` wins
+// over AI_MEMORY_DATA_DIR.
+#[test]
+fn data_dir_baked_only_when_not_default() {
+    let h = home();
+    let mut c = mh(h.path());
+    c.env_remove("AI_MEMORY_DATA_DIR");
+    let out = run(c, &["install-hooks", "--agent", "cursor", "--apply"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let f = h.path().join(".cursor/hooks.json");
+    let cmds = owned_commands(&read_json(&f));
+    assert_eq!(cmds.len(), 8);
+    assert!(
+        cmds.iter().all(|(_, c)| !c.contains("--data-dir")),
+        "{cmds:?}"
+    );
+    let flag = h.path().join("explicit data");
+    let mut c = mh(h.path());
+    c.arg("--data-dir").arg(&flag);
+    let out = run(c, &["install-hooks", "--agent", "cursor", "--apply"]);
+    assert!(out.status.success());
+    let cmds = owned_commands(&read_json(&f));
+    let want = format!("--data-dir '{}' hook", flag.display());
+    assert!(cmds.iter().all(|(_, c)| c.contains(&want)), "{cmds:?}");
+}

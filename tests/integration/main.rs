@@ -3,9 +3,11 @@
 
 mod util;
 
+mod agents;
 mod delivery;
 mod hook;
 mod install;
 mod mcp;
+mod records;
 mod scope;
 mod serve;

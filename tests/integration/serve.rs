@@ -28,6 +28,9 @@ struct Serve {
     addr: SocketAddr,
     data: PathBuf,
     stderr: Arc<Mutex<String>>,
+    /// The thread copying the server's stderr; joined once the server exits
+    /// so its last lines are in `stderr`.
+    reader: Option<std::thread::JoinHandle<()>>,
     done: Arc<AtomicBool>,
 }
 
@@ -69,11 +72,13 @@ impl Serve {
         let stderr = Arc::new(Mutex::new(String::new()));
         let (tx, rx) = std::sync::mpsc::channel();
         let mut lines = BufReader::new(child.stderr.take().unwrap());
-        {
+        let reader = {
             let stderr = Arc::clone(&stderr);
             std::thread::spawn(move || {
                 let mut line = String::new();
                 while lines.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+                    // Record the line before announcing the address, so a
+                    // test that reads stderr right after start sees it.
                     stderr.lock().unwrap().push_str(&line);
                     if let Some(rest) = line.split("listening on http://").nth(1) {
                         let addr = rest.split_whitespace().next().unwrap_or("").to_string();
@@ -81,8 +86,8 @@ impl Serve {
                     }
                     line.clear();
                 }
-            });
-        }
+            })
+        };
         let addr = match rx.recv_timeout(Duration::from_secs(20)) {
             Ok(a) => a.parse().expect("listening address"),
             Err(_) => {
@@ -100,6 +105,7 @@ impl Serve {
             addr,
             data,
             stderr,
+            reader: Some(reader),
             done,
         }
     }
@@ -117,6 +123,9 @@ impl Serve {
         loop {
             if let Some(st) = child.try_wait().unwrap() {
                 self.done.store(true, Ordering::SeqCst);
+                if let Some(r) = self.reader.take() {
+                    let _ = r.join();
+                }
                 return st;
             }
             if start.elapsed() > Duration::from_secs(10) {

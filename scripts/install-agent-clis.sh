@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Install the real agent CLIs used by tests/integration/agents.rs into a
+# project-local npm prefix (.agent-clis/, git-ignored). Pinned versions: the
+# end-to-end tests were written against exactly these builds.
+#
+#   bash scripts/install-agent-clis.sh            # all four
+#   bash scripts/install-agent-clis.sh claude     # only some (claude codex opencode gemini)
+#
+# The tests find the CLIs under .agent-clis/node_modules/.bin (or through
+# MEMHOOK_AGENT_CLIS=<prefix>) and skip with a message when one is absent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PREFIX="${MEMHOOK_AGENT_CLIS:-$PWD/.agent-clis}"
+declare -A PKG=(
+  [claude]="@anthropic-ai/claude-code@2.1.328"
+  [codex]="@openai/codex@0.171.0"
+  [opencode]="opencode-ai@1.18.33"
+  [gemini]="@google/gemini-cli@0.61.0"
+)
+want=("$@")
+[ ${#want[@]} -eq 0 ] && want=(claude codex opencode gemini)
+pkgs=()
+for w in "${want[@]}"; do
+  [ -n "${PKG[$w]:-}" ] || { echo "unknown CLI '$w' (choose: claude codex opencode gemini)" >&2; exit 2; }
+  pkgs+=("${PKG[$w]}")
+done
+mkdir -p "$PREFIX"
+[ -f "$PREFIX/package.json" ] || echo '{"name":"memhook-agent-clis","private":true}' >"$PREFIX/package.json"
+start=$(date +%s)
+npm install --prefix "$PREFIX" --no-audit --no-fund --loglevel=error "${pkgs[@]}"
+end=$(date +%s)
+echo "installed ${pkgs[*]} into $PREFIX in $((end - start)) s"
+for b in claude codex opencode gemini; do
+  if [ -x "$PREFIX/node_modules/.bin/$b" ]; then
+    printf '%-9s %s\n' "$b" "$("$PREFIX/node_modules/.bin/$b" --version 2>/dev/null | head -1)"
+  fi
+done

@@ -1,0 +1,330 @@
+//! The hook command memhook writes into agent configs, and the exact-shape
+//! test that recognises one it wrote before.
+//!
+//! Shape: `<abs>/memhook [--data-dir D] hook --event E --agent A
+//! [--server-url U] [--project-strategy S]`, rendered as one POSIX shell
+//! string (agents run it through `sh -c`). Ownership never relies on a
+//! substring: the command must split into exactly these words.
+
+use std::path::{Path, PathBuf};
+
+/// What an install bakes into every hook command.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Baked {
+    pub exe: PathBuf,
+    pub data_dir: Option<PathBuf>,
+    pub server_url: Option<String>,
+    /// Only `repo-root` is ever baked (basename is the default).
+    pub strategy: Option<String>,
+}
+
+/// An owned hook command, parsed back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedHook {
+    pub baked: Baked,
+    pub event: String,
+    pub agent: String,
+}
+
+/// File names that count as the memhook binary.
+const BINARY_NAMES: &[&str] = &["memhook", "memhook.exe"];
+
+impl Baked {
+    /// The argv (after the binary) of `memhook [--data-dir D] <sub> …` common
+    /// prefix: global flags first.
+    fn global_args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if let Some(d) = &self.data_dir {
+            v.push("--data-dir".into());
+            v.push(d.to_string_lossy().into_owned());
+        }
+        v
+    }
+
+    /// The argv after the binary for a hook command.
+    pub fn hook_args(&self, event: &str, agent: &str) -> Vec<String> {
+        let mut v = self.global_args();
+        v.extend(["hook", "--event", event, "--agent", agent].map(String::from));
+        if let Some(u) = &self.server_url {
+            v.push("--server-url".into());
+            v.push(u.clone());
+        }
+        if let Some(s) = &self.strategy {
+            v.push("--project-strategy".into());
+            v.push(s.clone());
+        }
+        v
+    }
+
+    /// The argv after the binary for the MCP server.
+    pub fn mcp_args(&self) -> Vec<String> {
+        let mut v = self.global_args();
+        v.push("mcp".into());
+        v
+    }
+
+    /// The whole hook command as one shell string.
+    pub fn hook_command(&self, event: &str, agent: &str) -> String {
+        let mut words = vec![self.exe.to_string_lossy().into_owned()];
+        words.extend(self.hook_args(event, agent));
+        words
+            .iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Quote one word for a POSIX shell: bare when it only holds
+/// `[A-Za-z0-9-_./:@%+=,]`, else single-quoted (`'` as `'\''`).
+pub fn shell_quote(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:@%+=,".contains(&b));
+    if safe {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// Split a shell command into words: single and double quotes and backslash
+/// escapes are honoured. Anything a shell would treat as more than a simple
+/// command (operators, expansions, globs, comments) yields `None`, so such a
+/// command is never taken for ours.
+pub fn split_words(s: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        ch => cur.push(ch),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '\\' => {
+                            let n = chars.next()?;
+                            if !matches!(n, '"' | '\\' | '$' | '`') {
+                                cur.push('\\');
+                            }
+                            cur.push(n);
+                        }
+                        '$' | '`' => return None,
+                        ch => cur.push(ch),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                cur.push(chars.next()?);
+            }
+            ';' | '&' | '|' | '<' | '>' | '(' | ')' | '$' | '`' | '*' | '?' | '[' | '\n' | '\r'
+            | '~' | '#' | '{' | '}' => return None,
+            ch => {
+                in_word = true;
+                cur.push(ch);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Some(words)
+}
+
+/// Whether `word` names the memhook binary by absolute path.
+pub fn is_memhook_binary(word: &str) -> bool {
+    let p = Path::new(word);
+    p.is_absolute()
+        && p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| BINARY_NAMES.contains(&n))
+}
+
+/// Parse `argv` (binary first) as a memhook command: returns the baked
+/// settings, the subcommand and the rest, or `None` when the shape differs.
+fn parse_prefix(argv: &[String]) -> Option<(Baked, &str, &[String])> {
+    let (exe, mut rest) = argv.split_first()?;
+    if !is_memhook_binary(exe) {
+        return None;
+    }
+    let mut baked = Baked {
+        exe: PathBuf::from(exe),
+        ..Baked::default()
+    };
+    if rest.first().map(String::as_str) == Some("--data-dir") {
+        let d = rest.get(1)?;
+        if d.is_empty() {
+            return None;
+        }
+        baked.data_dir = Some(PathBuf::from(d));
+        rest = &rest[2..];
+    }
+    let (sub, rest) = rest.split_first()?;
+    Some((baked, sub.as_str(), rest))
+}
+
+/// Parse a hook command's argv. Exact shape or `None`.
+pub fn parse_hook_argv(argv: &[String]) -> Option<OwnedHook> {
+    let (mut baked, sub, mut rest) = parse_prefix(argv)?;
+    if sub != "hook" {
+        return None;
+    }
+    let (mut event, mut agent) = (None, None);
+    while let [flag, value, tail @ ..] = rest {
+        let slot = match flag.as_str() {
+            "--event" => &mut event,
+            "--agent" => &mut agent,
+            "--server-url" => &mut baked.server_url,
+            "--project-strategy" => &mut baked.strategy,
+            _ => return None,
+        };
+        if slot.is_some() || value.is_empty() || value.starts_with("--") {
+            return None;
+        }
+        *slot = Some(value.clone());
+        rest = tail;
+    }
+    if !rest.is_empty() {
+        return None;
+    }
+    Some(OwnedHook {
+        baked,
+        event: event?,
+        agent: agent?,
+    })
+}
+
+/// Parse a hook command string. Exact shape or `None`.
+pub fn parse_hook_command(cmd: &str) -> Option<OwnedHook> {
+    parse_hook_argv(&split_words(cmd)?)
+}
+
+/// Parse an MCP server argv (`memhook [--data-dir D] mcp`). Exact shape or `None`.
+pub fn parse_mcp_argv(argv: &[String]) -> Option<Baked> {
+    let (baked, sub, rest) = parse_prefix(argv)?;
+    (sub == "mcp" && rest.is_empty()).then_some(baked)
+}
+
+/// Normalise a server URL for baking: http(s) only, trailing `/` removed.
+pub fn normalise_server_url(u: &str) -> Result<String, String> {
+    let t = u.trim();
+    let lower = t.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Err(format!(
+            "--server-url {t:?} is not an http:// or https:// URL (example: http://127.0.0.1:49374)"
+        ));
+    }
+    if t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "--server-url {t:?} contains whitespace or control characters"
+        ));
+    }
+    let host_part = &t[t.find("://").unwrap() + 3..];
+    if host_part.is_empty() || host_part.starts_with('/') {
+        return Err(format!("--server-url {t:?} has no host"));
+    }
+    if host_part.split('/').next().unwrap_or("").contains('@') {
+        return Err("--server-url must not carry credentials; set AI_MEMORY_AUTH_TOKEN at install time instead (it goes to the 0600 token file)".to_string());
+    }
+    Ok(t.trim_end_matches('/').to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn baked(exe: &str) -> Baked {
+        Baked {
+            exe: PathBuf::from(exe),
+            ..Baked::default()
+        }
+    }
+
+    #[test]
+    fn quoting_round_trips_spaces_quotes_and_non_ascii() {
+        for exe in [
+            "/usr/local/bin/memhook",
+            "/home/u/My Tools/memhook",
+            "/home/ü/bin/memhook",
+            "/tmp/it's here/memhook",
+            "/tmp/$HOME/\"x\"/memhook",
+        ] {
+            let mut b = baked(exe);
+            b.data_dir = Some(PathBuf::from("/data dir/ä"));
+            b.server_url = Some("http://127.0.0.1:9".into());
+            let cmd = b.hook_command("session-start", "claude-code");
+            let parsed = parse_hook_command(&cmd).unwrap_or_else(|| panic!("{cmd}"));
+            assert_eq!(parsed.baked, b, "{cmd}");
+            assert_eq!(parsed.event, "session-start");
+            assert_eq!(parsed.agent, "claude-code");
+        }
+        assert_eq!(shell_quote("/usr/bin/memhook"), "/usr/bin/memhook");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote(""), "''");
+    }
+
+    // Acceptance check 14: ownership is the exact shape, never a substring.
+    #[test]
+    fn ownership_is_the_exact_shape() {
+        let ours = "/opt/bin/memhook hook --event stop --agent codex";
+        assert!(parse_hook_command(ours).is_some());
+        for not_ours in [
+            "memhook hook --event stop --agent codex", // not absolute
+            "/opt/bin/memhook-helper hook --event stop --agent codex", // other binary
+            "/opt/bin/memhook boot --quiet",
+            "/opt/bin/memhook hook --event stop", // no agent
+            "/opt/bin/memhook hook --event stop --agent codex --verbose",
+            "/opt/bin/memhook hook --event stop --agent codex; rm -rf /",
+            "/opt/bin/memhook hook --event stop --agent codex && echo memhook",
+            "echo /opt/bin/memhook hook --event stop --agent codex",
+            "X=1 /opt/bin/memhook hook --event stop --agent codex",
+            "/opt/bin/memhook hook --event stop --event start --agent codex",
+            "/opt/bin/memhook hook --event $E --agent codex",
+            "/home/u/hooks/session-start.sh",
+            "ai-memory hook --event stop --agent codex --server-url http://x",
+        ] {
+            assert!(parse_hook_command(not_ours).is_none(), "{not_ours}");
+        }
+    }
+
+    #[test]
+    fn mcp_shape() {
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(parse_mcp_argv(&argv(&["/b/memhook", "mcp"])).is_some());
+        assert!(parse_mcp_argv(&argv(&["/b/memhook", "--data-dir", "/d", "mcp"])).is_some());
+        assert!(parse_mcp_argv(&argv(&["/b/memhook", "mcp", "--x"])).is_none());
+        assert!(parse_mcp_argv(&argv(&["/b/other", "mcp"])).is_none());
+    }
+
+    // Acceptance check 17: the server URL is baked normalised.
+    #[test]
+    fn server_url_normalised() {
+        assert_eq!(normalise_server_url("http://h:1/").unwrap(), "http://h:1");
+        assert_eq!(
+            normalise_server_url("https://h/base//").unwrap(),
+            "https://h/base"
+        );
+        assert!(normalise_server_url("ftp://h").is_err());
+        assert!(normalise_server_url("http://").is_err());
+        assert!(normalise_server_url("http://u:p@h").is_err());
+    }
+}

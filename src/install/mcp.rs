@@ -1,0 +1,309 @@
+//! `memhook install-mcp`: register `memhook mcp` (absolute binary, data dir
+//! baked when not the default) in each agent's own MCP configuration, with
+//! the same dry-run / apply / ownership rules as the hooks.
+//!
+//! The entry is always named `memhook`. It is ours when its command is the
+//! memhook binary running exactly `[--data-dir D] mcp`; an entry of that name
+//! that is not ours is never replaced or removed.
+
+use super::apply::{self, type_name, InstallError, Outcome};
+use super::command::{parse_mcp_argv, Baked};
+use super::profile::{McpFormat, McpStyle, Profile};
+use super::{ledger, print_dry_run, report, select};
+use crate::cli::{CmdResult, InstallMcpArgs};
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The server's name in every agent's config.
+pub const SERVER_NAME: &str = "memhook";
+
+pub fn run(args: &InstallMcpArgs, data_dir: Option<&Path>) -> CmdResult {
+    let profiles = select(args.agent, args.config_file.is_some())?;
+    let data = crate::data_dir::resolve(data_dir)?;
+    let baked = Baked {
+        exe: super::current_exe()?,
+        data_dir: (!crate::data_dir::is_default(&data)).then(|| data.clone()),
+        server_url: None,
+        strategy: None,
+    };
+    for p in profiles {
+        let path = match &args.config_file {
+            Some(f) => super::config_path(p, Some(f))?,
+            None => p.mcp.location.path().ok_or_else(|| {
+                InstallError::Refused(format!(
+                    "cannot locate {} for {}: HOME is not set; pass --config-file",
+                    p.mcp.location.describe(),
+                    p.name
+                ))
+            })?,
+        };
+        let compute = |cur: Option<&str>| mcp_text(p, &path, &baked, args.remove, cur);
+        let current = apply::read_text(&path)?;
+        let (next, _) = compute(current.as_deref())?;
+        if !args.apply {
+            print_dry_run(p, &path, current.as_deref(), next.as_deref());
+            continue;
+        }
+        if current.is_none() && args.remove {
+            say!("{}: nothing to remove for {}", path.display(), p.name);
+            continue;
+        }
+        let created = std::cell::RefCell::new(Vec::new());
+        let outcome = apply::apply(&path, |cur| {
+            let (next, c) = compute(cur)?;
+            *created.borrow_mut() = c;
+            Ok(next)
+        })?;
+        if args.remove {
+            if outcome == Outcome::UpToDate {
+                say!("{}: nothing to remove for {}", path.display(), p.name);
+            } else {
+                ledger::forget(baked.data_dir.as_deref(), &mcp_key(&path));
+                report(p, &path, &outcome, "MCP server removed");
+            }
+        } else {
+            if !created.borrow().is_empty() && outcome != Outcome::UpToDate {
+                let _ = ledger::record(
+                    baked.data_dir.as_deref(),
+                    &mcp_key(&path),
+                    &created.borrow(),
+                );
+            }
+            report(p, &path, &outcome, "MCP server registered");
+            if outcome != Outcome::UpToDate {
+                say!("note: restart {} to load the memhook MCP server.", p.name);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The ledger key for an MCP config (distinct from the same file's hooks).
+fn mcp_key(path: &Path) -> PathBuf {
+    PathBuf::from(format!("{}#mcp", path.display()))
+}
+
+/// The new text and the containers created.
+fn mcp_text(
+    p: &Profile,
+    path: &Path,
+    baked: &Baked,
+    remove: bool,
+    current: Option<&str>,
+) -> Result<(Option<String>, Vec<String>), InstallError> {
+    if remove && current.is_none() {
+        return Ok((None, Vec::new()));
+    }
+    match p.mcp.format {
+        McpFormat::Json => json_text(p, path, baked, remove, current),
+        McpFormat::Toml => toml_text(p, path, baked, remove, current),
+    }
+}
+
+fn argv_of_json(entry: &Value, style: McpStyle) -> Option<Vec<String>> {
+    let strs = |v: &Value| -> Option<Vec<String>> {
+        v.as_array()?
+            .iter()
+            .map(|x| x.as_str().map(String::from))
+            .collect()
+    };
+    match style {
+        McpStyle::CommandArgs => {
+            let mut argv = vec![entry.get("command")?.as_str()?.to_string()];
+            argv.extend(strs(entry.get("args").unwrap_or(&json!([])))?);
+            Some(argv)
+        }
+        McpStyle::CommandArray => strs(entry.get("command")?),
+    }
+}
+
+fn json_text(
+    p: &Profile,
+    path: &Path,
+    baked: &Baked,
+    remove: bool,
+    current: Option<&str>,
+) -> Result<(Option<String>, Vec<String>), InstallError> {
+    let mut root = apply::parse_json_object(path, current)?;
+    let before = root.clone();
+    let table_key = p.mcp.table.as_str();
+    let mut created = Vec::new();
+    if let Some(v) = root.get(table_key) {
+        if !v.is_object() {
+            return Err(InstallError::WrongType {
+                path: path.to_path_buf(),
+                key: table_key.into(),
+                expected: "an object",
+                found: type_name(v),
+            });
+        }
+    }
+    let existing = root
+        .get(table_key)
+        .and_then(|t| t.get(SERVER_NAME))
+        .cloned();
+    let ours = existing
+        .as_ref()
+        .and_then(|e| argv_of_json(e, p.mcp.style))
+        .and_then(|argv| parse_mcp_argv(&argv))
+        .is_some();
+    if existing.is_some() && !ours {
+        if remove {
+            eprintln!(
+                "memhook: {}: `{table_key}.{SERVER_NAME}` was not written by memhook; leaving it alone",
+                path.display()
+            );
+            return Ok((current.map(String::from), created));
+        }
+        return Err(InstallError::Refused(format!(
+            "{}: an MCP server named `{SERVER_NAME}` exists under `{table_key}` that memhook did not write; rename or remove it and re-run",
+            path.display()
+        )));
+    }
+    if remove {
+        if !ours {
+            return Ok((current.map(String::from), created));
+        }
+        let prune = ledger::created(baked.data_dir.as_deref(), &mcp_key(path))
+            .is_none_or(|c| c.iter().any(|k| k == table_key));
+        let table = root
+            .get_mut(table_key)
+            .and_then(Value::as_object_mut)
+            .expect("checked");
+        table.remove(SERVER_NAME);
+        if table.is_empty() && prune {
+            root.remove(table_key);
+        }
+    } else {
+        let mut argv = vec![baked.exe.to_string_lossy().into_owned()];
+        argv.extend(baked.mcp_args());
+        if !root.contains_key(table_key) {
+            root.insert(table_key.into(), Value::Object(Map::new()));
+            created.push(table_key.to_string());
+        }
+        let table = root
+            .get_mut(table_key)
+            .and_then(Value::as_object_mut)
+            .expect("checked");
+        let entry = table
+            .entry(SERVER_NAME)
+            .or_insert_with(|| Value::Object(Map::new()));
+        let obj = entry.as_object_mut().expect("ours is an object");
+        match p.mcp.style {
+            McpStyle::CommandArgs => {
+                if p.mcp.stdio_type {
+                    obj.insert("type".into(), json!("stdio"));
+                }
+                obj.insert("command".into(), json!(argv[0]));
+                obj.insert("args".into(), json!(argv[1..]));
+            }
+            McpStyle::CommandArray => {
+                obj.insert("type".into(), json!("local"));
+                obj.insert("command".into(), json!(argv));
+                obj.entry("enabled").or_insert(json!(true));
+            }
+        }
+    }
+    if root == before {
+        return Ok((current.map(String::from), created));
+    }
+    Ok((Some(apply::render_json(&root, current)), created))
+}
+
+fn toml_text(
+    p: &Profile,
+    path: &Path,
+    baked: &Baked,
+    remove: bool,
+    current: Option<&str>,
+) -> Result<(Option<String>, Vec<String>), InstallError> {
+    use toml_edit::{value, Array, Item, Table};
+    let mut doc = apply::parse_toml(path, current)?;
+    let table_key = p.mcp.table.as_str();
+    let mut created = Vec::new();
+    if let Some(item) = doc.get(table_key) {
+        if !item.is_table_like() {
+            return Err(InstallError::WrongType {
+                path: path.to_path_buf(),
+                key: table_key.into(),
+                expected: "a table",
+                found: "not a table",
+            });
+        }
+    }
+    let existing_argv = doc
+        .get(table_key)
+        .and_then(|t| t.get(SERVER_NAME))
+        .map(|e| {
+            let mut argv: Vec<String> = e
+                .get("command")
+                .and_then(|c| c.as_str())
+                .map(|c| vec![c.to_string()])
+                .unwrap_or_default();
+            if let Some(a) = e.get("args").and_then(|a| a.as_array()) {
+                argv.extend(a.iter().filter_map(|x| x.as_str().map(String::from)));
+            }
+            argv
+        });
+    let exists = existing_argv.is_some();
+    let ours = existing_argv.as_deref().and_then(parse_mcp_argv).is_some();
+    if exists && !ours {
+        if remove {
+            eprintln!(
+                "memhook: {}: [{table_key}.{SERVER_NAME}] was not written by memhook; leaving it alone",
+                path.display()
+            );
+            return Ok((current.map(String::from), created));
+        }
+        return Err(InstallError::Refused(format!(
+            "{}: [{table_key}.{SERVER_NAME}] exists and was not written by memhook; rename or remove it and re-run",
+            path.display()
+        )));
+    }
+    if remove {
+        if !ours {
+            return Ok((current.map(String::from), created));
+        }
+        let prune = ledger::created(baked.data_dir.as_deref(), &mcp_key(path))
+            .is_none_or(|c| c.iter().any(|k| k == table_key));
+        let t = doc[table_key].as_table_like_mut().expect("checked");
+        t.remove(SERVER_NAME);
+        if t.is_empty() && prune {
+            doc.remove(table_key);
+        }
+    } else {
+        if doc.get(table_key).is_none() {
+            let mut t = Table::new();
+            t.set_implicit(true);
+            doc.insert(table_key, Item::Table(t));
+            created.push(table_key.to_string());
+        }
+        let t = doc[table_key].as_table_like_mut().expect("checked");
+        if t.get(SERVER_NAME).is_none() {
+            t.insert(SERVER_NAME, Item::Table(Table::new()));
+        }
+        let entry = t.get_mut(SERVER_NAME).expect("inserted");
+        let mut args = Array::new();
+        for a in baked.mcp_args() {
+            args.push(a);
+        }
+        let want_cmd = baked.exe.to_string_lossy().into_owned();
+        if entry.get("command").and_then(|c| c.as_str()) != Some(want_cmd.as_str()) {
+            entry["command"] = value(want_cmd);
+        }
+        let have: Option<Vec<String>> = entry.get("args").and_then(|a| a.as_array()).map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        });
+        if have.as_deref() != Some(&baked.mcp_args()[..]) {
+            entry["args"] = value(args);
+        }
+    }
+    let text = doc.to_string();
+    if Some(text.as_str()) == current {
+        return Ok((current.map(String::from), created));
+    }
+    Ok((Some(text), created))
+}

@@ -1,0 +1,269 @@
+//! Per-agent install profiles, read from `installers/agents.toml` (embedded).
+//!
+//! Everything that differs between agents — where the file lives, which
+//! variable relocates it, its shape, the events to wire — is data here, so the
+//! installer code has no per-agent branches.
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+const PROFILES_TOML: &str = include_str!("../../installers/agents.toml");
+
+/// How an agent's hook configuration is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shape {
+    /// `hooks.<Event> = [{matcher, hooks: [{type, command}]}]` (Claude Code, Codex, Gemini CLI).
+    Nested,
+    /// `hooks.<Event> = [{type, command, matcher}]` plus `version = 1` (Cursor).
+    Flat,
+    /// A whole generated file (the OpenCode plugin).
+    Plugin,
+}
+
+/// File format of an MCP configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum McpFormat {
+    Json,
+    Toml,
+}
+
+/// How an MCP server entry is spelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum McpStyle {
+    /// `{"command": exe, "args": [...]}`.
+    CommandArgs,
+    /// `{"type": "local", "command": [exe, ...], "enabled": true}` (OpenCode).
+    CommandArray,
+}
+
+/// Where a file lives: `$dir_env` (when set and not blank), else
+/// `$HOME/<dir_default>` (or `$XDG_CONFIG_HOME/<dir_default>` when `xdg`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Location {
+    #[serde(default)]
+    pub dir_env: String,
+    pub dir_default: String,
+    #[serde(default)]
+    pub xdg: bool,
+    pub file: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct McpProfile {
+    #[serde(flatten)]
+    pub location: Location,
+    pub format: McpFormat,
+    pub table: String,
+    pub style: McpStyle,
+    #[serde(default)]
+    pub stdio_type: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Profile {
+    pub id: String,
+    pub name: String,
+    pub shape: Shape,
+    #[serde(flatten)]
+    pub location: Location,
+    pub binaries: Vec<String>,
+    #[serde(default)]
+    pub min_version: Option<String>,
+    /// `[native event, memhook event]`, in the order they are written.
+    pub events: Vec<[String; 2]>,
+    pub context: String,
+    pub notice: String,
+    pub mcp: McpProfile,
+}
+
+#[derive(Deserialize)]
+struct ProfileFile {
+    agent: Vec<Profile>,
+}
+
+/// Every profile, in the order of `installers/agents.toml`.
+pub fn all() -> &'static [Profile] {
+    static PROFILES: OnceLock<Vec<Profile>> = OnceLock::new();
+    PROFILES.get_or_init(|| {
+        toml::from_str::<ProfileFile>(PROFILES_TOML)
+            .expect("installers/agents.toml is embedded and checked by a unit test")
+            .agent
+    })
+}
+
+/// The profile with this `--agent` id.
+pub fn get(id: &str) -> Option<&'static Profile> {
+    all().iter().find(|p| p.id == id)
+}
+
+impl Location {
+    /// The directory this location names, or `None` without a usable HOME.
+    pub fn dir(&self) -> Option<PathBuf> {
+        if !self.dir_env.is_empty() {
+            if let Some(v) = non_blank_env(&self.dir_env) {
+                return Some(PathBuf::from(v));
+            }
+        }
+        let home = non_blank_env("HOME").map(PathBuf::from)?;
+        let base = if self.xdg {
+            non_blank_env("XDG_CONFIG_HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .unwrap_or_else(|| home.join(".config"))
+        } else {
+            home
+        };
+        Some(if self.dir_default.is_empty() {
+            base
+        } else {
+            base.join(&self.dir_default)
+        })
+    }
+
+    /// The file this location names.
+    pub fn path(&self) -> Option<PathBuf> {
+        self.dir().map(|d| d.join(&self.file))
+    }
+
+    /// How to describe the location in messages (`$CODEX_HOME/hooks.json`, …).
+    pub fn describe(&self) -> String {
+        let base = if !self.dir_env.is_empty() {
+            format!("${}", self.dir_env)
+        } else if self.xdg {
+            format!("$XDG_CONFIG_HOME/{}", self.dir_default)
+        } else {
+            format!("~/{}", self.dir_default)
+        };
+        format!("{}/{}", base.trim_end_matches('/'), self.file)
+    }
+}
+
+fn non_blank_env(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name).filter(|v| !v.to_string_lossy().trim().is_empty())
+}
+
+impl Profile {
+    /// Whether this agent looks installed: its config dir exists or one of its
+    /// binaries is on PATH.
+    pub fn detected(&self) -> bool {
+        let dir_exists = self
+            .location
+            .dir()
+            .map(|d| {
+                // For plugin agents the config dir is the parent of `plugins/`.
+                d.is_dir()
+            })
+            .unwrap_or(false);
+        dir_exists || self.binaries.iter().any(|b| find_on_path(b).is_some())
+    }
+
+    /// The native event names, in order.
+    pub fn native_events(&self) -> impl Iterator<Item = &str> {
+        self.events.iter().map(|e| e[0].as_str())
+    }
+}
+
+/// The first executable called `name` on PATH.
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p)
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    }
+    #[cfg(not(unix))]
+    {
+        p.is_file()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_profiles_parse_and_cover_every_agent() {
+        let ids: Vec<&str> = all().iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["claude-code", "codex", "opencode", "gemini-cli", "cursor"]
+        );
+    }
+
+    /// Every event wired is one the hook understands, and the native name
+    /// and the `--event` name mean the same thing to it.
+    #[test]
+    fn every_wired_event_parses_in_the_hook() {
+        use crate::event::EventKind;
+        for p in all() {
+            for [native, ours] in &p.events {
+                let kind = EventKind::parse(ours);
+                assert_ne!(kind, EventKind::Other, "{}: {ours}", p.id);
+                assert_eq!(
+                    EventKind::parse(native),
+                    kind,
+                    "{}: {native} vs {ours}",
+                    p.id
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn event_lists_match_the_contract() {
+        let claude: Vec<&str> = get("claude-code").unwrap().native_events().collect();
+        assert_eq!(
+            claude,
+            [
+                "SessionStart",
+                "UserPromptSubmit",
+                "PreToolUse",
+                "PostToolUse",
+                "PostToolUseFailure",
+                "PreCompact",
+                "Stop",
+                "SubagentStart",
+                "SubagentStop",
+                "SessionEnd"
+            ]
+        );
+        assert!(!claude.contains(&"PostToolBatch"));
+        let codex: Vec<&str> = get("codex").unwrap().native_events().collect();
+        assert_eq!(
+            codex,
+            [
+                "SessionStart",
+                "UserPromptSubmit",
+                "PreToolUse",
+                "PostToolUse",
+                "PreCompact",
+                "Stop",
+                "SessionEnd"
+            ]
+        );
+        let gemini: Vec<&str> = get("gemini-cli").unwrap().native_events().collect();
+        assert_eq!(
+            gemini,
+            [
+                "SessionStart",
+                "BeforeAgent",
+                "BeforeTool",
+                "AfterTool",
+                "PreCompress",
+                "SessionEnd"
+            ]
+        );
+    }
+}

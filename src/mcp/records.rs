@@ -1,0 +1,112 @@
+//! Search over captured records, as `memory_search` needs it.
+//!
+//! The server takes any [`RecordSearch`], so the tools do not depend on how
+//! records are stored; [`StoreRecords`] searches the embedded SQLite store
+//! (FTS5) when there is one.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+
+use crate::sink::store::{Store, StoredRecord, STORE_FILE};
+
+/// Longest record snippet, in bytes (cut on a character boundary).
+pub const RECORD_SNIPPET_BYTES: usize = 240;
+
+/// One captured record that matched a search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordHit {
+    pub workspace: String,
+    pub project: String,
+    pub session_id: Option<String>,
+    /// The normalised event name (`user-prompt`, `post-tool-use`, …).
+    pub event: String,
+    /// When the record was captured (Unix ms).
+    pub at_ms: Option<u64>,
+    /// A short excerpt of the record (tool name, title or body).
+    pub snippet: String,
+}
+
+/// Full-text search over captured records.
+pub trait RecordSearch {
+    /// Records matching the words of `query` (user text, not query syntax)
+    /// in `scope` (`None`: every project), best first, at most `limit`.
+    fn search(
+        &self,
+        scope: Option<(&str, &str)>,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<RecordHit>, String>;
+}
+
+/// No record store: searches find no records.
+#[derive(Debug, Default)]
+pub struct NoRecords;
+
+impl RecordSearch for NoRecords {
+    fn search(&self, _: Option<(&str, &str)>, _: &str, _: usize) -> Result<Vec<RecordHit>, String> {
+        Ok(Vec::new())
+    }
+}
+
+/// The embedded store of a data dir, opened on the first search that finds
+/// it on disk (a server started before anything was captured still finds
+/// records captured later, and never creates an empty store itself).
+pub struct StoreRecords {
+    data_dir: PathBuf,
+    store: RefCell<Option<Store>>,
+}
+
+impl StoreRecords {
+    pub fn new(data_dir: &Path) -> StoreRecords {
+        StoreRecords {
+            data_dir: data_dir.to_path_buf(),
+            store: RefCell::new(None),
+        }
+    }
+}
+
+impl RecordSearch for StoreRecords {
+    fn search(
+        &self,
+        scope: Option<(&str, &str)>,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<RecordHit>, String> {
+        let mut slot = self.store.borrow_mut();
+        if slot.is_none() {
+            if std::fs::symlink_metadata(self.data_dir.join(STORE_FILE)).is_err() {
+                return Ok(Vec::new());
+            }
+            *slot = Some(Store::open(&self.data_dir).map_err(|e| e.to_string())?);
+        }
+        let store = slot.as_ref().expect("opened above");
+        let words = crate::memory::search::terms(query);
+        let found = store
+            .search(scope, query, limit)
+            .map_err(|e| e.to_string())?;
+        Ok(found.iter().map(|r| hit(r, &words)).collect())
+    }
+}
+
+/// A record as a search hit: the snippet shows the tool and the text around
+/// the first query word.
+fn hit(r: &StoredRecord, words: &[String]) -> RecordHit {
+    let text = match (&r.title, &r.body) {
+        (Some(t), Some(b)) if !b.starts_with(t.as_str()) => format!("{t}\n{b}"),
+        (_, Some(b)) => b.clone(),
+        (Some(t), None) => t.clone(),
+        (None, None) => String::new(),
+    };
+    let mut snippet = crate::memory::search::snippet_for(&text, words, RECORD_SNIPPET_BYTES / 2);
+    if let Some(tool) = r.tool_name.as_ref().or(r.tool_family.as_ref()) {
+        snippet = format!("[{tool}] {snippet}");
+    }
+    RecordHit {
+        workspace: r.workspace.clone(),
+        project: r.project.clone(),
+        session_id: r.session_id.clone(),
+        event: r.event.clone(),
+        at_ms: Some(r.occurred_ms),
+        snippet,
+    }
+}

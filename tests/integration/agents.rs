@@ -1,0 +1,870 @@
+//! End-to-end tests against the real agent CLIs, offline: each CLI talks to a
+//! loopback stand-in for its model API (tests/integration/agents/mock.rs),
+//! memhook is wired in with `install-hooks --apply` into a temporary HOME, and
+//! the test checks what reached memhook's store and what reached the model.
+//!
+//! The CLIs come from `scripts/install-agent-clis.sh` (`.agent-clis/` in the
+//! repository, or the prefix in MEMHOOK_AGENT_CLIS). A test whose CLI is
+//! absent prints `SKIP: …` and passes.
+
+#[path = "agents/mock.rs"]
+mod mock;
+
+use crate::util::memhook;
+use mock::{Api, Mock, Step};
+use serde_json::{json, Value};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Where an agent CLI is installed, if it is.
+fn agent_cli(name: &str) -> Option<PathBuf> {
+    let prefix = std::env::var_os("MEMHOOK_AGENT_CLIS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".agent-clis"));
+    let p = prefix.join("node_modules/.bin").join(name);
+    if p.exists() {
+        return Some(p);
+    }
+    eprintln!(
+        "SKIP: {name} CLI not installed (run `bash scripts/install-agent-clis.sh`, or set MEMHOOK_AGENT_CLIS)"
+    );
+    None
+}
+
+/// Run `cmd` to completion, killing it after `limit`.
+fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn agent CLI");
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A temp HOME with a project that excludes `secret/**` from capture.
+struct World {
+    home: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let home = tempfile::tempdir().unwrap();
+        let proj = home.path().join("proj");
+        fs::create_dir_all(proj.join("secret")).unwrap();
+        fs::write(
+            proj.join(".ai-memory.toml"),
+            "project = \"demo\"\n\n[capture]\nignore_paths = [\"secret/**\"]\n",
+        )
+        .unwrap();
+        fs::write(proj.join("secret/key.txt"), "TOPSECRET-4711\n").unwrap();
+        World { home }
+    }
+    fn home(&self) -> &Path {
+        self.home.path()
+    }
+    fn proj(&self) -> PathBuf {
+        self.home.path().join("proj")
+    }
+    fn memhook(&self) -> Command {
+        let mut c = memhook(self.home());
+        for v in ["CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME"] {
+            c.env_remove(v);
+        }
+        c.current_dir(self.proj());
+        c
+    }
+    fn install(&self, agent: &str) {
+        let out = self
+            .memhook()
+            .args(["install-hooks", "--agent", agent, "--apply"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    /// Install from a copy of memhook at a path with a space and non-ASCII
+    /// characters (so the agent must honour the installer's quoting), then
+    /// swap that copy for a shim that logs each call's arguments and execs
+    /// the real binary. The config bytes are exactly what the installer
+    /// wrote; the log shows which hooks the agent really ran.
+    fn install_via_shim(&self, agent: &str) -> PathBuf {
+        let dir = self.home().join("My Tööls");
+        fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join("memhook");
+        fs::copy(crate::util::bin(), &copy).unwrap();
+        let mut cmd = Command::new(&copy);
+        cmd.env_clear()
+            .env("HOME", self.home())
+            .env("PATH", "/usr/bin:/bin")
+            .env("AI_MEMORY_DATA_DIR", self.home().join(".memhook-data"))
+            .args(["install-hooks", "--agent", agent, "--apply"]);
+        let out = loop {
+            match cmd.output() {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                r => break r.unwrap(),
+            }
+        };
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let log = self.home().join("hook-calls.log");
+        let shim = format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            crate::util::bin().display()
+        );
+        fs::remove_file(&copy).unwrap();
+        fs::write(&copy, shim).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
+        log
+    }
+
+    /// An agent CLI command with HOME/XDG in the temp world and no real
+    /// credentials or memhook settings leaking in.
+    fn agent(&self, exe: &Path) -> Command {
+        let mut c = Command::new(exe);
+        c.env_clear()
+            .env("HOME", self.home())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("XDG_CONFIG_HOME", self.home().join(".config"))
+            .env("XDG_DATA_HOME", self.home().join(".local/share"))
+            .env("XDG_CACHE_HOME", self.home().join(".cache"))
+            .env("XDG_STATE_HOME", self.home().join(".local/state"))
+            .current_dir(self.proj());
+        c
+    }
+    /// Deliver everything and return the captured records.
+    fn records(&self) -> Vec<Value> {
+        let out = self.memhook().args(["drain"]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "drain: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = self
+            .memhook()
+            .args(["recent", "--json", "--all", "--limit", "500"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "recent: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).expect("recent --json prints JSON lines"))
+            .collect()
+    }
+}
+
+fn claude_script(proj: &Path) -> Vec<Step> {
+    vec![
+        Step::Tool(
+            "Write",
+            json!({"file_path": proj.join("notes.md").to_string_lossy(), "content": "E2E-NOTES-CONTENT\n"}),
+        ),
+        Step::Tool(
+            "Read",
+            json!({"file_path": proj.join("secret/key.txt").to_string_lossy()}),
+        ),
+        Step::Tool(
+            "Bash",
+            json!({"command": "echo E2E-BASH-OUTPUT", "description": "say hi"}),
+        ),
+        Step::Tool(
+            "Bash",
+            json!({"command": "echo E2E-FAIL-OUTPUT; exit 3", "description": "fail"}),
+        ),
+        Step::Text("All done."),
+    ]
+}
+
+fn claude(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    let mut c = world.agent(exe);
+    c.args(["-p", prompt, "--allowedTools", "Write,Read,Bash"])
+        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-not-a-key")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    run_bounded(c, Duration::from_secs(180))
+}
+
+/// All text in a request body, for "did the model see X" checks.
+fn request_text(body: &Value) -> String {
+    body.to_string()
+}
+
+/// The must-have end-to-end test (issue 5): real Claude Code, hooks
+/// installed by `install-hooks --apply`, events land in the store, the read
+/// of an excluded path leaves nothing, and the next session's first model
+/// request carries the briefing about the first session.
+#[test]
+fn claude_code_end_to_end() {
+    let Some(exe) = agent_cli("claude") else {
+        return;
+    };
+    let world = World::new();
+    let calls = world.install_via_shim("claude-code");
+    let mock = Mock::start(Api::AnthropicMessages, claude_script(&world.proj()));
+    let out = claude(
+        &world,
+        &exe,
+        mock.port,
+        "E2E-FIRST-PROMPT: write the notes, read the key, say hi",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "claude -p failed: {stderr}\nstdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // The scripted tools really ran: the agent pipeline is live.
+    assert_eq!(
+        fs::read_to_string(world.proj().join("notes.md")).unwrap(),
+        "E2E-NOTES-CONTENT\n"
+    );
+    let tool_requests = mock
+        .requests()
+        .iter()
+        .filter(|(_, b)| b.get("tools").is_some())
+        .count();
+    assert!(
+        tool_requests >= 5,
+        "expected 5 scripted turns, got {tool_requests}"
+    );
+    // Claude ran the installed commands for every event of the session.
+    let log = fs::read_to_string(&calls).expect("Claude Code never ran a memhook hook");
+    for event in [
+        "session-start",
+        "user-prompt-submit",
+        "pre-tool-use",
+        "post-tool-use",
+        "post-tool-use-failure",
+        "stop",
+        "session-end",
+    ] {
+        assert!(
+            log.lines()
+                .any(|l| l.contains(&format!("hook --event {event} --agent claude-code"))),
+            "Claude Code did not run the {event} hook: {log}"
+        );
+    }
+    assert_eq!(
+        log.lines()
+            .filter(|l| l.contains("--event pre-tool-use"))
+            .count(),
+        4,
+        "{log}"
+    );
+
+    let records = world.records();
+    let all = records
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        !all.contains("TOPSECRET"),
+        "excluded file content leaked into the store"
+    );
+    assert!(
+        !all.contains("secret/key.txt"),
+        "excluded path leaked into the store"
+    );
+    assert!(
+        all.contains("E2E-FIRST-PROMPT"),
+        "the prompt was not captured: {all}"
+    );
+    assert!(
+        all.contains("Write"),
+        "the Write call was not captured: {all}"
+    );
+    assert!(
+        all.contains("E2E-BASH-OUTPUT"),
+        "the Bash result was not captured: {all}"
+    );
+    assert!(
+        all.contains("E2E-FAIL-OUTPUT") || all.contains("Exit code 3"),
+        "the failing Bash call was not captured: {all}"
+    );
+
+    // Second session: its first model request carries the briefing.
+    let mock2 = Mock::start(Api::AnthropicMessages, vec![Step::Text("Noted.")]);
+    let out = claude(&world, &exe, mock2.port, "second session");
+    assert!(
+        out.status.success(),
+        "second claude -p failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = mock2
+        .requests()
+        .into_iter()
+        .find(|(_, b)| b.get("tools").is_some())
+        .expect("the second session made a model request");
+    let text = request_text(&first.1);
+    assert!(
+        text.contains("SessionStart hook additional context"),
+        "no SessionStart context in the second session's first request"
+    );
+    assert!(
+        text.contains("E2E-FIRST-PROMPT"),
+        "the briefing does not mention the first session"
+    );
+    assert!(!text.contains("TOPSECRET"));
+}
+
+fn codex_config(world: &World, port: u16) {
+    let dir = world.home().join(".codex");
+    fs::create_dir_all(&dir).unwrap();
+    let cfg = format!(
+        "model = \"gpt-5.5\"\nmodel_provider = \"mock\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n\n\
+         [model_providers.mock]\nname = \"mock\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nenv_key = \"MOCK_API_KEY\"\n\
+         wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n"
+    );
+    let path = dir.join("config.toml");
+    // Keep trust entries written earlier; replace only the provider part.
+    let old = fs::read_to_string(&path).unwrap_or_default();
+    let trust: String = old
+        .split("\n[hooks.state.")
+        .skip(1)
+        .map(|s| format!("\n[hooks.state.{s}"))
+        .collect();
+    fs::write(&path, format!("{cfg}{trust}")).unwrap();
+}
+
+/// Trust memhook's hooks the way Codex's /hooks review does: ask
+/// `codex app-server` for each hook's key and current hash, record them.
+fn codex_trust(world: &World, exe: &Path) -> usize {
+    let hooks_file = world.home().join(".codex/hooks.json");
+    // User-level hooks are listed for any cwd.
+    let list = memhook::install::doctor::codex_hooks_list(exe, &hooks_file)
+        .expect("codex app-server answered hooks/list");
+    let mut toml = String::new();
+    let mut n = 0;
+    for h in &list {
+        let cmd = h["command"].as_str().unwrap_or("");
+        if memhook::install::command::parse_hook_command(cmd).is_some() {
+            toml.push_str(&format!(
+                "\n[hooks.state.\"{}\"]\ntrusted_hash = \"{}\"\n",
+                h["key"].as_str().unwrap(),
+                h["currentHash"].as_str().unwrap()
+            ));
+            n += 1;
+        }
+    }
+    let path = world.home().join(".codex/config.toml");
+    let mut text = fs::read_to_string(&path).unwrap_or_default();
+    text.push_str(&toml);
+    fs::write(&path, text).unwrap();
+    n
+}
+
+fn codex(world: &World, exe: &Path, prompt: &str) -> Output {
+    let mut c = world.agent(exe);
+    c.args(["exec", "--skip-git-repo-check", prompt])
+        .env("CODEX_HOME", world.home().join(".codex"))
+        .env("MOCK_API_KEY", "sk-test-not-a-key");
+    run_bounded(c, Duration::from_secs(180))
+}
+
+/// Codex CLI: hooks.json as written by install-hooks is loaded by Codex
+/// (app-server lists exactly memhook's 7 hooks, untrusted), `doctor` reports
+/// the pending trust, trusting them flips doctor to trusted, and a `codex
+/// exec` session's events land in the store without the excluded read.
+#[test]
+fn codex_end_to_end() {
+    let Some(exe) = agent_cli("codex") else {
+        return;
+    };
+    let world = World::new();
+    let calls = world.install_via_shim("codex");
+    let proj = world.proj();
+    let script = vec![
+        Step::Tool("exec_command", json!({"cmd": "echo E2E-CODEX-OUT"})),
+        Step::Tool("exec_command", json!({"cmd": "cat secret/key.txt"})),
+        Step::Tool(
+            "apply_patch",
+            json!("*** Begin Patch\n*** Add File: notes.md\n+E2E-CODEX-NOTES\n*** End Patch\n"),
+        ),
+        Step::Text("Done."),
+    ];
+    let mock = Mock::start(Api::OpenAiResponses, script);
+    codex_config(&world, mock.port);
+
+    // Before trust: doctor says the hooks wait for review.
+    let doctor = |world: &World| -> Value {
+        let out = world
+            .memhook()
+            .args(["doctor", "--json"])
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    exe.parent().unwrap().display(),
+                    std::env::var("PATH").unwrap()
+                ),
+            )
+            .env("CODEX_HOME", world.home().join(".codex"))
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).expect("doctor --json");
+        v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == "codex")
+            .unwrap()
+            .clone()
+    };
+    let before = doctor(&world);
+    assert_eq!(before["installed"], true);
+    assert_eq!(before["events_wired"], 7);
+    assert!(
+        before["binaries"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("My Tööls/memhook"),
+        "{before}"
+    );
+    assert_eq!(before["codex_trust"]["status"], "untrusted", "{before}");
+
+    assert_eq!(
+        codex_trust(&world, &exe),
+        7,
+        "Codex did not load memhook's 7 hooks"
+    );
+    let after = doctor(&world);
+    assert_eq!(after["codex_trust"]["status"], "trusted", "{after}");
+
+    let out = codex(&world, &exe, "E2E-CODEX-PROMPT: run things");
+    assert!(
+        out.status.success(),
+        "codex exec failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        fs::read_to_string(proj.join("notes.md")).unwrap_or_default(),
+        "E2E-CODEX-NOTES\n",
+        "the scripted apply_patch did not run; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Once trusted, Codex ran memhook's hooks.
+    let log = fs::read_to_string(&calls).expect("Codex never ran a memhook hook after trust");
+    for event in [
+        "session-start",
+        "user-prompt-submit",
+        "pre-tool-use",
+        "post-tool-use",
+        "stop",
+    ] {
+        assert!(
+            log.lines()
+                .any(|l| l.contains(&format!("hook --event {event} --agent codex"))),
+            "Codex did not run the {event} hook: {log}"
+        );
+    }
+    let records = world.records();
+    let all = records
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        all.contains("E2E-CODEX-PROMPT"),
+        "prompt not captured: {all}"
+    );
+    assert!(
+        all.contains("E2E-CODEX-OUT"),
+        "exec output not captured: {all}"
+    );
+    assert!(!all.contains("TOPSECRET"), "excluded read leaked");
+
+    // Second session: Codex puts SessionStart context in a developer message.
+    let mock2 = Mock::start(Api::OpenAiResponses, vec![Step::Text("Noted.")]);
+    codex_config(&world, mock2.port);
+    let out = codex(&world, &exe, "second");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = mock2
+        .requests()
+        .into_iter()
+        .find(|(_, b)| b.get("tools").is_some())
+        .expect("second session request");
+    assert!(
+        request_text(&first.1).contains("E2E-CODEX-PROMPT"),
+        "no briefing in the second session"
+    );
+
+    // Changing the command (here: installing from another binary path) makes
+    // Codex treat the hooks as modified; doctor says so (check 28).
+    world.install("codex");
+    let changed = doctor(&world);
+    assert_eq!(changed["codex_trust"]["status"], "modified", "{changed}");
+}
+
+/// The ripgrep Codex ships: OpenCode's glob/grep need `rg` on PATH offline.
+fn bundled_rg() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(".agent-clis/node_modules/@openai");
+    let mut stack = vec![root];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).ok()?.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "rg") {
+                return p.parent().map(Path::to_path_buf);
+            }
+        }
+    }
+    None
+}
+
+fn opencode(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    let cfg = json!({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
+            "options": {"baseURL": format!("http://127.0.0.1:{port}/v1"), "apiKey": "sk-test"},
+            "models": {"mock-model": {"name": "Mock Model", "tool_call": true}}}},
+        "model": "mock/mock-model",
+        "permission": {"edit": "allow", "bash": "allow"}
+    });
+    fs::write(world.proj().join("opencode.json"), cfg.to_string()).unwrap();
+    let mut path = std::env::var("PATH").unwrap_or_default();
+    if let Some(rg) = bundled_rg() {
+        path = format!("{}:{path}", rg.display());
+    }
+    let mut c = world.agent(exe);
+    c.args(["run", prompt])
+        .env("PATH", path)
+        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+        .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+        .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "1");
+    run_bounded(c, Duration::from_secs(240))
+}
+
+/// OpenCode: the generated global plugin is loaded, pipes every relevant
+/// hook into `memhook hook --agent opencode --event <name>` as
+/// {hook, input, output, directory}, and puts the session-start call's
+/// `additionalContext` into the system prompt of the model requests.
+///
+/// To see the pipe independently of the hook's own output, the plugin's
+/// baked binary is pointed at a logging shim named `memhook` that forwards
+/// to the real binary (and, when the real session start has nothing to say,
+/// answers with a token briefing).
+#[test]
+fn opencode_end_to_end() {
+    let Some(exe) = agent_cli("opencode") else {
+        return;
+    };
+    let world = World::new();
+    world.install("opencode");
+    let plugin = world.home().join(".config/opencode/plugins/memhook.js");
+    let src = fs::read_to_string(&plugin).unwrap();
+    let shim_dir = world.home().join("shim");
+    fs::create_dir_all(&shim_dir).unwrap();
+    let shim = shim_dir.join("memhook");
+    let log = world.home().join("shim.log");
+    let real = crate::util::bin();
+    fs::write(
+        &shim,
+        format!(
+            "#!/bin/sh\nin=$(cat)\nprintf '%s\\n' \"ARGS $*\" \"$in\" >> '{log}'\nout=$(printf '%s' \"$in\" | '{real}' \"$@\")\n\
+             case \"$*:$out\" in *session.created*:'{{}}') out='{{\"additionalContext\":\"SHIM-BRIEFING-4242\"}}';; esac\n\
+             case \"$*\" in *session.created*) printf '%s\\n' \"$out\" > '{log}.start';; esac\nprintf '%s' \"$out\"\n",
+            log = log.display(),
+            real = real.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&shim, fs::Permissions::from_mode(0o755)).unwrap();
+    let exe_json = serde_json::to_string(&real.to_string_lossy()).unwrap();
+    assert!(src.contains(&exe_json));
+    fs::write(
+        &plugin,
+        src.replace(
+            &exe_json,
+            &serde_json::to_string(&shim.to_string_lossy()).unwrap(),
+        ),
+    )
+    .unwrap();
+
+    let script = vec![
+        Step::Tool(
+            "bash",
+            json!({"command": "echo E2E-OC-OUT", "description": "say"}),
+        ),
+        Step::Tool(
+            "read",
+            json!({"filePath": world.proj().join("secret/key.txt").to_string_lossy()}),
+        ),
+        Step::Text("Done."),
+    ];
+    let mock = Mock::start(Api::OpenAiChat, script);
+    let out = opencode(&world, &exe, mock.port, "E2E-OC-PROMPT hello");
+    assert!(
+        out.status.success(),
+        "opencode run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let logged = fs::read_to_string(&log).expect("the plugin never ran memhook");
+    for event in [
+        "session.created",
+        "chat.message",
+        "tool.execute.before",
+        "tool.execute.after",
+        "session.idle",
+    ] {
+        assert!(
+            logged.contains(&format!("ARGS hook --agent opencode --event {event}"))
+                || logged.contains(&format!("--agent opencode --event {event}")),
+            "{event} was not piped to memhook: {logged}"
+        );
+    }
+    let payloads: Vec<Value> = logged
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(payloads.iter().all(
+        |p| p["directory"] == world.proj().to_string_lossy().as_ref() && p.get("hook").is_some()
+    ));
+    assert!(payloads
+        .iter()
+        .any(|p| p["hook"] == "tool.execute.after" && p.to_string().contains("E2E-OC-OUT")));
+    // The briefing reached the system prompt of the model requests.
+    let tool_requests: Vec<Value> = mock
+        .requests()
+        .into_iter()
+        .map(|r| r.1)
+        .filter(|b| b.get("tools").is_some())
+        .collect();
+    assert!(!tool_requests.is_empty());
+    let system: String = tool_requests[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .map(Value::to_string)
+        .collect();
+    let start: Value =
+        serde_json::from_str(&fs::read_to_string(format!("{}.start", log.display())).unwrap())
+            .unwrap();
+    let briefing = start["additionalContext"]
+        .as_str()
+        .expect("session start answered additionalContext");
+    let first_line = briefing.lines().next().unwrap();
+    assert!(
+        system.contains(
+            &serde_json::to_string(first_line)
+                .unwrap()
+                .trim_matches('"')
+                .to_string()
+        ),
+        "the session-start briefing {first_line:?} is not in the system prompt"
+    );
+
+    let records = world.records();
+    let all = records
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(all.contains("E2E-OC-PROMPT"), "prompt not captured: {all}");
+    assert!(
+        all.contains("E2E-OC-OUT"),
+        "bash output not captured: {all}"
+    );
+    assert!(!all.contains("TOPSECRET"), "excluded read leaked");
+}
+
+/// install-mcp writes entries the real CLIs read: `codex mcp list` and
+/// `claude mcp list` name the memhook server with this binary.
+#[test]
+fn mcp_registration_read_by_real_clis() {
+    let world = World::new();
+    let real = crate::util::bin().canonicalize().unwrap();
+    if let Some(codex_exe) = agent_cli("codex") {
+        let out = world
+            .memhook()
+            .args(["install-mcp", "--agent", "codex", "--apply"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut c = world.agent(&codex_exe);
+        c.args(["mcp", "list"])
+            .env("CODEX_HOME", world.home().join(".codex"));
+        let out = run_bounded(c, Duration::from_secs(60));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("memhook "))
+            .unwrap_or_else(|| panic!("codex mcp list: {text}"));
+        assert!(
+            line.contains(&real.display().to_string()) && line.contains("mcp"),
+            "{line}"
+        );
+    }
+    if let Some(claude_exe) = agent_cli("claude") {
+        let out = world
+            .memhook()
+            .args(["install-mcp", "--agent", "claude-code", "--apply"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut c = world.agent(&claude_exe);
+        c.args(["mcp", "list"])
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+        let out = run_bounded(c, Duration::from_secs(90));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("memhook: "))
+            .unwrap_or_else(|| panic!("claude mcp list: {text}"));
+        assert!(
+            line.contains(&format!("{} --data-dir", real.display())) && line.contains(" mcp"),
+            "{line}"
+        );
+        // Claude starts the server and completes the MCP handshake with it.
+        assert!(line.contains("Connected"), "{line}");
+    }
+}
+
+fn gemini(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    let mut c = world.agent(exe);
+    c.args(["--approval-mode", "yolo", "-p", prompt])
+        .env("GEMINI_API_KEY", "test-not-a-key")
+        .env("GOOGLE_GEMINI_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .env("NO_COLOR", "1");
+    run_bounded(c, Duration::from_secs(180))
+}
+
+/// Gemini CLI: the hooks install-hooks merged into a settings.json that
+/// already holds the user's auth and privacy settings are run by `gemini -p`
+/// (BeforeAgent carries the prompt), the events land in the store without
+/// the excluded read, and the next session's prompt carries the briefing.
+#[test]
+fn gemini_cli_end_to_end() {
+    let Some(exe) = agent_cli("gemini") else {
+        return;
+    };
+    let world = World::new();
+    let settings = world.home().join(".gemini/settings.json");
+    fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let user = json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}},
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+        "general": {"enableAutoUpdate": false}
+    });
+    fs::write(&settings, serde_json::to_string_pretty(&user).unwrap()).unwrap();
+    let calls = world.install_via_shim("gemini-cli");
+    let merged: Value = serde_json::from_str(&fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(merged["security"], user["security"]);
+    let proj = world.proj();
+    let script = vec![
+        Step::Tool(
+            "run_shell_command",
+            json!({"command": "echo E2E-GEMINI-OUT", "description": "say"}),
+        ),
+        Step::Tool(
+            "read_file",
+            json!({"file_path": proj.join("secret/key.txt").to_string_lossy()}),
+        ),
+        Step::Text("Done."),
+    ];
+    let mock = Mock::start(Api::GeminiGenerateContent, script);
+    let out = gemini(&world, &exe, mock.port, "E2E-GEMINI-PROMPT run it");
+    assert!(
+        out.status.success(),
+        "gemini -p failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let log = fs::read_to_string(&calls).expect("Gemini CLI never ran a memhook hook");
+    for event in [
+        "session-start",
+        "user-prompt-submit",
+        "pre-tool-use",
+        "post-tool-use",
+        "session-end",
+    ] {
+        assert!(
+            log.lines()
+                .any(|l| l.contains(&format!("hook --event {event} --agent gemini-cli"))),
+            "Gemini CLI did not run the {event} hook: {log}"
+        );
+    }
+    let records = world.records();
+    let all = records
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        all.contains("E2E-GEMINI-PROMPT"),
+        "prompt not captured: {all}"
+    );
+    assert!(
+        all.contains("E2E-GEMINI-OUT"),
+        "shell output not captured: {all}"
+    );
+    assert!(!all.contains("TOPSECRET"), "excluded read leaked");
+
+    let mock2 = Mock::start(Api::GeminiGenerateContent, vec![Step::Text("Noted.")]);
+    let out = gemini(&world, &exe, mock2.port, "second");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = mock2
+        .requests()
+        .into_iter()
+        .find(|(u, _)| u.contains(":streamGenerateContent"))
+        .expect("second session request");
+    let text = request_text(&first.1);
+    assert!(
+        text.contains("<hook_context>"),
+        "no hook context in the second session"
+    );
+    assert!(
+        text.contains("E2E-GEMINI-PROMPT"),
+        "the briefing does not mention the first session"
+    );
+}
