@@ -16,7 +16,7 @@ use serde_json::json;
 use crate::cli::{CmdResult, RecentArgs, ScopeArgs, SearchArgs, StatusArgs};
 use crate::data_dir;
 use crate::drain::{self, SinkCounters};
-use crate::scope::{self, Mode, Scope, ScopeInput, Source};
+use crate::scope::{self, Mode, Scope, ScopeInput};
 use crate::sink::store::{Store, StoredRecord, STORE_FILE};
 use crate::spool::{SinkTarget, Spool};
 use crate::timefmt::{now_ms, rfc3339_ms};
@@ -264,65 +264,18 @@ pub fn run_status(args: &StatusArgs, data_dir: Option<&Path>) -> CmdResult {
     Ok(ExitCode::SUCCESS)
 }
 
-fn env_name(var: &str) -> Option<String> {
-    std::env::var(var)
-        .ok()
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-}
-
-fn truthy(v: &str) -> bool {
-    matches!(
-        v.trim().to_ascii_lowercase().as_str(),
-        "1" | "true" | "yes" | "on"
-    )
-}
-
-/// Resolve the scope of a client command and print the stderr scope note.
+/// Resolve the scope of a client command and print the stderr scope note
+/// (the same resolution and note as `memhook show`).
 fn client_scope(args: &ScopeArgs) -> Result<Scope, Box<dyn std::error::Error + Send + Sync>> {
-    let cwd = match &args.cwd {
-        Some(c) => c.clone(),
-        None => std::env::current_dir()
-            .map_err(|e| format!("cannot read the current directory: {e}"))?,
-    };
-    let input = ScopeInput {
-        cwd,
-        home: std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from),
-        workspace_flag: args.workspace.clone(),
-        project_flag: args.project.clone(),
-        env_workspace: env_name("AI_MEMORY_WORKSPACE"),
-        env_project: env_name("AI_MEMORY_PROJECT"),
-        ignore_marker: std::env::var("AI_MEMORY_IGNORE_MARKER")
-            .map(|v| truthy(&v))
-            .unwrap_or(false),
-        install_strategy: None,
-        mode: Some(Mode::Client),
-    };
+    let input = ScopeInput::from_env(
+        Mode::Client,
+        args.cwd.as_deref(),
+        args.workspace.clone(),
+        args.project.clone(),
+        None,
+    )?;
     let scope = scope::resolve(&input)?;
-    for w in &scope.warnings {
-        eprintln!("memhook: warning: {w}");
-    }
-    if let Some(m) = &scope.marker {
-        let fields = match (
-            scope.workspace_source == Source::Marker,
-            scope.project_source == Source::Marker,
-        ) {
-            (true, true) => Some("workspace + project"),
-            (true, false) => Some("workspace"),
-            (false, true) => Some("project"),
-            (false, false) => None,
-        };
-        if let Some(f) = fields {
-            eprintln!(
-                "memhook: scope {}/{} ({f} from {})",
-                scope.workspace,
-                scope.project,
-                m.display()
-            );
-        }
-    }
+    scope::report(&scope);
     Ok(scope)
 }
 
