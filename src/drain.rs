@@ -46,14 +46,7 @@ pub const NO_HOOK_DELIVERY_ENV: &str = "MEMHOOK_NO_HOOK_DELIVERY";
 
 /// Whether [`NO_HOOK_DELIVERY_ENV`] is set to a truthy value.
 pub fn hook_delivery_disabled() -> bool {
-    std::env::var(NO_HOOK_DELIVERY_ENV)
-        .map(|v| {
-            matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "1" | "true" | "yes" | "on"
-            )
-        })
-        .unwrap_or(false)
+    std::env::var(NO_HOOK_DELIVERY_ENV).is_ok_and(|v| crate::scope::is_truthy(&v))
 }
 
 /// Held by a background drainer sleeping through a backoff (without the
