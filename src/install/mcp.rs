@@ -101,6 +101,32 @@ fn mcp_text(
     }
 }
 
+/// An MCP entry named like ours that memhook did not write (`exists &&
+/// !ours`) is never touched: installing is refused with an error, removing
+/// leaves the file as it is (`Ok(false)`) with a note. `Ok(true)`: go on.
+fn foreign_entry_allows(
+    path: &Path,
+    label: &str,
+    exists: bool,
+    ours: bool,
+    remove: bool,
+) -> Result<bool, InstallError> {
+    if !exists || ours {
+        return Ok(true);
+    }
+    if remove {
+        eprintln!(
+            "memhook: {}: {label} was not written by memhook; leaving it alone",
+            path.display()
+        );
+        return Ok(false);
+    }
+    Err(InstallError::Refused(format!(
+        "{}: {label} exists and memhook did not write it; rename or remove it and re-run",
+        path.display()
+    )))
+}
+
 fn argv_of_json(entry: &Value, style: McpStyle) -> Option<Vec<String>> {
     let strs = |v: &Value| -> Option<Vec<String>> {
         v.as_array()?
@@ -148,18 +174,14 @@ fn json_text(
         .and_then(|e| argv_of_json(e, p.mcp.style))
         .and_then(|argv| parse_mcp_argv(&argv))
         .is_some();
-    if existing.is_some() && !ours {
-        if remove {
-            eprintln!(
-                "memhook: {}: `{table_key}.{SERVER_NAME}` was not written by memhook; leaving it alone",
-                path.display()
-            );
-            return Ok((current.map(String::from), created));
-        }
-        return Err(InstallError::Refused(format!(
-            "{}: an MCP server named `{SERVER_NAME}` exists under `{table_key}` that memhook did not write; rename or remove it and re-run",
-            path.display()
-        )));
+    if !foreign_entry_allows(
+        path,
+        &format!("`{table_key}.{SERVER_NAME}`"),
+        existing.is_some(),
+        ours,
+        remove,
+    )? {
+        return Ok((current.map(String::from), created));
     }
     if remove {
         if !ours {
@@ -248,18 +270,14 @@ fn toml_text(
         });
     let exists = existing_argv.is_some();
     let ours = existing_argv.as_deref().and_then(parse_mcp_argv).is_some();
-    if exists && !ours {
-        if remove {
-            eprintln!(
-                "memhook: {}: [{table_key}.{SERVER_NAME}] was not written by memhook; leaving it alone",
-                path.display()
-            );
-            return Ok((current.map(String::from), created));
-        }
-        return Err(InstallError::Refused(format!(
-            "{}: [{table_key}.{SERVER_NAME}] exists and was not written by memhook; rename or remove it and re-run",
-            path.display()
-        )));
+    if !foreign_entry_allows(
+        path,
+        &format!("[{table_key}.{SERVER_NAME}]"),
+        exists,
+        ours,
+        remove,
+    )? {
+        return Ok((current.map(String::from), created));
     }
     if remove {
         if !ours {
