@@ -480,36 +480,17 @@ fn clip(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Record, RecordScope, RecordTool, RECORD_VERSION};
+    use crate::record::{sample, Record, RecordTool};
 
     fn rec(key: &str, ms: u64, session: &str, event: &str) -> Record {
         Record {
-            v: RECORD_VERSION,
-            key: key.into(),
             occurred_ms: ms,
-            agent: "claude-code".into(),
             event: event.into(),
             native_event: event.into(),
             session_id: Some(session.into()),
             cwd: Some("/w/api".into()),
-            scope: RecordScope {
-                workspace: "acme".into(),
-                project: "api".into(),
-                workspace_source: "marker".into(),
-                project_source: "marker".into(),
-                project_strategy: "basename".into(),
-                drop_subagent: false,
-                default_global: false,
-                briefing: false,
-                briefing_budget: 4000,
-            },
-            subagent: false,
-            tool: None,
-            capture: None,
-            disposition: "keep".into(),
-            title: None,
-            body: None,
-            files: vec![],
+            scope: sample::scope("acme", "api", "marker"),
+            ..sample::record(key)
         }
     }
 

@@ -1075,7 +1075,7 @@ pub fn run_background(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Record, RecordScope, RECORD_VERSION};
+    use crate::record::Record;
     use std::cell::RefCell;
     use std::rc::Rc;
 
@@ -1086,32 +1086,10 @@ mod tests {
             attempts: 0,
             enqueued_ms,
             record: Record {
-                v: RECORD_VERSION,
-                key: key.to_string(),
                 occurred_ms: enqueued_ms,
-                agent: "claude-code".into(),
-                event: "stop".into(),
-                native_event: "Stop".into(),
                 session_id: Some("s".into()),
                 cwd: None,
-                scope: RecordScope {
-                    workspace: "default".into(),
-                    project: "p".into(),
-                    workspace_source: "fallback".into(),
-                    project_source: "fallback".into(),
-                    project_strategy: "basename".into(),
-                    drop_subagent: false,
-                    default_global: false,
-                    briefing: false,
-                    briefing_budget: 4000,
-                },
-                subagent: false,
-                tool: None,
-                capture: None,
-                disposition: "keep".into(),
-                title: None,
-                body: None,
-                files: vec![],
+                ..crate::record::sample::record(key)
             },
         }
     }

@@ -687,6 +687,51 @@ fn bounded_files(files: Vec<String>) -> Vec<String> {
     out
 }
 
+/// Test-only builders shared by the unit tests of every module that handles
+/// records: one plain record, changed with struct update syntax.
+#[cfg(test)]
+pub(crate) mod sample {
+    use super::*;
+
+    /// The scope `workspace/project`, both from `source`, basename strategy,
+    /// no marker settings.
+    pub(crate) fn scope(workspace: &str, project: &str, source: &str) -> RecordScope {
+        RecordScope {
+            workspace: workspace.into(),
+            project: project.into(),
+            workspace_source: source.into(),
+            project_source: source.into(),
+            project_strategy: "basename".into(),
+            drop_subagent: false,
+            default_global: false,
+            briefing: false,
+            briefing_budget: 4000,
+        }
+    }
+
+    /// A kept claude-code `stop` record of session `s1` in `default/p`.
+    pub(crate) fn record(key: &str) -> Record {
+        Record {
+            v: RECORD_VERSION,
+            key: key.to_string(),
+            occurred_ms: 1_700_000_000_000,
+            agent: "claude-code".into(),
+            event: "stop".into(),
+            native_event: "Stop".into(),
+            session_id: Some("s1".into()),
+            cwd: Some("/tmp".into()),
+            scope: scope("default", "p", "fallback"),
+            subagent: false,
+            tool: None,
+            capture: None,
+            disposition: "keep".into(),
+            title: None,
+            body: None,
+            files: vec![],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -351,7 +351,6 @@ fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{RecordScope, RECORD_VERSION};
 
     pub(crate) fn sample(key: &str) -> SpoolEntry {
         SpoolEntry {
@@ -359,34 +358,7 @@ mod tests {
             sink: SinkTarget::Store,
             attempts: 0,
             enqueued_ms: 1_700_000_000_000,
-            record: Record {
-                v: RECORD_VERSION,
-                key: key.to_string(),
-                occurred_ms: 1_700_000_000_000,
-                agent: "claude-code".into(),
-                event: "stop".into(),
-                native_event: "Stop".into(),
-                session_id: Some("s1".into()),
-                cwd: Some("/tmp".into()),
-                scope: RecordScope {
-                    workspace: "default".into(),
-                    project: "p".into(),
-                    workspace_source: "fallback".into(),
-                    project_source: "fallback".into(),
-                    project_strategy: "basename".into(),
-                    drop_subagent: false,
-                    default_global: false,
-                    briefing: false,
-                    briefing_budget: 4000,
-                },
-                subagent: false,
-                tool: None,
-                capture: None,
-                disposition: "keep".into(),
-                title: None,
-                body: None,
-                files: vec![],
-            },
+            record: crate::record::sample::record(key),
         }
     }
 

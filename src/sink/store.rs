@@ -914,41 +914,26 @@ impl Sink for StoreSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{RecordScope, RecordTool, RECORD_VERSION};
+    use crate::record::RecordTool;
 
     pub(crate) fn rec(key: &str, ms: u64, project: &str, session: &str, event: &str) -> Record {
         Record {
-            v: RECORD_VERSION,
-            key: key.to_string(),
             occurred_ms: ms,
-            agent: "claude-code".into(),
             event: event.into(),
             native_event: event.into(),
             session_id: Some(session.into()),
             cwd: Some("/w".into()),
-            scope: RecordScope {
-                workspace: "default".into(),
-                project: project.into(),
-                workspace_source: "fallback".into(),
-                project_source: "fallback".into(),
-                project_strategy: "basename".into(),
-                drop_subagent: false,
-                default_global: false,
-                briefing: false,
-                briefing_budget: 4000,
-            },
-            subagent: false,
+            scope: crate::record::sample::scope("default", project, "fallback"),
             tool: Some(RecordTool {
                 family: "file".into(),
                 name: Some("Edit".into()),
                 call_id: Some(format!("call-{key}")),
                 outcome: Some("success".into()),
             }),
-            capture: None,
-            disposition: "keep".into(),
             title: Some(format!("title {key}")),
             body: Some("the quick brown fox-jumps \"over\"".into()),
             files: vec!["src/main.rs".into()],
+            ..crate::record::sample::record(key)
         }
     }
 

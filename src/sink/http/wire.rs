@@ -327,36 +327,21 @@ impl BatchReply {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::record::{CaptureMeta, RecordScope, RecordTool, RECORD_VERSION};
+    use crate::record::{CaptureMeta, RecordScope, RecordTool};
 
     pub(crate) fn record(key: &str) -> Record {
         Record {
-            v: RECORD_VERSION,
-            key: key.to_string(),
-            occurred_ms: 1_700_000_000_000,
-            agent: "claude-code".into(),
             event: "user-prompt".into(),
             native_event: "UserPromptSubmit".into(),
             session_id: Some("sess-1".into()),
             cwd: Some("/home/u/my repo".into()),
             scope: RecordScope {
-                workspace: "acme".into(),
-                project: "api".into(),
-                workspace_source: "marker".into(),
-                project_source: "marker".into(),
-                project_strategy: "basename".into(),
-                drop_subagent: false,
                 default_global: true,
-                briefing: false,
-                briefing_budget: 4000,
+                ..crate::record::sample::scope("acme", "api", "marker")
             },
-            subagent: false,
-            tool: None,
-            capture: None,
-            disposition: "keep".into(),
             title: Some("fix the login bug".into()),
             body: Some("fix the login bug\nplease".into()),
-            files: vec![],
+            ..crate::record::sample::record(key)
         }
     }
 
