@@ -120,8 +120,7 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
             .and_then(|p| p.to_str())
             .map(str::to_string);
     }
-    let home = home_dir();
-    let scope = resolve_scope(args, &event, home.as_deref());
+    let (scope, home) = resolve_scope(args, &event);
     for w in &scope.warnings {
         eprintln!("memhook: {w}");
     }
@@ -171,9 +170,7 @@ fn bad_input(args: &HookArgs, agent: &Agent, problem: &str) -> String {
         .map(EventKind::parse)
         .unwrap_or(EventKind::Other);
     if args.check_capture {
-        let cwd = std::env::current_dir().unwrap_or_default();
-        let input = scope_input(args, cwd, home_dir());
-        let state = match scope::resolve(&input) {
+        let state = match scope_input(args, None).and_then(|i| scope::resolve(&i)) {
             Ok(s) => policy_state(&s.capture),
             Err(_) => PolicyState::Invalid,
         };
@@ -237,60 +234,43 @@ impl ClassifyName for serde_json::Error {
     }
 }
 
-fn home_dir() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
+/// Everything scope resolution needs, read the same way as every other
+/// command reads it (`ScopeInput::from_env`), in hook mode. `cwd` is the
+/// event's directory; `None` is the process's own.
+fn scope_input(args: &HookArgs, cwd: Option<&Path>) -> Result<ScopeInput, scope::ScopeError> {
+    let strategy = args.project_strategy.map(|s| match s {
+        crate::cli::StrategyArg::Basename => Strategy::Basename,
+        crate::cli::StrategyArg::RepoRoot => Strategy::RepoRoot,
+    });
+    ScopeInput::from_env(Mode::Hook, cwd, None, None, strategy)
 }
 
-fn env_name(var: &str) -> Option<String> {
-    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
-}
-
-fn scope_input(args: &HookArgs, cwd: PathBuf, home: Option<PathBuf>) -> ScopeInput {
-    ScopeInput {
-        cwd,
-        home,
-        env_workspace: env_name("AI_MEMORY_WORKSPACE"),
-        env_project: env_name("AI_MEMORY_PROJECT"),
-        install_strategy: args.project_strategy.map(|s| match s {
-            crate::cli::StrategyArg::Basename => Strategy::Basename,
-            crate::cli::StrategyArg::RepoRoot => Strategy::RepoRoot,
-        }),
-        mode: Some(Mode::Hook),
-        ..ScopeInput::default()
-    }
-}
-
-/// The event's scope. Hooks never fail on scope: if resolution errors
-/// anyway, the event goes to `default/<basename>` with a fail-closed
-/// capture policy.
-fn resolve_scope(args: &HookArgs, event: &Event, home: Option<&Path>) -> Scope {
+/// The event's scope, and the home directory used for `~/` patterns.
+/// Hooks never fail on scope: if resolution errors anyway, the event goes
+/// to `default/<basename>` with a fail-closed capture policy.
+fn resolve_scope(args: &HookArgs, event: &Event) -> (Scope, Option<PathBuf>) {
     let cwd = PathBuf::from(event.cwd.clone().unwrap_or_default());
-    let input = scope_input(args, cwd.clone(), home.map(Path::to_path_buf));
-    match scope::resolve(&input) {
-        Ok(s) => s,
+    let input = scope_input(args, Some(&cwd));
+    let home = input.as_ref().ok().and_then(|i| i.home.clone());
+    let strategy = input.as_ref().ok().and_then(|i| i.install_strategy);
+    match input.and_then(|i| scope::resolve(&i)) {
+        Ok(s) => (s, home),
         Err(e) => {
-            let project = cwd
-                .file_name()
-                .and_then(|n| n.to_str())
-                .map(|n| n.to_ascii_lowercase())
-                .filter(|n| crate::names::is_valid_name(n))
-                .unwrap_or_else(|| "default".to_string());
-            Scope {
-                workspace: "default".into(),
-                project,
+            let scope = Scope {
+                workspace: scope::DEFAULT_WORKSPACE.into(),
+                project: scope::paths::basename_name(&cwd),
                 workspace_source: scope::Source::Fallback,
                 project_source: scope::Source::Fallback,
                 marker: None,
-                strategy: input.install_strategy.unwrap_or_default(),
+                strategy: strategy.unwrap_or_default(),
                 settings: scope::Settings::default(),
                 capture: CaptureConfig::Invalid {
                     marker: PathBuf::new(),
                     reason: e.to_string(),
                 },
                 warnings: vec![format!("{e}; capture falls back to metadata-only")],
-            }
+            };
+            (scope, home)
         }
     }
 }
