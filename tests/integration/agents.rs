@@ -150,6 +150,15 @@ impl World {
             .current_dir(self.proj());
         c
     }
+    /// Every captured record as one text, for `contains` checks.
+    fn records_text(&self) -> String {
+        self.records()
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// Deliver everything and return the captured records.
     fn records(&self) -> Vec<Value> {
         let out = self.memhook().args(["drain"]).output().unwrap();
@@ -254,22 +263,20 @@ fn claude_code_end_to_end() {
         "expected 5 scripted turns, got {tool_requests}"
     );
     // Claude ran the installed commands for every event of the session.
-    let log = fs::read_to_string(&calls).expect("Claude Code never ran a memhook hook");
-    for event in [
-        "session-start",
-        "user-prompt-submit",
-        "pre-tool-use",
-        "post-tool-use",
-        "post-tool-use-failure",
-        "stop",
-        "session-end",
-    ] {
-        assert!(
-            log.lines()
-                .any(|l| l.contains(&format!("hook --event {event} --agent claude-code"))),
-            "Claude Code did not run the {event} hook: {log}"
-        );
-    }
+    let log = assert_hooks_ran(
+        &calls,
+        "Claude Code",
+        "claude-code",
+        &[
+            "session-start",
+            "user-prompt-submit",
+            "pre-tool-use",
+            "post-tool-use",
+            "post-tool-use-failure",
+            "stop",
+            "session-end",
+        ],
+    );
     assert_eq!(
         log.lines()
             .filter(|l| l.contains("--event pre-tool-use"))
@@ -278,12 +285,7 @@ fn claude_code_end_to_end() {
         "{log}"
     );
 
-    let records = world.records();
-    let all = records
-        .iter()
-        .map(Value::to_string)
-        .collect::<Vec<_>>()
-        .join("\n");
+    let all = world.records_text();
     assert!(
         !all.contains("TOPSECRET"),
         "excluded file content leaked into the store"
@@ -470,26 +472,19 @@ fn codex_end_to_end() {
         String::from_utf8_lossy(&out.stderr)
     );
     // Once trusted, Codex ran memhook's hooks.
-    let log = fs::read_to_string(&calls).expect("Codex never ran a memhook hook after trust");
-    for event in [
-        "session-start",
-        "user-prompt-submit",
-        "pre-tool-use",
-        "post-tool-use",
-        "stop",
-    ] {
-        assert!(
-            log.lines()
-                .any(|l| l.contains(&format!("hook --event {event} --agent codex"))),
-            "Codex did not run the {event} hook: {log}"
-        );
-    }
-    let records = world.records();
-    let all = records
-        .iter()
-        .map(Value::to_string)
-        .collect::<Vec<_>>()
-        .join("\n");
+    assert_hooks_ran(
+        &calls,
+        "Codex",
+        "codex",
+        &[
+            "session-start",
+            "user-prompt-submit",
+            "pre-tool-use",
+            "post-tool-use",
+            "stop",
+        ],
+    );
+    let all = world.records_text();
     assert!(
         all.contains("E2E-CODEX-PROMPT"),
         "prompt not captured: {all}"
@@ -688,12 +683,7 @@ fn opencode_end_to_end() {
         "the session-start briefing {first_line:?} is not in the system prompt"
     );
 
-    let records = world.records();
-    let all = records
-        .iter()
-        .map(Value::to_string)
-        .collect::<Vec<_>>()
-        .join("\n");
+    let all = world.records_text();
     assert!(all.contains("E2E-OC-PROMPT"), "prompt not captured: {all}");
     assert!(
         all.contains("E2E-OC-OUT"),
@@ -816,26 +806,19 @@ fn gemini_cli_end_to_end() {
         String::from_utf8_lossy(&out.stderr),
         String::from_utf8_lossy(&out.stdout)
     );
-    let log = fs::read_to_string(&calls).expect("Gemini CLI never ran a memhook hook");
-    for event in [
-        "session-start",
-        "user-prompt-submit",
-        "pre-tool-use",
-        "post-tool-use",
-        "session-end",
-    ] {
-        assert!(
-            log.lines()
-                .any(|l| l.contains(&format!("hook --event {event} --agent gemini-cli"))),
-            "Gemini CLI did not run the {event} hook: {log}"
-        );
-    }
-    let records = world.records();
-    let all = records
-        .iter()
-        .map(Value::to_string)
-        .collect::<Vec<_>>()
-        .join("\n");
+    assert_hooks_ran(
+        &calls,
+        "Gemini CLI",
+        "gemini-cli",
+        &[
+            "session-start",
+            "user-prompt-submit",
+            "pre-tool-use",
+            "post-tool-use",
+            "session-end",
+        ],
+    );
+    let all = world.records_text();
     assert!(
         all.contains("E2E-GEMINI-PROMPT"),
         "prompt not captured: {all}"
@@ -867,4 +850,19 @@ fn gemini_cli_end_to_end() {
         text.contains("E2E-GEMINI-PROMPT"),
         "the briefing does not mention the first session"
     );
+}
+
+/// Assert that `who` ran memhook's hook for each of `events` (the calls log
+/// written by the wrapper), and return the log for further checks.
+fn assert_hooks_ran(calls: &Path, who: &str, agent: &str, events: &[&str]) -> String {
+    let log = fs::read_to_string(calls)
+        .unwrap_or_else(|e| panic!("{who} never ran a memhook hook ({e})"));
+    for event in events {
+        assert!(
+            log.lines()
+                .any(|l| l.contains(&format!("hook --event {event} --agent {agent}"))),
+            "{who} did not run the {event} hook: {log}"
+        );
+    }
+    log
 }
