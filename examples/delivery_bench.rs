@@ -471,6 +471,14 @@ fn bench_start(rounds: usize) {
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    // `fill DIR N`: leave a data dir with N spooled records, for profiling
+    // `memhook --data-dir DIR drain` under perf or callgrind.
+    if args.first().map(String::as_str) == Some("fill") {
+        let dir = PathBuf::from(args.get(1).expect("usage: delivery_bench fill DIR N"));
+        let n = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(10_000);
+        fill(&dir, n, 0);
+        return;
+    }
     let only = match args.first().map(String::as_str) {
         Some("drain") | Some("start") => Some(args.remove(0)),
         _ => None,
