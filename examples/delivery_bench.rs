@@ -154,6 +154,12 @@ fn copy_of(template: &Path) -> tempfile::TempDir {
             }
         }
     }
+    // The hook fsyncs every entry, so a real spool's files have their disk
+    // blocks allocated; freeing them is a large part of an unlink's cost.
+    // Without this the copies would still sit in the page cache unallocated
+    // (delayed allocation) and deleting them would look much cheaper.
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
     t
 }
 
@@ -196,6 +202,7 @@ fn bench_drain(n: usize, rounds: usize) {
                 deadline: Instant::now() + Duration::from_secs(600),
                 only: None,
                 honour_backoff: false,
+                remove_behind: true,
             },
         )
         .unwrap();
@@ -243,6 +250,36 @@ fn bench_drain(n: usize, rounds: usize) {
         "  `memhook drain` binary:                   {:>9.0} rec/s CPU, {:>9.0} rec/s wall",
         rate(bc),
         rate(bw)
+    );
+}
+
+/// The store alone: `n` records inserted in batches of `drain::MAX_BATCH`
+/// (one transaction each), no spool. Splits a drain's cost into its spool
+/// part and its SQLite part.
+fn bench_insert(n: usize, rounds: usize) {
+    let now = memhook::timefmt::now_ms();
+    let recs: Vec<Record> = (0..n)
+        .map(|i| record(i, 0, "demo", &format!("s{}", i / 500), now + i as u64))
+        .collect();
+    let mut cpu = vec![];
+    for _ in 0..rounds {
+        let t = tempfile::tempdir().unwrap();
+        let mut store = memhook::sink::store::Store::open(t.path()).unwrap();
+        let c0 = self_cpu();
+        let batch = std::env::var("BATCH")
+            .ok()
+            .and_then(|b| b.parse().ok())
+            .unwrap_or(drain::MAX_BATCH);
+        for chunk in recs.chunks(batch) {
+            store.insert_all(chunk.iter()).unwrap();
+        }
+        cpu.push((self_cpu() - c0).as_secs_f64());
+    }
+    let c = median(cpu);
+    println!(
+        "insert {n} records x {rounds} rounds: {:.0} rec/s CPU, {:.1} µs/record",
+        n as f64 / c,
+        c * 1e6 / n as f64
     );
 }
 
@@ -473,6 +510,12 @@ fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     // `fill DIR N`: leave a data dir with N spooled records, for profiling
     // `memhook --data-dir DIR drain` under perf or callgrind.
+    if args.first().map(String::as_str) == Some("insert") {
+        let n = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(10_000);
+        let rounds = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(3);
+        bench_insert(n, rounds);
+        return;
+    }
     if args.first().map(String::as_str) == Some("fill") {
         let dir = PathBuf::from(args.get(1).expect("usage: delivery_bench fill DIR N"));
         let n = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(10_000);

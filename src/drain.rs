@@ -6,7 +6,7 @@
 //! all take it, so at most one process delivers at any time.
 //!
 //! A pass reads the spool oldest first, sends each entry to the sink it was
-//! enqueued for in batches of at most [`MAX_BATCH`], and applies the sink's
+//! enqueued for in batches of at most [`batch_limit`], and applies the sink's
 //! verdict per entry: delivered → delete and count; retry → keep (a charged
 //! retry adds one attempt); drop → delete and count under its reason. Entries
 //! past [`MAX_ATTEMPTS`] or [`MAX_AGE_MS`], and corrupt entries, are dropped
@@ -26,6 +26,7 @@ use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -58,8 +59,21 @@ pub const WAKE_LOCK_WAIT: Duration = Duration::from_secs(2);
 pub const LOG_FILE: &str = "logs/drain.log";
 /// The log is rotated to `drain.log.old` when it grows past this.
 pub const MAX_LOG_BYTES: u64 = 1024 * 1024;
-/// Most entries handed to a sink at once (the ai-memory batch limit).
+/// Most entries handed to an HTTP sink at once (the ai-memory batch limit).
 pub const MAX_BATCH: usize = 256;
+/// Most entries written to the embedded store in one transaction. Larger
+/// than [`MAX_BATCH`]: each transaction pays a WAL fsync, a full-text index
+/// flush and a counters write, so fewer, larger ones drain a backlog faster.
+/// A drainer killed mid-batch delivers the batch again (idempotently).
+pub const MAX_STORE_BATCH: usize = 1024;
+
+/// Most entries handed to `target` at once.
+pub fn batch_limit(target: &SinkTarget) -> usize {
+    match target {
+        SinkTarget::Store => MAX_STORE_BATCH,
+        SinkTarget::Http { .. } => MAX_BATCH,
+    }
+}
 /// An entry whose delivery failed this many times (charged) is dropped.
 pub const MAX_ATTEMPTS: u32 = 8;
 /// An entry older than this (7 days since enqueue) is dropped.
@@ -401,6 +415,10 @@ pub struct Options {
     pub only: Option<SinkTarget>,
     /// Skip sinks still backing off from an earlier failure.
     pub honour_backoff: bool,
+    /// Delete delivered files on a second thread ([`Remover`]), overlapping
+    /// the next batch. For `memhook drain` and the background drainer; the
+    /// hook's own session-start drain stays on one thread.
+    pub remove_behind: bool,
 }
 
 /// What a drain did.
@@ -483,6 +501,95 @@ struct Drainer<'a, F> {
     drops: Vec<(Option<SinkTarget>, String, PathBuf, &'static str)>,
     report: Report,
     opts: Options,
+    /// Deletes committed files behind the delivery (with `remove_behind`).
+    remover: Option<Remover>,
+}
+
+/// Deletes spool files on its own thread. Deleting a spool file is the
+/// dearest step of a drain (the file system frees its blocks; on a mount
+/// with online `discard` it also waits for the device), so it runs while the
+/// drainer reads and delivers the next batch. [`Remover::settle`] waits until
+/// every queued file is gone: the drainer settles before it writes counters
+/// (their `inflight` list must never drop a name whose file still exists)
+/// and before it lists the spool (so it never reads a file it already
+/// counted).
+struct Remover {
+    queue: Option<mpsc::Sender<Vec<PathBuf>>>,
+    done: mpsc::Receiver<()>,
+    /// Batches sent and not yet acknowledged, oldest first (kept so that
+    /// they are deleted here should the thread be gone).
+    queued: std::collections::VecDeque<Vec<PathBuf>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Remover {
+    /// `None` when no thread can be started (the caller deletes inline).
+    fn start() -> Option<Remover> {
+        let (queue, work) = mpsc::channel::<Vec<PathBuf>>();
+        let (ack, done) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("memhook-remove".into())
+            .spawn(move || {
+                for batch in work {
+                    remove_all(&batch);
+                    if ack.send(()).is_err() {
+                        return;
+                    }
+                }
+            })
+            .ok()?;
+        Some(Remover {
+            queue: Some(queue),
+            done,
+            queued: Default::default(),
+            thread: Some(thread),
+        })
+    }
+
+    /// Queue `paths` for deletion; deletes them here if the thread is gone.
+    fn push(&mut self, paths: Vec<PathBuf>) {
+        match &self.queue {
+            Some(q) if q.send(paths.clone()).is_ok() => self.queued.push_back(paths),
+            _ => remove_all(&paths),
+        }
+    }
+
+    /// Wait until every queued file is deleted.
+    fn settle(&mut self) {
+        while !self.queued.is_empty() {
+            if self.done.recv().is_ok() {
+                self.queued.pop_front();
+                continue;
+            }
+            // The thread is gone (a bug): finish its work here. Deleting a
+            // file it already deleted is harmless.
+            self.queue = None;
+            for paths in std::mem::take(&mut self.queued) {
+                remove_all(&paths);
+            }
+        }
+    }
+}
+
+impl Drop for Remover {
+    fn drop(&mut self) {
+        self.settle();
+        self.queue = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Delete spool files; a failure is logged (never a panic, even when the
+/// log cannot be written) and the file is delivered again later.
+fn remove_all(paths: &[PathBuf]) {
+    use std::io::Write;
+    for path in paths {
+        if let Err(e) = crate::spool::remove_file(path) {
+            let _ = writeln!(io::stderr(), "memhook: drain: {e}");
+        }
+    }
 }
 
 /// Deliver pending entries. The caller must hold the drain lock (`_lock`).
@@ -506,8 +613,12 @@ where
         dirty: HashSet::new(),
         drops: Vec::new(),
         report: Report::default(),
+        remover: None,
         opts,
     };
+    if d.opts.remove_behind {
+        d.remover = Remover::start();
+    }
     d.recover_inflight();
     spool.sweep_tmp(TMP_MAX_AGE_MS);
     sweep_counter_tmp(spool.data_dir(), TMP_MAX_AGE_MS);
@@ -525,6 +636,7 @@ where
             break;
         }
     }
+    d.settle();
     d.report.remaining = d.count_remaining()?;
     if d.report.remaining > 0 {
         d.report.next_retry = d.next_retry_instant();
@@ -535,6 +647,13 @@ where
 impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
     fn data_dir(&self) -> &Path {
         self.spool.data_dir()
+    }
+
+    /// Wait for queued deletions (see [`Remover`]).
+    fn settle(&mut self) {
+        if let Some(r) = &mut self.remover {
+            r.settle();
+        }
     }
 
     fn counters_mut(&mut self, sink_id: &str, sink: Option<&SinkTarget>) -> &mut SinkCounters {
@@ -572,6 +691,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
     /// in `inflight` by the last commit are gone already; clearing them can
     /// wait for the next write: finishing a deletion twice is harmless.)
     fn flush_counters(&mut self) {
+        self.settle();
         let dir = self.data_dir().to_path_buf();
         for id in std::mem::take(&mut self.dirty) {
             let Some(c) = self.counters.get_mut(&id) else {
@@ -584,11 +704,13 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
         }
     }
 
-    fn spool_is_empty(&self) -> Result<bool, DrainError> {
+    fn spool_is_empty(&mut self) -> Result<bool, DrainError> {
+        self.settle();
         Ok(self.spool.pending()?.is_empty())
     }
 
-    fn count_remaining(&self) -> Result<usize, DrainError> {
+    fn count_remaining(&mut self) -> Result<usize, DrainError> {
+        self.settle();
         Ok(self.spool.pending()?.len())
     }
 
@@ -615,6 +737,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
 
     /// One pass over the spool. Returns whether anything was delivered or dropped.
     fn pass(&mut self, first_pass: bool) -> Result<bool, DrainError> {
+        self.settle();
         let files = self.spool.pending()?;
         let before = (self.report.delivered, self.report.dropped_total());
         let now = now_ms();
@@ -671,7 +794,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             }
             batch.paths.push(path);
             batch.entries.push(entry);
-            if batch.paths.len() >= MAX_BATCH {
+            if batch.paths.len() >= batch_limit(&target) {
                 let full = std::mem::take(batch);
                 self.deliver(&target, full);
             }
@@ -817,6 +940,8 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
         }
         c.inflight = names;
         let snapshot = c.clone();
+        // The names this write drops from `inflight` must be gone first.
+        self.settle();
         if let Err(e) = save_counters(&dir, id, &snapshot) {
             // Without the count the deletion would break the accounting: keep
             // the files (they are delivered again, idempotently, next time).
@@ -827,15 +952,18 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             return;
         }
         self.dirty.remove(id);
+        let mut paths = Vec::with_capacity(items.len());
         for (path, reason) in items {
-            if let Err(e) = self.spool.remove(&path) {
-                eprintln!("memhook: drain: {e}");
-            }
+            paths.push(path);
             if reason.is_empty() {
                 self.report.delivered += 1;
             } else {
                 *self.report.dropped.entry(reason).or_default() += 1;
             }
+        }
+        match &mut self.remover {
+            Some(r) => r.push(paths),
+            None => remove_all(&paths),
         }
     }
 }
@@ -964,6 +1092,7 @@ pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
             deadline,
             only: None,
             honour_backoff: false,
+            remove_behind: true,
         },
     )?;
     println!("memhook drain: {}", report.summary());
@@ -1019,6 +1148,7 @@ pub fn run_background(dir: &Path) {
                 deadline,
                 only: None,
                 honour_backoff: true,
+                remove_behind: true,
             },
         ) {
             Ok(r) => r,
@@ -1116,6 +1246,7 @@ mod tests {
             deadline: Instant::now() + Duration::from_secs(30),
             only: None,
             honour_backoff: false,
+            remove_behind: true,
         }
     }
 
@@ -1158,18 +1289,16 @@ mod tests {
         (enq, c.delivered, pending, dropped)
     }
 
-    #[test]
-    fn delivers_in_batches_of_at_most_max_batch_oldest_first() {
+    /// Fill the spool with `limit + 1` entries for `target`; the drain must
+    /// hand them over oldest first in a full batch and a batch of one.
+    fn batches_of_at_most(target: SinkTarget, limit: usize) {
+        assert_eq!(batch_limit(&target), limit);
         let t = tempfile::tempdir().unwrap();
         let spool = Spool::open(t.path()).unwrap();
         let now = now_ms();
-        for i in 0..(MAX_BATCH + 1) {
+        for i in 0..(limit + 1) {
             spool
-                .enqueue(&entry(
-                    &format!("{i:032x}"),
-                    SinkTarget::Store,
-                    now + i as u64,
-                ))
+                .enqueue(&entry(&format!("{i:032x}"), target.clone(), now + i as u64))
                 .unwrap();
         }
         let seen = Rc::new(RefCell::new(Vec::new()));
@@ -1189,14 +1318,82 @@ mod tests {
         };
         let lock = try_lock(t.path()).unwrap().unwrap();
         let r = drain_locked(&lock, &spool, &mut factory, opts()).unwrap();
-        assert_eq!(r.delivered, MAX_BATCH as u64 + 1);
+        assert_eq!(r.delivered, limit as u64 + 1);
         assert_eq!(r.remaining, 0);
-        assert_eq!(*batches.borrow(), vec![MAX_BATCH, 1]);
+        assert_eq!(*batches.borrow(), vec![limit, 1]);
         let keys = seen.borrow().clone();
         let mut sorted = keys.clone();
         sorted.sort();
         assert_eq!(keys, sorted, "oldest first");
-        assert_eq!(identity_holds(&spool, "store"), (257, 257, 0, 0));
+        let n = limit as u64 + 1;
+        assert_eq!(identity_holds(&spool, &target.id()), (n, n, 0, 0));
+    }
+
+    #[test]
+    fn delivers_in_batches_of_at_most_max_batch_oldest_first() {
+        batches_of_at_most(
+            SinkTarget::Http {
+                url: "http://127.0.0.1:9/".into(),
+            },
+            MAX_BATCH,
+        );
+    }
+
+    #[test]
+    fn store_batches_are_larger() {
+        batches_of_at_most(SinkTarget::Store, MAX_STORE_BATCH);
+    }
+
+    #[test]
+    fn remover_deletes_queued_files_itself_when_its_thread_is_gone() {
+        let t = tempfile::tempdir().unwrap();
+        let file = |n: &str| {
+            let p = t.path().join(n);
+            fs::write(&p, b"x").unwrap();
+            p
+        };
+        // The thread took the batch but never acknowledged it.
+        let (queue, work) = mpsc::channel();
+        let (ack, done) = mpsc::channel::<()>();
+        drop(ack);
+        let mut r = Remover {
+            queue: Some(queue),
+            done,
+            queued: Default::default(),
+            thread: None,
+        };
+        let (a, b) = (file("a.json"), file("b.json"));
+        r.push(vec![a.clone(), b.clone()]);
+        assert!(a.exists() && b.exists(), "queued, not yet deleted");
+        r.settle();
+        assert!(!a.exists() && !b.exists(), "settle finished the deletions");
+        // A thread gone before the batch was sent: deleted right away.
+        drop(work);
+        let c = file("c.json");
+        r.push(vec![c.clone()]);
+        assert!(!c.exists());
+    }
+
+    #[test]
+    fn remover_thread_deletes_in_order_and_settles() {
+        let t = tempfile::tempdir().unwrap();
+        let mut r = Remover::start().expect("a thread");
+        let mut all = Vec::new();
+        for batch in 0..5 {
+            let paths: Vec<PathBuf> = (0..20)
+                .map(|i| {
+                    let p = t.path().join(format!("{batch}-{i}.json"));
+                    fs::write(&p, b"x").unwrap();
+                    p
+                })
+                .collect();
+            all.extend(paths.iter().cloned());
+            r.push(paths);
+        }
+        r.settle();
+        assert!(r.queued.is_empty());
+        assert!(all.iter().all(|p| !p.exists()));
+        drop(r);
     }
 
     #[test]

@@ -239,11 +239,7 @@ impl Spool {
 
     /// Delete a delivered or dropped entry.
     pub fn remove(&self, path: &Path) -> Result<(), SpoolError> {
-        match fs::remove_file(path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io_err(path)(e)),
-        }
+        remove_file(path)
     }
 
     /// Remove temp files older than `max_age_ms` left by killed writers.
@@ -306,6 +302,15 @@ impl Spool {
         if let Ok(mut f) = opts.open(&path) {
             let _ = f.write_all(b".");
         }
+    }
+}
+
+/// Delete an entry file; one already gone is fine.
+pub fn remove_file(path: &Path) -> Result<(), SpoolError> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_err(path)(e)),
     }
 }
 

@@ -360,7 +360,13 @@ impl Store {
                 path: path.clone(),
                 source,
             })?;
-        let new = insert_in(&tx, record).map_err(|source| StoreError::Sqlite {
+        let new = (|| {
+            let mut w = BatchWriter::new(&tx);
+            let new = w.insert(record)?;
+            w.finish()?;
+            Ok(new)
+        })()
+        .map_err(|source| StoreError::Sqlite {
             path: path.clone(),
             source,
         })?;
@@ -381,11 +387,13 @@ impl Store {
         };
         let tx = self.conn.transaction().map_err(sql)?;
         let mut n = 0;
+        let mut w = BatchWriter::new(&tx);
         for r in records {
-            if insert_in(&tx, r).map_err(sql)? {
+            if w.insert(r).map_err(sql)? {
                 n += 1;
             }
         }
+        w.finish().map_err(sql)?;
         tx.commit().map_err(sql)?;
         Ok(n)
     }
@@ -750,91 +758,220 @@ fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
     })
 }
 
-/// Insert `record` inside an open transaction. `Ok(false)` for a replay.
-fn insert_in(tx: &rusqlite::Transaction<'_>, record: &Record) -> rusqlite::Result<bool> {
-    let exists: Option<i64> = tx
-        .prepare_cached("SELECT 1 FROM records WHERE key = ?1")?
-        .query_row([&record.key], |r| r.get(0))
-        .optional()?;
-    if exists.is_some() {
-        return Ok(false);
-    }
-    let ms = record.occurred_ms as i64;
-    tx.prepare_cached(
-        "INSERT INTO projects (workspace, project, first_ms, last_ms) VALUES (?1, ?2, ?3, ?3)
-         ON CONFLICT (workspace, project) DO UPDATE SET
-            first_ms = min(first_ms, excluded.first_ms), last_ms = max(last_ms, excluded.last_ms)",
-    )?
-    .execute(params![record.scope.workspace, record.scope.project, ms])?;
-    let project_id: i64 = tx
-        .prepare_cached("SELECT id FROM projects WHERE workspace = ?1 AND project = ?2")?
-        .query_row(params![record.scope.workspace, record.scope.project], |r| {
-            r.get(0)
-        })?;
-    let work = i64::from(WORK_EVENTS.contains(&record.event.as_str()));
-    let session_row: Option<i64> = match record.session_id.as_deref() {
-        Some(sid) if !sid.is_empty() => {
-            tx.prepare_cached(
-                "INSERT INTO sessions (project_id, agent, session_id, first_ms, last_ms, events, work)
-                 VALUES (?1, ?2, ?3, ?4, ?4, 1, ?5)
-                 ON CONFLICT (project_id, agent, session_id) DO UPDATE SET
-                    first_ms = min(first_ms, excluded.first_ms),
-                    last_ms = max(last_ms, excluded.last_ms),
-                    events = events + 1, work = work + excluded.work",
-            )?
-            .execute(params![project_id, record.agent, sid, ms, work])?;
-            Some(
-                tx.prepare_cached(
-                    "SELECT id FROM sessions WHERE project_id = ?1 AND agent = ?2 AND session_id = ?3",
-                )?
-                .query_row(params![project_id, record.agent, sid], |r| r.get(0))?,
-            )
+/// Writes records inside one transaction. Project and session rows are
+/// looked up (or created) once per transaction and cached; their time span
+/// and counters are folded in memory and written by [`BatchWriter::finish`],
+/// one `UPDATE` per project and session touched. Per new record that leaves
+/// two statements: the row (a replay conflicts on `key` and changes nothing)
+/// and its full-text entry.
+struct BatchWriter<'t> {
+    tx: &'t rusqlite::Transaction<'t>,
+    /// `(workspace, project)` and its fold. A batch touches a handful, so a
+    /// list searched in place beats hashing owned keys.
+    projects: Vec<((String, String), Fold)>,
+    /// `(project row, agent, session id)` and its fold.
+    sessions: Vec<((i64, String, String), Fold)>,
+}
+
+/// What new records add to a project or session row.
+struct Fold {
+    id: i64,
+    first_ms: i64,
+    last_ms: i64,
+    events: i64,
+    work: i64,
+}
+
+impl Fold {
+    fn new(id: i64) -> Fold {
+        Fold {
+            id,
+            first_ms: i64::MAX,
+            last_ms: i64::MIN,
+            events: 0,
+            work: 0,
         }
-        _ => None,
-    };
-    let tool = record.tool.as_ref();
-    let files = if record.files.is_empty() {
-        None
-    } else {
-        serde_json::to_string(&record.files).ok()
-    };
-    tx.prepare_cached(
-        "INSERT INTO records (key, occurred_ms, project_id, session_row, agent, event,
-            native_event, session_id, cwd, subagent, tool_family, tool_name, tool_call_id,
-            outcome, disposition, title, body, files)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
-    )?
-    .execute(params![
-        record.key,
-        ms,
-        project_id,
-        session_row,
-        record.agent,
-        record.event,
-        record.native_event,
-        record.session_id,
-        record.cwd,
-        record.subagent,
-        tool.map(|t| t.family.as_str()),
-        tool.and_then(|t| t.name.as_deref()),
-        tool.and_then(|t| t.call_id.as_deref()),
-        tool.and_then(|t| t.outcome.as_deref()),
-        record.disposition,
-        record.title,
-        record.body,
-        files,
-    ])?;
-    let id = tx.last_insert_rowid();
-    tx.prepare_cached(
-        "INSERT INTO records_fts (rowid, title, body, files) VALUES (?1, ?2, ?3, ?4)",
-    )?
-    .execute(params![
-        id,
-        record.title,
-        record.body,
-        record.files.join(" ")
-    ])?;
-    Ok(true)
+    }
+
+    fn add(&mut self, ms: i64, work: i64) {
+        self.first_ms = self.first_ms.min(ms);
+        self.last_ms = self.last_ms.max(ms);
+        self.events += 1;
+        self.work += work;
+    }
+}
+
+impl<'t> BatchWriter<'t> {
+    fn new(tx: &'t rusqlite::Transaction<'t>) -> Self {
+        BatchWriter {
+            tx,
+            projects: Vec::new(),
+            sessions: Vec::new(),
+        }
+    }
+
+    /// Index in `projects` of the scope's row, looked up or created.
+    fn project(&mut self, workspace: &str, project: &str, ms: i64) -> rusqlite::Result<usize> {
+        if let Some(i) = self
+            .projects
+            .iter()
+            .position(|((w, p), _)| w == workspace && p == project)
+        {
+            return Ok(i);
+        }
+        let found: Option<i64> = self
+            .tx
+            .prepare_cached("SELECT id FROM projects WHERE workspace = ?1 AND project = ?2")?
+            .query_row(params![workspace, project], |r| r.get(0))
+            .optional()?;
+        let id = match found {
+            Some(id) => id,
+            None => {
+                self.tx
+                    .prepare_cached(
+                        "INSERT INTO projects (workspace, project, first_ms, last_ms)
+                         VALUES (?1, ?2, ?3, ?3)",
+                    )?
+                    .execute(params![workspace, project, ms])?;
+                self.tx.last_insert_rowid()
+            }
+        };
+        self.projects
+            .push(((workspace.to_string(), project.to_string()), Fold::new(id)));
+        Ok(self.projects.len() - 1)
+    }
+
+    /// Index in `sessions` of the session's row, looked up or created.
+    fn session(
+        &mut self,
+        project_id: i64,
+        agent: &str,
+        session_id: &str,
+        ms: i64,
+    ) -> rusqlite::Result<usize> {
+        if let Some(i) = self
+            .sessions
+            .iter()
+            .position(|((p, a, s), _)| *p == project_id && a == agent && s == session_id)
+        {
+            return Ok(i);
+        }
+        let found: Option<i64> = self
+            .tx
+            .prepare_cached(
+                "SELECT id FROM sessions WHERE project_id = ?1 AND agent = ?2 AND session_id = ?3",
+            )?
+            .query_row(params![project_id, agent, session_id], |r| r.get(0))
+            .optional()?;
+        let id = match found {
+            Some(id) => id,
+            None => {
+                self.tx
+                    .prepare_cached(
+                        "INSERT INTO sessions (project_id, agent, session_id, first_ms, last_ms)
+                         VALUES (?1, ?2, ?3, ?4, ?4)",
+                    )?
+                    .execute(params![project_id, agent, session_id, ms])?;
+                self.tx.last_insert_rowid()
+            }
+        };
+        self.sessions.push((
+            (project_id, agent.to_string(), session_id.to_string()),
+            Fold::new(id),
+        ));
+        Ok(self.sessions.len() - 1)
+    }
+
+    /// Insert one record. `Ok(false)` for a replay (its key is stored already).
+    fn insert(&mut self, record: &Record) -> rusqlite::Result<bool> {
+        let ms = record.occurred_ms as i64;
+        let project = self.project(&record.scope.workspace, &record.scope.project, ms)?;
+        let project_id = self.projects[project].1.id;
+        let session = match record.session_id.as_deref() {
+            Some(sid) if !sid.is_empty() => {
+                Some(self.session(project_id, &record.agent, sid, ms)?)
+            }
+            _ => None,
+        };
+        let tool = record.tool.as_ref();
+        let files = if record.files.is_empty() {
+            None
+        } else {
+            serde_json::to_string(&record.files).ok()
+        };
+        let inserted = self
+            .tx
+            .prepare_cached(
+                "INSERT INTO records (key, occurred_ms, project_id, session_row, agent, event,
+                    native_event, session_id, cwd, subagent, tool_family, tool_name, tool_call_id,
+                    outcome, disposition, title, body, files)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                    ?17, ?18)
+                 ON CONFLICT (key) DO NOTHING",
+            )?
+            .execute(params![
+                record.key,
+                ms,
+                project_id,
+                session.map(|i| self.sessions[i].1.id),
+                record.agent,
+                record.event,
+                record.native_event,
+                record.session_id,
+                record.cwd,
+                record.subagent,
+                tool.map(|t| t.family.as_str()),
+                tool.and_then(|t| t.name.as_deref()),
+                tool.and_then(|t| t.call_id.as_deref()),
+                tool.and_then(|t| t.outcome.as_deref()),
+                record.disposition,
+                record.title,
+                record.body,
+                files,
+            ])?;
+        if inserted == 0 {
+            return Ok(false);
+        }
+        let id = self.tx.last_insert_rowid();
+        self.tx
+            .prepare_cached(
+                "INSERT INTO records_fts (rowid, title, body, files) VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![
+                id,
+                record.title,
+                record.body,
+                record.files.join(" ")
+            ])?;
+        let work = i64::from(WORK_EVENTS.contains(&record.event.as_str()));
+        self.projects[project].1.add(ms, work);
+        if let Some(i) = session {
+            self.sessions[i].1.add(ms, work);
+        }
+        Ok(true)
+    }
+
+    /// Write the folded spans and counters of every project and session touched.
+    fn finish(self) -> rusqlite::Result<()> {
+        for (_, f) in self.projects.iter().filter(|(_, f)| f.events > 0) {
+            self.tx
+                .prepare_cached(
+                    "UPDATE projects SET first_ms = min(first_ms, ?2), last_ms = max(last_ms, ?3)
+                     WHERE id = ?1",
+                )?
+                .execute(params![f.id, f.first_ms, f.last_ms])?;
+        }
+        for (_, f) in self.sessions.iter().filter(|(_, f)| f.events > 0) {
+            self.tx
+                .prepare_cached(
+                    "UPDATE sessions SET first_ms = min(first_ms, ?2), last_ms = max(last_ms, ?3),
+                        events = events + ?4, work = work + ?5
+                     WHERE id = ?1",
+                )?
+                .execute(params![f.id, f.first_ms, f.last_ms, f.events, f.work])?;
+        }
+        Ok(())
+    }
 }
 
 /// Turn user text into a safe FTS5 query: every run of letters, digits and
@@ -972,6 +1109,136 @@ mod tests {
             Store::open(&other),
             Err(StoreError::Unsafe { .. })
         ));
+    }
+
+    /// Every project and session row, as plain values.
+    fn rows(s: &Store) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut st = s
+            .conn
+            .prepare("SELECT workspace, project, first_ms, last_ms FROM projects ORDER BY 1, 2")
+            .unwrap();
+        let it = st
+            .query_map([], |r| {
+                Ok(format!(
+                    "p {} {} {} {}",
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?
+                ))
+            })
+            .unwrap();
+        out.extend(it.map(Result::unwrap));
+        let mut st = s
+            .conn
+            .prepare(
+                "SELECT p.project, s.agent, s.session_id, s.first_ms, s.last_ms, s.events, s.work
+                 FROM sessions s JOIN projects p ON p.id = s.project_id ORDER BY 1, 2, 3",
+            )
+            .unwrap();
+        let it = st
+            .query_map([], |r| {
+                Ok(format!(
+                    "s {} {} {} {} {} {} {}",
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, i64>(4)?,
+                    r.get::<_, i64>(5)?,
+                    r.get::<_, i64>(6)?
+                ))
+            })
+            .unwrap();
+        out.extend(it.map(Result::unwrap));
+        let mut st = s
+            .conn
+            .prepare("SELECT key, session_row IS NULL FROM records ORDER BY key")
+            .unwrap();
+        let it = st
+            .query_map([], |r| {
+                Ok(format!(
+                    "r {} {}",
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?
+                ))
+            })
+            .unwrap();
+        out.extend(it.map(Result::unwrap));
+        out
+    }
+
+    #[test]
+    fn a_batch_writes_the_same_rows_as_one_record_at_a_time() {
+        // Out of order times, replays inside the batch and of earlier
+        // batches, two projects, sessions shared across them, no session.
+        let mut recs = Vec::new();
+        for i in 0..40u64 {
+            let project = if i % 3 == 0 { "a" } else { "b" };
+            let session = ["s1", "s2", "s3"][(i % 7 % 3) as usize];
+            let event = ["post-tool-use", "session-start", "user-prompt", "stop"][(i % 4) as usize];
+            let mut r = rec(
+                &format!("k{:02}", i % 31),
+                1000 - i * 7 % 50,
+                project,
+                session,
+                event,
+            );
+            if i % 11 == 0 {
+                r.session_id = None;
+            }
+            recs.push(r);
+        }
+        let one = tempfile::tempdir().unwrap();
+        let mut s1 = Store::open(one.path()).unwrap();
+        let mut new1 = 0;
+        for r in &recs {
+            new1 += usize::from(s1.insert(r).unwrap());
+        }
+        let many = tempfile::tempdir().unwrap();
+        let mut s2 = Store::open(many.path()).unwrap();
+        let new2 =
+            s2.insert_all(recs[..15].iter()).unwrap() + s2.insert_all(recs[10..].iter()).unwrap();
+        assert_eq!(new1, 31);
+        assert_eq!(new2, 31);
+        assert_eq!(rows(&s1), rows(&s2));
+        // And both match the rows worked out here from the first record of
+        // each key (a replay changes nothing).
+        let mut seen = std::collections::HashSet::new();
+        let mut want: std::collections::BTreeMap<(String, String), (i64, i64, i64, i64)> =
+            Default::default();
+        let mut projects: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
+        for r in recs.iter().filter(|r| seen.insert(r.key.clone())) {
+            let ms = r.occurred_ms as i64;
+            let p = projects.entry(r.scope.project.clone()).or_insert((ms, ms));
+            *p = (p.0.min(ms), p.1.max(ms));
+            let Some(sid) = &r.session_id else { continue };
+            let w = i64::from(WORK_EVENTS.contains(&r.event.as_str()));
+            let e = want
+                .entry((r.scope.project.clone(), sid.clone()))
+                .or_insert((ms, ms, 0, 0));
+            *e = (e.0.min(ms), e.1.max(ms), e.2 + 1, e.3 + w);
+        }
+        let mut expected: Vec<String> = projects
+            .iter()
+            .map(|(p, (f, l))| format!("p default {p} {f} {l}"))
+            .collect();
+        expected.extend(
+            want.iter()
+                .map(|((p, s), (f, l, e, w))| format!("s {p} claude-code {s} {f} {l} {e} {w}")),
+        );
+        let got: Vec<String> = rows(&s2)
+            .into_iter()
+            .filter(|r| !r.starts_with("r "))
+            .collect();
+        assert_eq!(got, expected);
+        // The search index holds every new record exactly once.
+        let fts: i64 = s2
+            .conn
+            .query_row("SELECT count(*) FROM records_fts", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(fts, 31);
     }
 
     #[test]
