@@ -196,17 +196,20 @@ impl Spool {
 
     /// Pending entry files, oldest first.
     pub fn pending(&self) -> Result<Vec<PathBuf>, SpoolError> {
-        let mut out = Vec::new();
+        let mut names = Vec::new();
         for ent in fs::read_dir(&self.dir).map_err(io_err(&self.dir))? {
             let ent = ent.map_err(io_err(&self.dir))?;
-            let name = ent.file_name();
-            let Some(name) = name.to_str() else { continue };
+            let Ok(name) = ent.file_name().into_string() else {
+                continue;
+            };
             if name.ends_with(".json") && !name.starts_with('.') {
-                out.push(ent.path());
+                names.push(name);
             }
         }
-        out.sort();
-        Ok(out)
+        // Names sort as plain strings (cheaper than comparing paths by
+        // component); their fixed-width time prefix makes that oldest first.
+        names.sort_unstable();
+        Ok(names.into_iter().map(|n| self.dir.join(n)).collect())
     }
 
     /// Read one entry file.
