@@ -47,6 +47,9 @@ pub fn encode_into(s: &str, out: &mut String) {
 /// Decode one query component: `%XX` escapes and `+` as a space (what HTML
 /// forms and most HTTP stacks send). The result must be UTF-8.
 pub fn decode(s: &str) -> Result<String, String> {
+    if !s.contains(['%', '+']) {
+        return Ok(s.to_string());
+    }
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
