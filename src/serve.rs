@@ -46,6 +46,9 @@ pub const MAX_RECORD_BODY_BYTES: usize = 16 * 1024;
 pub const MAX_TITLE_CHARS: usize = 80;
 /// Longest `ingest_key` (ai-memory's rule: 1–64 of `[A-Za-z0-9_-]`).
 pub const MAX_INGEST_KEY_LEN: usize = 64;
+/// Most body buffer reserved from a request's Content-Length before the
+/// bytes arrive (a batch of 256 typical records is about 600 KB).
+const PRESIZE_BYTES: usize = 1024 * 1024;
 /// Worker threads answering requests (each holds one store connection).
 pub const WORKERS: usize = 4;
 /// How often idle workers look at the stop flag.
@@ -295,12 +298,19 @@ fn too_large() -> Answer {
     )
 }
 
+/// Bytes reserved up front for a body announced as `len` bytes.
+fn presize(len: Option<usize>) -> usize {
+    len.unwrap_or(0).min(PRESIZE_BYTES)
+}
+
 fn read_body(req: &mut Request) -> Result<Vec<u8>, Answer> {
     if req.body_length().is_some_and(|n| n as u64 > MAX_BODY_BYTES) {
         return Err(too_large());
     }
-    // Sized from Content-Length (already checked against the limit).
-    let mut body = Vec::with_capacity(req.body_length().unwrap_or(0));
+    // Sized from Content-Length (already checked against the limit), but
+    // never more up front than PRESIZE_BYTES: a client that announces a big
+    // body and sends nothing does not get memory reserved for it.
+    let mut body = Vec::with_capacity(presize(req.body_length()));
     req.as_reader()
         .take(MAX_BODY_BYTES + 1)
         .read_to_end(&mut body)
@@ -861,6 +871,14 @@ mod tests {
         assert!(e.contains("AI_MEMORY_AUTH_TOKEN"), "{e}");
         assert!(listen_addr("0.0.0.0:0", true, true).is_ok());
         assert!(listen_addr("nonsense", false, false).is_err());
+    }
+
+    #[test]
+    fn body_buffers_are_presized_up_to_the_cap() {
+        assert_eq!(presize(None), 0);
+        assert_eq!(presize(Some(600_000)), 600_000);
+        assert_eq!(presize(Some(PRESIZE_BYTES)), PRESIZE_BYTES);
+        assert_eq!(presize(Some(PRESIZE_BYTES + 1)), PRESIZE_BYTES);
     }
 
     #[test]
