@@ -18,6 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tiny_http::{Header, Method, Request, Response, Server};
@@ -44,6 +46,9 @@ pub const MAX_RECORD_BODY_BYTES: usize = 16 * 1024;
 pub const MAX_TITLE_CHARS: usize = 80;
 /// Longest `ingest_key` (ai-memory's rule: 1–64 of `[A-Za-z0-9_-]`).
 pub const MAX_INGEST_KEY_LEN: usize = 64;
+/// Most body buffer reserved from a request's Content-Length before the
+/// bytes arrive (a batch of 256 typical records is about 600 KB).
+const PRESIZE_BYTES: usize = 1024 * 1024;
 /// Worker threads answering requests (each holds one store connection).
 pub const WORKERS: usize = 4;
 /// How often idle workers look at the stop flag.
@@ -293,11 +298,19 @@ fn too_large() -> Answer {
     )
 }
 
+/// Bytes reserved up front for a body announced as `len` bytes.
+fn presize(len: Option<usize>) -> usize {
+    len.unwrap_or(0).min(PRESIZE_BYTES)
+}
+
 fn read_body(req: &mut Request) -> Result<Vec<u8>, Answer> {
     if req.body_length().is_some_and(|n| n as u64 > MAX_BODY_BYTES) {
         return Err(too_large());
     }
-    let mut body = Vec::new();
+    // Sized from Content-Length (already checked against the limit), but
+    // never more up front than PRESIZE_BYTES: a client that announces a big
+    // body and sends nothing does not get memory reserved for it.
+    let mut body = Vec::with_capacity(presize(req.body_length()));
     req.as_reader()
         .take(MAX_BODY_BYTES + 1)
         .read_to_end(&mut body)
@@ -317,11 +330,21 @@ enum Prepared {
 }
 
 fn hook_one(query: &Query, body: &[u8], ctx: &mut Ctx) -> Answer {
-    let payload: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(e) => return Answer::error(400, format!("request body is not JSON: {e}")),
+    // Skipped members are not checked for UTF-8 by the typed reader: check
+    // the whole body first, as the tree reader would.
+    let typed = std::str::from_utf8(body)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Box<MemhookBody>>(text).ok());
+    let prepared = match typed {
+        // A memhook client's body: read without a tree.
+        Some(b) => prepare_body(query, Body::Memhook(b)),
+        // Anything else: as a tree (the error messages come from here).
+        None => match serde_json::from_slice::<Value>(body) {
+            Ok(v) => prepare(query, &v),
+            Err(e) => return Answer::error(400, format!("request body is not JSON: {e}")),
+        },
     };
-    match prepare(query, &payload) {
+    match prepared {
         Err(msg) => Answer::error(400, msg),
         Ok(Prepared::Skip(reason)) => Answer::json(
             200,
@@ -341,28 +364,18 @@ fn hook_one(query: &Query, body: &[u8], ctx: &mut Ctx) -> Answer {
 }
 
 fn hook_batch(body: &[u8], ctx: &mut Ctx) -> Answer {
-    let items: Vec<Value> = match serde_json::from_slice(body) {
-        Ok(Value::Array(a)) => a,
-        Ok(_) => return Answer::error(400, "batch body must be a JSON array of {url, body}"),
-        Err(e) => return Answer::error(400, format!("batch body is not JSON: {e}")),
+    let prepared = match fast_batch(body) {
+        Some(p) => p,
+        None => match tree_batch(body) {
+            Ok(p) => p,
+            Err(answer) => return answer,
+        },
     };
-    if items.len() > MAX_BATCH_ITEMS {
-        return Answer::json(
-            413,
-            json!({"accepted": 0, "error": format!(
-                "batch of {} items; at most {MAX_BATCH_ITEMS} per request", items.len())}),
-        );
-    }
-    let mut accepted = Vec::with_capacity(items.len());
+    let mut accepted = Vec::with_capacity(prepared.len());
     let mut records = Vec::new();
     let mut errors = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let prepared = match item.get("url").and_then(Value::as_str) {
-            None => Err("item has no string `url`".to_string()),
-            Some(url) => Query::of_url(url)
-                .and_then(|q| prepare(&q, item.get("body").unwrap_or(&Value::Null))),
-        };
-        match prepared {
+    for (i, p) in prepared.into_iter().enumerate() {
+        match p {
             Ok(Prepared::Store(r)) => {
                 accepted.push(i);
                 records.push(r);
@@ -394,6 +407,78 @@ fn hook_batch(body: &[u8], ctx: &mut Ctx) -> Answer {
     Answer::json(200, reply)
 }
 
+/// The 413 answer to a batch of `n` items.
+fn too_many_items(n: usize) -> Answer {
+    Answer::json(
+        413,
+        json!({"accepted": 0, "error": format!(
+            "batch of {n} items; at most {MAX_BATCH_ITEMS} per request")}),
+    )
+}
+
+/// One batch item as a memhook client sends it, borrowed from the request
+/// body: its `url` and its body left unparsed.
+#[derive(Deserialize)]
+struct RawItem<'a> {
+    #[serde(borrow)]
+    url: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    body: &'a RawValue,
+}
+
+/// The batch read without JSON trees: every item `{url, body}` and every
+/// body a memhook body (read as [`MemhookBody`]; any other body as a tree).
+/// `None` when anything is unusual (not an array of such items, too many
+/// items, a body that is not JSON): [`tree_batch`] then answers it exactly
+/// as before, with its messages.
+fn fast_batch(body: &[u8]) -> Option<Vec<Result<Prepared, String>>> {
+    let items: Vec<RawItem> = serde_json::from_slice(body).ok()?;
+    if items.len() > MAX_BATCH_ITEMS {
+        return None;
+    }
+    let mut out = Vec::with_capacity(items.len());
+    for item in &items {
+        let query = match Query::of_url(&item.url) {
+            Ok(q) => q,
+            Err(e) => {
+                out.push(Err(e));
+                continue;
+            }
+        };
+        let raw = item.body.get();
+        out.push(match serde_json::from_str::<Box<MemhookBody>>(raw) {
+            Ok(b) => prepare_body(&query, Body::Memhook(b)),
+            Err(_) => prepare(&query, &serde_json::from_str::<Value>(raw).ok()?),
+        });
+    }
+    Some(out)
+}
+
+/// The batch read as a JSON tree: any shape, every error named.
+fn tree_batch(body: &[u8]) -> Result<Vec<Result<Prepared, String>>, Answer> {
+    let items: Vec<Value> = match serde_json::from_slice(body) {
+        Ok(Value::Array(a)) => a,
+        Ok(_) => {
+            return Err(Answer::error(
+                400,
+                "batch body must be a JSON array of {url, body}",
+            ))
+        }
+        Err(e) => return Err(Answer::error(400, format!("batch body is not JSON: {e}"))),
+    };
+    if items.len() > MAX_BATCH_ITEMS {
+        return Err(too_many_items(items.len()));
+    }
+    Ok(items
+        .iter()
+        .map(|item| match item.get("url").and_then(Value::as_str) {
+            None => Err("item has no string `url`".to_string()),
+            Some(url) => Query::of_url(url)
+                .and_then(|q| prepare(&q, item.get("body").unwrap_or(&Value::Null))),
+        })
+        .collect())
+}
+
 /// Validate a scope name given as query parameter `param`.
 fn check_name(param: &str, value: &str) -> Result<(), String> {
     if names::is_valid_name(value) {
@@ -412,9 +497,75 @@ fn valid_key(k: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
+/// A memhook client's hook body, read without a JSON tree: the exact record
+/// plus the few payload members [`prepare_body`] looks at (the rest of the
+/// payload is skipped). A body without a well-formed record member, with a
+/// member given twice, or not an object at all does not parse as this and is
+/// read as a [`Value`] instead.
+#[derive(Deserialize)]
+struct MemhookBody {
+    memhook_record: Record,
+    #[serde(rename = "_ai_memory_capture", default)]
+    capture: Option<Value>,
+    #[serde(default)]
+    agent_id: Option<Value>,
+    #[serde(default)]
+    agent_type: Option<Value>,
+    #[serde(rename = "subagentType", default)]
+    subagent_type_camel: Option<Value>,
+    #[serde(default)]
+    subagent_type: Option<Value>,
+}
+
+/// A hook body as [`prepare_body`] sees it.
+enum Body<'a> {
+    /// Any JSON value (plain ai-memory payloads, unusual bodies).
+    Tree(&'a Value),
+    /// A memhook client's body.
+    Memhook(Box<MemhookBody>),
+}
+
+impl Body<'_> {
+    /// `_ai_memory_capture.disposition == "drop"`: the client's policy excluded it.
+    fn capture_dropped(&self) -> bool {
+        let capture = match self {
+            Body::Tree(v) => v.get(wire::CAPTURE_MEMBER),
+            Body::Memhook(b) => b.capture.as_ref(),
+        };
+        capture
+            .and_then(|c| c.get("disposition"))
+            .and_then(Value::as_str)
+            == Some("drop")
+    }
+
+    /// The payload carries a subagent marker (`agent_id`, `agent_type`, `subagentType`).
+    fn is_subagent(&self) -> bool {
+        let marks = match self {
+            Body::Tree(v) => {
+                ["agent_id", "agent_type", "subagentType", "subagent_type"].map(|k| v.get(k))
+            }
+            Body::Memhook(b) => [
+                b.agent_id.as_ref(),
+                b.agent_type.as_ref(),
+                b.subagent_type_camel.as_ref(),
+                b.subagent_type.as_ref(),
+            ],
+        };
+        marks.iter().any(|m| {
+            m.and_then(Value::as_str)
+                .is_some_and(|s| !s.trim().is_empty())
+        })
+    }
+}
+
 /// Turn one hook request (query + body) into a record to store, or a
 /// deliberate skip, or a 400 message naming what is wrong.
 fn prepare(query: &Query, body: &Value) -> Result<Prepared, String> {
+    prepare_body(query, Body::Tree(body))
+}
+
+/// [`prepare`] for a body read either way.
+fn prepare_body(query: &Query, body: Body) -> Result<Prepared, String> {
     for p in ["workspace", "project"] {
         if let Some(v) = query.get(p) {
             check_name(p, v)?;
@@ -430,15 +581,19 @@ fn prepare(query: &Query, body: &Value) -> Result<Prepared, String> {
             ));
         }
     }
-    if capture_dropped(body) {
+    if body.capture_dropped() {
         return Ok(Prepared::Skip("capture policy dropped"));
     }
-    let mut record = match body.get(wire::RECORD_MEMBER) {
-        Some(r) => exact_record(query, r)?,
-        None => plain_record(query, event, body)?,
+    let subagent_payload = body.is_subagent();
+    let mut record = match body {
+        Body::Tree(v) => match v.get(wire::RECORD_MEMBER) {
+            Some(r) => exact_record(query, r)?,
+            None => plain_record(query, event, v)?,
+        },
+        Body::Memhook(b) => checked_record(query, b.memhook_record)?,
     };
     let drop_subagent = query.truthy("drop_subagent") || record.scope.drop_subagent;
-    if drop_subagent && (record.subagent || payload_is_subagent(body)) {
+    if drop_subagent && (record.subagent || subagent_payload) {
         return Ok(Prepared::Skip("subagent capture dropped"));
     }
     if record.disposition == "metadata-only" {
@@ -453,35 +608,20 @@ fn prepare(query: &Query, body: &Value) -> Result<Prepared, String> {
     Ok(Prepared::Store(Box::new(record)))
 }
 
-/// `_ai_memory_capture.disposition == "drop"`: the client's policy excluded it.
-fn capture_dropped(body: &Value) -> bool {
-    body.get(wire::CAPTURE_MEMBER)
-        .and_then(|c| c.get("disposition"))
-        .and_then(Value::as_str)
-        == Some("drop")
-}
-
-/// The payload carries a subagent marker (`agent_id`, `agent_type`, `subagentType`).
-fn payload_is_subagent(body: &Value) -> bool {
-    ["agent_id", "agent_type", "subagentType", "subagent_type"]
-        .iter()
-        .any(|k| {
-            body.get(*k)
-                .and_then(Value::as_str)
-                .is_some_and(|s| !s.trim().is_empty())
-        })
-}
-
 /// A memhook client's exact record, checked: version, key, names, bounds,
 /// and agreement with the query.
 fn exact_record(query: &Query, raw: &Value) -> Result<Record, String> {
-    use serde::Deserialize;
     let r = Record::deserialize(raw).map_err(|e| {
         format!(
             "body member `{}` is not a memhook record: {e}",
             wire::RECORD_MEMBER
         )
     })?;
+    checked_record(query, r)
+}
+
+/// [`exact_record`]'s checks on a record already read.
+fn checked_record(query: &Query, r: Record) -> Result<Record, String> {
     if r.v > RECORD_VERSION {
         return Err(format!(
             "record format v{} is newer than this server understands (v{RECORD_VERSION}); \
@@ -734,6 +874,14 @@ mod tests {
     }
 
     #[test]
+    fn body_buffers_are_presized_up_to_the_cap() {
+        assert_eq!(presize(None), 0);
+        assert_eq!(presize(Some(600_000)), 600_000);
+        assert_eq!(presize(Some(PRESIZE_BYTES)), PRESIZE_BYTES);
+        assert_eq!(presize(Some(PRESIZE_BYTES + 1)), PRESIZE_BYTES);
+    }
+
+    #[test]
     fn digests_compare_whole() {
         let a = Sha256::digest(b"Bearer x");
         assert!(digest_eq(&a, &Sha256::digest(b"Bearer x")));
@@ -823,6 +971,99 @@ mod tests {
         let mut f = r;
         f.files.push("g".into());
         assert!(check_record_bounds(&f).unwrap_err().contains("`files`"));
+    }
+
+    /// Both ways of reading a body give the same verdict.
+    fn both_ways(query: &str, body: &Value) -> String {
+        let q = Query::parse(query).unwrap();
+        let tree = format!("{:?}", prepare(&q, body));
+        let bytes = serde_json::to_vec(body).unwrap();
+        let fast = serde_json::from_slice::<Box<MemhookBody>>(&bytes)
+            .map(|b| format!("{:?}", prepare_body(&q, Body::Memhook(b))))
+            .unwrap_or_else(|_| tree.clone());
+        assert_eq!(fast, tree, "{query} {body}");
+        tree
+    }
+
+    #[test]
+    fn typed_bodies_read_like_trees() {
+        use crate::sink::http::wire::{hook_body, tests::body_variants};
+        for r in body_variants() {
+            let body = hook_body(&r);
+            for q in [
+                "event=stop&project=api&workspace=acme",
+                "event=stop&drop_subagent=1",
+                "event=stop&project=other",
+                "event=stop&ingest_key=nope",
+            ] {
+                both_ways(q, &body);
+            }
+            let mut b = body.clone();
+            b["agent_id"] = json!("a1");
+            assert!(both_ways("event=stop&drop_subagent=1", &b).contains("Skip"));
+            b["agent_id"] = json!(" ");
+            b["subagentType"] = json!(7);
+            both_ways("event=stop&drop_subagent=1", &b);
+            b[wire::CAPTURE_MEMBER] = json!({"disposition": "drop"});
+            assert!(both_ways("event=stop", &b).contains("capture policy dropped"));
+            b[wire::CAPTURE_MEMBER] = json!("drop");
+            both_ways("event=stop", &b);
+            let mut bad = body.clone();
+            bad[wire::RECORD_MEMBER]["key"] = json!("a b");
+            assert!(both_ways("event=stop", &bad).contains("`key`"));
+            bad[wire::RECORD_MEMBER] = Value::Null;
+            assert!(both_ways("event=stop", &bad).contains("not a memhook record"));
+        }
+    }
+
+    #[test]
+    fn fast_batches_read_like_tree_batches() {
+        use crate::sink::http::wire::{hook_body, hook_path, tests::body_variants};
+        let mut items: Vec<Value> = body_variants()
+            .iter()
+            .map(|r| json!({"url": hook_path(r), "body": hook_body(r)}))
+            .collect();
+        items.push(
+            json!({"url": "/hook?event=UserPromptSubmit&agent=claude-code&project=p",
+            "body": {"session_id": "s", "prompt": "hello"}}),
+        );
+        items.push(json!({"url": "/hook?event=stop&project=Bad%20Name", "body": {}}));
+        items.push(json!({"url": "/hook?event=stop&project=%G1", "body": {}}));
+        items.push(json!({"url": "/hook?event=stop", "body": 5}));
+        let body = serde_json::to_vec(&items).unwrap();
+        let fast = fast_batch(&body).expect("a well-formed batch reads fast");
+        let Ok(tree) = tree_batch(&body) else {
+            panic!("tree")
+        };
+        // Plain payloads get fresh keys and times: compare the verdicts' shape.
+        let shape = |v: &[Result<Prepared, String>]| -> Vec<String> {
+            v.iter()
+                .map(|p| match p {
+                    Ok(Prepared::Store(r)) if r.scope.workspace_source == "query" => {
+                        "plain".to_string()
+                    }
+                    other => format!("{other:?}"),
+                })
+                .collect()
+        };
+        assert_eq!(shape(&fast), shape(&tree));
+        assert_eq!(fast.len(), items.len());
+        // Unusual batches are left to the tree reader and its messages.
+        for odd in [
+            &b"{}"[..],
+            b"nope",
+            br#"[{"body": {}}]"#,
+            br#"[{"url": 1, "body": {}}]"#,
+        ] {
+            assert!(
+                fast_batch(odd).is_none(),
+                "{}",
+                String::from_utf8_lossy(odd)
+            );
+        }
+        let many = serde_json::to_vec(&vec![items[0].clone(); MAX_BATCH_ITEMS + 1]).unwrap();
+        assert!(fast_batch(&many).is_none());
+        assert!(matches!(tree_batch(&many), Err(Answer { code: 413, .. })));
     }
 
     #[test]

@@ -254,6 +254,8 @@ pub struct HttpSink {
     timeout: Duration,
     batch: BatchSupport,
     unreachable: bool,
+    /// The last batch body's buffer, reused for the next one.
+    buf: Vec<u8>,
 }
 
 impl HttpSink {
@@ -268,6 +270,7 @@ impl HttpSink {
             timeout,
             batch: BatchSupport::Unknown,
             unreachable: false,
+            buf: Vec::new(),
         }
     }
 
@@ -326,19 +329,16 @@ impl HttpSink {
         chunk: &[SpoolEntry],
         deadline: Instant,
     ) -> Option<Vec<ItemOutcome>> {
-        let items: Vec<serde_json::Value> = chunk
-            .iter()
-            .map(|e| {
-                serde_json::json!({
-                    "url": wire::hook_path(&e.record),
-                    "body": wire::hook_body(&e.record),
-                })
-            })
-            .collect();
-        let body = serde_json::to_vec(&items).unwrap_or_default();
+        // Serialised straight from the records into one buffer, kept
+        // between batches (no per-item JSON tree).
+        let mut body = std::mem::take(&mut self.buf);
+        body.clear();
+        wire::write_batch(chunk.iter().map(|e| &e.record), &mut body);
         let url = format!("{base}/hook/batch");
         let n = chunk.len();
-        match self.send(base, &url, Some(&body), deadline) {
+        let reply = self.send(base, &url, Some(&body), deadline);
+        self.buf = body;
+        match reply {
             Reply::Status {
                 code: 404 | 405 | 413,
                 ..
@@ -379,7 +379,7 @@ impl HttpSink {
         for (i, e) in chunk.iter().enumerate() {
             let rest = chunk.len() - i;
             let url = format!("{base}{}", wire::hook_path(&e.record));
-            let body = serde_json::to_vec(&wire::hook_body(&e.record)).unwrap_or_default();
+            let body = serde_json::to_vec(&wire::HookBody::new(&e.record)).unwrap_or_default();
             match self.send(base, &url, Some(&body), deadline) {
                 Reply::Status { code, .. } if (200..300).contains(&code) => {
                     out.push(ItemOutcome::Delivered)

@@ -3,7 +3,8 @@
 //! event names, the request body built from a [`Record`] and the batch reply.
 //! `docs/protocol.md` describes the same format for users.
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::record::Record;
 
@@ -17,21 +18,38 @@ pub const CAPTURE_MEMBER: &str = "_ai_memory_capture";
 /// (uppercase hex; multibyte UTF-8 is encoded byte by byte).
 pub fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push('%');
-            out.push(char::from(b"0123456789ABCDEF"[(b >> 4) as usize]));
-            out.push(char::from(b"0123456789ABCDEF"[(b & 15) as usize]));
-        }
-    }
+    encode_into(s, &mut out);
     out
+}
+
+/// [`encode`], appended to `out`.
+pub fn encode_into(s: &str, out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let is_plain = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~');
+    let mut rest = s;
+    while !rest.is_empty() {
+        // Copy the longest run of unreserved bytes at once.
+        let run = rest.bytes().take_while(|&b| is_plain(b)).count();
+        out.push_str(&rest[..run]);
+        let bytes = &rest.as_bytes()[run..];
+        let esc = bytes.iter().take_while(|&&b| !is_plain(b)).count();
+        for &b in &bytes[..esc] {
+            out.push('%');
+            out.push(char::from(HEX[(b >> 4) as usize]));
+            out.push(char::from(HEX[(b & 15) as usize]));
+        }
+        // `run + esc` ends before an unreserved (ASCII) byte or at the end:
+        // always a char boundary.
+        rest = &rest[run + esc..];
+    }
 }
 
 /// Decode one query component: `%XX` escapes and `+` as a space (what HTML
 /// forms and most HTTP stacks send). The result must be UTF-8.
 pub fn decode(s: &str) -> Result<String, String> {
+    if !s.contains(['%', '+']) {
+        return Ok(s.to_string());
+    }
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -117,7 +135,7 @@ impl QueryBuilder {
         self.0.push(if self.0.is_empty() { '?' } else { '&' });
         self.0.push_str(name);
         self.0.push('=');
-        self.0.push_str(&encode(value));
+        encode_into(value, &mut self.0);
         self
     }
 
@@ -137,6 +155,11 @@ impl QueryBuilder {
 
     pub fn finish(&self) -> String {
         self.0.clone()
+    }
+
+    /// The query built so far (`?a=b&…`, or empty).
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 
@@ -203,74 +226,147 @@ pub fn hook_path(record: &Record) -> String {
 
 /// The request body for `record`: the payload fields an ai-memory server
 /// reads (never more than the record holds) plus the exact record under
-/// [`RECORD_MEMBER`].
+/// [`RECORD_MEMBER`]. (The same members as [`HookBody`], as a tree.)
 pub fn hook_body(record: &Record) -> Value {
-    let mut m = Map::new();
-    if let Some(s) = &record.session_id {
-        m.insert("session_id".into(), json!(s));
-    }
-    if let Some(c) = &record.cwd {
-        m.insert("cwd".into(), json!(c));
-    }
-    m.insert("hook_event_name".into(), json!(wire_event(record)));
-    m.insert(
-        "occurred_at".into(),
-        json!(crate::timefmt::rfc3339_ms(record.occurred_ms)),
-    );
-    let metadata_only = record.disposition == "metadata-only";
-    if let Some(t) = &record.tool {
-        let family = wire_family(&t.family);
-        m.insert("tool_family".into(), json!(family));
+    serde_json::to_value(HookBody::new(record)).unwrap_or(Value::Null)
+}
+
+/// The request body for `record`, serialised straight to JSON (no
+/// intermediate tree): members in this order, each only when it applies.
+#[derive(Debug, Serialize)]
+pub struct HookBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cwd: Option<&'a str>,
+    hook_event_name: &'a str,
+    occurred_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_family: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_use_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    // The excerpt, under the one field an agent would use for the event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_response: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'a str>,
+    #[serde(rename = "subagentType", skip_serializing_if = "Option::is_none")]
+    subagent_type: Option<&'static str>,
+    #[serde(rename = "_ai_memory_capture", skip_serializing_if = "Option::is_none")]
+    capture: Option<WireCapture<'a>>,
+    memhook_record: &'a Record,
+}
+
+/// ai-memory's capture protocol object, keys in its order.
+#[derive(Debug, Serialize)]
+struct WireCapture<'a> {
+    version: u32,
+    disposition: &'a str,
+    policy_state: &'a str,
+    tool_family: &'static str,
+    path_count: u32,
+    extraction_state: &'a str,
+}
+
+impl<'a> HookBody<'a> {
+    pub fn new(record: &'a Record) -> HookBody<'a> {
+        let metadata_only = record.disposition == "metadata-only";
+        let tool = record.tool.as_ref();
+        let family = tool.map(|t| wire_family(&t.family));
         // Metadata-only bodies name the family, never the tool (as ai-memory does).
-        let name = if metadata_only {
-            None
+        let tool_name = tool.map(|t| {
+            let name = if metadata_only {
+                None
+            } else {
+                t.name.as_deref()
+            };
+            name.unwrap_or(wire_family(&t.family))
+        });
+        let call_id = tool.and_then(|t| t.call_id.as_deref());
+        let (title, excerpt) = if metadata_only {
+            (None, None)
         } else {
-            t.name.as_deref()
+            (record.title.as_deref(), record.body.as_deref())
         };
-        m.insert("tool_name".into(), json!(name.unwrap_or(family)));
-        if let Some(id) = &t.call_id {
-            m.insert("tool_use_id".into(), json!(id));
-            m.insert("tool_call_id".into(), json!(id));
-        }
-    }
-    if !metadata_only {
-        if let Some(title) = &record.title {
-            m.insert("title".into(), json!(title));
-        }
-        if let Some(body) = &record.body {
-            let field = EXCERPT_FIELD
-                .iter()
-                .find(|(e, _)| *e == record.event)
-                .map(|(_, f)| *f)
-                .unwrap_or("message");
-            m.insert(field.into(), json!(body));
-        }
-    }
-    if record.subagent {
-        m.insert("subagentType".into(), json!("subagent"));
-    }
-    if let Some(c) = &record.capture {
+        let field = EXCERPT_FIELD
+            .iter()
+            .find(|(e, _)| *e == record.event)
+            .map(|(_, f)| *f)
+            .unwrap_or("message");
+        let pick = |name: &str| excerpt.filter(|_| field == name);
         // ai-memory only knows inactive/active/invalid and sends the object
         // when a policy is in force.
-        if matches!(c.policy_state.as_str(), "active" | "invalid") {
-            m.insert(
-                CAPTURE_MEMBER.into(),
-                json!({
-                    "version": c.version,
-                    "disposition": c.disposition,
-                    "policy_state": c.policy_state,
-                    "tool_family": wire_family(&c.tool_family),
-                    "path_count": c.path_count,
-                    "extraction_state": c.extraction_state,
-                }),
-            );
+        let capture = record
+            .capture
+            .as_ref()
+            .filter(|c| matches!(c.policy_state.as_str(), "active" | "invalid"))
+            .map(|c| WireCapture {
+                version: c.version,
+                disposition: &c.disposition,
+                policy_state: &c.policy_state,
+                tool_family: wire_family(&c.tool_family),
+                path_count: c.path_count,
+                extraction_state: &c.extraction_state,
+            });
+        HookBody {
+            session_id: record.session_id.as_deref(),
+            cwd: record.cwd.as_deref(),
+            hook_event_name: wire_event(record),
+            occurred_at: crate::timefmt::rfc3339_ms(record.occurred_ms),
+            tool_family: family,
+            tool_name,
+            tool_use_id: call_id,
+            tool_call_id: call_id,
+            title,
+            prompt: pick("prompt"),
+            tool_response: pick("tool_response"),
+            message: pick("message"),
+            summary: pick("summary"),
+            subagent_type: record.subagent.then_some("subagent"),
+            capture,
+            memhook_record: record,
         }
     }
-    m.insert(
-        RECORD_MEMBER.into(),
-        serde_json::to_value(record).unwrap_or(Value::Null),
-    );
-    Value::Object(m)
+}
+
+/// One item of a `POST /hook/batch` body: `{"url": <hook_path>, "body": <hook_body>}`.
+#[derive(Debug, Serialize)]
+pub struct BatchItem<'a> {
+    url: String,
+    body: HookBody<'a>,
+}
+
+impl<'a> BatchItem<'a> {
+    pub fn new(record: &'a Record) -> BatchItem<'a> {
+        BatchItem {
+            url: hook_path(record),
+            body: HookBody::new(record),
+        }
+    }
+}
+
+/// Append the `POST /hook/batch` body for `records` (a JSON array of
+/// [`BatchItem`]) to `out`, serialised item by item without a tree.
+pub fn write_batch<'a>(records: impl IntoIterator<Item = &'a Record>, out: &mut Vec<u8>) {
+    out.push(b'[');
+    for (i, r) in records.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        // Writing into a Vec cannot fail, and every map key is a string.
+        let _ = serde_json::to_writer(&mut *out, &BatchItem::new(r));
+    }
+    out.push(b']');
 }
 
 /// What a `POST /hook/batch` reply says was accepted.
@@ -328,6 +424,81 @@ impl BatchReply {
 pub(crate) mod tests {
     use super::*;
     use crate::record::{CaptureMeta, RecordScope, RecordTool};
+    use serde_json::{json, Map};
+
+    /// The body as it was built before [`HookBody`] (a `Value` tree, member
+    /// by member): the typed body must serialise to the same bytes.
+    /// The request body for `record`: the payload fields an ai-memory server
+    /// reads (never more than the record holds) plus the exact record under
+    /// [`RECORD_MEMBER`].
+    pub(crate) fn reference_body(record: &Record) -> Value {
+        let mut m = Map::new();
+        if let Some(s) = &record.session_id {
+            m.insert("session_id".into(), json!(s));
+        }
+        if let Some(c) = &record.cwd {
+            m.insert("cwd".into(), json!(c));
+        }
+        m.insert("hook_event_name".into(), json!(wire_event(record)));
+        m.insert(
+            "occurred_at".into(),
+            json!(crate::timefmt::rfc3339_ms(record.occurred_ms)),
+        );
+        let metadata_only = record.disposition == "metadata-only";
+        if let Some(t) = &record.tool {
+            let family = wire_family(&t.family);
+            m.insert("tool_family".into(), json!(family));
+            // Metadata-only bodies name the family, never the tool (as ai-memory does).
+            let name = if metadata_only {
+                None
+            } else {
+                t.name.as_deref()
+            };
+            m.insert("tool_name".into(), json!(name.unwrap_or(family)));
+            if let Some(id) = &t.call_id {
+                m.insert("tool_use_id".into(), json!(id));
+                m.insert("tool_call_id".into(), json!(id));
+            }
+        }
+        if !metadata_only {
+            if let Some(title) = &record.title {
+                m.insert("title".into(), json!(title));
+            }
+            if let Some(body) = &record.body {
+                let field = EXCERPT_FIELD
+                    .iter()
+                    .find(|(e, _)| *e == record.event)
+                    .map(|(_, f)| *f)
+                    .unwrap_or("message");
+                m.insert(field.into(), json!(body));
+            }
+        }
+        if record.subagent {
+            m.insert("subagentType".into(), json!("subagent"));
+        }
+        if let Some(c) = &record.capture {
+            // ai-memory only knows inactive/active/invalid and sends the object
+            // when a policy is in force.
+            if matches!(c.policy_state.as_str(), "active" | "invalid") {
+                m.insert(
+                    CAPTURE_MEMBER.into(),
+                    json!({
+                        "version": c.version,
+                        "disposition": c.disposition,
+                        "policy_state": c.policy_state,
+                        "tool_family": wire_family(&c.tool_family),
+                        "path_count": c.path_count,
+                        "extraction_state": c.extraction_state,
+                    }),
+                );
+            }
+        }
+        m.insert(
+            RECORD_MEMBER.into(),
+            serde_json::to_value(record).unwrap_or(Value::Null),
+        );
+        Value::Object(m)
+    }
 
     pub(crate) fn record(key: &str) -> Record {
         Record {
@@ -345,6 +516,82 @@ pub(crate) mod tests {
         }
     }
 
+    /// Records covering every member and branch of the body.
+    pub(crate) fn body_variants() -> Vec<Record> {
+        let mut out = vec![record("k0")];
+        for (i, event) in [
+            "post-tool-use",
+            "post-tool-use-failure",
+            "notification",
+            "pre-compact",
+            "post-compact",
+            "stop",
+            "other",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut r = record(&format!("k{i}"));
+            r.event = event.into();
+            r.native_event = "session.idle \"quoted\" é".into();
+            r.tool = Some(RecordTool {
+                family: ["file", "search-list", "shell", "mcp"][i % 4].into(),
+                name: (i % 2 == 0).then(|| "Bash".into()),
+                call_id: (i % 3 != 0).then(|| format!("toolu_{i}")),
+                outcome: Some("success".into()),
+            });
+            r.subagent = i % 2 == 1;
+            r.session_id = (i != 3).then(|| "s\u{1}\n".into());
+            r.cwd = (i != 4).then(|| r"C:\dev\my app".into());
+            r.files = vec!["src/a.rs".into(); i];
+            r.capture = Some(CaptureMeta {
+                version: 1,
+                policy_state: ["active", "invalid", "inactive"][i % 3].into(),
+                tool_family: "file".into(),
+                path_count: i as u32,
+                disposition: "keep".into(),
+                extraction_state: "complete".into(),
+            });
+            if i == 5 {
+                r.disposition = "metadata-only".into();
+            }
+            if i == 6 {
+                r.title = None;
+                r.body = None;
+            }
+            out.push(r);
+        }
+        out
+    }
+
+    #[test]
+    fn typed_body_is_byte_for_byte_the_tree_body() {
+        for r in body_variants() {
+            let tree = serde_json::to_vec(&reference_body(&r)).unwrap();
+            let typed = serde_json::to_vec(&HookBody::new(&r)).unwrap();
+            assert_eq!(
+                String::from_utf8(typed).unwrap(),
+                String::from_utf8(tree).unwrap()
+            );
+            assert_eq!(hook_body(&r), reference_body(&r));
+        }
+    }
+
+    #[test]
+    fn batch_body_is_byte_for_byte_the_tree_batch() {
+        let records = body_variants();
+        let tree: Vec<Value> = records
+            .iter()
+            .map(|r| json!({"url": hook_path(r), "body": reference_body(r)}))
+            .collect();
+        let mut out = Vec::new();
+        write_batch(&records, &mut out);
+        assert_eq!(out, serde_json::to_vec(&tree).unwrap());
+        let mut empty = Vec::new();
+        write_batch(&[], &mut empty);
+        assert_eq!(empty, b"[]");
+    }
+
     #[test]
     fn encodes_like_ai_memory() {
         assert_eq!(encode(r"C:\dev\myproject"), "C%3A%5Cdev%5Cmyproject");
@@ -352,6 +599,9 @@ pub(crate) mod tests {
         assert_eq!(encode("a b&c=d"), "a%20b%26c%3Dd");
         assert_eq!(encode("ré"), "r%C3%A9");
         assert_eq!(encode("A-z_0.9~"), "A-z_0.9~");
+        assert_eq!(encode(""), "");
+        assert_eq!(encode("é/x"), "%C3%A9%2Fx");
+        assert_eq!(encode("x%"), "x%25");
     }
 
     #[test]
