@@ -202,7 +202,7 @@ fn bench_drain(n: usize, rounds: usize) {
                 deadline: Instant::now() + Duration::from_secs(600),
                 only: None,
                 honour_backoff: false,
-                remove_behind: true,
+                pipelined: true,
             },
         )
         .unwrap();

@@ -139,7 +139,7 @@ fn deliver_pending(data_dir: &Path, sink: &SinkTarget, session: Option<&str>, un
             deadline: until,
             only: Some(sink.clone()),
             honour_backoff: true,
-            remove_behind: false,
+            pipelined: false,
         },
     );
 }

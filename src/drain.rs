@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::fs::{self, File};
 use std::io;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::mpsc;
@@ -415,10 +416,11 @@ pub struct Options {
     pub only: Option<SinkTarget>,
     /// Skip sinks still backing off from an earlier failure.
     pub honour_backoff: bool,
-    /// Delete delivered files on a second thread ([`Remover`]), overlapping
-    /// the next batch. For `memhook drain` and the background drainer; the
-    /// hook's own session-start drain stays on one thread.
-    pub remove_behind: bool,
+    /// Read the spool ahead ([`for_each_loaded`]) and delete delivered files
+    /// behind ([`Remover`]) on two more threads, overlapping the delivery.
+    /// For `memhook drain` and the background drainer; the hook's own
+    /// session-start drain stays on one thread.
+    pub pipelined: bool,
 }
 
 /// What a drain did.
@@ -501,7 +503,7 @@ struct Drainer<'a, F> {
     drops: Vec<(Option<SinkTarget>, String, PathBuf, &'static str)>,
     report: Report,
     opts: Options,
-    /// Deletes committed files behind the delivery (with `remove_behind`).
+    /// Deletes committed files behind the delivery (with `pipelined`).
     remover: Option<Remover>,
 }
 
@@ -581,6 +583,57 @@ impl Drop for Remover {
     }
 }
 
+/// How many spool entries the reading thread may have read ahead of the
+/// delivery (bounds the memory a pipelined drain holds: entries are at most
+/// a few KiB).
+pub const READ_AHEAD: usize = 256;
+
+/// Read `files` in order through [`load_entry`] and hand each to `f` until it
+/// breaks. With `ahead`, a second thread reads up to [`READ_AHEAD`] entries
+/// ahead of `f`, so reading and parsing the spool overlaps delivering it;
+/// without (or when no thread can be started), each file is read when `f`
+/// is ready for it.
+fn for_each_loaded(
+    files: &[PathBuf],
+    ahead: bool,
+    mut f: impl FnMut(PathBuf, Result<SpoolEntry, SpoolError>) -> ControlFlow<()>,
+) {
+    let in_order =
+        |f: &mut dyn FnMut(PathBuf, Result<SpoolEntry, SpoolError>) -> ControlFlow<()>,
+         files: &[PathBuf]| {
+            for path in files {
+                if f(path.clone(), load_entry(path)).is_break() {
+                    return;
+                }
+            }
+        };
+    if !ahead || files.len() < 2 {
+        return in_order(&mut f, files);
+    }
+    std::thread::scope(|s| {
+        let (tx, rx) = mpsc::sync_channel(READ_AHEAD);
+        let reader = std::thread::Builder::new()
+            .name("memhook-read".into())
+            .spawn_scoped(s, move || {
+                for (i, path) in files.iter().enumerate() {
+                    if tx.send((i, load_entry(path))).is_err() {
+                        return;
+                    }
+                }
+            });
+        if reader.is_err() {
+            return in_order(&mut f, files);
+        }
+        for (i, loaded) in rx.iter() {
+            if f(files[i].clone(), loaded).is_break() {
+                break;
+            }
+        }
+        // Dropping the receiver ends a reader still blocked on a full queue.
+        drop(rx);
+    });
+}
+
 /// Delete spool files; a failure is logged (never a panic, even when the
 /// log cannot be written) and the file is delivered again later.
 fn remove_all(paths: &[PathBuf]) {
@@ -616,7 +669,7 @@ where
         remover: None,
         opts,
     };
-    if d.opts.remove_behind {
+    if d.opts.pipelined {
         d.remover = Remover::start();
     }
     d.recover_inflight();
@@ -744,61 +797,14 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
         // Per-sink batches being filled, in first-seen order.
         let mut order: Vec<SinkTarget> = Vec::new();
         let mut batches: HashMap<SinkTarget, Batch> = HashMap::new();
-        for path in files {
+        let ahead = self.opts.pipelined;
+        for_each_loaded(&files, ahead, |path, loaded| {
             if Instant::now() >= self.opts.deadline {
-                break;
+                return ControlFlow::Break(());
             }
-            let entry = match load_entry(&path) {
-                Ok(e) => e,
-                Err(SpoolError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
-                    continue
-                }
-                Err(SpoolError::Corrupt { .. }) => {
-                    // The parser's message may quote the file's content: the
-                    // log names the file only.
-                    eprintln!(
-                        "memhook: drain: {} is not a valid spool entry; dropped as corrupt",
-                        path.display()
-                    );
-                    let sink = sink_of_corrupt(&path);
-                    let id = sink.as_ref().map(SinkTarget::id);
-                    self.queue_drop(sink, id, path, DROP_CORRUPT);
-                    continue;
-                }
-                Err(e) => {
-                    eprintln!("memhook: drain: {e}");
-                    continue;
-                }
-            };
-            if let Some(only) = &self.opts.only {
-                if &entry.sink != only {
-                    continue;
-                }
-            }
-            let id = entry.sink.id();
-            if now.saturating_sub(entry.enqueued_ms) > MAX_AGE_MS {
-                self.queue_drop(Some(entry.sink), Some(id), path, DROP_MAX_AGE);
-                continue;
-            }
-            if entry.attempts >= MAX_ATTEMPTS {
-                self.queue_drop(Some(entry.sink), Some(id), path, DROP_MAX_ATTEMPTS);
-                continue;
-            }
-            if self.skipped(&id, first_pass) {
-                continue;
-            }
-            let target = entry.sink.clone();
-            let batch = batches.entry(target.clone()).or_default();
-            if batch.paths.is_empty() {
-                order.push(target.clone());
-            }
-            batch.paths.push(path);
-            batch.entries.push(entry);
-            if batch.paths.len() >= batch_limit(&target) {
-                let full = std::mem::take(batch);
-                self.deliver(&target, full);
-            }
-        }
+            self.take(path, loaded, now, first_pass, &mut order, &mut batches);
+            ControlFlow::Continue(())
+        });
         self.flush_drops();
         order.dedup();
         for target in order {
@@ -811,6 +817,69 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             }
         }
         Ok((self.report.delivered, self.report.dropped_total()) != before)
+    }
+
+    /// Place one read spool entry: into its sink's batch (delivering the
+    /// batch when full), or among the drops, or nowhere (skipped this pass).
+    fn take(
+        &mut self,
+        path: PathBuf,
+        loaded: Result<SpoolEntry, SpoolError>,
+        now: u64,
+        first_pass: bool,
+        order: &mut Vec<SinkTarget>,
+        batches: &mut HashMap<SinkTarget, Batch>,
+    ) {
+        let entry = match loaded {
+            Ok(e) => e,
+            Err(SpoolError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                return
+            }
+            Err(SpoolError::Corrupt { .. }) => {
+                // The parser's message may quote the file's content: the
+                // log names the file only.
+                eprintln!(
+                    "memhook: drain: {} is not a valid spool entry; dropped as corrupt",
+                    path.display()
+                );
+                let sink = sink_of_corrupt(&path);
+                let id = sink.as_ref().map(SinkTarget::id);
+                self.queue_drop(sink, id, path, DROP_CORRUPT);
+                return;
+            }
+            Err(e) => {
+                eprintln!("memhook: drain: {e}");
+                return;
+            }
+        };
+        if let Some(only) = &self.opts.only {
+            if &entry.sink != only {
+                return;
+            }
+        }
+        let id = entry.sink.id();
+        if now.saturating_sub(entry.enqueued_ms) > MAX_AGE_MS {
+            self.queue_drop(Some(entry.sink), Some(id), path, DROP_MAX_AGE);
+            return;
+        }
+        if entry.attempts >= MAX_ATTEMPTS {
+            self.queue_drop(Some(entry.sink), Some(id), path, DROP_MAX_ATTEMPTS);
+            return;
+        }
+        if self.skipped(&id, first_pass) {
+            return;
+        }
+        let target = entry.sink.clone();
+        let batch = batches.entry(target.clone()).or_default();
+        if batch.paths.is_empty() {
+            order.push(target.clone());
+        }
+        batch.paths.push(path);
+        batch.entries.push(entry);
+        if batch.paths.len() >= batch_limit(&target) {
+            let full = std::mem::take(batch);
+            self.deliver(&target, full);
+        }
     }
 
     /// Hand one batch to its sink and apply the outcomes.
@@ -1092,7 +1161,7 @@ pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
             deadline,
             only: None,
             honour_backoff: false,
-            remove_behind: true,
+            pipelined: true,
         },
     )?;
     println!("memhook drain: {}", report.summary());
@@ -1148,7 +1217,7 @@ pub fn run_background(dir: &Path) {
                 deadline,
                 only: None,
                 honour_backoff: true,
-                remove_behind: true,
+                pipelined: true,
             },
         ) {
             Ok(r) => r,
@@ -1246,7 +1315,7 @@ mod tests {
             deadline: Instant::now() + Duration::from_secs(30),
             only: None,
             honour_backoff: false,
-            remove_behind: true,
+            pipelined: true,
         }
     }
 
@@ -1372,6 +1441,49 @@ mod tests {
         let c = file("c.json");
         r.push(vec![c.clone()]);
         assert!(!c.exists());
+    }
+
+    #[test]
+    fn reading_ahead_keeps_the_order_and_stops_when_told() {
+        let t = tempfile::tempdir().unwrap();
+        let n = READ_AHEAD * 2 + 10;
+        let files: Vec<PathBuf> = (0..n)
+            .map(|i| {
+                let p = t.path().join(format!("{i:05}.json"));
+                let e = entry(&format!("{i:032x}"), SinkTarget::Store, 1);
+                if i == 7 {
+                    fs::write(&p, b"{ not json").unwrap();
+                } else {
+                    fs::write(&p, serde_json::to_vec(&e).unwrap()).unwrap();
+                }
+                p
+            })
+            .collect();
+        for ahead in [false, true] {
+            let mut seen = Vec::new();
+            for_each_loaded(&files, ahead, |path, loaded| {
+                match loaded {
+                    Ok(e) => assert_eq!(e.record.key, format!("{:032x}", seen.len())),
+                    Err(SpoolError::Corrupt { .. }) => assert_eq!(seen.len(), 7),
+                    Err(e) => panic!("{e}"),
+                }
+                seen.push(path);
+                ControlFlow::Continue(())
+            });
+            assert_eq!(seen, files, "every file, in order (ahead: {ahead})");
+            // Stopping early returns even though the reader is blocked on a
+            // full queue with hundreds of files still to go.
+            let mut taken = 0;
+            for_each_loaded(&files, ahead, |_, _| {
+                taken += 1;
+                if taken == 3 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            });
+            assert_eq!(taken, 3);
+        }
     }
 
     #[test]
