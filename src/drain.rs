@@ -587,6 +587,8 @@ impl Drop for Remover {
 /// delivery (bounds the memory a pipelined drain holds: entries are at most
 /// a few KiB).
 pub const READ_AHEAD: usize = 256;
+/// Entries the reading thread hands over at once.
+const READ_CHUNK: usize = 32;
 
 /// Read `files` in order through [`load_entry`] and hand each to `f` until it
 /// breaks. With `ahead`, a second thread reads up to [`READ_AHEAD`] entries
@@ -611,12 +613,18 @@ fn for_each_loaded(
         return in_order(&mut f, files);
     }
     std::thread::scope(|s| {
-        let (tx, rx) = mpsc::sync_channel(READ_AHEAD);
+        // Entries travel in chunks: one wake-up per chunk, not per entry.
+        let (tx, rx) = mpsc::sync_channel::<Vec<Loaded>>(READ_AHEAD / READ_CHUNK);
         let reader = std::thread::Builder::new()
             .name("memhook-read".into())
             .spawn_scoped(s, move || {
-                for (i, path) in files.iter().enumerate() {
-                    if tx.send((i, load_entry(path))).is_err() {
+                for (c, chunk) in files.chunks(READ_CHUNK).enumerate() {
+                    let loaded = chunk
+                        .iter()
+                        .enumerate()
+                        .map(|(i, path)| (c * READ_CHUNK + i, load_entry(path)))
+                        .collect();
+                    if tx.send(loaded).is_err() {
                         return;
                     }
                 }
@@ -624,15 +632,20 @@ fn for_each_loaded(
         if reader.is_err() {
             return in_order(&mut f, files);
         }
-        for (i, loaded) in rx.iter() {
-            if f(files[i].clone(), loaded).is_break() {
-                break;
+        'all: for chunk in rx.iter() {
+            for (i, loaded) in chunk {
+                if f(files[i].clone(), loaded).is_break() {
+                    break 'all;
+                }
             }
         }
         // Dropping the receiver ends a reader still blocked on a full queue.
         drop(rx);
     });
 }
+
+/// A spool entry read by the reading thread, with its index in the listing.
+type Loaded = (usize, Result<SpoolEntry, SpoolError>);
 
 /// Delete spool files; a failure is logged (never a panic, even when the
 /// log cannot be written) and the file is delivered again later.
