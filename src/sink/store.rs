@@ -773,6 +773,28 @@ struct BatchWriter<'t> {
     sessions: Vec<((i64, String, String), Fold)>,
 }
 
+/// The id of the row `select` finds by `key`, or else of the row `insert`
+/// creates from `key` followed by `ms` (its first and last time).
+fn find_or_insert(
+    tx: &rusqlite::Transaction<'_>,
+    select: &str,
+    insert: &str,
+    key: &[&dyn rusqlite::ToSql],
+    ms: i64,
+) -> rusqlite::Result<i64> {
+    if let Some(id) = tx
+        .prepare_cached(select)?
+        .query_row(key, |r| r.get(0))
+        .optional()?
+    {
+        return Ok(id);
+    }
+    let mut args = key.to_vec();
+    args.push(&ms);
+    tx.prepare_cached(insert)?.execute(&*args)?;
+    Ok(tx.last_insert_rowid())
+}
+
 /// What new records add to a project or session row.
 struct Fold {
     id: i64,
@@ -819,23 +841,13 @@ impl<'t> BatchWriter<'t> {
         {
             return Ok(i);
         }
-        let found: Option<i64> = self
-            .tx
-            .prepare_cached("SELECT id FROM projects WHERE workspace = ?1 AND project = ?2")?
-            .query_row(params![workspace, project], |r| r.get(0))
-            .optional()?;
-        let id = match found {
-            Some(id) => id,
-            None => {
-                self.tx
-                    .prepare_cached(
-                        "INSERT INTO projects (workspace, project, first_ms, last_ms)
-                         VALUES (?1, ?2, ?3, ?3)",
-                    )?
-                    .execute(params![workspace, project, ms])?;
-                self.tx.last_insert_rowid()
-            }
-        };
+        let id = find_or_insert(
+            self.tx,
+            "SELECT id FROM projects WHERE workspace = ?1 AND project = ?2",
+            "INSERT INTO projects (workspace, project, first_ms, last_ms) VALUES (?1, ?2, ?3, ?3)",
+            params![workspace, project],
+            ms,
+        )?;
         self.projects
             .push(((workspace.to_string(), project.to_string()), Fold::new(id)));
         Ok(self.projects.len() - 1)
@@ -856,25 +868,14 @@ impl<'t> BatchWriter<'t> {
         {
             return Ok(i);
         }
-        let found: Option<i64> = self
-            .tx
-            .prepare_cached(
-                "SELECT id FROM sessions WHERE project_id = ?1 AND agent = ?2 AND session_id = ?3",
-            )?
-            .query_row(params![project_id, agent, session_id], |r| r.get(0))
-            .optional()?;
-        let id = match found {
-            Some(id) => id,
-            None => {
-                self.tx
-                    .prepare_cached(
-                        "INSERT INTO sessions (project_id, agent, session_id, first_ms, last_ms)
-                         VALUES (?1, ?2, ?3, ?4, ?4)",
-                    )?
-                    .execute(params![project_id, agent, session_id, ms])?;
-                self.tx.last_insert_rowid()
-            }
-        };
+        let id = find_or_insert(
+            self.tx,
+            "SELECT id FROM sessions WHERE project_id = ?1 AND agent = ?2 AND session_id = ?3",
+            "INSERT INTO sessions (project_id, agent, session_id, first_ms, last_ms)
+             VALUES (?1, ?2, ?3, ?4, ?4)",
+            params![project_id, agent, session_id],
+            ms,
+        )?;
         self.sessions.push((
             (project_id, agent.to_string(), session_id.to_string()),
             Fold::new(id),
@@ -1111,61 +1112,44 @@ mod tests {
         ));
     }
 
-    /// Every project and session row, as plain values.
+    /// Every project, session and record row, one line each: a tag, then
+    /// the columns' values.
     fn rows(s: &Store) -> Vec<String> {
+        use rusqlite::types::ValueRef;
         let mut out = Vec::new();
-        let mut st = s
-            .conn
-            .prepare("SELECT workspace, project, first_ms, last_ms FROM projects ORDER BY 1, 2")
-            .unwrap();
-        let it = st
-            .query_map([], |r| {
-                Ok(format!(
-                    "p {} {} {} {}",
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, i64>(3)?
-                ))
-            })
-            .unwrap();
-        out.extend(it.map(Result::unwrap));
-        let mut st = s
-            .conn
-            .prepare(
+        for (tag, sql) in [
+            (
+                "p",
+                "SELECT workspace, project, first_ms, last_ms FROM projects ORDER BY 1, 2",
+            ),
+            (
+                "s",
                 "SELECT p.project, s.agent, s.session_id, s.first_ms, s.last_ms, s.events, s.work
                  FROM sessions s JOIN projects p ON p.id = s.project_id ORDER BY 1, 2, 3",
-            )
-            .unwrap();
-        let it = st
-            .query_map([], |r| {
-                Ok(format!(
-                    "s {} {} {} {} {} {} {}",
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, i64>(3)?,
-                    r.get::<_, i64>(4)?,
-                    r.get::<_, i64>(5)?,
-                    r.get::<_, i64>(6)?
-                ))
-            })
-            .unwrap();
-        out.extend(it.map(Result::unwrap));
-        let mut st = s
-            .conn
-            .prepare("SELECT key, session_row IS NULL FROM records ORDER BY key")
-            .unwrap();
-        let it = st
-            .query_map([], |r| {
-                Ok(format!(
-                    "r {} {}",
-                    r.get::<_, String>(0)?,
-                    r.get::<_, i64>(1)?
-                ))
-            })
-            .unwrap();
-        out.extend(it.map(Result::unwrap));
+            ),
+            (
+                "r",
+                "SELECT key, session_row IS NULL FROM records ORDER BY key",
+            ),
+        ] {
+            let mut st = s.conn.prepare(sql).unwrap();
+            let n = st.column_count();
+            let it = st
+                .query_map([], |r| {
+                    let mut line = tag.to_string();
+                    for i in 0..n {
+                        line.push(' ');
+                        match r.get_ref(i)? {
+                            ValueRef::Text(t) => line.push_str(&String::from_utf8_lossy(t)),
+                            ValueRef::Integer(v) => line.push_str(&v.to_string()),
+                            other => line.push_str(&format!("{other:?}")),
+                        }
+                    }
+                    Ok(line)
+                })
+                .unwrap();
+            out.extend(it.map(Result::unwrap));
+        }
         out
     }
 
