@@ -587,6 +587,11 @@ impl Drop for Remover {
 /// delivery (bounds the memory a pipelined drain holds: entries are at most
 /// a few KiB).
 pub const READ_AHEAD: usize = 256;
+/// A pipelined drain reads a listing shorter than this, and deletes a
+/// batch smaller than this, on its own thread: for the one or two records a
+/// background drainer usually finds, starting a thread costs more than it
+/// saves.
+pub const PIPELINE_MIN: usize = 64;
 /// Entries the reading thread hands over at once.
 const READ_CHUNK: usize = 32;
 
@@ -609,7 +614,7 @@ fn for_each_loaded(
                 }
             }
         };
-    if !ahead || files.len() < 2 {
+    if !ahead || files.len() < PIPELINE_MIN {
         return in_order(&mut f, files);
     }
     std::thread::scope(|s| {
@@ -682,9 +687,6 @@ where
         remover: None,
         opts,
     };
-    if d.opts.pipelined {
-        d.remover = Remover::start();
-    }
     d.recover_inflight();
     spool.sweep_tmp(TMP_MAX_AGE_MS);
     sweep_counter_tmp(spool.data_dir(), TMP_MAX_AGE_MS);
@@ -1042,6 +1044,9 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             } else {
                 *self.report.dropped.entry(reason).or_default() += 1;
             }
+        }
+        if self.opts.pipelined && self.remover.is_none() && paths.len() >= PIPELINE_MIN {
+            self.remover = Remover::start();
         }
         match &mut self.remover {
             Some(r) => r.push(paths),
