@@ -27,7 +27,7 @@ use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -516,18 +516,18 @@ struct Drainer<'a, F> {
 /// and before it lists the spool (so it never reads a file it already
 /// counted).
 struct Remover {
-    queue: Option<mpsc::Sender<Vec<PathBuf>>>,
+    queue: Option<mpsc::Sender<Arc<[PathBuf]>>>,
     done: mpsc::Receiver<()>,
     /// Batches sent and not yet acknowledged, oldest first (kept so that
     /// they are deleted here should the thread be gone).
-    queued: std::collections::VecDeque<Vec<PathBuf>>,
+    queued: std::collections::VecDeque<Arc<[PathBuf]>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Remover {
     /// `None` when no thread can be started (the caller deletes inline).
     fn start() -> Option<Remover> {
-        let (queue, work) = mpsc::channel::<Vec<PathBuf>>();
+        let (queue, work) = mpsc::channel::<Arc<[PathBuf]>>();
         let (ack, done) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("memhook-remove".into())
@@ -550,8 +550,9 @@ impl Remover {
 
     /// Queue `paths` for deletion; deletes them here if the thread is gone.
     fn push(&mut self, paths: Vec<PathBuf>) {
+        let paths: Arc<[PathBuf]> = paths.into();
         match &self.queue {
-            Some(q) if q.send(paths.clone()).is_ok() => self.queued.push_back(paths),
+            Some(q) if q.send(Arc::clone(&paths)).is_ok() => self.queued.push_back(paths),
             _ => remove_all(&paths),
         }
     }
@@ -704,7 +705,6 @@ where
             break;
         }
     }
-    d.settle();
     d.report.remaining = d.count_remaining()?;
     if d.report.remaining > 0 {
         d.report.next_retry = d.next_retry_instant();
@@ -772,14 +772,19 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
         }
     }
 
-    fn spool_is_empty(&mut self) -> Result<bool, DrainError> {
+    /// The spool's pending files, once every queued deletion is done (a
+    /// listing must never hold a file already counted).
+    fn pending(&mut self) -> Result<Vec<PathBuf>, DrainError> {
         self.settle();
-        Ok(self.spool.pending()?.is_empty())
+        Ok(self.spool.pending()?)
+    }
+
+    fn spool_is_empty(&mut self) -> Result<bool, DrainError> {
+        Ok(self.pending()?.is_empty())
     }
 
     fn count_remaining(&mut self) -> Result<usize, DrainError> {
-        self.settle();
-        Ok(self.spool.pending()?.len())
+        Ok(self.pending()?.len())
     }
 
     fn next_retry_instant(&self) -> Option<Instant> {
@@ -805,8 +810,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
 
     /// One pass over the spool. Returns whether anything was delivered or dropped.
     fn pass(&mut self, first_pass: bool) -> Result<bool, DrainError> {
-        self.settle();
-        let files = self.spool.pending()?;
+        let files = self.pending()?;
         let before = (self.report.delivered, self.report.dropped_total());
         let now = now_ms();
         // Per-sink batches being filled, in first-seen order.

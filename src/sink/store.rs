@@ -352,27 +352,7 @@ impl Store {
 
     /// Store one record. Returns `true` when it was new, `false` for a replay.
     pub fn insert(&mut self, record: &Record) -> Result<bool, StoreError> {
-        let path = self.path.clone();
-        let tx = self
-            .conn
-            .transaction()
-            .map_err(|source| StoreError::Sqlite {
-                path: path.clone(),
-                source,
-            })?;
-        let new = (|| {
-            let mut w = BatchWriter::new(&tx);
-            let new = w.insert(record)?;
-            w.finish()?;
-            Ok(new)
-        })()
-        .map_err(|source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        })?;
-        tx.commit()
-            .map_err(|source| StoreError::Sqlite { path, source })?;
-        Ok(new)
+        Ok(self.insert_all(std::iter::once(record))? == 1)
     }
 
     /// Store many records in one transaction; returns how many were new.
