@@ -253,7 +253,7 @@ fn bench_drain(n: usize, rounds: usize) {
     );
 }
 
-/// The store alone: `n` records inserted in batches of `drain::MAX_BATCH`
+/// The store alone: `n` records inserted in batches of `drain::MAX_STORE_BATCH`
 /// (one transaction each), no spool. Splits a drain's cost into its spool
 /// part and its SQLite part.
 fn bench_insert(n: usize, rounds: usize) {
@@ -266,11 +266,7 @@ fn bench_insert(n: usize, rounds: usize) {
         let t = tempfile::tempdir().unwrap();
         let mut store = memhook::sink::store::Store::open(t.path()).unwrap();
         let c0 = self_cpu();
-        let batch = std::env::var("BATCH")
-            .ok()
-            .and_then(|b| b.parse().ok())
-            .unwrap_or(drain::MAX_BATCH);
-        for chunk in recs.chunks(batch) {
+        for chunk in recs.chunks(drain::MAX_STORE_BATCH) {
             store.insert_all(chunk.iter()).unwrap();
         }
         cpu.push((self_cpu() - c0).as_secs_f64());

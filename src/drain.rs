@@ -1394,24 +1394,14 @@ mod tests {
         }
         let seen = Rc::new(RefCell::new(Vec::new()));
         let s2 = seen.clone();
-        let batches = Rc::new(RefCell::new(Vec::new()));
-        let b2 = batches.clone();
-        let mut factory = move |_: &SinkTarget| -> Box<dyn Sink> {
-            let s3 = s2.clone();
-            Box::new(Scripted {
-                answer: Box::new(move |e: &SpoolEntry| {
-                    s3.borrow_mut().push(e.record.key.clone());
-                    ItemOutcome::Delivered
-                }),
-                batches: b2.clone(),
-                down: false,
-            })
+        let answer = move |e: &SpoolEntry| {
+            s2.borrow_mut().push(e.record.key.clone());
+            ItemOutcome::Delivered
         };
-        let lock = try_lock(t.path()).unwrap().unwrap();
-        let r = drain_locked(&lock, &spool, &mut factory, opts()).unwrap();
+        let (r, batches) = run_with(&spool, answer, false, opts());
         assert_eq!(r.delivered, limit as u64 + 1);
         assert_eq!(r.remaining, 0);
-        assert_eq!(*batches.borrow(), vec![limit, 1]);
+        assert_eq!(batches, vec![limit, 1]);
         let keys = seen.borrow().clone();
         let mut sorted = keys.clone();
         sorted.sort();
