@@ -330,19 +330,15 @@ enum Prepared {
 }
 
 fn hook_one(query: &Query, body: &[u8], ctx: &mut Ctx) -> Answer {
-    // Skipped members are not checked for UTF-8 by the typed reader: check
-    // the whole body first, as the tree reader would.
-    let typed = std::str::from_utf8(body)
-        .ok()
-        .and_then(|text| serde_json::from_str::<Box<MemhookBody>>(text).ok());
-    let prepared = match typed {
-        // A memhook client's body: read without a tree.
-        Some(b) => prepare_body(query, Body::Memhook(b)),
-        // Anything else: as a tree (the error messages come from here).
-        None => match serde_json::from_slice::<Value>(body) {
-            Ok(v) => prepare(query, &v),
-            Err(e) => return Answer::error(400, format!("request body is not JSON: {e}")),
-        },
+    // Skipped members are not checked for UTF-8 by the typed reader: the
+    // whole body must be text first (the tree reader names a bad byte).
+    let prepared = match std::str::from_utf8(body) {
+        Ok(text) => prepare_text(query, text),
+        Err(_) => serde_json::from_slice::<Value>(body).map(|v| prepare(query, &v)),
+    };
+    let prepared = match prepared {
+        Ok(p) => p,
+        Err(e) => return Answer::error(400, format!("request body is not JSON: {e}")),
     };
     match prepared {
         Err(msg) => Answer::error(400, msg),
@@ -445,13 +441,19 @@ fn fast_batch(body: &[u8]) -> Option<Vec<Result<Prepared, String>>> {
                 continue;
             }
         };
-        let raw = item.body.get();
-        out.push(match serde_json::from_str::<Box<MemhookBody>>(raw) {
-            Ok(b) => prepare_body(&query, Body::Memhook(b)),
-            Err(_) => prepare(&query, &serde_json::from_str::<Value>(raw).ok()?),
-        });
+        out.push(prepare_text(&query, item.body.get()).ok()?);
     }
     Some(out)
+}
+
+/// Prepare one hook body given as JSON text: a memhook client's body is
+/// read without a tree ([`MemhookBody`]), anything else as a tree (whose
+/// error, when the text is not JSON, is returned).
+fn prepare_text(query: &Query, text: &str) -> Result<Result<Prepared, String>, serde_json::Error> {
+    if let Ok(b) = serde_json::from_str::<Box<MemhookBody>>(text) {
+        return Ok(prepare_body(query, Body::Memhook(b)));
+    }
+    serde_json::from_str::<Value>(text).map(|v| prepare(query, &v))
 }
 
 /// The batch read as a JSON tree: any shape, every error named.
