@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crate::drain;
 use crate::event::Event;
 use crate::scope::Scope;
-use crate::sink::store::{Activity, SessionSummary, Store};
+use crate::sink::store::{Activity, SessionSummary, Store, StoreError};
 use crate::spool::{SinkTarget, Spool};
 
 /// Hard budget of the whole session-start path (delivery + composition).
@@ -85,14 +85,22 @@ pub fn session_start(
     let max_chars = scope.settings.max_chars;
     let text = match sink {
         SinkTarget::Store => {
-            let store = Store::open(data_dir).ok()?;
-            compose(
-                &store,
-                (&scope.workspace, &scope.project),
-                event.session_id.as_deref(),
-                max_chars,
-                scope.settings.inject_on_session_start,
-            )?
+            let composed = Store::open(data_dir).and_then(|store| {
+                compose(
+                    &store,
+                    (&scope.workspace, &scope.project),
+                    event.session_id.as_deref(),
+                    max_chars,
+                    scope.settings.inject_on_session_start,
+                )
+            });
+            match composed {
+                Ok(text) => text?,
+                Err(e) => {
+                    report_failure(data_dir, &e.to_string());
+                    return None;
+                }
+            }
         }
         SinkTarget::Http { url } => {
             let token = crate::sink::auth_token(data_dir);
@@ -107,6 +115,46 @@ pub fn session_start(
         }
     };
     (Instant::now() < deadline).then_some(text)
+}
+
+/// The file in the data dir that remembers why the last briefing could not be
+/// composed (`memhook status` shows it): `{"at_ms": …, "error": "…"}`.
+pub const FAILURE_FILE: &str = "briefing-error.json";
+/// Longest failure text kept in [`FAILURE_FILE`] (and read back from it).
+pub const MAX_FAILURE_BYTES: usize = 2048;
+
+/// A briefing that could not be composed: the agent still gets `{}` (the
+/// hook never fails), but the reason goes to stderr as one `memhook:` line and
+/// into [`FAILURE_FILE`] for `memhook status`.
+fn report_failure(data_dir: &Path, error: &str) {
+    eprintln!("memhook: no briefing this session: {error}");
+    let error = crate::record::clean_capped(error, MAX_FAILURE_BYTES);
+    let body = serde_json::json!({ "at_ms": crate::timefmt::now_ms(), "error": error });
+    let _ = crate::data_dir::write_private_file(
+        &data_dir.join(FAILURE_FILE),
+        body.to_string().as_bytes(),
+    );
+}
+
+/// The last briefing failure recorded in `data_dir`: (when, why). A file that
+/// is not a regular file of ours, or does not parse, counts as none.
+pub fn last_failure(data_dir: &Path) -> Option<(u64, String)> {
+    use std::io::Read;
+    #[derive(serde::Deserialize)]
+    struct Failure {
+        at_ms: u64,
+        error: String,
+    }
+    let f = crate::data_dir::open_private_file(&data_dir.join(FAILURE_FILE)).ok()?;
+    let mut buf = Vec::new();
+    f.take(MAX_FAILURE_BYTES as u64 * 2 + 64)
+        .read_to_end(&mut buf)
+        .ok()?;
+    let v: Failure = serde_json::from_slice(&buf).ok()?;
+    Some((
+        v.at_ms,
+        crate::record::clean_capped(&v.error, MAX_FAILURE_BYTES),
+    ))
 }
 
 /// Deliver this sink's pending records until `until` (best effort, silent).
@@ -178,7 +226,7 @@ pub fn compose(
     exclude_session: Option<&str>,
     max_chars: usize,
     digest: bool,
-) -> Option<String> {
+) -> Result<Option<String>, StoreError> {
     store.read(|store| compose_in(store, scope, exclude_session, max_chars, digest))
 }
 
@@ -188,20 +236,16 @@ fn compose_in(
     exclude_session: Option<&str>,
     max_chars: usize,
     digest: bool,
-) -> Option<String> {
-    let sessions = store
-        .sessions(scope, exclude_session, HANDOFF_SESSIONS)
-        .ok()?;
+) -> Result<Option<String>, StoreError> {
+    let sessions = store.sessions(scope, exclude_session, HANDOFF_SESSIONS)?;
     let memory = memory_index(store.data_dir(), scope);
     if sessions.is_empty() && memory.is_none() {
-        return None;
+        return Ok(None);
     }
     let mut sections: Vec<Section> = Vec::new();
     if let Some(last) = sessions.first() {
-        let act = store
-            .activity(&[last.row], MAX_PROMPTS.max(MAX_FILES))
-            .ok()?;
-        sections.push(handoff_section(last, &act, &sessions[1..], store));
+        let act = store.activity(&[last.row], MAX_PROMPTS.max(MAX_FILES))?;
+        sections.push(handoff_section(last, &act, &sessions[1..], store)?);
     }
     if let Some(index) = memory {
         let mut s = Section::new("## Project memory (MEMORY.md)");
@@ -213,14 +257,12 @@ fn compose_in(
         sections.push(s);
     }
     if digest {
-        let recent = store
-            .sessions(scope, exclude_session, DIGEST_SESSIONS)
-            .ok()?;
-        if let Some(s) = digest_section(store, &recent) {
+        let recent = store.sessions(scope, exclude_session, DIGEST_SESSIONS)?;
+        if let Some(s) = digest_section(store, &recent)? {
             sections.push(s);
         }
     }
-    render(scope, &sections, max_chars)
+    Ok(render(scope, &sections, max_chars))
 }
 
 /// A titled block of lines; `items` are the bullet lines.
@@ -278,7 +320,7 @@ fn handoff_section(
     act: &Activity,
     older: &[SessionSummary],
     store: &Store,
-) -> Section {
+) -> Result<Section, StoreError> {
     let mut s = Section::new(&format!(
         "## Previous session ({}, {} to {}, {} events)",
         last.agent,
@@ -338,9 +380,7 @@ fn handoff_section(
         s.item(format!("Files touched: {}{tail}", shown.join(", ")));
     }
     for o in older {
-        let Ok((prompts, tools, first)) = store.session_outline(o.row) else {
-            continue;
-        };
+        let (prompts, tools, first) = store.session_outline(o.row)?;
         let first = first
             .map(|p| first_line(&p, PROMPT_LINE_CHARS))
             .filter(|p| !p.is_empty())
@@ -352,12 +392,15 @@ fn handoff_section(
             when(o.last_ms)
         ));
     }
-    s
+    Ok(s)
 }
 
-fn digest_section(store: &Store, sessions: &[SessionSummary]) -> Option<Section> {
+fn digest_section(
+    store: &Store,
+    sessions: &[SessionSummary],
+) -> Result<Option<Section>, StoreError> {
     let rows: Vec<i64> = sessions.iter().map(|s| s.row).collect();
-    let act = store.activity(&rows, MAX_FILES).ok()?;
+    let act = store.activity(&rows, MAX_FILES)?;
     let mut s = Section::new(&format!(
         "## Recent sessions digest ({} sessions)",
         sessions.len()
@@ -380,7 +423,7 @@ fn digest_section(store: &Store, sessions: &[SessionSummary]) -> Option<Section>
             failure_label(tool, line.as_deref())
         ));
     }
-    (s.lines.len() > 1).then_some(s)
+    Ok((s.lines.len() > 1).then_some(s))
 }
 
 /// Lay the sections out under the size line, whole lines only, within
@@ -562,20 +605,31 @@ mod tests {
     fn nothing_to_say_without_previous_work() {
         let t = tempfile::tempdir().unwrap();
         let mut s = Store::open(t.path()).unwrap();
-        assert_eq!(compose(&s, ("acme", "api"), None, 4000, true), None);
+        assert_eq!(
+            compose(&s, ("acme", "api"), None, 4000, true).unwrap(),
+            None
+        );
         // A session that only started and ended is not a handoff.
         s.insert(&rec("a", 1, "idle", "session-start")).unwrap();
         s.insert(&rec("b", 2, "idle", "session-end")).unwrap();
-        assert_eq!(compose(&s, ("acme", "api"), None, 4000, true), None);
+        assert_eq!(
+            compose(&s, ("acme", "api"), None, 4000, true).unwrap(),
+            None
+        );
         // The starting session never briefs itself.
         s.insert(&rec("c", 3, "cur", "user-prompt")).unwrap();
-        assert_eq!(compose(&s, ("acme", "api"), Some("cur"), 4000, false), None);
+        assert_eq!(
+            compose(&s, ("acme", "api"), Some("cur"), 4000, false).unwrap(),
+            None
+        );
     }
 
     #[test]
     fn handoff_lists_prompts_tools_failures_files_in_order() {
         let (_t, s) = seeded();
-        let b = compose(&s, ("acme", "api"), Some("new"), 4000, false).unwrap();
+        let b = compose(&s, ("acme", "api"), Some("new"), 4000, false)
+            .unwrap()
+            .unwrap();
         let first = b.lines().next().unwrap();
         assert!(first.starts_with("memhook briefing for acme/api: "), "{b}");
         let chars = b.chars().count();
@@ -599,17 +653,24 @@ mod tests {
         assert!(first.contains(&format!(": {bullets} items")), "{b}");
         // Reading is not destructive.
         assert_eq!(
-            compose(&s, ("acme", "api"), Some("new"), 4000, false).unwrap(),
+            compose(&s, ("acme", "api"), Some("new"), 4000, false)
+                .unwrap()
+                .unwrap(),
             b
         );
         // Another scope has nothing.
-        assert_eq!(compose(&s, ("acme", "web"), None, 4000, false), None);
+        assert_eq!(
+            compose(&s, ("acme", "web"), None, 4000, false).unwrap(),
+            None
+        );
     }
 
     #[test]
     fn digest_only_when_opted_in() {
         let (_t, s) = seeded();
-        let b = compose(&s, ("acme", "api"), Some("new"), 4000, true).unwrap();
+        let b = compose(&s, ("acme", "api"), Some("new"), 4000, true)
+            .unwrap()
+            .unwrap();
         assert!(b.contains("## Recent sessions digest (2 sessions)"), "{b}");
         assert!(b.contains("Files most touched: src/retry.rs (1)"), "{b}");
         assert!(b.contains("Recurring failure (×2): Bash"), "{b}");
@@ -618,9 +679,14 @@ mod tests {
     #[test]
     fn stays_within_max_chars_at_every_size() {
         let (_t, s) = seeded();
-        assert_eq!(compose(&s, ("acme", "api"), Some("new"), 60, true), None);
+        assert_eq!(
+            compose(&s, ("acme", "api"), Some("new"), 60, true).unwrap(),
+            None
+        );
         for max in [250, 333, crate::scope::MAX_CHARS_MIN, 4000] {
-            let b = compose(&s, ("acme", "api"), Some("new"), max, true).unwrap();
+            let b = compose(&s, ("acme", "api"), Some("new"), max, true)
+                .unwrap()
+                .unwrap();
             let n = b.chars().count();
             assert!(n <= max, "{n} > {max}: {b}");
             let first = b.lines().next().unwrap();

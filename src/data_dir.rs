@@ -183,6 +183,39 @@ pub fn write_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Open a file of the data dir for reading, trusting nothing about it: a
+/// symlink is refused (`O_NOFOLLOW`), a FIFO or device cannot block the open
+/// (`O_NONBLOCK`), and what was opened must be a regular file owned by this
+/// user.
+pub fn open_private_file(path: &Path) -> io::Result<fs::File> {
+    let mut opts = fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
+    }
+    let f = opts.open(path)?;
+    let meta = f.metadata()?;
+    #[cfg(unix)]
+    let foreign = {
+        use std::os::unix::fs::MetadataExt;
+        meta.uid() != current_uid()
+    };
+    #[cfg(not(unix))]
+    let foreign = false;
+    if !meta.is_file() || foreign {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{} is not a regular file owned by this user",
+                path.display()
+            ),
+        ));
+    }
+    Ok(f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,6 +251,24 @@ mod tests {
             fs::metadata(&d).unwrap().permissions().mode() & 0o777,
             0o700
         );
+    }
+
+    #[test]
+    fn private_file_open_refuses_links_fifos_and_directories() {
+        let t = tempfile::tempdir().unwrap();
+        let real = t.path().join("real");
+        write_private_file(&real, b"ok").unwrap();
+        assert!(open_private_file(&real).is_ok());
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(open_private_file(&link).is_err());
+        let fifo = t.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Must return at once (no writer would ever unblock a plain open).
+        assert!(open_private_file(&fifo).is_err());
+        assert!(open_private_file(t.path()).is_err());
     }
 
     #[test]

@@ -856,7 +856,16 @@ fn handoff(query: &Query, ctx: &mut Ctx) -> Answer {
         max_chars,
         query.truthy("briefing"),
     );
-    Answer::text(200, text.unwrap_or_default())
+    match text {
+        Ok(text) => Answer::text(200, text.unwrap_or_default()),
+        Err(e) => {
+            eprintln!("memhook serve: no briefing for {workspace}/{project}: {e}");
+            Answer::error(
+                503,
+                "the store could not compose a briefing; see the server's log",
+            )
+        }
+    }
 }
 
 #[cfg(test)]

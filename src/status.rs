@@ -63,6 +63,8 @@ pub struct Status {
     pub corrupt_unattributed: u64,
     /// Pending files that cannot be read right now.
     pub unreadable_pending: u64,
+    /// Why the last session-start briefing could not be composed, and when.
+    pub last_briefing_error: Option<(u64, String)>,
 }
 
 /// Gather the status of `data_dir`.
@@ -123,6 +125,7 @@ pub fn collect(dir: &Path) -> Result<Status, crate::spool::SpoolError> {
         sinks,
         corrupt_unattributed,
         unreadable_pending: unreadable,
+        last_briefing_error: crate::briefing::last_failure(dir),
     })
 }
 
@@ -173,6 +176,8 @@ impl Status {
             "sinks": sinks,
             "corrupt_unattributed": self.corrupt_unattributed,
             "unreadable_pending": self.unreadable_pending,
+            "last_briefing_error": self.last_briefing_error.as_ref().map(|(_, e)| e),
+            "last_briefing_error_at": self.last_briefing_error.as_ref().map(|(ms, _)| rfc3339_ms(*ms)),
         })
     }
 
@@ -246,6 +251,12 @@ impl Status {
             o.push_str(&format!(
                 "\nunreadable spool entries pending: {} (the next drain drops them as corrupt)\n",
                 self.unreadable_pending
+            ));
+        }
+        if let Some((ms, e)) = &self.last_briefing_error {
+            o.push_str(&format!(
+                "\nlast briefing error ({} ago; that session started with no briefing): {e}\n",
+                age(*ms)
             ));
         }
         o

@@ -227,8 +227,10 @@ pub struct Activity {
 
 /// Tool result events, as an SQL list.
 const TOOL_RESULT_EVENTS: &str = "('post-tool-use', 'post-tool-use-failure')";
-/// A tool result that failed, as an SQL condition.
-const FAILED: &str = "(event = 'post-tool-use-failure' OR outcome = 'error')";
+/// A tool result that failed, as an SQL condition. It is never NULL: a result
+/// without an outcome (`outcome IS NULL`) counts as not failed (`IS`, not `=`,
+/// so that `NULL OR false` cannot leak into an aggregate).
+const FAILED: &str = "(event = 'post-tool-use-failure' OR outcome IS 'error')";
 
 /// The embedded store.
 pub struct Store {
@@ -568,7 +570,7 @@ impl Store {
         let mut st = self
             .conn
             .prepare(&format!(
-                "SELECT coalesce(tool_family, 'unknown'), count(*), sum({FAILED}) FROM records
+                "SELECT coalesce(tool_family, 'unknown'), count(*), count(*) FILTER (WHERE {FAILED}) FROM records
                  WHERE {within} AND event IN {TOOL_RESULT_EVENTS}
                  GROUP BY 1 ORDER BY 2 DESC, 1"
             ))
@@ -1033,6 +1035,7 @@ impl Sink for StoreSink {
 mod tests {
     use super::*;
     use crate::record::RecordTool;
+    use std::collections::BTreeMap;
 
     pub(crate) fn rec(key: &str, ms: u64, project: &str, session: &str, event: &str) -> Record {
         Record {
@@ -1271,6 +1274,49 @@ mod tests {
             (1, 3, Some("first line\nsecond".to_string()))
         );
         assert_eq!(s.activity(&[], 5).unwrap(), Activity::default());
+    }
+
+    /// A tool result without an outcome (metadata-only, or a read whose path
+    /// could not be extracted) must not turn an aggregate into NULL: a group
+    /// of only such rows once failed the whole activity query (and with it
+    /// the session-start briefing).
+    #[test]
+    fn activity_counts_results_without_an_outcome() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        let bare = |key: &str, ms: u64, session: &str, family: &str| {
+            let mut r = rec(key, ms, "p", session, "post-tool-use");
+            let tool = r.tool.as_mut().unwrap();
+            tool.family = family.into();
+            tool.outcome = None;
+            r
+        };
+        // Session "only": every tool result lacks an outcome.
+        s.insert(&bare("a", 1, "only", "file")).unwrap();
+        s.insert(&bare("b", 2, "only", "file")).unwrap();
+        // Session "mixed": outcome-less rows beside a success and a failure.
+        s.insert(&bare("c", 3, "mixed", "shell")).unwrap();
+        s.insert(&bare("d", 4, "mixed", "file")).unwrap();
+        let mut err = rec("e", 5, "p", "mixed", "post-tool-use");
+        err.tool.as_mut().unwrap().outcome = Some("error".into());
+        s.insert(&err).unwrap();
+        s.insert(&rec("f", 6, "p", "mixed", "post-tool-use-failure"))
+            .unwrap();
+        let rows: BTreeMap<String, i64> = s
+            .sessions(("default", "p"), None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|x| (x.session_id, x.row))
+            .collect();
+        let only = s.activity(&[rows["only"]], 10).unwrap();
+        assert_eq!(only.families, vec![("file".to_string(), 2, 0)]);
+        assert!(only.failures.is_empty());
+        let mixed = s.activity(&[rows["mixed"]], 10).unwrap();
+        assert_eq!(
+            mixed.families,
+            vec![("file".to_string(), 3, 2), ("shell".to_string(), 1, 0)]
+        );
+        assert_eq!(mixed.failures.iter().map(|f| f.2).sum::<u64>(), 2);
     }
 
     #[test]

@@ -956,3 +956,103 @@ fn hook_captures_reach_the_store_and_brief_the_next_session() {
     assert_eq!(s["delivered"], 6);
     assert_eq!(s["balanced"], true, "{st}");
 }
+
+/// Issue: a previous session holding only tool results without an outcome
+/// (metadata-only records) made the activity query read a NULL sum, and the
+/// next session start printed `{}` without a word. Both the all-outcome-less
+/// session and a mixed one must brief; a compose error must say why.
+#[test]
+fn outcome_less_tool_results_still_brief_and_a_failed_briefing_says_why() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = data(home.path());
+    let mut read = fixture_payload("PostToolUse-Read", home.path());
+    let cwd = read["cwd"].as_str().unwrap().to_string();
+    // An active policy, and a Read whose path is missing: metadata-only,
+    // which stores the tool result with no outcome.
+    std::fs::write(
+        Path::new(&cwd).join(".ai-memory.toml"),
+        "[capture]\nignore_paths = [\"secret/**\"]\n",
+    )
+    .unwrap();
+    read["tool_input"] = serde_json::json!({});
+    let session = |id: &str, payloads: &[&Value]| {
+        for p in payloads {
+            let mut p = (*p).clone();
+            p["session_id"] = id.into();
+            let out = run_hook(home.path(), &p);
+            assert_eq!(out.status.code(), Some(0), "{out:?}");
+        }
+    };
+    let brief = |id: &str| -> (String, String) {
+        let mut start = fixture_payload("SessionStart-startup", home.path());
+        start["session_id"] = id.into();
+        start["cwd"] = cwd.clone().into();
+        let out = run_hook(home.path(), &start);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let env: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let ctx = env["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        (ctx, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+
+    session("only-bare", &[&read, &read]);
+    assert!(wait_delivered(&dir, Duration::from_secs(30)));
+    let rows = json_lines(
+        &memhook(home.path())
+            .args(["recent", "--json"])
+            .current_dir(&cwd)
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r["event"] == "post-tool-use" && r["tool"]["outcome"].is_null()),
+        "the fixture must store an outcome-less tool result: {rows:?}"
+    );
+    let (ctx, stderr) = brief("next-1");
+    assert!(ctx.contains("## Previous session"), "{ctx:?} {stderr}");
+    assert!(ctx.contains("file 2"), "{ctx}");
+
+    // A mixed session: outcome-less results beside a success and a failure.
+    let bash = fixture_payload("PostToolUse-Bash", home.path());
+    let fail = fixture_payload("PostToolUseFailure-Bash-exit1", home.path());
+    session("mixed", &[&read, &bash, &fail, &read]);
+    assert!(wait_delivered(&dir, Duration::from_secs(30)));
+    let (ctx, stderr) = brief("next-2");
+    assert!(ctx.contains("## Previous session"), "{ctx:?} {stderr}");
+    assert!(ctx.contains("shell 2 (1 failed)"), "{ctx}");
+    assert!(ctx.contains("file 2"), "{ctx}");
+    let st = status(home.path());
+    assert!(st["last_briefing_error"].is_null(), "{st}");
+
+    // A briefing that cannot be composed (the store is not a database):
+    // still `{}` and exit 0, but one `memhook:` line says why, and status
+    // remembers it.
+    assert!(wait_delivered(&dir, Duration::from_secs(30)));
+    let db = dir.join(memhook::sink::store::STORE_FILE);
+    for ext in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", db.display()));
+    }
+    std::fs::write(&db, vec![b'x'; 8192]).unwrap();
+    let (ctx, stderr) = brief("next-3");
+    assert_eq!(ctx, "");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("memhook: no briefing this session: "))
+        .unwrap_or_else(|| panic!("no stderr line saying why: {stderr:?}"));
+    assert!(line.contains("store.sqlite3"), "{line}");
+    let st = status(home.path());
+    let e = st["last_briefing_error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{st}"));
+    assert!(e.contains("store.sqlite3"), "{e}");
+    assert!(st["last_briefing_error_at"].is_string(), "{st}");
+    let text = memhook(home.path()).arg("status").output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("last briefing error"),
+        "{text:?}"
+    );
+}

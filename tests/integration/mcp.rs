@@ -545,6 +545,7 @@ fn memory_index_written_over_mcp_reaches_the_briefing() {
     let data = home.path().join(".memhook-data");
     let store = memhook::sink::store::Store::open(&data).unwrap();
     let briefing = memhook::briefing::compose(&store, ("default", "api"), None, 4000, false)
+        .unwrap()
         .expect("a briefing with the memory index");
     let open = briefing
         .find("<memhook-memory-index path=\"/MEMORY.md\">")
@@ -561,7 +562,11 @@ fn memory_index_written_over_mcp_reaches_the_briefing() {
     );
     assert_eq!(briefing.matches("</memhook-memory-index>").count(), 1);
     // Another project's briefing has no index.
-    assert!(memhook::briefing::compose(&store, ("default", "web"), None, 4000, false).is_none());
+    assert!(
+        memhook::briefing::compose(&store, ("default", "web"), None, 4000, false)
+            .unwrap()
+            .is_none()
+    );
 
     // An index larger than the briefing budget is cut, and the block still closes.
     let big: String = (0..200)
@@ -580,8 +585,9 @@ fn memory_index_written_over_mcp_reaches_the_briefing() {
         "200 short lines fit what sessions load"
     );
     for max_chars in [500, 1000, 4000] {
-        let b =
-            memhook::briefing::compose(&store, ("default", "api"), None, max_chars, false).unwrap();
+        let b = memhook::briefing::compose(&store, ("default", "api"), None, max_chars, false)
+            .unwrap()
+            .unwrap();
         assert!(b.chars().count() <= max_chars, "{max_chars}");
         let open = b.find("<memhook-memory-index").expect("opening tag");
         let close = b.find("</memhook-memory-index>").expect("closing tag kept");
