@@ -146,12 +146,25 @@ pub struct StatusArgs {
     pub json: bool,
 }
 
+/// `--limit` of `recent` and `search`: 1 to the store's most rows per query,
+/// refused above it rather than silently cut.
+fn parse_limit(v: &str) -> Result<usize, String> {
+    let max = crate::sink::store::MAX_QUERY_LIMIT;
+    match v.trim().parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{v:?} is not a number from 1 to {max} (one call lists at most {max} records; \
+             narrow it with --workspace/--project or `memhook search`)"
+        )),
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct RecentArgs {
     #[command(flatten)]
     pub scope: ScopeArgs,
-    /// How many records to list.
-    #[arg(long, value_name = "N", default_value_t = 20)]
+    /// How many records to list (1 to 1,000).
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = parse_limit)]
     pub limit: usize,
     /// List records of every project, not only the current scope.
     #[arg(long)]
@@ -163,12 +176,13 @@ pub struct RecentArgs {
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
-    /// Words to look for (FTS5 query syntax).
+    /// Plain words to look for: a record matches when it holds every word;
+    /// punctuation only separates words (no query syntax).
     pub query: String,
     #[command(flatten)]
     pub scope: ScopeArgs,
-    /// How many records to list.
-    #[arg(long, value_name = "N", default_value_t = 20)]
+    /// How many records to list (1 to 1,000).
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = parse_limit)]
     pub limit: usize,
     /// Search every project, not only the current scope.
     #[arg(long)]

@@ -31,8 +31,10 @@ pub fn run(args: &ShowArgs) -> CmdResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The `--json` object: exactly the keys of DESIGN §2, in that order.
+/// The `--json` object: the keys of DESIGN §2 in that order, then what the
+/// text output also shows (`strategy`, `settings`).
 pub fn to_json(scope: &Scope) -> serde_json::Value {
+    let s = &scope.settings;
     json!({
         "workspace": scope.workspace,
         "project": scope.project,
@@ -41,6 +43,13 @@ pub fn to_json(scope: &Scope) -> serde_json::Value {
         "marker": scope.marker.as_ref().map(|p| p.display().to_string()),
         "capture": scope.capture.state_str(),
         "warnings": scope.warnings,
+        "strategy": scope.strategy.as_str(),
+        "settings": {
+            "drop_subagent_captures": s.drop_subagent_captures,
+            "default_global": s.default_global,
+            "inject_on_session_start": s.inject_on_session_start,
+            "max_chars": s.max_chars,
+        },
     })
 }
 

@@ -346,24 +346,70 @@ fn print_records(records: &[StoredRecord], json: bool) -> std::io::Result<()> {
     out.flush()
 }
 
-/// The store, or `None` when nothing was ever stored in this data dir.
-fn open_store(dir: &Path) -> Result<Option<Store>, crate::sink::store::StoreError> {
-    if !dir.join(STORE_FILE).exists() {
-        return Ok(None);
+/// The store, or `None` when nothing was ever stored in this data dir. A
+/// data dir or store that cannot be looked at is an error, never an empty
+/// answer.
+fn open_store(dir: &Path) -> Result<Option<Store>, Box<dyn std::error::Error + Send + Sync>> {
+    let store = dir.join(STORE_FILE);
+    match std::fs::symlink_metadata(&store) {
+        Ok(_) => Ok(Some(Store::open(dir)?)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!(
+            "cannot read the store {}: {e} (check --data-dir / AI_MEMORY_DATA_DIR and the \
+             directory's permissions)",
+            store.display()
+        )
+        .into()),
     }
-    Store::open(dir).map(Some)
+}
+
+/// What `recent` and `search` looked at, for the notes they print on stderr.
+fn scope_words(scope: &Option<(String, String)>) -> String {
+    match scope {
+        Some((w, p)) => format!("{w}/{p} (only this project; `--all` looks in every project)"),
+        None => "any project".to_string(),
+    }
+}
+
+/// Notes that keep `recent`/`search` from answering with silence: where new
+/// events go when a server is configured, and why nothing was listed.
+fn explain_empty_or_elsewhere(dir: &Path, store_exists: bool, empty: Option<String>) {
+    if let SinkTarget::Http { .. } = crate::hook::sink_target(None) {
+        eprintln!(
+            "memhook: {} is set: hooks run with it deliver new events to that server; \
+             this lists only the local store in {}",
+            crate::hook::HOOK_URL_ENV,
+            dir.display()
+        );
+    }
+    if !store_exists {
+        eprintln!(
+            "memhook: nothing has been stored in {} yet (run `memhook status` to see \
+             what is pending)",
+            dir.display()
+        );
+    } else if let Some(what) = empty {
+        eprintln!("memhook: {what}");
+    }
 }
 
 /// `memhook recent [--limit N] [--all] [--json]`.
 pub fn run_recent(args: &RecentArgs, data_dir: Option<&Path>) -> CmdResult {
     let dir = data_dir::resolve(data_dir)?;
     let scope = query_scope(&args.scope, args.all)?;
-    let Some(store) = open_store(&dir)? else {
-        return Ok(ExitCode::SUCCESS);
+    let store = open_store(&dir)?;
+    let records = match &store {
+        Some(store) => {
+            let scope_ref = scope.as_ref().map(|(w, p)| (w.as_str(), p.as_str()));
+            store.recent(scope_ref, args.limit)?
+        }
+        None => Vec::new(),
     };
-    let scope_ref = scope.as_ref().map(|(w, p)| (w.as_str(), p.as_str()));
-    let records = store.recent(scope_ref, args.limit)?;
     print_records(&records, args.json)?;
+    let empty = records
+        .is_empty()
+        .then(|| format!("no records in {}", scope_words(&scope)));
+    explain_empty_or_elsewhere(&dir, store.is_some(), empty);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -371,12 +417,26 @@ pub fn run_recent(args: &RecentArgs, data_dir: Option<&Path>) -> CmdResult {
 pub fn run_search(args: &SearchArgs, data_dir: Option<&Path>) -> CmdResult {
     let dir = data_dir::resolve(data_dir)?;
     let scope = query_scope(&args.scope, args.all)?;
-    let Some(store) = open_store(&dir)? else {
-        return Ok(ExitCode::SUCCESS);
+    let store = open_store(&dir)?;
+    let records = match &store {
+        Some(store) => {
+            let scope_ref = scope.as_ref().map(|(w, p)| (w.as_str(), p.as_str()));
+            store.search(scope_ref, &args.query, args.limit)?
+        }
+        None => Vec::new(),
     };
-    let scope_ref = scope.as_ref().map(|(w, p)| (w.as_str(), p.as_str()));
-    let records = store.search(scope_ref, &args.query, args.limit)?;
     print_records(&records, args.json)?;
+    let empty = records.is_empty().then(|| {
+        if crate::sink::store::fts_query(&args.query).is_none() {
+            "the query has no word to search for (letters or digits)".to_string()
+        } else {
+            format!(
+                "nothing matched every word of the query in {}",
+                scope_words(&scope)
+            )
+        }
+    });
+    explain_empty_or_elsewhere(&dir, store.is_some(), empty);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1056,3 +1056,93 @@ fn outcome_less_tool_results_still_brief_and_a_failed_briefing_says_why() {
         "{text:?}"
     );
 }
+
+/// `recent` and `search` never answer with silence: an empty result names
+/// the scope that was searched and the way to widen it, an unreadable data
+/// dir is an error, a limit past the store's cap is refused with the cap, and
+/// a configured server is named as where new events go.
+#[test]
+fn recent_and_search_say_what_they_looked_at() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = data(home.path());
+    let api = home.path().join("api");
+    std::fs::create_dir(&api).unwrap();
+    let run = |args: &[&str], env: Option<(&str, &str)>| {
+        let mut c = memhook(home.path());
+        c.args(args).current_dir(&api);
+        if let Some((k, v)) = env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    // Nothing stored yet.
+    let (code, out, err) = run(&["recent"], None);
+    assert_eq!((code, out.as_str()), (Some(0), ""));
+    assert!(err.contains("nothing has been stored in"), "{err}");
+
+    enqueue(
+        &dir,
+        SinkTarget::Store,
+        record(&key(1), "web", "s1", "user-prompt", now_ms()),
+        0,
+        now_ms(),
+    );
+    assert!(memhook(home.path())
+        .arg("drain")
+        .status()
+        .unwrap()
+        .success());
+
+    // Stored, but not in this directory's project: say where we looked.
+    let (code, out, err) = run(&["recent"], None);
+    assert_eq!((code, out.as_str()), (Some(0), ""));
+    assert!(
+        err.contains(
+            "no records in default/api (only this project; `--all` looks in every project)"
+        ),
+        "{err}"
+    );
+    let (_, out, err) = run(&["recent", "--all"], None);
+    assert!(out.contains("default/web"), "{out}");
+    assert!(!err.contains("no records"), "{err}");
+    let (code, _, err) = run(&["search", "absent", "--all"], None);
+    assert_eq!(code, Some(0));
+    assert!(
+        err.contains("nothing matched every word of the query in any project"),
+        "{err}"
+    );
+    let (_, _, err) = run(&["search", "--", "-- *"], None);
+    assert!(err.contains("no word to search for"), "{err}");
+
+    // The cap is said, not applied in silence.
+    let (code, _, err) = run(&["recent", "--limit", "5000"], None);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("from 1 to 1000"), "{err}");
+    let (code, _, _) = run(&["search", "x", "--limit", "0"], None);
+    assert_eq!(code, Some(2));
+
+    // A server configured for hooks: the local listing says so.
+    let (_, _, err) = run(
+        &["recent", "--all"],
+        Some(("AI_MEMORY_HOOK_URL", "http://127.0.0.1:9")),
+    );
+    assert!(err.contains("AI_MEMORY_HOOK_URL is set"), "{err}");
+
+    // A data dir that cannot be read is an error, not an empty answer.
+    let file = home.path().join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    for cmd in [vec!["recent"], vec!["search", "x"]] {
+        let mut args = cmd.clone();
+        let bad = file.join("data");
+        args.extend(["--data-dir", bad.to_str().unwrap()]);
+        let (code, out, err) = run(&args, None);
+        assert_eq!(code, Some(2), "{cmd:?}: {out} {err}");
+        assert!(err.contains("cannot read the store"), "{err}");
+    }
+}

@@ -12,8 +12,9 @@ use serde_json::{Map, Value};
 
 use crate::util::{fixture, memhook};
 
-/// Keys `memhook show --json` prints, in order (DESIGN §2).
-const JSON_KEYS: [&str; 7] = [
+/// Keys `memhook show --json` prints, in order (DESIGN §2, then what the text
+/// output shows too).
+const JSON_KEYS: [&str; 9] = [
     "workspace",
     "project",
     "workspace_source",
@@ -21,6 +22,8 @@ const JSON_KEYS: [&str; 7] = [
     "marker",
     "capture",
     "warnings",
+    "strategy",
+    "settings",
 ];
 
 fn load_cases() -> Vec<Value> {
@@ -387,4 +390,48 @@ fn cases_json_replays_through_memhook_show() {
     );
     assert!(ran >= 60, "only {ran} cases ran");
     assert!(hook_ran >= 10, "only {hook_ran} hook replays ran");
+}
+
+/// `show --json` carries the strategy and settings the text output shows.
+#[test]
+fn show_json_and_text_agree_on_strategy_and_settings() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = home.path().join("svc");
+    std::fs::create_dir(&proj).unwrap();
+    std::fs::write(
+        proj.join(".ai-memory.toml"),
+        "project = \"svc\"\nproject_strategy = \"repo-root\"\ndrop_subagent_captures = \"yes\"\n\
+         [recall]\ndefault_global = true\n[briefing]\nmax_chars = 900\n",
+    )
+    .unwrap();
+    let out = memhook(home.path())
+        .args(["show", "--json"])
+        .current_dir(&proj)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["strategy"], "repo-root");
+    assert_eq!(
+        v["settings"],
+        serde_json::json!({
+            "drop_subagent_captures": true,
+            "default_global": true,
+            "inject_on_session_start": false,
+            "max_chars": 900
+        })
+    );
+    let out = memhook(home.path())
+        .arg("show")
+        .current_dir(&proj)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("strategy   repo-root"), "{text}");
+    assert!(
+        text.contains(
+            "drop_subagent_captures=true default_global=true inject_on_session_start=false max_chars=900"
+        ),
+        "{text}"
+    );
 }
