@@ -327,6 +327,13 @@ pub fn outcome(event: &Event, family: ToolFamily) -> Outcome {
     if event.tool_error.as_ref().is_some_and(is_present) {
         return Outcome::Error;
     }
+    if let Some(code) = event.exit_status {
+        return if code == 0 {
+            Outcome::Success
+        } else {
+            Outcome::Error
+        };
+    }
     let resp = event.tool_response.as_ref();
     if let Some(Value::Object(o)) = resp {
         if o.get("error").is_some_and(is_present)
@@ -1065,7 +1072,12 @@ mod tests {
             (
                 "opencode",
                 "opencode/1.18.33/tool.execute.after-bash-2.json",
-                "unknown",
+                "error",
+            ),
+            (
+                "opencode",
+                "opencode/1.18.33/tool.execute.after-bash.json",
+                "success",
             ),
         ];
         for (agent, path, want) in cases {

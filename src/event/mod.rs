@@ -56,6 +56,9 @@ pub struct Event {
     pub tool_response: Option<Value>,
     /// The tool's error (failure events).
     pub tool_error: Option<Value>,
+    /// The command's exit status, where the agent's payload carries it as a
+    /// number beside the response (the schema table's `exit_status`).
+    pub exit_status: Option<i64>,
     /// The user's prompt text (prompt events), content blocks flattened.
     pub prompt: Option<String>,
     /// A notification's message.

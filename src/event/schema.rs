@@ -25,6 +25,9 @@ struct Schema {
     call_id: &'static [&'static str],
     response: &'static [&'static str],
     error: &'static [&'static str],
+    /// Where a tool result carries the command's exit status as a number,
+    /// beside the response text (OpenCode's `output.metadata.exit`).
+    exit_status: &'static [&'static str],
     prompt: &'static [&'static str],
     message: &'static [&'static str],
     summary: &'static [&'static str],
@@ -50,6 +53,7 @@ const CLAUDE: Schema = Schema {
     call_id: &["/tool_use_id"],
     response: &["/tool_response"],
     error: &["/error"],
+    exit_status: &[],
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/compact_summary"],
@@ -68,6 +72,7 @@ const CODEX: Schema = Schema {
     call_id: &["/tool_use_id"],
     response: &["/tool_response"],
     error: &["/error"],
+    exit_status: &[],
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/compact_summary", "/summary"],
@@ -86,6 +91,7 @@ const GEMINI: Schema = Schema {
     call_id: &["/tool_call_id", "/call_id"],
     response: &["/tool_response"],
     error: &["/tool_response/error", "/error"],
+    exit_status: &[],
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/summary"],
@@ -112,6 +118,7 @@ const OPENCODE: Schema = Schema {
     call_id: &["/input/callID"],
     response: &["/output/output", "/output/metadata/output"],
     error: &["/output/error", "/output/metadata/error", "/error"],
+    exit_status: &["/output/metadata/exit"],
     prompt: &["/output/parts", "/prompt"],
     message: &["/message"],
     summary: &["/summary"],
@@ -132,6 +139,7 @@ const CURSOR: Schema = Schema {
     call_id: &["/tool_use_id", "/tool_call_id"],
     response: &["/tool_output", "/output", "/result_json"],
     error: &["/error", "/error_message"],
+    exit_status: &[],
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/summary"],
@@ -179,6 +187,7 @@ const GENERIC: Schema = Schema {
     ],
     response: &["/tool_response", "/tool_output", "/output", "/result"],
     error: &["/error", "/error_message"],
+    exit_status: &[],
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/compact_summary", "/summary"],
@@ -300,6 +309,7 @@ pub fn normalize(agent: &str, event_flag: Option<&str>, payload: &Value) -> Even
         tool_call_id: None,
         tool_response: None,
         tool_error: None,
+        exit_status: None,
         prompt: None,
         message: None,
         summary: None,
@@ -323,6 +333,10 @@ pub fn normalize(agent: &str, event_flag: Option<&str>, payload: &Value) -> Even
             if k.is_post_tool() {
                 ev.tool_response = first(payload, s.response).cloned();
                 ev.tool_error = first(payload, s.error).cloned();
+                ev.exit_status = s
+                    .exit_status
+                    .iter()
+                    .find_map(|p| payload.pointer(p).and_then(Value::as_i64));
             }
         }
         EventKind::UserPrompt => ev.prompt = first_text(payload, s.prompt),

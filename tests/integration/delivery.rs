@@ -655,6 +655,7 @@ fn start_event(session: &str) -> memhook::event::Event {
         tool_call_id: None,
         tool_response: None,
         tool_error: None,
+        exit_status: None,
         prompt: None,
         message: None,
         summary: None,
