@@ -1165,13 +1165,23 @@ pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
     }
     let spool = Spool::open(&dir)?;
     let deadline = Instant::now() + Duration::from_secs(args.budget_secs);
+    let mut by_other = 0;
     let lock = match try_lock(&dir).map_err(|e| lock_error(&dir, e))? {
         Some(l) => l,
         None => {
-            eprintln!("memhook: another drainer is running; waiting for it");
-            lock_until(&dir, deadline)
+            // Usually the background drainer a hook just started: what it
+            // delivers meanwhile is part of this command's answer.
+            eprintln!(
+                "memhook: a background drainer is already delivering; waiting for it \
+                 (at most {} s)",
+                args.budget_secs
+            );
+            let before = delivered_so_far(&dir);
+            let lock = lock_until(&dir, deadline)
                 .map_err(|e| lock_error(&dir, e))?
-                .ok_or("another drainer held the lock for the whole budget; try again later")?
+                .ok_or("another drainer held the lock for the whole budget; try again later")?;
+            by_other = delivered_so_far(&dir).saturating_sub(before);
+            lock
         }
     };
     let mut factory = sink_factory(&dir, HTTP_TIMEOUT);
@@ -1186,12 +1196,34 @@ pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
             pipelined: true,
         },
     )?;
-    println!("memhook drain: {}", report.summary());
+    let mut summary = report.summary();
+    if by_other > 0 {
+        // One answer for the user: what was delivered since they asked,
+        // whichever drainer did it.
+        let own = format!("delivered {}", report.delivered);
+        let all = format!(
+            "delivered {} ({by_other} by the background drainer that was already running)",
+            report.delivered + by_other
+        );
+        summary = summary.replacen(&own, &all, 1);
+    }
+    if by_other == 0 && report == Report::default() {
+        summary = "nothing was pending: every record is already delivered".to_string();
+    }
+    println!("memhook drain: {summary}");
     Ok(if report.remaining == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Records delivered so far, over every sink's counters.
+fn delivered_so_far(dir: &Path) -> u64 {
+    counter_sinks(dir)
+        .iter()
+        .map(|id| load_counters(dir, id).delivered)
+        .sum()
 }
 
 fn lock_error(dir: &Path, e: io::Error) -> String {

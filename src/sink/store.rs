@@ -367,7 +367,14 @@ impl Store {
             path: path.clone(),
             source,
         };
-        let tx = self.conn.transaction().map_err(sql)?;
+        // IMMEDIATE: take the write lock first, under the busy timeout. A
+        // deferred transaction reads first and then fails at once with
+        // "database is locked" when another writer got in between (SQLite
+        // cannot wait there without risking a deadlock).
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql)?;
         let mut n = 0;
         let mut w = BatchWriter::new(&tx);
         for r in records {

@@ -204,7 +204,8 @@ fn drain_delivers_into_the_store_and_recent_search_status_show_it() {
     // A second drain has nothing to do and still succeeds.
     let out = memhook(home.path()).arg("drain").output().unwrap();
     assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("delivered 0"));
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("memhook drain: nothing was pending: every record is already delivered"));
 
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(dir.join("store.sqlite3"))
@@ -1146,4 +1147,61 @@ fn recent_and_search_say_what_they_looked_at() {
         assert_eq!(code, Some(2), "{cmd:?}: {out} {err}");
         assert!(err.contains("cannot read the store"), "{err}");
     }
+}
+
+/// `memhook drain` right after a hook (README's first command): the hook's
+/// background drainer holds the lock and delivers the record. The foreground
+/// drain waits for it and says what it delivered, instead of a bare
+/// "delivered 0" that reads like a failure.
+#[test]
+fn drain_reports_what_the_running_drainer_delivered_while_it_waited() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = data(home.path());
+    // Create the store, then hold a write transaction on it so the
+    // background drainer (which holds the drain lock) has to wait.
+    memhook::sink::store::Store::open(&dir).unwrap();
+    let db = rusqlite::Connection::open(dir.join("store.sqlite3")).unwrap();
+    db.execute_batch("BEGIN IMMEDIATE").unwrap();
+    for n in 1..=3 {
+        enqueue(
+            &dir,
+            SinkTarget::Store,
+            record(&key(n), "api", "s1", "user-prompt", now_ms()),
+            0,
+            now_ms(),
+        );
+    }
+    let mut bg = memhook(home.path())
+        .args(["drain", "--background"])
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    while !drain::drainer_running(&dir) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        drain::drainer_running(&dir),
+        "the background drainer never took the lock"
+    );
+    let fg = memhook(home.path())
+        .arg("drain")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    db.execute_batch("COMMIT").unwrap();
+    let out = fg.wait_with_output().unwrap();
+    let _ = bg.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout} {stderr}");
+    assert!(
+        stderr.contains("a background drainer is already delivering; waiting for it"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("delivered 3 (3 by the background drainer that was already running), dropped 0, 0 pending"),
+        "{stdout}"
+    );
 }
