@@ -64,6 +64,9 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Run the project-memory MCP server on stdio.
     Mcp(McpArgs),
+    /// Remove records for good: a record, a session, a project, or all before
+    /// a date (a dry run without --yes).
+    Forget(crate::forget::ForgetArgs),
 }
 
 /// Project naming strategy used when no marker decides the project.
@@ -299,6 +302,7 @@ pub fn main() -> ExitCode {
         Command::InstallMcp(args) => crate::install::run_install_mcp(&args, data_dir.as_deref()),
         Command::Doctor(args) => crate::install::run_doctor(&args),
         Command::Mcp(args) => crate::mcp::run(&args, data_dir.as_deref()),
+        Command::Forget(args) => crate::forget::run(&args, data_dir.as_deref()),
     };
     match result {
         Ok(code) => code,

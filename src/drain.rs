@@ -98,6 +98,8 @@ pub const DROP_CORRUPT: &str = "corrupt";
 pub const DROP_MAX_AGE: &str = "max_age";
 pub const DROP_MAX_ATTEMPTS: &str = "max_attempts";
 pub const DROP_SPOOL_FULL: &str = "spool_full";
+/// Pending records removed by `memhook forget` before delivery.
+pub const DROP_FORGOTTEN: &str = "forgotten";
 
 /// Why a drain could not run.
 #[derive(Debug)]
@@ -174,6 +176,57 @@ pub fn load_counters(data_dir: &Path, sink_id: &str) -> SinkCounters {
 fn save_counters(data_dir: &Path, sink_id: &str, c: &SinkCounters) -> io::Result<()> {
     let bytes = serde_json::to_vec_pretty(c).map_err(io::Error::other)?;
     data_dir::write_private_file(&counters_path(data_dir, sink_id), &bytes)
+}
+
+/// Remove pending spool files without delivering them (`memhook forget`)
+/// and count each removed one as dropped for `reason`, so the accounting
+/// stays exact. Holding `_lock` proves no drainer is delivering them
+/// meanwhile. Returns how many were removed.
+pub fn drop_pending(
+    _lock: &DrainLock,
+    data_dir: &Path,
+    entries: &[(PathBuf, SinkTarget)],
+    reason: &str,
+) -> io::Result<u64> {
+    let mut by_sink: BTreeMap<String, (SinkTarget, Vec<&Path>)> = BTreeMap::new();
+    for (path, sink) in entries {
+        by_sink
+            .entry(sink.id())
+            .or_insert_with(|| (sink.clone(), Vec::new()))
+            .1
+            .push(path);
+    }
+    let mut removed = 0;
+    for (id, (sink, paths)) in by_sink {
+        let mut gone = 0;
+        let mut failed = None;
+        for p in paths {
+            match fs::remove_file(p) {
+                Ok(()) => gone += 1,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        if gone > 0 {
+            let mut c = load_counters(data_dir, &id);
+            c.sink.get_or_insert(sink);
+            *c.dropped.entry(reason.to_string()).or_default() += gone;
+            save_counters(data_dir, &id, &c).map_err(|e| {
+                io::Error::other(format!(
+                    "removed {gone} pending records of {id} but could not count them \
+                     ({e}); `memhook status` will show them as unaccounted"
+                ))
+            })?;
+        }
+        removed += gone;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+    }
+    Ok(removed)
 }
 
 /// Sink ids that have a counters file.

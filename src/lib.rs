@@ -15,6 +15,7 @@ pub mod data_dir;
 pub mod drain;
 pub mod envelope;
 pub mod event;
+pub mod forget;
 pub mod hook;
 pub mod install;
 pub mod mcp;

@@ -40,9 +40,102 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// `YYYY-MM-DD` (midnight UTC) or `YYYY-MM-DDTHH:MM[:SS[.fff]]Z` as Unix
+/// milliseconds. `None` for anything else (other offsets included: say UTC).
+pub fn parse_utc_ms(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let num = |s: &str| -> Option<u32> {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse().ok())
+            .flatten()
+    };
+    let (date, time) = match t.split_once(['T', 't', ' ']) {
+        Some((d, rest)) => (d, Some(rest.strip_suffix(['Z', 'z'])?)),
+        None => (t, None),
+    };
+    let mut it = date.split('-');
+    let (y, m, d) = (it.next()?, it.next()?, it.next()?);
+    if it.next().is_some() || y.len() != 4 || m.len() != 2 || d.len() != 2 {
+        return None;
+    }
+    let (y, m, d) = (num(y)? as i64, num(m)?, num(d)?);
+    if !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) || y < 1970 {
+        return None;
+    }
+    let mut ms = days_from_civil(y, m, d) as u64 * 86_400_000;
+    if let Some(time) = time {
+        let (hms, frac) = match time.split_once('.') {
+            Some((a, f)) if (1..=3).contains(&f.len()) => {
+                (a, num(f)? * 10u32.pow(3 - f.len() as u32))
+            }
+            Some(_) => return None,
+            None => (time, 0),
+        };
+        let mut parts = hms.split(':');
+        let h = num(parts.next()?)?;
+        let mi = num(parts.next()?)?;
+        let s = parts.next().map_or(Some(0), num)?;
+        if parts.next().is_some() || h > 23 || mi > 59 || s > 59 {
+            return None;
+        }
+        ms += (h as u64 * 3600 + mi as u64 * 60 + s as u64) * 1000 + frac as u64;
+    }
+    Some(ms)
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// A proleptic Gregorian date to days since 1970-01-01 (the inverse of
+/// [`civil_from_days`], same public-domain algorithm).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (m as i64 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_dates_and_utc_times_and_refuses_the_rest() {
+        assert_eq!(parse_utc_ms("1970-01-01"), Some(0));
+        assert_eq!(parse_utc_ms("2000-02-29"), Some(951_782_400_000));
+        assert_eq!(
+            parse_utc_ms("2026-11-29T15:09:15.760Z"),
+            Some(1_795_964_955_760)
+        );
+        assert_eq!(parse_utc_ms("2026-11-29T15:09Z"), Some(1_795_964_940_000));
+        for ms in [0, 951_782_400_000, 1_795_964_955_760, 4_102_444_799_999] {
+            assert_eq!(parse_utc_ms(&rfc3339_ms(ms)), Some(ms));
+        }
+        for bad in [
+            "",
+            "2026-02-30",
+            "2025-02-29",
+            "2026-13-01",
+            "26-11-29",
+            "2026-11-29T25:00Z",
+            "2026-11-29T10:00+02:00",
+            "2026-11-29T10:00",
+            "yesterday",
+            "2026-1-02",
+            "1969-12-31",
+        ] {
+            assert_eq!(parse_utc_ms(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn formats_known_instants() {

@@ -21,6 +21,9 @@ use crate::record::Record;
 use crate::sink::{ItemOutcome, Sink};
 use crate::spool::SpoolEntry;
 
+mod forget;
+pub use forget::{ForgetError, Forgotten, LogEntry, Selector, MIN_KEY_PREFIX};
+
 /// File name of the store inside the data dir.
 pub const STORE_FILE: &str = "store.sqlite3";
 /// How long a writer waits for another connection's lock before failing.
@@ -92,6 +95,15 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX records_session ON records (session_row, occurred_ms);
      CREATE VIRTUAL TABLE records_fts USING fts5 (
         title, body, files, content = 'records', content_rowid = 'id'
+     );",
+    // 2: what `memhook forget` removed: when, which selector, how many (never
+    // the forgotten text).
+    "CREATE TABLE forget_log (
+        at_ms INTEGER NOT NULL,
+        selector TEXT NOT NULL,
+        records INTEGER NOT NULL,
+        sessions INTEGER NOT NULL,
+        projects INTEGER NOT NULL
      );",
 ];
 

@@ -5,6 +5,7 @@ mod util;
 
 mod agents;
 mod delivery;
+mod forget;
 mod hook;
 mod install;
 mod mcp;

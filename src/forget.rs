@@ -1,0 +1,207 @@
+//! `memhook forget`: remove captured records for good — from the store (so
+//! the text is in no page of the database, its WAL or the full-text index)
+//! and from the spool, where records of that scope may still wait for
+//! delivery. A dry run by default: it says what would go.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+
+use crate::cli::CmdResult;
+use crate::data_dir;
+use crate::drain;
+use crate::names;
+use crate::sink::store::{Selector, Store, STORE_FILE};
+use crate::spool::{SinkTarget, Spool};
+
+/// How long `forget --yes` waits for a running drainer to let go of the
+/// spool before giving up.
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    /// One record: its key, or at least its first 8 characters as `memhook
+    /// recent` prints them.
+    #[arg(long, value_name = "KEY", conflicts_with_all = ["session", "project", "before"])]
+    pub record: Option<String>,
+    /// Every record of this agent session (its session id).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Every record of this project, written WORKSPACE/PROJECT.
+    #[arg(long, value_name = "W/P")]
+    pub project: Option<String>,
+    /// Only records from before this UTC date or time: YYYY-MM-DD or
+    /// YYYY-MM-DDTHH:MM[:SS]Z.
+    #[arg(long, value_name = "DATE")]
+    pub before: Option<String>,
+    /// Really forget. Without it nothing changes: the command says what
+    /// would go.
+    #[arg(long)]
+    pub yes: bool,
+    /// List what was forgotten before (when, which selector, how many;
+    /// never the text) instead of forgetting.
+    #[arg(long, conflicts_with_all = ["record", "session", "project", "before", "yes"])]
+    pub history: bool,
+}
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// The selector the arguments describe, or a usage error naming the fix.
+pub fn selector(args: &ForgetArgs) -> Result<Selector, Error> {
+    let project = match &args.project {
+        None => None,
+        Some(wp) => {
+            let (w, p) = wp.split_once('/').ok_or_else(|| {
+                format!("--project {wp:?}: write it as WORKSPACE/PROJECT, e.g. default/api")
+            })?;
+            for n in [w, p] {
+                if !names::is_valid_name(n) {
+                    return Err(format!("--project: {}", names::name_problem(n)).into());
+                }
+            }
+            Some((w.to_string(), p.to_string()))
+        }
+    };
+    let before_ms = match &args.before {
+        None => None,
+        Some(d) => Some(crate::timefmt::parse_utc_ms(d).ok_or_else(|| {
+            format!(
+                "--before {d:?}: write a UTC date or time, e.g. 2026-11-30 or 2026-11-30T18:00Z"
+            )
+        })?),
+    };
+    let sel = Selector {
+        record: args.record.clone(),
+        session: args.session.clone(),
+        project,
+        before_ms,
+    };
+    if sel == Selector::default() {
+        return Err(
+            "say what to forget: --record KEY, --session ID, --project W/P \
+                    and/or --before DATE"
+                .into(),
+        );
+    }
+    Ok(sel)
+}
+
+/// What is pending in the spool for `sel`: (file, its sink).
+fn pending_matches(
+    dir: &Path,
+    sel: &Selector,
+) -> Result<Vec<(std::path::PathBuf, SinkTarget)>, Error> {
+    if !dir.join("spool").is_dir() {
+        return Ok(Vec::new());
+    }
+    let spool = Spool::open(dir)?;
+    let mut out = Vec::new();
+    for path in spool.pending()? {
+        // An entry that cannot be read is the drainer's business (it drops
+        // it as corrupt); it is not ours to guess about.
+        let Ok(e) = Spool::load(&path) else { continue };
+        let r = &e.record;
+        if sel.matches(
+            &r.key,
+            r.session_id.as_deref(),
+            (&r.scope.workspace, &r.scope.project),
+            r.occurred_ms,
+        ) {
+            out.push((path, e.sink));
+        }
+    }
+    Ok(out)
+}
+
+/// `memhook forget`.
+pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
+    let dir = data_dir::resolve(data_dir)?;
+    if args.history {
+        if dir.join(STORE_FILE).exists() {
+            for e in Store::open(&dir)?.forget_log()? {
+                println!(
+                    "{} forgot {} records, {} sessions, {} projects: {}",
+                    crate::timefmt::rfc3339_ms(e.at_ms),
+                    e.records,
+                    e.sessions,
+                    e.projects,
+                    e.selector
+                );
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let sel = selector(args)?;
+    let what = sel.describe();
+    let has_store = dir.join(STORE_FILE).exists();
+    if !has_store && !dir.join("spool").is_dir() {
+        println!("memhook forget: nothing is stored in {}", dir.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Hold the drain lock throughout, so no drainer delivers a record of
+    // this scope into the store behind our back.
+    let lock =
+        if args.yes {
+            Some(drain::lock_until(&dir, Instant::now() + LOCK_WAIT)?.ok_or(
+                "a drainer is delivering right now; run `memhook forget` again in a moment",
+            )?)
+        } else {
+            None
+        };
+    let pending = pending_matches(&dir, &sel)?;
+    let stored = if has_store {
+        let mut store = Store::open(&dir)?;
+        Some(store.forget(&sel, args.yes)?)
+    } else {
+        None
+    };
+    let (records, sessions, projects) = stored
+        .as_ref()
+        .map_or((0, 0, 0), |f| (f.records, f.sessions, f.projects));
+    let emptied = if sessions + projects > 0 {
+        format!(" (emptying {sessions} sessions and {projects} projects)")
+    } else {
+        String::new()
+    };
+    match lock {
+        None => {
+            println!(
+                "memhook forget: would forget {records} stored records{emptied} and {} pending \
+                 records: {what}",
+                pending.len()
+            );
+            if records + pending.len() as u64 > 0 {
+                println!("run it again with --yes to forget them");
+            }
+        }
+        Some(lock) => {
+            let removed = drain::drop_pending(&lock, &dir, &pending, drain::DROP_FORGOTTEN)?;
+            println!(
+                "memhook forget: forgot {records} stored records{emptied} and {removed} pending \
+                 records: {what}"
+            );
+            if stored
+                .as_ref()
+                .is_some_and(|f| f.records > 0 && !f.wal_emptied)
+            {
+                eprintln!(
+                    "memhook: another process is reading the store, so its write-ahead log \
+                     ({}-wal) could not be emptied yet; the forgotten text leaves it at the \
+                     next checkpoint (run `memhook forget` again with the same arguments to \
+                     retry now)",
+                    dir.join(STORE_FILE).display()
+                );
+            }
+        }
+    }
+    if let SinkTarget::Http { .. } = crate::hook::sink_target(None) {
+        eprintln!(
+            "memhook: {} is set: records already delivered to that server are not touched \
+             by this command",
+            crate::hook::HOOK_URL_ENV
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
