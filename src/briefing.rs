@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crate::drain;
 use crate::event::Event;
 use crate::scope::Scope;
-use crate::sink::store::{Activity, SessionSummary, Store, StoreError};
+use crate::sink::store::{Prompt, SessionSummary, Store, StoreError, StoredRecord};
 use crate::spool::{SinkTarget, Spool};
 
 /// Hard budget of the whole session-start path (delivery + composition).
@@ -47,8 +47,9 @@ pub const DELIVERY_SHARE_PCT: u32 = 60;
 pub const HANDOFF_SESSIONS: usize = 3;
 /// Sessions the opt-in digest looks at.
 pub const DIGEST_SESSIONS: usize = 20;
-/// Prompts listed for the previous session.
-pub const MAX_PROMPTS: usize = 8;
+/// The previous session's last prompts looked at (the last one and those
+/// listed under "Other prompts"); its first prompt is always shown too.
+pub const LAST_PROMPTS: usize = 6;
 /// Files listed for the previous session and in the digest.
 pub const MAX_FILES: usize = 12;
 /// Failures listed for the previous session and in the digest.
@@ -244,8 +245,7 @@ fn compose_in(
     }
     let mut sections: Vec<Section> = Vec::new();
     if let Some(last) = sessions.first() {
-        let act = store.activity(&[last.row], MAX_PROMPTS.max(MAX_FILES))?;
-        sections.push(handoff_section(last, &act, &sessions[1..], store)?);
+        sections.push(handoff_section(last, &sessions[1..], store)?);
     }
     if let Some(index) = memory {
         let mut s = Section::new("## Project memory (MEMORY.md)");
@@ -309,40 +309,112 @@ fn first_line(text: &str, max: usize) -> String {
 }
 
 fn failure_label(tool: &str, line: Option<&str>) -> String {
-    match line.map(|l| first_line(l, 100)) {
-        Some(l) if !l.is_empty() => format!("{tool}: {l}"),
-        _ => tool.to_string(),
+    let line = line.map(|l| first_line(l, 100)).unwrap_or_default();
+    match exit_status(&line) {
+        Some((code, rest)) if rest.is_empty() => format!("{tool}, exit {code}"),
+        Some((code, rest)) => format!("{tool}, exit {code}: {rest}"),
+        None if line.is_empty() => tool.to_string(),
+        None => format!("{tool}: {line}"),
     }
+}
+
+/// An exit status stated in a failure line (`error: Exit code 1`, `exit
+/// status 101: test failed`, `Exit Code: 2`), and what follows it.
+fn exit_status(line: &str) -> Option<(i64, String)> {
+    let lower = line.to_ascii_lowercase();
+    let at = ["exit code", "exit status"]
+        .iter()
+        .filter_map(|w| lower.find(w).map(|i| i + w.len()))
+        .min()?;
+    let rest = line[at..].trim_start_matches([':', ' ']);
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let code = rest[..digits].parse().ok()?;
+    let after = rest[digits..].trim_start_matches([':', ' ', '-']).trim();
+    Some((code, after.to_string()))
 }
 
 fn handoff_section(
     last: &SessionSummary,
-    act: &Activity,
     older: &[SessionSummary],
     store: &Store,
 ) -> Result<Section, StoreError> {
+    let act = store.activity(&[last.row], MAX_FILES)?;
+    let (first, tail, prompt_count) = store.session_prompts(last.row, LAST_PROMPTS)?;
+    let root = store.session_root(last.row)?;
     let mut s = Section::new(&format!(
-        "## Previous session ({}, {} to {}, {} events)",
+        "## Previous session ({}, {} to {}, {} events; session {})",
         last.agent,
         when(last.first_ms),
         &when(last.last_ms)[11..],
-        last.events
+        last.events,
+        first_line(&last.session_id, 64)
     ));
-    let prompts: Vec<String> = act
-        .prompts
-        .iter()
-        .take(MAX_PROMPTS)
-        .map(|p| first_line(p, PROMPT_LINE_CHARS))
-        .filter(|p| !p.is_empty())
-        .collect();
-    for p in &prompts {
-        s.item(format!("Prompt: {p}"));
+    // Lines in order of what matters most when the budget is short: where
+    // the work ended, what it was about, what failed and what changed.
+    let last_prompt = tail.last().or(first.as_ref());
+    let after_ms = last_prompt.map_or(0, |p| p.ms);
+    let ending = store.session_tail(last.row, after_ms)?;
+    match (&first, tail.last()) {
+        (Some(f), Some(l)) => {
+            s.item(format!("Last prompt: {}", prompt_line(&l.text)));
+            s.item(after_line(&ending));
+            s.item(format!("First prompt: {}", prompt_line(&f.text)));
+        }
+        (Some(only), None) => {
+            s.item(format!("Prompt: {}", prompt_line(&only.text)));
+            s.item(after_line(&ending));
+        }
+        _ => s.item(after_line(&ending)),
     }
-    let more = act
-        .prompt_count
-        .saturating_sub(act.prompts.len().min(MAX_PROMPTS) as u64);
-    if more > 0 {
-        s.item(format!("… and {more} more prompts"));
+    for (tool, line, n) in act.failures.iter().take(MAX_FAILURES) {
+        let times = if *n > 1 {
+            format!(" (×{n})")
+        } else {
+            String::new()
+        };
+        s.item(format!(
+            "Failed: {}{times}",
+            failure_label(tool, line.as_deref())
+        ));
+    }
+    let files = store.session_files(last.row)?;
+    for (changed, label) in [(true, "Changed"), (false, "Read")] {
+        let group: Vec<String> = files
+            .iter()
+            .filter(|f| f.changed == changed)
+            .map(|f| relative(&f.path, root.as_deref()))
+            .collect();
+        if group.is_empty() {
+            continue;
+        }
+        let shown = group.len().min(MAX_FILES);
+        let more = group.len() - shown;
+        let tail = if more > 0 {
+            format!(" (+{more} more)")
+        } else {
+            String::new()
+        };
+        s.item(format!("{label}: {}{tail}", group[..shown].join(", ")));
+    }
+    // The prompts between the first and the last, newest first, folded.
+    let middle: Vec<&Prompt> = tail.iter().rev().skip(1).collect();
+    if !middle.is_empty() || prompt_count > 2 {
+        let lines = fold(middle.iter().map(|p| prompt_line(&p.text)));
+        let shown = 2 + middle.len() as u64;
+        let more = prompt_count.saturating_sub(shown);
+        let more = if more > 0 {
+            format!(" (+{more} earlier)")
+        } else {
+            String::new()
+        };
+        if !lines.is_empty() {
+            s.item(format!(
+                "Other prompts, newest first: {}{more}",
+                lines.join(" | ")
+            ));
+        } else if !more.is_empty() {
+            s.item(format!("Other prompts:{more}"));
+        }
     }
     if !act.families.is_empty() {
         let parts: Vec<String> = act
@@ -358,27 +430,6 @@ fn handoff_section(
             .collect();
         s.item(format!("Tool activity: {}", parts.join(", ")));
     }
-    for (tool, line, n) in act.failures.iter().take(MAX_FAILURES) {
-        let times = if *n > 1 {
-            format!(" (×{n})")
-        } else {
-            String::new()
-        };
-        s.item(format!(
-            "Failed: {}{times}",
-            failure_label(tool, line.as_deref())
-        ));
-    }
-    if !act.files.is_empty() {
-        let shown: Vec<&str> = act.files.iter().map(|f| f.0.as_str()).collect();
-        let more = act.file_count.saturating_sub(act.files.len() as u64);
-        let tail = if more > 0 {
-            format!(" (+{more} more)")
-        } else {
-            String::new()
-        };
-        s.item(format!("Files touched: {}{tail}", shown.join(", ")));
-    }
     for o in older {
         let (prompts, tools, first) = store.session_outline(o.row)?;
         let first = first
@@ -393,6 +444,115 @@ fn handoff_section(
         ));
     }
     Ok(s)
+}
+
+fn prompt_line(text: &str) -> String {
+    first_line(text, PROMPT_LINE_CHARS)
+}
+
+/// Identical neighbours folded into one with a count: `a (×3)`.
+fn fold(items: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for it in items {
+        match out.last_mut() {
+            Some((prev, n)) if *prev == it => *n += 1,
+            _ => out.push((it, 1)),
+        }
+    }
+    out.into_iter()
+        .map(|(s, n)| if n > 1 { format!("{s} (×{n})") } else { s })
+        .collect()
+}
+
+/// `path` relative to the session's working directory when it lies below
+/// it; other absolute paths stay as they are.
+fn relative(path: &str, root: Option<&str>) -> String {
+    let Some(root) = root
+        .map(|r| r.trim_end_matches('/'))
+        .filter(|r| !r.is_empty())
+    else {
+        return path.to_string();
+    };
+    match path.strip_prefix(root) {
+        Some(rest) if rest.starts_with('/') && rest.len() > 1 => rest[1..].to_string(),
+        _ => path.to_string(),
+    }
+}
+
+/// What happened after the last prompt: the tools used (failures counted)
+/// and how the session ended — the agent finished its turn, the session
+/// ended, or it stopped in the middle of a tool call.
+fn after_line(records: &[StoredRecord]) -> String {
+    let mut tools: Vec<(String, u64, u64)> = Vec::new();
+    // Calls announced (pre-tool-use) and not answered yet. Only one still
+    // open at the very end means the session stopped mid-call: an agent
+    // that reports no result for a failed call (OpenCode) and went on
+    // leaves older ones open.
+    let mut open_calls: Vec<(Option<&str>, String)> = Vec::new();
+    let mut stopped = false;
+    let mut ended = false;
+    for r in records {
+        let tool = r
+            .tool_name
+            .clone()
+            .or_else(|| r.tool_family.clone())
+            .unwrap_or_else(|| "tool".to_string());
+        match r.event.as_str() {
+            "pre-tool-use" => {
+                open_calls.push((r.tool_call_id.as_deref(), tool));
+                stopped = false;
+            }
+            "post-tool-use" | "post-tool-use-failure" => {
+                let failed =
+                    r.event == "post-tool-use-failure" || r.outcome.as_deref() == Some("error");
+                match tools.iter_mut().find(|t| t.0 == tool) {
+                    Some(t) => {
+                        t.1 += 1;
+                        t.2 += u64::from(failed);
+                    }
+                    None => tools.push((tool.clone(), 1, u64::from(failed))),
+                }
+                // A result closes its own call and anything older.
+                let id = r.tool_call_id.as_deref();
+                if let Some(i) = open_calls
+                    .iter()
+                    .position(|(c, t)| (id.is_some() && *c == id) || (id.is_none() && *t == tool))
+                {
+                    open_calls.drain(..=i);
+                } else {
+                    open_calls.clear();
+                }
+                // A result after a stop is a late report of an earlier
+                // call (OpenCode sends some after session.idle), not new work.
+            }
+            "user-prompt" => stopped = false,
+            "stop" => stopped = true,
+            "session-end" => ended = true,
+            _ => {}
+        }
+    }
+    let used = if tools.is_empty() {
+        "no tool calls".to_string()
+    } else {
+        tools
+            .iter()
+            .map(|(t, n, f)| match (n, f) {
+                (1, 0) => t.clone(),
+                (n, 0) => format!("{t} ×{n}"),
+                (1, _) => format!("{t} (failed)"),
+                (n, f) => format!("{t} ×{n} ({f} failed)"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let how = match (open_calls.last(), stopped, ended) {
+        (Some((_, t)), false, _) => format!("it ended in the middle of a {t} call"),
+        (_, true, true) => "the agent finished its turn, then the session ended".to_string(),
+        (_, true, false) => "the agent finished its turn".to_string(),
+        (_, false, true) => "the session ended before the agent finished".to_string(),
+        (_, false, false) => "no stop was recorded".to_string(),
+    };
+    format!("After it: {used}; {how}")
 }
 
 fn digest_section(
@@ -639,13 +799,16 @@ mod tests {
             "{b}"
         );
         let pos = |needle: &str| b.find(needle).unwrap_or_else(|| panic!("{needle} in {b}"));
+        // Where the work ended first, then what failed and changed.
         assert!(
             pos("Prompt: Fix the flaky retry test")
-                < pos("Tool activity: shell 2 (2 failed), file 1")
+                < pos("After it: Edit, Bash ×2 (2 failed); no stop was recorded")
         );
-        assert!(pos("Tool activity") < pos("Failed: Bash: exit status 101: test failed (×2)"));
-        assert!(pos("Failed:") < pos("Files touched: src/retry.rs"));
-        assert!(pos("Files touched") < pos("Earlier (claude-code"));
+        assert!(pos("After it:") < pos("Failed: Bash, exit 101: test failed (×2)"));
+        assert!(pos("Failed:") < pos("Changed: src/retry.rs"));
+        assert!(pos("Changed:") < pos("Tool activity: shell 2 (2 failed), file 1"));
+        assert!(pos("Tool activity") < pos("Earlier (claude-code"));
+        assert!(b.contains("; session last)"), "{b}");
         assert!(b.contains("Add the login endpoint"));
         assert!(!b.contains("Recent sessions digest"));
         // Items in the size line = bullet lines.
@@ -662,6 +825,78 @@ mod tests {
         assert_eq!(
             compose(&s, ("acme", "web"), None, 4000, false).unwrap(),
             None
+        );
+    }
+
+    #[test]
+    fn helpers_fold_relativise_and_read_exit_statuses() {
+        assert_eq!(
+            fold(["a", "a", "b", "a"].iter().map(|s| s.to_string())),
+            vec!["a (×2)", "b", "a"]
+        );
+        assert_eq!(relative("/w/api/src/x.rs", Some("/w/api")), "src/x.rs");
+        assert_eq!(relative("/w/api/src/x.rs", Some("/w/api/")), "src/x.rs");
+        assert_eq!(relative("/w/apix/y.rs", Some("/w/api")), "/w/apix/y.rs");
+        assert_eq!(relative("/etc/hosts", None), "/etc/hosts");
+        assert_eq!(
+            failure_label("Bash", Some("error: Exit code 1")),
+            "Bash, exit 1"
+        );
+        assert_eq!(
+            failure_label("Bash", Some("Exit Code: 2 - no such file")),
+            "Bash, exit 2: no such file"
+        );
+        assert_eq!(
+            failure_label("Read", Some("File not found")),
+            "Read: File not found"
+        );
+        assert_eq!(failure_label("Read", None), "Read");
+    }
+
+    #[test]
+    fn the_end_of_a_session_is_told() {
+        let r = |event: &str, tool: Option<&str>, call: Option<&str>, outcome: Option<&str>| {
+            StoredRecord {
+                key: "k".into(),
+                occurred_ms: 1,
+                agent: "claude-code".into(),
+                event: event.into(),
+                native_event: event.into(),
+                workspace: "w".into(),
+                project: "p".into(),
+                session_id: None,
+                cwd: None,
+                subagent: false,
+                tool_family: None,
+                tool_name: tool.map(str::to_string),
+                tool_call_id: call.map(str::to_string),
+                outcome: outcome.map(str::to_string),
+                disposition: "keep".into(),
+                title: None,
+                body: None,
+                files: vec![],
+            }
+        };
+        let done = [
+            r("user-prompt", None, None, None),
+            r("pre-tool-use", Some("Bash"), Some("c1"), None),
+            r("post-tool-use", Some("Bash"), Some("c1"), Some("error")),
+            r("post-tool-use", Some("Edit"), Some("c2"), Some("success")),
+            r("stop", None, None, None),
+            r("session-end", None, None, None),
+        ];
+        assert_eq!(
+            after_line(&done),
+            "After it: Bash (failed), Edit; the agent finished its turn, then the session ended"
+        );
+        let cut = [
+            r("user-prompt", None, None, None),
+            r("pre-tool-use", Some("Bash"), Some("c9"), None),
+            r("session-end", None, None, None),
+        ];
+        assert_eq!(
+            after_line(&cut),
+            "After it: no tool calls; it ended in the middle of a Bash call"
         );
     }
 

@@ -48,9 +48,18 @@ const SCOPE_KEYS: &[&str] = &[
 /// Read and parse the marker at `path`. Never fails: problems are recorded in
 /// the returned value.
 pub fn read(path: &Path, home_known: bool) -> Marker {
+    from_text(path, load(path), home_known)
+}
+
+/// Parse marker bytes as if read from `path` (the fuzz targets and tests
+/// feed bytes without a file). Never fails, like [`read`].
+pub fn parse(path: &Path, bytes: &[u8], home_known: bool) -> Marker {
+    from_text(path, decode(bytes), home_known)
+}
+
+fn from_text(path: &Path, text: Result<String, String>, home_known: bool) -> Marker {
     let mut warnings = Vec::new();
-    let parsed =
-        load(path).and_then(|text| text.parse::<Table>().map_err(|e| toml_problem(&text, &e)));
+    let parsed = text.and_then(|text| text.parse::<Table>().map_err(|e| toml_problem(&text, &e)));
     let (declared, capture) = match parsed {
         Err(problem) => (Err(problem), None),
         Ok(table) => {
@@ -82,12 +91,18 @@ fn load(path: &Path) -> Result<String, String> {
     file.take(MAX_MARKER_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot be read: {e}"))?;
+    decode(&bytes)
+}
+
+/// Marker bytes as text: at most [`MAX_MARKER_BYTES`], UTF-8, a leading BOM
+/// removed.
+fn decode(bytes: &[u8]) -> Result<String, String> {
     if bytes.len() as u64 > MAX_MARKER_BYTES {
         return Err(format!(
             "is larger than {MAX_MARKER_BYTES} bytes; a marker must be small: move bulky content elsewhere"
         ));
     }
-    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     match std::str::from_utf8(body) {
         Ok(s) => Ok(s.to_string()),
         Err(e) => Err(format!(

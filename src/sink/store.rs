@@ -22,7 +22,9 @@ use crate::sink::{ItemOutcome, Sink};
 use crate::spool::SpoolEntry;
 
 mod forget;
+mod handoff;
 pub use forget::{ForgetError, Forgotten, LogEntry, Selector, MIN_KEY_PREFIX};
+pub use handoff::{Prompt, TouchedFile, MAX_SESSION_FILES, MAX_TAIL_RECORDS};
 
 /// File name of the store inside the data dir.
 pub const STORE_FILE: &str = "store.sqlite3";

@@ -4,6 +4,7 @@
 mod util;
 
 mod agents;
+mod briefing;
 mod delivery;
 mod forget;
 mod hook;

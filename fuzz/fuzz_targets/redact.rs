@@ -1,0 +1,22 @@
+//! The redactor: any text is cleaned without a panic; what comes out holds
+//! no terminal escape, no bidi override and no `<private>` span, and a
+//! known secret appended to any text never survives.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+const SECRET: &str = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8";
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let out = memhook::redact::clean(text);
+    assert!(!out.contains('\u{1b}'), "escape survived: {text:?}");
+    for bidi in ['\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}'] {
+        assert!(!out.contains(bidi), "bidi survived: {text:?}");
+    }
+    let with = format!("{text} token={SECRET} ");
+    let out = memhook::record::clean_capped(&with, 1 << 20);
+    assert!(!out.contains(&SECRET[8..]), "secret survived after: {text:?}");
+});

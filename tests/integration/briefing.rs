@@ -1,0 +1,140 @@
+//! Golden briefings: each agent's real fixture session (fixtures/agents/,
+//! replayed in its recorded order through the real binary) gives the
+//! briefing kept in fixtures/briefing/<agent>.txt. Times are replaced by
+//! placeholders; everything else must match to the character.
+//!
+//! After a deliberate change to the briefing, regenerate the files with
+//! `MEMHOOK_UPDATE_GOLDEN=1 cargo test --test integration briefing::`,
+//! read every diff, and commit them.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::util::{fixture, memhook};
+
+const SESSIONS: &[(&str, &str)] = &[
+    ("claude-code", "2.1.328"),
+    ("codex", "0.171.0"),
+    ("gemini-cli", "0.61.0"),
+    ("opencode", "1.18.33"),
+];
+
+fn hook(home: &Path, agent: &str, event: Option<&str>, payload: &str, cwd: &Path) -> Vec<u8> {
+    let mut f = tempfile::tempfile().unwrap();
+    f.write_all(payload.as_bytes()).unwrap();
+    std::io::Seek::rewind(&mut f).unwrap();
+    let mut c = memhook(home);
+    c.args(["hook", "--agent", agent])
+        .stdin(f)
+        .current_dir(cwd)
+        .env("MEMHOOK_NO_HOOK_DELIVERY", "1")
+        .env(memhook::briefing::BUDGET_ENV, "10000");
+    if let Some(e) = event {
+        c.args(["--event", e]);
+    }
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    out.stdout
+}
+
+/// Replace what changes from run to run: times of day and the temp home.
+fn normalise(text: &str, home: &Path) -> String {
+    let home = home.to_str().unwrap();
+    let mut out = String::new();
+    for line in text.replace(home, "~").lines() {
+        let mut l = line.to_string();
+        // `YYYY-MM-DD HH:MM UTC` and the bare `HH:MM UTC` of a time span.
+        let b = l.as_bytes().to_vec();
+        let mut i = 0;
+        let mut fixed = String::new();
+        while i < b.len() {
+            let date = i + 16 <= b.len()
+                && b[i..i + 4].iter().all(u8::is_ascii_digit)
+                && b[i + 4] == b'-'
+                && b[i + 10] == b' '
+                && b[i + 13] == b':';
+            let time = i + 9 <= b.len()
+                && b[i..i + 2].iter().all(u8::is_ascii_digit)
+                && b[i + 2] == b':'
+                && b[i + 3..i + 5].iter().all(u8::is_ascii_digit)
+                && &b[i + 5..i + 9] == b" UTC";
+            if date {
+                fixed.push_str("<date> <time>");
+                i += 16;
+            } else if time {
+                fixed.push_str("<time> UTC");
+                i += 9;
+            } else {
+                let ch = l[i..].chars().next().unwrap();
+                fixed.push(ch);
+                i += ch.len_utf8();
+            }
+        }
+        l = fixed;
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out
+}
+
+fn briefing_after_replay(agent: &str, version: &str) -> String {
+    let home = tempfile::tempdir().unwrap();
+    let dir = fixture(&format!("agents/{agent}/{version}"));
+    let index: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
+    let project = home.path().join("projects/demo");
+    std::fs::create_dir_all(&project).unwrap();
+    let home_s = home.path().to_str().unwrap();
+    for e in index.as_array().unwrap() {
+        let file = e["file"].as_str().unwrap();
+        let text = std::fs::read_to_string(dir.join(file))
+            .unwrap()
+            .replace("/home/dev", home_s);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let cwd = ["/cwd", "/directory"]
+            .iter()
+            .find_map(|p| v.pointer(p).and_then(Value::as_str))
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.starts_with(home.path()))
+            .unwrap_or_else(|| project.clone());
+        std::fs::create_dir_all(&cwd).unwrap();
+        let event = e["event"].as_str().or(e["hook"].as_str());
+        hook(home.path(), agent, event, &text, &cwd);
+    }
+    let out = memhook(home.path()).arg("drain").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let start = format!(
+        r#"{{"session_id":"golden-next","cwd":"{}","hook_event_name":"SessionStart","source":"startup"}}"#,
+        project.display()
+    );
+    let env: Value =
+        serde_json::from_slice(&hook(home.path(), "claude-code", None, &start, &project)).unwrap();
+    let text = env["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{agent}: no briefing in {env}"));
+    normalise(text, home.path())
+}
+
+#[test]
+fn each_agents_real_session_gives_the_reviewed_briefing() {
+    let update = std::env::var_os("MEMHOOK_UPDATE_GOLDEN").is_some();
+    let mut diffs = Vec::new();
+    for (agent, version) in SESSIONS {
+        let got = briefing_after_replay(agent, version);
+        let path = fixture(&format!("briefing/{agent}.txt"));
+        if update {
+            std::fs::write(&path, &got).unwrap();
+            continue;
+        }
+        let want = std::fs::read_to_string(&path).unwrap_or_default();
+        if got != want {
+            diffs.push(format!(
+                "{agent}: briefing differs from {}\n--- want\n{want}--- got\n{got}",
+                path.display()
+            ));
+        }
+    }
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+}
