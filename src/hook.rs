@@ -200,38 +200,10 @@ fn policy_state(c: &CaptureConfig) -> PolicyState {
     }
 }
 
-/// Strip one UTF-8 BOM and parse. The payload must be a JSON object (an
-/// array, string or number is not an agent event).
+/// Parse the payload (see [`event::payload::parse`]: bounded, lone UTF-16
+/// surrogates accepted as U+FFFD). It must be a JSON object.
 pub fn parse_payload(bytes: &[u8]) -> Result<Value, String> {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err("the event payload on stdin is empty".into());
-    }
-    match serde_json::from_slice::<Value>(bytes) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err("the event payload is not a JSON object".into()),
-        Err(e) => Err(format!(
-            "the event payload is not valid JSON ({})",
-            e.classify_name()
-        )),
-    }
-}
-
-trait ClassifyName {
-    fn classify_name(&self) -> &'static str;
-}
-
-impl ClassifyName for serde_json::Error {
-    /// The error class only: the message could quote payload bytes.
-    fn classify_name(&self) -> &'static str {
-        use serde_json::error::Category;
-        match self.classify() {
-            Category::Io => "read error",
-            Category::Syntax => "syntax error",
-            Category::Data => "data error",
-            Category::Eof => "truncated",
-        }
-    }
+    event::payload::parse(bytes).map_err(|e| e.to_string())
 }
 
 /// Everything scope resolution needs, read the same way as every other
@@ -356,7 +328,7 @@ fn read_fd(fd: libc::c_int, timeout: Duration, max: usize) -> Stdin {
             && ends_with_brace(&buf)
             && buf.len() >= tried_at.saturating_mul(2)
         {
-            if parse_payload(&buf).is_ok() {
+            if event::payload::is_complete_object(&buf) {
                 return Stdin::Complete(buf);
             }
             tried_at = buf.len();
@@ -366,7 +338,7 @@ fn read_fd(fd: libc::c_int, timeout: Duration, max: usize) -> Stdin {
             if left.is_zero() {
                 return if too_large {
                     Stdin::TooLarge
-                } else if ends_with_brace(&buf) && parse_payload(&buf).is_ok() {
+                } else if ends_with_brace(&buf) && event::payload::is_complete_object(&buf) {
                     Stdin::Complete(buf)
                 } else {
                     Stdin::TimedOut

@@ -6,6 +6,7 @@ mod util;
 mod agents;
 mod delivery;
 mod hook;
+mod hostile;
 mod install;
 mod mcp;
 mod records;
