@@ -254,11 +254,23 @@ pub fn sink_target(flag: Option<&str>) -> SinkTarget {
     let url = flag
         .map(str::to_string)
         .or_else(|| std::env::var(HOOK_URL_ENV).ok())
-        .map(|u| u.trim().trim_end_matches('/').to_string())
-        .filter(|u| !u.is_empty());
+        .filter(|u| !u.trim().is_empty());
     match url {
-        Some(url) => SinkTarget::Http { url },
+        Some(url) => checked_server_url(&url),
         None => SinkTarget::Store,
+    }
+}
+
+/// The server sink for `url` when it is a usable base URL; otherwise a
+/// warning (which never repeats credentials) and the embedded store, so
+/// the event is kept and nothing writes the bad URL anywhere.
+fn checked_server_url(url: &str) -> SinkTarget {
+    match crate::sink::http::check_base_url(url) {
+        Ok(url) => SinkTarget::Http { url },
+        Err(e) => {
+            eprintln!("memhook: {e}; this event goes to the embedded store");
+            SinkTarget::Store
+        }
     }
 }
 
@@ -536,5 +548,8 @@ mod tests {
                 url: "http://127.0.0.1:9".into()
             }
         );
+        for bad in ["http://user:pw@host", "ftp://x", "http://", "host:1"] {
+            assert_eq!(sink_target(Some(bad)), SinkTarget::Store, "{bad}");
+        }
     }
 }

@@ -176,3 +176,64 @@ fn a_huge_cwd_costs_nothing() {
         assert!(cwd.len() < 4096, "{}", cwd.len());
     }
 }
+
+/// Every file under `dir`, concatenated (symlinks not followed).
+fn all_bytes(dir: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            out.extend(all_bytes(&e.path()));
+        } else if t.is_file() {
+            out.extend(fs::read(e.path()).unwrap_or_default());
+        }
+    }
+    out
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// A server URL with credentials, or not http(s), is refused by the hook
+/// (a warning that does not repeat it); the record goes to the embedded
+/// store and the credentials are written nowhere: not the spool, counters,
+/// store, `status` or `drain` output.
+#[test]
+fn a_server_url_with_credentials_or_another_scheme_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let payload = br#"{"hook_event_name":"UserPromptSubmit","session_id":"s","prompt":"hello"}"#;
+    for url in [
+        "http://user:hunter2pw@127.0.0.1:9",
+        "ftp://u:hunter2pw@x.example/x",
+    ] {
+        let mut c = hook_cmd(home.path());
+        c.env("AI_MEMORY_HOOK_URL", url);
+        let ran = run_bounded(c, payload, Duration::from_secs(30));
+        assert_eq!(ran.code, Some(0));
+        assert!(ran.stderr.contains("embedded store"), "{}", ran.stderr);
+        assert!(!ran.stderr.contains("hunter2pw"), "{}", ran.stderr);
+        let mut c = hook_cmd(home.path());
+        c.args(["--server-url", url]);
+        let ran = run_bounded(c, payload, Duration::from_secs(30));
+        assert!(!ran.stderr.contains("hunter2pw"), "{}", ran.stderr);
+    }
+    let entries = spooled(home.path());
+    assert_eq!(entries.len(), 4);
+    assert!(entries.iter().all(|e| e["sink"]["kind"] == "store"));
+    let mut outputs = Vec::new();
+    for args in [&["drain"][..], &["status"], &["status", "--json"]] {
+        let mut c = memhook(home.path());
+        c.args(args);
+        let ran = run_bounded(c, b"", Duration::from_secs(60));
+        outputs.push(ran.stdout + &ran.stderr);
+    }
+    assert!(outputs[0].contains("delivered 4"), "{}", outputs[0]);
+    for o in &outputs {
+        assert!(!o.contains("hunter2pw"), "{o}");
+    }
+    assert!(!contains(&all_bytes(&data(home.path())), "hunter2pw"));
+}
