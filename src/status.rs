@@ -61,8 +61,12 @@ pub struct Status {
     pub sinks: Vec<SinkStatus>,
     /// Corrupt entries dropped whose sink could not be read.
     pub corrupt_unattributed: u64,
-    /// Pending files that cannot be read right now.
+    /// Pending files that cannot be read right now, or that the next drain
+    /// drops as corrupt or invalid.
     pub unreadable_pending: u64,
+    /// `*.json` names in the spool that are not regular files (FIFOs,
+    /// directories, …): skipped by every drain, never counted as records.
+    pub not_regular: u64,
 }
 
 /// Gather the status of `data_dir`.
@@ -70,7 +74,8 @@ pub fn collect(dir: &Path) -> Result<Status, crate::spool::SpoolError> {
     let spool = Spool::open(dir)?;
     let mut pending: BTreeMap<String, (u64, u64, SinkTarget)> = BTreeMap::new();
     let mut unreadable = 0;
-    for path in spool.pending()? {
+    let listing = spool.list()?;
+    for path in listing.files {
         match Spool::load(&path) {
             Ok(e) => {
                 let slot = pending
@@ -123,6 +128,7 @@ pub fn collect(dir: &Path) -> Result<Status, crate::spool::SpoolError> {
         sinks,
         corrupt_unattributed,
         unreadable_pending: unreadable,
+        not_regular: listing.not_regular as u64,
     })
 }
 
@@ -173,6 +179,7 @@ impl Status {
             "sinks": sinks,
             "corrupt_unattributed": self.corrupt_unattributed,
             "unreadable_pending": self.unreadable_pending,
+            "not_regular": self.not_regular,
         })
     }
 
@@ -238,14 +245,20 @@ impl Status {
         }
         if self.corrupt_unattributed > 0 {
             o.push_str(&format!(
-                "\ncorrupt spool entries dropped with no readable sink: {}\n",
+                "\ncorrupt or invalid spool entries dropped with no trusted sink: {}\n",
                 self.corrupt_unattributed
             ));
         }
         if self.unreadable_pending > 0 {
             o.push_str(&format!(
-                "\nunreadable spool entries pending: {} (the next drain drops them as corrupt)\n",
+                "\nunreadable spool entries pending: {} (the next drain drops them as corrupt or invalid)\n",
                 self.unreadable_pending
+            ));
+        }
+        if self.not_regular > 0 {
+            o.push_str(&format!(
+                "\nspool entries that are not regular files: {} (skipped by every drain; remove them by hand)\n",
+                self.not_regular
             ));
         }
         o
@@ -380,7 +393,7 @@ mod tests {
         let spool = Spool::open(t.path()).unwrap();
         let e: SpoolEntry = serde_json::from_value(json!({
             "v": 1, "sink": {"kind": "store"}, "enqueued_ms": now_ms(),
-            "record": {"v": 1, "key": "k".repeat(32), "occurred_ms": 1, "agent": "codex",
+            "record": {"v": 1, "key": "b".repeat(32), "occurred_ms": 1, "agent": "codex",
               "event": "stop", "native_event": "Stop",
               "scope": {"workspace": "w", "project": "p", "workspace_source": "env",
                         "project_source": "env", "project_strategy": "basename"},
