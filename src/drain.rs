@@ -98,7 +98,7 @@ pub const DROP_CORRUPT: &str = "corrupt";
 pub const DROP_INVALID: &str = "invalid";
 pub const DROP_MAX_AGE: &str = "max_age";
 pub const DROP_MAX_ATTEMPTS: &str = "max_attempts";
-pub const DROP_SPOOL_FULL: &str = "spool_full";
+pub use crate::spool::{DROP_SPOOL_FULL, DROP_SPOOL_WRITE_FAILED};
 
 /// Why a drain could not run.
 #[derive(Debug)]
@@ -1446,8 +1446,9 @@ mod tests {
             .iter()
             .filter(|p| Spool::load(p).map(|e| e.sink.id() == id).unwrap_or(false))
             .count() as u64;
-        let enq = spool.ledger(id, "enqueued");
-        let dropped = c.dropped_total() + spool.ledger(id, "full");
+        let enq = spool.ledger(id, crate::spool::LEDGER_ENQUEUED);
+        let at_enqueue: u64 = spool.ledger_drops(id).iter().map(|(_, n)| n).sum();
+        let dropped = c.dropped_total() + at_enqueue;
         assert_eq!(
             enq,
             c.delivered + pending + dropped,

@@ -5,11 +5,15 @@
 //! Names sort oldest first. The drainer (see `drain.rs`) reads, delivers and
 //! deletes under the drain lock.
 //!
-//! Accounting: every accepted enqueue appends one byte to
-//! `counters/<sink>.enqueued`; a refusal because the spool is full appends one
-//! byte to `counters/<sink>.full` (both `O_APPEND`, lock-free). The drainer
-//! keeps delivered and dropped counts in `counters/<sink>.json` under the
-//! drain lock. So per sink: `enqueued = delivered + pending + dropped`.
+//! Accounting: every enqueue appends one byte to `counters/<sink>.enqueued`
+//! before its entry becomes pending; a refusal because the spool is full
+//! also appends one byte to `counters/<sink>.full`, and a failed write (a
+//! full disk) one byte to `counters/<sink>.write_failed` (all `O_APPEND`,
+//! lock-free, never through a symlink). Each ledger keeps blocks allocated
+//! ahead of its end, so these counts are kept on a full disk too. The
+//! drainer keeps delivered and dropped counts in `counters/<sink>.json`
+//! under the drain lock. So per sink: `enqueued = delivered + pending +
+//! dropped`.
 
 use std::fmt;
 use std::fs;
@@ -107,6 +111,12 @@ pub enum SpoolError {
     NotRegular {
         path: PathBuf,
     },
+    /// Writing the entry failed (a full disk, an I/O error); counted as
+    /// dropped ([`DROP_SPOOL_WRITE_FAILED`]).
+    WriteFailed {
+        path: PathBuf,
+        source: io::Error,
+    },
 }
 
 impl fmt::Display for SpoolError {
@@ -129,6 +139,12 @@ impl fmt::Display for SpoolError {
                     path.display()
                 )
             }
+            SpoolError::WriteFailed { path, source } => write!(
+                f,
+                "cannot write {}: {source}; the event was not captured \
+                 (`memhook status` counts it as {DROP_SPOOL_WRITE_FAILED})",
+                path.display()
+            ),
             SpoolError::NotRegular { path } => write!(
                 f,
                 "{}: not a regular file; skipped (remove it by hand)",
@@ -192,8 +208,7 @@ impl Spool {
         let sink_id = entry.sink.id();
         let pending = count_entries(&self.dir, MAX_SPOOL_FILES).map_err(io_err(&self.dir))?;
         if pending >= MAX_SPOOL_FILES {
-            self.bump(&sink_id, "enqueued");
-            self.bump(&sink_id, "full");
+            self.count_drop(&sink_id, LEDGER_FULL);
             return Err(SpoolError::Full { pending });
         }
         // The key's first hex digits make names easy to match by eye; only
@@ -217,13 +232,46 @@ impl Spool {
             path: dest.clone(),
             problem: e.to_string(),
         })?;
-        write_synced(&tmp, &bytes).map_err(io_err(&tmp))?;
-        if let Err(e) = fs::rename(&tmp, &dest) {
-            let _ = fs::remove_file(&tmp);
-            return Err(io_err(&dest)(e));
+        if let Err(source) = write_synced(&tmp, &bytes) {
+            self.count_drop(&sink_id, LEDGER_WRITE_FAILED);
+            return Err(SpoolError::WriteFailed { path: tmp, source });
         }
-        self.bump(&sink_id, "enqueued");
+        // Counted before it becomes pending: a count that fails after the
+        // rename would leave `status` off by one for good. A record that
+        // cannot be counted is not kept.
+        if let Err(e) = self.bump(&sink_id, LEDGER_ENQUEUED) {
+            let _ = fs::remove_file(&tmp);
+            return Err(io_err(&self.ledger_path(&sink_id, LEDGER_ENQUEUED))(e));
+        }
+        if let Err(source) = fs::rename(&tmp, &dest) {
+            let _ = fs::remove_file(&tmp);
+            let _ = self.bump(&sink_id, LEDGER_WRITE_FAILED);
+            return Err(SpoolError::WriteFailed { path: dest, source });
+        }
         Ok(dest)
+    }
+
+    /// Count an event refused at enqueue: enqueued, and dropped under the
+    /// ledger `kind`. Both appends land in each ledger's reserve
+    /// ([`LEDGER_RESERVE`]), so a full disk is counted too.
+    fn count_drop(&self, sink_id: &str, kind: &str) {
+        if self.bump(sink_id, LEDGER_ENQUEUED).is_ok() {
+            let _ = self.bump(sink_id, kind);
+        }
+    }
+
+    /// Drops counted by the hooks' ledgers, by reason (`status` adds them to
+    /// the drainer's counts).
+    pub fn ledger_drops(&self, sink_id: &str) -> Vec<(&'static str, u64)> {
+        LEDGER_DROPS
+            .iter()
+            .map(|(kind, reason)| (*reason, self.ledger(sink_id, kind)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    fn ledger_path(&self, sink_id: &str, kind: &str) -> PathBuf {
+        self.counters_dir().join(format!("{sink_id}.{kind}"))
     }
 
     /// Pending entry files, oldest first (see [`Spool::list`]).
@@ -313,7 +361,7 @@ impl Spool {
     /// Count of lock-free ledger bumps `kind` (`enqueued` or `full`) for `sink_id`.
     /// A symlink or anything but a regular file counts nothing.
     pub fn ledger(&self, sink_id: &str, kind: &str) -> u64 {
-        fs::symlink_metadata(self.counters_dir().join(format!("{sink_id}.{kind}")))
+        fs::symlink_metadata(self.ledger_path(sink_id, kind))
             .ok()
             .filter(fs::Metadata::is_file)
             .map_or(0, |m| m.len())
@@ -335,9 +383,28 @@ impl Spool {
     }
 
     /// Append one byte to a ledger; a symlink there is never followed
-    /// (the bump fails instead) and a FIFO never blocks.
-    fn bump(&self, sink_id: &str, kind: &str) {
-        let path = self.counters_dir().join(format!("{sink_id}.{kind}"));
+    /// (the bump fails instead) and a FIFO never blocks. The ledger keeps
+    /// [`LEDGER_RESERVE`] bytes allocated past its end (topped up when
+    /// less than [`LEDGER_LOW`] is left), so an append needs no new block
+    /// and still succeeds on a full disk.
+    /// When the `enqueued` ledger's reserve is topped up, so are the
+    /// refusal ledgers' (created empty): the first refusal on a full disk
+    /// must find its room already there.
+    fn bump(&self, sink_id: &str, kind: &str) -> io::Result<()> {
+        let mut f = self.open_ledger(sink_id, kind)?;
+        if reserve_ahead(&f) && kind == LEDGER_ENQUEUED {
+            for (refusal, _) in LEDGER_DROPS {
+                if let Ok(r) = self.open_ledger(sink_id, refusal) {
+                    reserve_ahead(&r);
+                }
+            }
+        }
+        f.write_all(b".")
+    }
+
+    /// Open (creating) a ledger for appending: never through a symlink,
+    /// never blocking, only a regular file.
+    fn open_ledger(&self, sink_id: &str, kind: &str) -> io::Result<fs::File> {
         let mut opts = fs::OpenOptions::new();
         opts.append(true).create(true);
         #[cfg(unix)]
@@ -346,9 +413,56 @@ impl Spool {
             opts.mode(0o600)
                 .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
         }
-        if let Ok(mut f) = opts.open(&path) {
-            let _ = f.write_all(b".");
+        let f = opts.open(self.ledger_path(sink_id, kind))?;
+        if !f.metadata()?.is_file() {
+            return Err(io::Error::other("not a regular file"));
         }
+        Ok(f)
+    }
+}
+
+/// Ledger kinds (`counters/<sink>.<kind>`): every enqueue attempt, and the
+/// refusals among them.
+pub const LEDGER_ENQUEUED: &str = "enqueued";
+pub const LEDGER_FULL: &str = "full";
+pub const LEDGER_WRITE_FAILED: &str = "write_failed";
+/// Drop reasons counted at enqueue: the spool was full, or writing the
+/// entry failed (a full disk, an I/O error).
+pub const DROP_SPOOL_FULL: &str = "spool_full";
+pub const DROP_SPOOL_WRITE_FAILED: &str = "spool_write_failed";
+/// Ledger kind → the drop reason it counts.
+const LEDGER_DROPS: [(&str, &str); 2] = [
+    (LEDGER_FULL, DROP_SPOOL_FULL),
+    (LEDGER_WRITE_FAILED, DROP_SPOOL_WRITE_FAILED),
+];
+/// Bytes kept allocated past a ledger's end: this many events can still be
+/// counted on a full disk.
+pub const LEDGER_RESERVE: u64 = 64 * 1024;
+/// The reserve is topped up when less than this is left.
+pub const LEDGER_LOW: u64 = 16 * 1024;
+
+/// Keep [`LEDGER_RESERVE`] bytes allocated past the end of `f` (Linux
+/// `fallocate` with `FALLOC_FL_KEEP_SIZE`: the length, which is the count,
+/// does not change). Returns whether it had to top up. Best effort: on a
+/// file system without it, a full disk fails the append as before.
+fn reserve_ahead(f: &fs::File) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        use std::os::unix::io::AsRawFd;
+        let Ok(m) = f.metadata() else { return false };
+        if m.blocks() * 512 >= m.len() + LEDGER_LOW {
+            return false;
+        }
+        let want = (m.len() + LEDGER_RESERVE) as libc::off_t;
+        // SAFETY: a valid open descriptor; KEEP_SIZE only allocates blocks.
+        unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, want) };
+        true
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = f;
+        false
     }
 }
 
@@ -683,10 +797,51 @@ mod tests {
         fs::write(&outside, b"precious").unwrap();
         let ledger = s.counters_dir().join("store.enqueued");
         std::os::unix::fs::symlink(&outside, &ledger).unwrap();
-        s.enqueue(&sample(&"a".repeat(32))).unwrap();
+        // A record that cannot be counted is not kept (the error names
+        // the ledger); nothing is written through the link.
+        let err = s.enqueue(&sample(&"a".repeat(32))).unwrap_err();
+        assert!(err.to_string().contains("store.enqueued"), "{err}");
+        assert!(s.pending().unwrap().is_empty());
         assert_eq!(fs::read(&outside).unwrap(), b"precious");
         assert_eq!(s.ledger("store", "enqueued"), 0);
         assert!(fs::symlink_metadata(&ledger).unwrap().is_symlink());
+    }
+
+    #[test]
+    fn ledgers_keep_room_ahead_to_count_on_a_full_disk() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        s.enqueue(&sample(&"a".repeat(32))).unwrap();
+        let m = fs::metadata(s.counters_dir().join("store.enqueued")).unwrap();
+        assert_eq!(m.len(), 1);
+        // Best effort per file system; tmpfs and ext4 (CI) have it.
+        if m.blocks() * 512 < LEDGER_LOW {
+            eprintln!("no fallocate here: the reserve is not checked");
+            return;
+        }
+        assert!(m.blocks() * 512 >= LEDGER_RESERVE, "{}", m.blocks());
+        // The refusal ledgers are ready too, empty (a count of 0).
+        for kind in [LEDGER_FULL, LEDGER_WRITE_FAILED] {
+            let m = fs::metadata(s.ledger_path("store", kind)).unwrap();
+            assert_eq!(m.len(), 0);
+            assert!(m.blocks() * 512 >= LEDGER_RESERVE, "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_failed_write_is_counted_and_the_books_balance() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        // A directory where the temp file must go: the write fails.
+        let e = sample(&"a".repeat(32));
+        let busy = s.dir().join("tmp");
+        fs::remove_dir(&busy).unwrap();
+        fs::write(&busy, b"").unwrap();
+        assert!(matches!(s.enqueue(&e), Err(SpoolError::WriteFailed { .. })));
+        assert_eq!(s.ledger("store", LEDGER_ENQUEUED), 1);
+        assert_eq!(s.ledger_drops("store"), vec![(DROP_SPOOL_WRITE_FAILED, 1)]);
+        assert!(s.pending().unwrap().is_empty());
     }
 
     #[test]

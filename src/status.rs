@@ -3,7 +3,7 @@
 //!
 //! `status` shows, per sink, the accounting identity
 //! `enqueued = delivered + pending + dropped` (dropped by reason, spool-full
-//! refusals included), the oldest pending record, the last delivery and the
+//! refusals and failed spool writes included), the oldest pending record, the last delivery and the
 //! last error, and whether a drainer holds the lock.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -29,7 +29,8 @@ pub struct SinkStatus {
     pub enqueued: u64,
     pub delivered: u64,
     pub pending: u64,
-    /// By reason; `spool_full` comes from the enqueue ledger.
+    /// By reason; `spool_full` and `spool_write_failed` come from the
+    /// enqueue ledgers.
     pub dropped: BTreeMap<String, u64>,
     pub oldest_pending_ms: Option<u64>,
     pub counters: SinkCounters,
@@ -100,11 +101,8 @@ pub fn collect(dir: &Path) -> Result<Status, crate::spool::SpoolError> {
             None => (0, None, None),
         };
         let mut dropped = counters.dropped.clone();
-        let full = spool.ledger(&id, "full");
-        if full > 0 {
-            *dropped
-                .entry(drain::DROP_SPOOL_FULL.to_string())
-                .or_default() += full;
+        for (reason, n) in spool.ledger_drops(&id) {
+            *dropped.entry(reason.to_string()).or_default() += n;
         }
         let sink = counters
             .sink
@@ -112,7 +110,7 @@ pub fn collect(dir: &Path) -> Result<Status, crate::spool::SpoolError> {
             .or(target)
             .or_else(|| (id == SinkTarget::Store.id()).then_some(SinkTarget::Store));
         sinks.push(SinkStatus {
-            enqueued: spool.ledger(&id, "enqueued"),
+            enqueued: spool.ledger(&id, crate::spool::LEDGER_ENQUEUED),
             delivered: counters.delivered,
             pending: n,
             dropped,

@@ -435,3 +435,122 @@ fn a_symlinked_counter_is_not_written_through() {
     assert_eq!(ran.code, Some(0));
     assert_eq!(fs::read(&outside).unwrap(), b"precious");
 }
+
+/// A tmpfs mounted for one test, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// `None` (with a message) when this process may not mount (not root).
+    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        fs::create_dir_all(at).unwrap();
+        let target = CString::new(at.as_os_str().as_bytes()).unwrap();
+        let opts = CString::new(format!("size={size},mode=0700")).unwrap();
+        // SAFETY: valid NUL-terminated strings; mounting needs privileges
+        // and fails cleanly without them.
+        let r = unsafe {
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                target.as_ptr(),
+                c"tmpfs".as_ptr(),
+                0,
+                opts.as_ptr().cast(),
+            )
+        };
+        if r != 0 {
+            eprintln!(
+                "SKIPPED: cannot mount a tmpfs ({}); the full-disk test needs root (CI runs it)",
+                std::io::Error::last_os_error()
+            );
+            return None;
+        }
+        Some(Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let target = CString::new(self.0.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path we mounted.
+        unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+    }
+}
+
+/// Fill the file system holding `dir` until a write fails.
+fn fill(dir: &Path) -> PathBuf {
+    let path = dir.join("filler");
+    let mut f = fs::File::create(&path).unwrap();
+    let block = vec![0u8; 4096];
+    while f.write_all(&block).and_then(|_| f.sync_data()).is_ok() {}
+    // The last partial block too.
+    while f.write_all(&[0]).is_ok() {}
+    path
+}
+
+/// ENOSPC: 127 of 200 hooks on a full disk lost their event with no trace.
+/// Now each failed spool write is counted (the ledgers keep room ahead), the
+/// hooks exit 0, `status` shows the failed writes, and the books balance
+/// before and after the disk is freed and a drain runs.
+#[test]
+fn a_full_disk_loses_no_event_uncounted() {
+    const HOOKS: u64 = 20;
+    let home = tempfile::tempdir().unwrap();
+    let Some(mnt) = Tmpfs::mount(&home.path().join("disk"), "1m") else {
+        return;
+    };
+    let dir = mnt.0.join("data");
+    let hook = || {
+        let mut c = hook_cmd(home.path());
+        c.env("AI_MEMORY_DATA_DIR", &dir);
+        c
+    };
+    let status = || {
+        let mut c = memhook(home.path());
+        c.env("AI_MEMORY_DATA_DIR", &dir).args(["status", "--json"]);
+        let ran = run_bounded(c, b"", Duration::from_secs(30));
+        let v: Value = serde_json::from_str(&ran.stdout).unwrap();
+        v["sinks"][0].clone()
+    };
+    let ran = run_bounded(hook(), &prompt("before"), Duration::from_secs(30));
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let filler = fill(&mnt.0);
+    let text = "a prompt that needs a block of its own ".repeat(40);
+    for i in 0..HOOKS {
+        let ran = run_bounded(hook(), &prompt(&text), Duration::from_secs(30));
+        assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+        assert!(
+            ran.stderr.contains("spool_write_failed"),
+            "hook {i}: {}",
+            ran.stderr
+        );
+    }
+    let s = status();
+    assert_eq!(s["enqueued"], HOOKS + 1, "{s}");
+    assert_eq!(s["pending"], 1, "{s}");
+    assert_eq!(s["dropped"]["spool_write_failed"], HOOKS, "{s}");
+    assert_eq!(s["balanced"], true, "{s}");
+    let mut c = memhook(home.path());
+    c.env("AI_MEMORY_DATA_DIR", &dir).args(["status"]);
+    let text_status = run_bounded(c, b"", Duration::from_secs(30)).stdout;
+    assert!(
+        text_status.contains(&format!("spool_write_failed {HOOKS}")),
+        "{text_status}"
+    );
+    // Free the disk, drain: still exact.
+    fs::remove_file(filler).unwrap();
+    let mut c = memhook(home.path());
+    c.env("AI_MEMORY_DATA_DIR", &dir).args(["drain"]);
+    let ran = run_bounded(c, b"", Duration::from_secs(60));
+    assert_eq!(ran.code, Some(0), "{}{}", ran.stdout, ran.stderr);
+    let s = status();
+    assert_eq!(
+        (&s["enqueued"], &s["delivered"], &s["pending"]),
+        (&json!(HOOKS + 1), &json!(1), &json!(0)),
+        "{s}"
+    );
+    assert_eq!(s["balanced"], true, "{s}");
+    drop(mnt);
+}
