@@ -1810,13 +1810,6 @@ mod tests {
         identity_holds(&spool, "store");
     }
 
-    fn mkfifo(path: &Path) {
-        use std::os::unix::ffi::OsStrExt;
-        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    }
-
     /// A FIFO would block `open()` forever; a directory cannot be deleted,
     /// so counting it as dropped would repeat every pass until the
     /// deadline. Both are skipped (reported, never counted as records) and
@@ -1828,7 +1821,7 @@ mod tests {
         spool
             .enqueue(&entry(&"a".repeat(32), SinkTarget::Store, now_ms()))
             .unwrap();
-        mkfifo(&spool.dir().join("y.json"));
+        crate::spool::tests::mkfifo(&spool.dir().join("y.json"));
         fs::create_dir(spool.dir().join("x.json")).unwrap();
         let started = Instant::now();
         let (r, _) = run_with(

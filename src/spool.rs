@@ -736,7 +736,7 @@ fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn sample(key: &str) -> SpoolEntry {
@@ -858,7 +858,7 @@ mod tests {
         ));
     }
 
-    fn mkfifo(path: &Path) {
+    pub(crate) fn mkfifo(path: &Path) {
         use std::os::unix::ffi::OsStrExt;
         let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
         // SAFETY: a valid NUL-terminated path.

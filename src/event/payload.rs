@@ -66,8 +66,8 @@ pub fn parse(bytes: &[u8]) -> Result<Value, PayloadError> {
     let bytes = replace_lone_surrogates(bytes);
     let budget = Cell::new(MAX_NODES);
     let mut de = serde_json::Deserializer::from_slice(&bytes);
-    let v = Top { budget: &budget }
-        .deserialize(&mut de)
+    let v = de
+        .deserialize_map(TopVisitor(&budget))
         .and_then(|v| de.end().map(|()| v))
         .map_err(|e| PayloadError::Invalid(classify(&e)))?;
     Ok(v)
@@ -161,17 +161,6 @@ fn has_surrogate_escape(bytes: &[u8]) -> bool {
 
 /// The top-level object: at most [`MAX_MEMBERS`] members, each value read
 /// with the shared node budget.
-struct Top<'b> {
-    budget: &'b Cell<usize>,
-}
-
-impl<'de> DeserializeSeed<'de> for Top<'_> {
-    type Value = Value;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_map(TopVisitor(self.budget))
-    }
-}
-
 struct TopVisitor<'b>(&'b Cell<usize>);
 
 impl<'de> Visitor<'de> for TopVisitor<'_> {
@@ -179,18 +168,28 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON object")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Value, A::Error> {
-        let mut out = Map::new();
-        while out.len() < MAX_MEMBERS {
-            let Some(k) = m.next_key::<String>()? else {
-                return Ok(Value::Object(out));
-            };
-            let v = m.next_value_seed(Node { budget: self.0 })?;
-            out.insert(k, v);
-        }
-        while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Value::Object(out))
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Value, A::Error> {
+        read_map(m, self.0, |len| len < MAX_MEMBERS)
     }
+}
+
+/// Read an object's members while `more(members so far)` allows, each
+/// value with the node budget; skip the rest.
+fn read_map<'de, A: MapAccess<'de>>(
+    mut m: A,
+    budget: &Cell<usize>,
+    mut more: impl FnMut(usize) -> bool,
+) -> Result<Value, A::Error> {
+    let mut out = Map::new();
+    while more(out.len()) {
+        let Some(k) = m.next_key::<String>()? else {
+            return Ok(Value::Object(out));
+        };
+        let v = m.next_value_seed(Node { budget })?;
+        out.insert(k, v);
+    }
+    while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(Value::Object(out))
 }
 
 /// One value below the top level; costs one unit of the budget, and once
@@ -261,18 +260,9 @@ impl<'de> Visitor<'de> for NodeVisitor<'_> {
         while s.next_element::<IgnoredAny>()?.is_some() {}
         Ok(Value::Array(out))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Value, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Value, A::Error> {
         let node = Node { budget: self.0 };
-        let mut out = Map::new();
-        while node.take() {
-            let Some(k) = m.next_key::<String>()? else {
-                return Ok(Value::Object(out));
-            };
-            let v = m.next_value_seed(Node { budget: self.0 })?;
-            out.insert(k, v);
-        }
-        while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Value::Object(out))
+        read_map(m, self.0, |_| node.take())
     }
 }
 
