@@ -943,7 +943,13 @@ mod tests {
                     sink,
                     attempts: 0,
                     enqueued_ms: 1,
-                    record: rec(key, 1, session, "session-start"),
+                    // A key of the hook's shape: `k1` → `0…01`.
+                    record: rec(
+                        &format!("{:0>32}", key.trim_start_matches('k')),
+                        1,
+                        session,
+                        "session-start",
+                    ),
                 })
                 .unwrap()
         };

@@ -95,9 +95,10 @@ pub const LOCK_POLL: Duration = Duration::from_millis(20);
 pub const UNKNOWN_SINK: &str = "unknown";
 /// Drop reasons, as counted and shown by `status`.
 pub const DROP_CORRUPT: &str = "corrupt";
+pub const DROP_INVALID: &str = "invalid";
 pub const DROP_MAX_AGE: &str = "max_age";
 pub const DROP_MAX_ATTEMPTS: &str = "max_attempts";
-pub const DROP_SPOOL_FULL: &str = "spool_full";
+pub use crate::spool::{DROP_SPOOL_FULL, DROP_SPOOL_WRITE_FAILED};
 /// Pending records removed by `memhook forget` before delivery.
 pub const DROP_FORGOTTEN: &str = "forgotten";
 
@@ -166,11 +167,24 @@ pub fn counters_path(data_dir: &Path, sink_id: &str) -> PathBuf {
 }
 
 /// Read a sink's counters (default when absent or unreadable).
+/// A symlink or anything but a regular file is never read.
 pub fn load_counters(data_dir: &Path, sink_id: &str) -> SinkCounters {
-    fs::read(counters_path(data_dir, sink_id))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
+    read_counters(&counters_path(data_dir, sink_id)).unwrap_or_default()
+}
+
+/// Most bytes of a counters file read (it holds a few numbers and at most
+/// one batch of in-flight names).
+const MAX_COUNTERS_BYTES: u64 = 1024 * 1024;
+
+fn read_counters(path: &Path) -> Option<SinkCounters> {
+    use std::io::Read;
+    let f = crate::spool::open_nofollow(path).ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_COUNTERS_BYTES).read_to_end(&mut bytes).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 fn save_counters(data_dir: &Path, sink_id: &str, c: &SinkCounters) -> io::Result<()> {
@@ -263,7 +277,8 @@ fn open_named_lock(data_dir: &Path, name: &str) -> io::Result<File> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
+        opts.mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
     }
     opts.open(data_dir.join(name))
 }
@@ -397,7 +412,9 @@ fn has_pending(data_dir: &Path) -> bool {
             rd.flatten().any(|e| {
                 let n = e.file_name();
                 let n = n.as_encoded_bytes();
-                n.ends_with(b".json") && !n.starts_with(b".")
+                n.ends_with(b".json")
+                    && !n.starts_with(b".")
+                    && e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink())
             })
         })
         .unwrap_or(false)
@@ -439,6 +456,62 @@ fn inherited_lock(data_dir: &Path) -> Option<DrainLock> {
     }
 }
 
+/// One line on the drainer's stderr through [`log_line`] (the background
+/// drainer's stderr is the drain log, kept within its cap while written).
+macro_rules! log {
+    ($($arg:tt)*) => {
+        $crate::drain::log_line(format_args!($($arg)*))
+    };
+}
+
+/// The data dir whose drain log is this process's stderr (set by the
+/// background drainer).
+static LOG_OF: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+/// Serialises rotation and writing (the deleting thread logs too).
+static LOG_WRITE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Write one line to stderr, never panicking. In the background drainer
+/// (stderr is `<data>/logs/drain.log`) the log is rotated first when it is
+/// past [`MAX_LOG_BYTES`], so a drainer that logs a lot never grows it
+/// past the cap by more than one line.
+pub fn log_line(line: fmt::Arguments) {
+    use std::io::Write;
+    let _guard = LOG_WRITE.lock();
+    if let Some(dir) = LOG_OF.get() {
+        cap_stderr_log(dir);
+    }
+    let _ = writeln!(io::stderr(), "{line}");
+}
+
+/// When stderr is a drain log past [`MAX_LOG_BYTES`]: rotate the log file
+/// (unless someone else already did) and point stderr at a fresh one.
+fn cap_stderr_log(data_dir: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        use std::os::unix::io::AsRawFd;
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat writes into `st` only; a closed fd just fails.
+        if unsafe { libc::fstat(2, &mut st) } != 0 || (st.st_size as u64) <= MAX_LOG_BYTES {
+            return;
+        }
+        let path = data_dir.join(LOG_FILE);
+        let ours = fs::symlink_metadata(&path)
+            .is_ok_and(|m| m.dev() == st.st_dev as u64 && m.ino() == st.st_ino as u64);
+        let rotated = path.with_file_name("drain.log.old");
+        let is_old = fs::symlink_metadata(&rotated)
+            .is_ok_and(|m| m.dev() == st.st_dev as u64 && m.ino() == st.st_ino as u64);
+        // Only a stderr that is (or was) this drain log is replaced.
+        if !(ours || is_old) {
+            return;
+        }
+        if let Ok(f) = open_log(data_dir) {
+            // SAFETY: both descriptors are open; dup2 replaces fd 2 atomically.
+            unsafe { libc::dup2(f.as_raw_fd(), 2) };
+        }
+    }
+}
+
 /// Open the drain log for appending (0600), rotating it past [`MAX_LOG_BYTES`].
 fn open_log(data_dir: &Path) -> io::Result<File> {
     let path = data_dir.join(LOG_FILE);
@@ -455,7 +528,7 @@ fn open_log(data_dir: &Path) -> io::Result<File> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
+        opts.mode(0o600).custom_flags(libc::O_NOFOLLOW);
     }
     opts.open(&path)
 }
@@ -485,6 +558,9 @@ pub struct Report {
     pub charged: u64,
     /// Entries still in the spool at the end.
     pub remaining: usize,
+    /// `*.json` names in the spool that are not regular files (FIFOs,
+    /// directories, …): never opened, never deleted.
+    pub not_regular: usize,
     /// The last failure seen, per sink id.
     pub errors: BTreeMap<String, String>,
     /// When records remain: the earliest moment a backing-off sink may be
@@ -513,6 +589,12 @@ impl Report {
             s.push_str(&format!(" ({})", parts.join(", ")));
         }
         s.push_str(&format!(", {} pending", self.remaining));
+        if self.not_regular > 0 {
+            s.push_str(&format!(
+                ", {} skipped (not regular files in the spool directory: remove them)",
+                self.not_regular
+            ));
+        }
         for (sink, e) in &self.errors {
             s.push_str(&format!("; {sink}: {e}"));
         }
@@ -558,6 +640,8 @@ struct Drainer<'a, F> {
     opts: Options,
     /// Deletes committed files behind the delivery (with `pipelined`).
     remover: Option<Remover>,
+    /// Files counted (delivered or dropped) in this run.
+    committed: HashSet<PathBuf>,
 }
 
 /// Deletes spool files on its own thread. Deleting a spool file is the
@@ -649,7 +733,7 @@ pub const PIPELINE_MIN: usize = 64;
 /// Entries the reading thread hands over at once.
 const READ_CHUNK: usize = 32;
 
-/// Read `files` in order through [`load_entry`] and hand each to `f` until it
+/// Read `files` in order through [`Spool::load`] and hand each to `f` until it
 /// breaks. With `ahead`, a second thread reads up to [`READ_AHEAD`] entries
 /// ahead of `f`, so reading and parsing the spool overlaps delivering it;
 /// without (or when no thread can be started), each file is read when `f`
@@ -663,7 +747,7 @@ fn for_each_loaded(
         |f: &mut dyn FnMut(PathBuf, Result<SpoolEntry, SpoolError>) -> ControlFlow<()>,
          files: &[PathBuf]| {
             for path in files {
-                if f(path.clone(), load_entry(path)).is_break() {
+                if f(path.clone(), Spool::load(path)).is_break() {
                     return;
                 }
             }
@@ -681,7 +765,7 @@ fn for_each_loaded(
                     let loaded = chunk
                         .iter()
                         .enumerate()
-                        .map(|(i, path)| (c * READ_CHUNK + i, load_entry(path)))
+                        .map(|(i, path)| (c * READ_CHUNK + i, Spool::load(path)))
                         .collect();
                     if tx.send(loaded).is_err() {
                         return;
@@ -709,10 +793,9 @@ type Loaded = (usize, Result<SpoolEntry, SpoolError>);
 /// Delete spool files; a failure is logged (never a panic, even when the
 /// log cannot be written) and the file is delivered again later.
 fn remove_all(paths: &[PathBuf]) {
-    use std::io::Write;
     for path in paths {
         if let Err(e) = crate::spool::remove_file(path) {
-            let _ = writeln!(io::stderr(), "memhook: drain: {e}");
+            log!("memhook: drain: {e}");
         }
     }
 }
@@ -739,6 +822,7 @@ where
         drops: Vec::new(),
         report: Report::default(),
         remover: None,
+        committed: HashSet::new(),
         opts,
     };
     d.recover_inflight();
@@ -803,7 +887,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             c.inflight.clear();
             let snapshot = c.clone();
             if let Err(e) = save_counters(self.data_dir(), &id, &snapshot) {
-                eprintln!("memhook: drain: cannot update counters for {id}: {e}");
+                log!("memhook: drain: cannot update counters for {id}: {e}");
             }
         }
     }
@@ -820,7 +904,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             };
             c.inflight.clear();
             if let Err(e) = save_counters(&dir, &id, c) {
-                eprintln!("memhook: drain: cannot write counters for {id}: {e}");
+                log!("memhook: drain: cannot write counters for {id}: {e}");
             }
         }
     }
@@ -829,7 +913,13 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
     /// listing must never hold a file already counted).
     fn pending(&mut self) -> Result<Vec<PathBuf>, DrainError> {
         self.settle();
-        Ok(self.spool.pending()?)
+        let listing = self.spool.list()?;
+        self.report.not_regular = listing.not_regular;
+        let mut files = listing.files;
+        if !self.committed.is_empty() {
+            files.retain(|f| !self.committed.contains(f));
+        }
+        Ok(files)
     }
 
     fn spool_is_empty(&mut self) -> Result<bool, DrainError> {
@@ -902,6 +992,12 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
         order: &mut Vec<SinkTarget>,
         batches: &mut HashMap<SinkTarget, Batch>,
     ) {
+        // Counted already in this run, but its deletion failed: counting
+        // it again would break the books (and a pass that only does that
+        // would repeat until the deadline).
+        if self.committed.contains(&path) {
+            return;
+        }
         let entry = match loaded {
             Ok(e) => e,
             Err(SpoolError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
@@ -910,7 +1006,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             Err(SpoolError::Corrupt { .. }) => {
                 // The parser's message may quote the file's content: the
                 // log names the file only.
-                eprintln!(
+                log!(
                     "memhook: drain: {} is not a valid spool entry; dropped as corrupt",
                     path.display()
                 );
@@ -919,8 +1015,17 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
                 self.queue_drop(sink, id, path, DROP_CORRUPT);
                 return;
             }
+            Err(e @ SpoolError::Invalid { .. }) => {
+                // Counted under no sink: no hook enqueued it where it says.
+                log!("memhook: drain: {e}; dropped as invalid");
+                self.queue_drop(None, None, path, DROP_INVALID);
+                return;
+            }
+            // Replaced by a FIFO, directory, … since the listing (which
+            // leaves those out): skipped, counted by the final listing.
+            Err(SpoolError::NotRegular { .. }) => return,
             Err(e) => {
-                eprintln!("memhook: drain: {e}");
+                log!("memhook: drain: {e}");
                 return;
             }
         };
@@ -1001,7 +1106,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
                         if entry.attempts >= MAX_ATTEMPTS {
                             done.push((path, DROP_MAX_ATTEMPTS));
                         } else if let Err(e) = self.spool.rewrite(&path, &entry) {
-                            eprintln!("memhook: drain: cannot record attempt: {e}");
+                            log!("memhook: drain: cannot record attempt: {e}");
                         }
                     }
                 }
@@ -1086,7 +1191,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
         if let Err(e) = save_counters(&dir, id, &snapshot) {
             // Without the count the deletion would break the accounting: keep
             // the files (they are delivered again, idempotently, next time).
-            eprintln!("memhook: drain: cannot write counters for {id}: {e}; will retry");
+            log!("memhook: drain: cannot write counters for {id}: {e}; will retry");
             let c = self.counters_mut(id, sink);
             *c = load_counters(&dir, id);
             self.failed.insert(id.to_string());
@@ -1095,6 +1200,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
         self.dirty.remove(id);
         let mut paths = Vec::with_capacity(items.len());
         for (path, reason) in items {
+            self.committed.insert(path.clone());
             paths.push(path);
             if reason.is_empty() {
                 self.report.delivered += 1;
@@ -1145,55 +1251,24 @@ fn sweep_counter_tmp(data_dir: &Path, max_age_ms: u64) -> usize {
     n
 }
 
-/// [`Spool::load`] with fewer system calls (the drainer reads every entry):
-/// open without following symlinks, check the open file, read it in one go.
-fn load_entry(path: &Path) -> Result<SpoolEntry, SpoolError> {
-    use std::io::Read;
-    let corrupt = |problem: &str| SpoolError::Corrupt {
-        path: path.to_path_buf(),
-        problem: problem.to_string(),
-    };
-    let mut opts = fs::OpenOptions::new();
-    opts.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.custom_flags(libc::O_NOFOLLOW);
-    }
-    let mut f = match opts.open(path) {
-        Ok(f) => f,
-        #[cfg(unix)]
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(corrupt("a symlink")),
-        Err(source) => {
-            return Err(SpoolError::Io {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
-    };
-    let meta = f.metadata().map_err(|source| SpoolError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    if !meta.is_file() || meta.len() > crate::spool::MAX_ENTRY_BYTES {
-        return Err(corrupt("not a regular file of reasonable size"));
-    }
-    let mut bytes = vec![0u8; meta.len() as usize];
-    f.read_exact(&mut bytes).map_err(|source| SpoolError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    serde_json::from_slice(&bytes).map_err(|e| corrupt(&e.to_string()))
-}
-
 /// Best effort: the sink named inside a corrupt entry, if that part parses.
+/// Only a sink a hook could have written counts (see [`SinkTarget::problem`]).
 fn sink_of_corrupt(path: &Path) -> Option<SinkTarget> {
-    let meta = fs::symlink_metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > crate::spool::MAX_ENTRY_BYTES {
+    use std::io::Read;
+    let f = crate::spool::open_nofollow(path).ok()?;
+    if !f.metadata().ok()?.is_file() {
         return None;
     }
-    let v: serde_json::Value = serde_json::from_slice(&fs::read(path).ok()?).ok()?;
-    serde_json::from_value(v.get("sink")?.clone()).ok()
+    let mut bytes = Vec::new();
+    f.take(crate::spool::MAX_ENTRY_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    #[derive(Deserialize)]
+    struct Named {
+        sink: SinkTarget,
+    }
+    let sink = serde_json::from_slice::<Named>(&bytes).ok()?.sink;
+    sink.problem().is_none().then_some(sink)
 }
 
 /// `memhook drain`: deliver in the foreground (or, with `--background`, run
@@ -1294,10 +1369,11 @@ fn lock_error(dir: &Path, e: io::Error) -> String {
 /// go to stderr, which is the drain log.
 pub fn run_background(dir: &Path) {
     let deadline = Instant::now() + BACKGROUND_BUDGET;
+    let _ = LOG_OF.set(dir.to_path_buf());
     let spool = match Spool::open(dir) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("memhook: drain: {e}");
+            log!("memhook: drain: {e}");
             return;
         }
     };
@@ -1311,7 +1387,7 @@ pub fn run_background(dir: &Path) {
             Ok(Some(l)) => l,
             Ok(None) => return,
             Err(e) => {
-                eprintln!("memhook: drain: {}", lock_error(dir, e));
+                log!("memhook: drain: {}", lock_error(dir, e));
                 return;
             }
         };
@@ -1329,12 +1405,12 @@ pub fn run_background(dir: &Path) {
         ) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("memhook: drain: {e}");
+                log!("memhook: drain: {e}");
                 return;
             }
         };
         if report.dropped_total() > 0 || !report.errors.is_empty() {
-            eprintln!(
+            log!(
                 "memhook: drain {}: {}",
                 crate::timefmt::rfc3339_ms(now_ms()),
                 report.summary()
@@ -1367,7 +1443,7 @@ pub fn run_background(dir: &Path) {
                 drop(waiting);
             }
             _ => {
-                eprintln!(
+                log!(
                     "memhook: drain {}: {} record(s) left for later; `memhook status` shows why",
                     crate::timefmt::rfc3339_ms(now_ms()),
                     report.remaining
@@ -1455,8 +1531,9 @@ mod tests {
             .iter()
             .filter(|p| Spool::load(p).map(|e| e.sink.id() == id).unwrap_or(false))
             .count() as u64;
-        let enq = spool.ledger(id, "enqueued");
-        let dropped = c.dropped_total() + spool.ledger(id, "full");
+        let enq = spool.ledger(id, crate::spool::LEDGER_ENQUEUED);
+        let at_enqueue: u64 = spool.ledger_drops(id).iter().map(|(_, n)| n).sum();
+        let dropped = c.dropped_total() + at_enqueue;
         assert_eq!(
             enq,
             c.delivered + pending + dropped,
@@ -1663,14 +1740,14 @@ mod tests {
         // One just past the cap, one comfortably inside it.
         spool
             .enqueue(&entry(
-                &"o".repeat(32),
+                &"0".repeat(32),
                 SinkTarget::Store,
                 now - MAX_AGE_MS - 1_000,
             ))
             .unwrap();
         spool
             .enqueue(&entry(
-                &"y".repeat(32),
+                &"1".repeat(32),
                 SinkTarget::Store,
                 now - MAX_AGE_MS + 60_000,
             ))
@@ -1818,24 +1895,94 @@ mod tests {
         identity_holds(&spool, "store");
     }
 
+    /// A FIFO would block `open()` forever; a directory cannot be deleted,
+    /// so counting it as dropped would repeat every pass until the
+    /// deadline. Both are skipped (reported, never counted as records) and
+    /// the drain ends as soon as the real entries are delivered.
     #[test]
-    fn load_entry_matches_spool_load() {
+    fn fifos_and_directories_in_the_spool_are_skipped_without_blocking() {
         let t = tempfile::tempdir().unwrap();
         let spool = Spool::open(t.path()).unwrap();
-        let p = spool
-            .enqueue(&entry(&"e".repeat(32), SinkTarget::Store, 5))
+        spool
+            .enqueue(&entry(&"a".repeat(32), SinkTarget::Store, now_ms()))
             .unwrap();
-        assert_eq!(load_entry(&p).unwrap(), Spool::load(&p).unwrap());
-        let link = spool.dir().join("0000000000009-1-00000000-link.json");
-        std::os::unix::fs::symlink(&p, &link).unwrap();
-        assert!(matches!(load_entry(&link), Err(SpoolError::Corrupt { .. })));
-        let big = spool.dir().join("0000000000010-1-00000000-big.json");
-        fs::write(&big, vec![b' '; crate::spool::MAX_ENTRY_BYTES as usize + 1]).unwrap();
-        assert!(matches!(load_entry(&big), Err(SpoolError::Corrupt { .. })));
-        fs::write(&big, b"{").unwrap();
-        assert!(matches!(load_entry(&big), Err(SpoolError::Corrupt { .. })));
-        let gone = spool.dir().join("0000000000011-1-00000000-gone.json");
-        assert!(matches!(load_entry(&gone), Err(SpoolError::Io { .. })));
+        crate::spool::tests::mkfifo(&spool.dir().join("y.json"));
+        fs::create_dir(spool.dir().join("x.json")).unwrap();
+        let started = Instant::now();
+        let (r, _) = run_with(
+            &spool,
+            |_: &SpoolEntry| ItemOutcome::Delivered,
+            false,
+            opts(),
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!((r.delivered, r.dropped_total()), (1, 0));
+        assert_eq!((r.remaining, r.not_regular), (0, 2));
+        assert!(r.summary().contains("2 skipped"), "{}", r.summary());
+        assert!(!has_pending(t.path()), "no drainer is started for them");
+        identity_holds(&spool, "store");
+    }
+
+    /// Entries the hook could not have written are dropped as `invalid`,
+    /// counted under no sink (the one they name did not enqueue them),
+    /// never delivered.
+    #[test]
+    fn invalid_entries_are_dropped_never_delivered() {
+        let t = tempfile::tempdir().unwrap();
+        let spool = Spool::open(t.path()).unwrap();
+        let good = entry(&"a".repeat(32), SinkTarget::Store, now_ms());
+        spool.enqueue(&good).unwrap();
+        let mut bad = good.clone();
+        bad.record.key = "b".repeat(32);
+        bad.record.scope.workspace = "../../etc".into();
+        spool.enqueue(&bad).unwrap();
+        bad.record.key = "../../x".into();
+        bad.record.scope.workspace = "w".into();
+        spool.enqueue(&bad).unwrap();
+        bad.record.key = "c".repeat(32);
+        bad.v = 7;
+        spool.enqueue(&bad).unwrap();
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        let s2 = seen.clone();
+        let (r, _) = run_with(
+            &spool,
+            move |e: &SpoolEntry| {
+                s2.borrow_mut().push(e.record.key.clone());
+                ItemOutcome::Delivered
+            },
+            false,
+            opts(),
+        );
+        assert_eq!(*seen.borrow(), vec!["a".repeat(32)]);
+        assert_eq!(r.dropped.get(DROP_INVALID), Some(&3));
+        assert_eq!(r.remaining, 0);
+        let unknown = load_counters(t.path(), UNKNOWN_SINK);
+        assert_eq!(unknown.dropped.get(DROP_INVALID), Some(&3));
+    }
+
+    #[test]
+    fn counters_are_never_read_or_written_through_a_symlink() {
+        let t = tempfile::tempdir().unwrap();
+        let spool = Spool::open(t.path()).unwrap();
+        let outside = t.path().join("outside.json");
+        fs::write(&outside, br#"{"delivered": 41}"#).unwrap();
+        std::os::unix::fs::symlink(&outside, counters_path(t.path(), "store")).unwrap();
+        assert_eq!(load_counters(t.path(), "store").delivered, 0);
+        spool
+            .enqueue(&entry(&"a".repeat(32), SinkTarget::Store, now_ms()))
+            .unwrap();
+        run_with(
+            &spool,
+            |_: &SpoolEntry| ItemOutcome::Delivered,
+            false,
+            opts(),
+        );
+        assert_eq!(fs::read(&outside).unwrap(), br#"{"delivered": 41}"#);
+        assert_eq!(load_counters(t.path(), "store").delivered, 1);
     }
 
     #[test]

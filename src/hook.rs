@@ -200,38 +200,10 @@ fn policy_state(c: &CaptureConfig) -> PolicyState {
     }
 }
 
-/// Strip one UTF-8 BOM and parse. The payload must be a JSON object (an
-/// array, string or number is not an agent event).
+/// Parse the payload (see [`event::payload::parse`]: bounded, lone UTF-16
+/// surrogates accepted as U+FFFD). It must be a JSON object.
 pub fn parse_payload(bytes: &[u8]) -> Result<Value, String> {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err("the event payload on stdin is empty".into());
-    }
-    match serde_json::from_slice::<Value>(bytes) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err("the event payload is not a JSON object".into()),
-        Err(e) => Err(format!(
-            "the event payload is not valid JSON ({})",
-            e.classify_name()
-        )),
-    }
-}
-
-trait ClassifyName {
-    fn classify_name(&self) -> &'static str;
-}
-
-impl ClassifyName for serde_json::Error {
-    /// The error class only: the message could quote payload bytes.
-    fn classify_name(&self) -> &'static str {
-        use serde_json::error::Category;
-        match self.classify() {
-            Category::Io => "read error",
-            Category::Syntax => "syntax error",
-            Category::Data => "data error",
-            Category::Eof => "truncated",
-        }
-    }
+    event::payload::parse(bytes).map_err(|e| e.to_string())
 }
 
 /// Everything scope resolution needs, read the same way as every other
@@ -282,11 +254,23 @@ pub fn sink_target(flag: Option<&str>) -> SinkTarget {
     let url = flag
         .map(str::to_string)
         .or_else(|| std::env::var(HOOK_URL_ENV).ok())
-        .map(|u| u.trim().trim_end_matches('/').to_string())
-        .filter(|u| !u.is_empty());
+        .filter(|u| !u.trim().is_empty());
     match url {
-        Some(url) => SinkTarget::Http { url },
+        Some(url) => checked_server_url(&url),
         None => SinkTarget::Store,
+    }
+}
+
+/// The server sink for `url` when it is a usable base URL; otherwise a
+/// warning (which never repeats credentials) and the embedded store, so
+/// the event is kept and nothing writes the bad URL anywhere.
+fn checked_server_url(url: &str) -> SinkTarget {
+    match crate::sink::http::check_base_url(url) {
+        Ok(url) => SinkTarget::Http { url },
+        Err(e) => {
+            eprintln!("memhook: {e}; this event goes to the embedded store");
+            SinkTarget::Store
+        }
     }
 }
 
@@ -356,7 +340,7 @@ fn read_fd(fd: libc::c_int, timeout: Duration, max: usize) -> Stdin {
             && ends_with_brace(&buf)
             && buf.len() >= tried_at.saturating_mul(2)
         {
-            if parse_payload(&buf).is_ok() {
+            if event::payload::is_complete_object(&buf) {
                 return Stdin::Complete(buf);
             }
             tried_at = buf.len();
@@ -366,7 +350,7 @@ fn read_fd(fd: libc::c_int, timeout: Duration, max: usize) -> Stdin {
             if left.is_zero() {
                 return if too_large {
                     Stdin::TooLarge
-                } else if ends_with_brace(&buf) && parse_payload(&buf).is_ok() {
+                } else if ends_with_brace(&buf) && event::payload::is_complete_object(&buf) {
                     Stdin::Complete(buf)
                 } else {
                     Stdin::TimedOut
@@ -564,5 +548,8 @@ mod tests {
                 url: "http://127.0.0.1:9".into()
             }
         );
+        for bad in ["http://user:pw@host", "ftp://x", "http://", "host:1"] {
+            assert_eq!(sink_target(Some(bad)), SinkTarget::Store, "{bad}");
+        }
     }
 }

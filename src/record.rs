@@ -157,6 +157,11 @@ pub fn new_key() -> String {
     s
 }
 
+/// Whether `key` has the shape [`new_key`] mints: 32 lowercase hex digits.
+pub fn valid_key(key: &str) -> bool {
+    key.len() == 32 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// Cut `text` to at most `max_bytes` bytes on a UTF-8 character boundary.
 /// When it is cut, the last 3 bytes of the budget hold [`ELLIPSIS`] (with a
 /// budget under 3 bytes there is no room for it and the text is just cut).
@@ -790,11 +795,17 @@ mod tests {
     #[test]
     fn keys_are_32_lowercase_hex_and_fresh() {
         let a = new_key();
-        assert_eq!(a.len(), 32);
-        assert!(a
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        assert!(valid_key(&a), "{a}");
         assert_ne!(a, new_key());
+        for bad in [
+            "",
+            "../../x",
+            &"A".repeat(32),
+            &"a".repeat(31),
+            &"a".repeat(33),
+        ] {
+            assert!(!valid_key(bad), "{bad}");
+        }
     }
 
     #[test]
@@ -883,7 +894,10 @@ mod tests {
         assert_eq!(r.title, Some(format!("session start: {det}")));
         let r = keep(&mk(sid.clone() + "s", cwd.clone() + "d", det.clone() + "x"));
         assert_eq!(r.session_id.unwrap().len(), MAX_SESSION_ID_BYTES);
-        assert_eq!(r.cwd.unwrap().len(), MAX_PATH_BYTES);
+        // A longer cwd names no directory: intake ignores it (the hook then
+        // uses its own), so the record never holds one past the bound.
+        assert_eq!(crate::event::MAX_CWD_BYTES, MAX_PATH_BYTES);
+        assert_eq!(r.cwd, None);
         assert_eq!(r.title, Some(format!("session start: {det}")));
     }
 

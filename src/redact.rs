@@ -137,7 +137,8 @@ fn is_invisible(c: char) -> bool {
     )
 }
 
-fn is_stripped_control(c: char) -> bool {
+/// Whether [`clean`] removes `c` (so no cleaned text holds it).
+pub(crate) fn is_stripped_control(c: char) -> bool {
     (c.is_control() && !matches!(c, '\t' | '\n' | '\r')) || is_invisible(c)
 }
 

@@ -5,11 +5,15 @@
 //! Names sort oldest first. The drainer (see `drain.rs`) reads, delivers and
 //! deletes under the drain lock.
 //!
-//! Accounting: every accepted enqueue appends one byte to
-//! `counters/<sink>.enqueued`; a refusal because the spool is full appends one
-//! byte to `counters/<sink>.full` (both `O_APPEND`, lock-free). The drainer
-//! keeps delivered and dropped counts in `counters/<sink>.json` under the
-//! drain lock. So per sink: `enqueued = delivered + pending + dropped`.
+//! Accounting: every enqueue appends one byte to `counters/<sink>.enqueued`
+//! before its entry becomes pending; a refusal because the spool is full
+//! also appends one byte to `counters/<sink>.full`, and a failed write (a
+//! full disk) one byte to `counters/<sink>.write_failed` (all `O_APPEND`,
+//! lock-free, never through a symlink). Each ledger keeps blocks allocated
+//! ahead of its end, so these counts are kept on a full disk too. The
+//! drainer keeps delivered and dropped counts in `counters/<sink>.json`
+//! under the drain lock. So per sink: `enqueued = delivered + pending +
+//! dropped`.
 
 use std::fmt;
 use std::fs;
@@ -95,6 +99,24 @@ pub enum SpoolError {
         path: PathBuf,
         problem: String,
     },
+    /// A spool file that parses but is no entry this memhook would write:
+    /// another user's file, an unknown version, a field the hook would
+    /// never write. Its sink is not believed: no hook enqueued it there.
+    Invalid {
+        path: PathBuf,
+        problem: String,
+    },
+    /// A spool name that is not a regular file (a FIFO, directory, socket
+    /// or device): never read, never deleted, only reported.
+    NotRegular {
+        path: PathBuf,
+    },
+    /// Writing the entry failed (a full disk, an I/O error); counted as
+    /// dropped ([`DROP_SPOOL_WRITE_FAILED`]).
+    WriteFailed {
+        path: PathBuf,
+        source: io::Error,
+    },
 }
 
 impl fmt::Display for SpoolError {
@@ -110,6 +132,24 @@ impl fmt::Display for SpoolError {
             SpoolError::Corrupt { path, problem } => {
                 write!(f, "{}: not a spool entry: {problem}", path.display())
             }
+            SpoolError::Invalid { path, problem, .. } => {
+                write!(
+                    f,
+                    "{}: not an entry memhook writes: {problem}",
+                    path.display()
+                )
+            }
+            SpoolError::WriteFailed { path, source } => write!(
+                f,
+                "cannot write {}: {source}; the event was not captured \
+                 (`memhook status` counts it as {DROP_SPOOL_WRITE_FAILED})",
+                path.display()
+            ),
+            SpoolError::NotRegular { path } => write!(
+                f,
+                "{}: not a regular file; skipped (remove it by hand)",
+                path.display()
+            ),
         }
     }
 }
@@ -168,16 +208,23 @@ impl Spool {
         let sink_id = entry.sink.id();
         let pending = count_entries(&self.dir, MAX_SPOOL_FILES).map_err(io_err(&self.dir))?;
         if pending >= MAX_SPOOL_FILES {
-            self.bump(&sink_id, "enqueued");
-            self.bump(&sink_id, "full");
+            self.count_drop(&sink_id, LEDGER_FULL);
             return Err(SpoolError::Full { pending });
         }
+        // The key's first hex digits make names easy to match by eye; only
+        // hex digits, so no key can put a name outside the spool.
+        let tag: String = entry
+            .record
+            .key
+            .chars()
+            .take(8)
+            .filter(char::is_ascii_hexdigit)
+            .collect();
         let name = format!(
-            "{:013}-{:010}-{:08x}-{}",
+            "{:013}-{:010}-{:08x}-{tag}",
             entry.enqueued_ms,
             std::process::id(),
             SEQ.fetch_add(1, Ordering::Relaxed),
-            &entry.record.key[..entry.record.key.len().min(8)]
         );
         let tmp = self.dir.join("tmp").join(&name);
         let dest = self.dir.join(format!("{name}.json"));
@@ -185,47 +232,87 @@ impl Spool {
             path: dest.clone(),
             problem: e.to_string(),
         })?;
-        write_synced(&tmp, &bytes).map_err(io_err(&tmp))?;
-        if let Err(e) = fs::rename(&tmp, &dest) {
-            let _ = fs::remove_file(&tmp);
-            return Err(io_err(&dest)(e));
+        if let Err(source) = write_synced(&tmp, &bytes) {
+            self.count_drop(&sink_id, LEDGER_WRITE_FAILED);
+            return Err(SpoolError::WriteFailed { path: tmp, source });
         }
-        self.bump(&sink_id, "enqueued");
+        // Counted before it becomes pending: a count that fails after the
+        // rename would leave `status` off by one for good. A record that
+        // cannot be counted is not kept.
+        if let Err(e) = self.bump(&sink_id, LEDGER_ENQUEUED) {
+            let _ = fs::remove_file(&tmp);
+            return Err(io_err(&self.ledger_path(&sink_id, LEDGER_ENQUEUED))(e));
+        }
+        if let Err(source) = fs::rename(&tmp, &dest) {
+            let _ = fs::remove_file(&tmp);
+            let _ = self.bump(&sink_id, LEDGER_WRITE_FAILED);
+            return Err(SpoolError::WriteFailed { path: dest, source });
+        }
         Ok(dest)
     }
 
-    /// Pending entry files, oldest first.
+    /// Count an event refused at enqueue: enqueued, and dropped under the
+    /// ledger `kind`. Both appends land in each ledger's reserve
+    /// ([`LEDGER_RESERVE`]), so a full disk is counted too.
+    fn count_drop(&self, sink_id: &str, kind: &str) {
+        if self.bump(sink_id, LEDGER_ENQUEUED).is_ok() {
+            let _ = self.bump(sink_id, kind);
+        }
+    }
+
+    /// Drops counted by the hooks' ledgers, by reason (`status` adds them to
+    /// the drainer's counts).
+    pub fn ledger_drops(&self, sink_id: &str) -> Vec<(&'static str, u64)> {
+        LEDGER_DROPS
+            .iter()
+            .map(|(kind, reason)| (*reason, self.ledger(sink_id, kind)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    fn ledger_path(&self, sink_id: &str, kind: &str) -> PathBuf {
+        self.counters_dir().join(format!("{sink_id}.{kind}"))
+    }
+
+    /// Pending entry files, oldest first (see [`Spool::list`]).
     pub fn pending(&self) -> Result<Vec<PathBuf>, SpoolError> {
+        Ok(self.list()?.files)
+    }
+
+    /// The spool's `*.json` names: regular files (and symlinks, which are
+    /// dropped as corrupt when read) oldest first, and how many other
+    /// names (FIFOs, directories, sockets, devices) are skipped. The type
+    /// comes from the directory listing: nothing is opened.
+    pub fn list(&self) -> Result<Listing, SpoolError> {
         let mut names = Vec::new();
+        let mut not_regular = 0;
         for ent in fs::read_dir(&self.dir).map_err(io_err(&self.dir))? {
             let ent = ent.map_err(io_err(&self.dir))?;
             let Ok(name) = ent.file_name().into_string() else {
                 continue;
             };
-            if name.ends_with(".json") && !name.starts_with('.') {
-                names.push(name);
+            if !name.ends_with(".json") || name.starts_with('.') {
+                continue;
+            }
+            match ent.file_type() {
+                Ok(t) if t.is_file() || t.is_symlink() => names.push(name),
+                Ok(_) => not_regular += 1,
+                // Gone since the listing.
+                Err(_) => {}
             }
         }
         // Names sort as plain strings (cheaper than comparing paths by
         // component); their fixed-width time prefix makes that oldest first.
         names.sort_unstable();
-        Ok(names.into_iter().map(|n| self.dir.join(n)).collect())
+        Ok(Listing {
+            files: names.into_iter().map(|n| self.dir.join(n)).collect(),
+            not_regular,
+        })
     }
 
-    /// Read one entry file.
+    /// Read and check one entry file (see [`load_as`]) as the current user.
     pub fn load(path: &Path) -> Result<SpoolEntry, SpoolError> {
-        let meta = fs::symlink_metadata(path).map_err(io_err(path))?;
-        if !meta.is_file() || meta.len() > MAX_ENTRY_BYTES {
-            return Err(SpoolError::Corrupt {
-                path: path.to_path_buf(),
-                problem: "not a regular file of reasonable size".into(),
-            });
-        }
-        let bytes = fs::read(path).map_err(io_err(path))?;
-        serde_json::from_slice(&bytes).map_err(|e| SpoolError::Corrupt {
-            path: path.to_path_buf(),
-            problem: e.to_string(),
-        })
+        load_as(path, crate::data_dir::current_uid())
     }
 
     /// Replace an entry in place (used to persist a charged attempt).
@@ -272,10 +359,12 @@ impl Spool {
     }
 
     /// Count of lock-free ledger bumps `kind` (`enqueued` or `full`) for `sink_id`.
+    /// A symlink or anything but a regular file counts nothing.
     pub fn ledger(&self, sink_id: &str, kind: &str) -> u64 {
-        fs::metadata(self.counters_dir().join(format!("{sink_id}.{kind}")))
-            .map(|m| m.len())
-            .unwrap_or(0)
+        fs::symlink_metadata(self.ledger_path(sink_id, kind))
+            .ok()
+            .filter(fs::Metadata::is_file)
+            .map_or(0, |m| m.len())
     }
 
     /// Sink ids that have a ledger.
@@ -293,18 +382,308 @@ impl Spool {
         out
     }
 
-    fn bump(&self, sink_id: &str, kind: &str) {
-        let path = self.counters_dir().join(format!("{sink_id}.{kind}"));
+    /// Append one byte to a ledger; a symlink there is never followed
+    /// (the bump fails instead) and a FIFO never blocks. The ledger keeps
+    /// [`LEDGER_RESERVE`] bytes allocated past its end (topped up when
+    /// less than [`LEDGER_LOW`] is left), so an append needs no new block
+    /// and still succeeds on a full disk.
+    /// When the `enqueued` ledger's reserve is topped up, so are the
+    /// refusal ledgers' (created empty): the first refusal on a full disk
+    /// must find its room already there.
+    fn bump(&self, sink_id: &str, kind: &str) -> io::Result<()> {
+        let mut f = self.open_ledger(sink_id, kind)?;
+        if reserve_ahead(&f) && kind == LEDGER_ENQUEUED {
+            for (refusal, _) in LEDGER_DROPS {
+                if let Ok(r) = self.open_ledger(sink_id, refusal) {
+                    reserve_ahead(&r);
+                }
+            }
+        }
+        f.write_all(b".")
+    }
+
+    /// Open (creating) a ledger for appending: never through a symlink,
+    /// never blocking, only a regular file.
+    fn open_ledger(&self, sink_id: &str, kind: &str) -> io::Result<fs::File> {
         let mut opts = fs::OpenOptions::new();
         opts.append(true).create(true);
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(0o600);
+            opts.mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
         }
-        if let Ok(mut f) = opts.open(&path) {
-            let _ = f.write_all(b".");
+        let f = opts.open(self.ledger_path(sink_id, kind))?;
+        if !f.metadata()?.is_file() {
+            return Err(io::Error::other("not a regular file"));
         }
+        Ok(f)
+    }
+}
+
+/// Ledger kinds (`counters/<sink>.<kind>`): every enqueue attempt, and the
+/// refusals among them.
+pub const LEDGER_ENQUEUED: &str = "enqueued";
+pub const LEDGER_FULL: &str = "full";
+pub const LEDGER_WRITE_FAILED: &str = "write_failed";
+/// Drop reasons counted at enqueue: the spool was full, or writing the
+/// entry failed (a full disk, an I/O error).
+pub const DROP_SPOOL_FULL: &str = "spool_full";
+pub const DROP_SPOOL_WRITE_FAILED: &str = "spool_write_failed";
+/// Ledger kind → the drop reason it counts.
+const LEDGER_DROPS: [(&str, &str); 2] = [
+    (LEDGER_FULL, DROP_SPOOL_FULL),
+    (LEDGER_WRITE_FAILED, DROP_SPOOL_WRITE_FAILED),
+];
+/// Bytes kept allocated past a ledger's end: this many events can still be
+/// counted on a full disk.
+pub const LEDGER_RESERVE: u64 = 64 * 1024;
+/// The reserve is topped up when less than this is left.
+pub const LEDGER_LOW: u64 = 16 * 1024;
+
+/// Keep [`LEDGER_RESERVE`] bytes allocated past the end of `f` (Linux
+/// `fallocate` with `FALLOC_FL_KEEP_SIZE`: the length, which is the count,
+/// does not change). Returns whether it had to top up. Best effort: on a
+/// file system without it, a full disk fails the append as before.
+fn reserve_ahead(f: &fs::File) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        use std::os::unix::io::AsRawFd;
+        let Ok(m) = f.metadata() else { return false };
+        if m.blocks() * 512 >= m.len() + LEDGER_LOW {
+            return false;
+        }
+        let want = (m.len() + LEDGER_RESERVE) as libc::off_t;
+        // SAFETY: a valid open descriptor; KEEP_SIZE only allocates blocks.
+        unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, want) };
+        true
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = f;
+        false
+    }
+}
+
+/// What [`Spool::list`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// Entry files, oldest first.
+    pub files: Vec<PathBuf>,
+    /// `*.json` names that are not regular files (skipped, never opened).
+    pub not_regular: usize,
+}
+
+/// Open a file in the data dir for reading without following a symlink
+/// and without blocking (a FIFO or device opens at once, to be refused by
+/// type).
+pub fn open_nofollow(path: &Path) -> io::Result<fs::File> {
+    let mut opts = fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    opts.open(path)
+}
+
+/// Read one entry file and check it as the drainer must before delivering
+/// it: a regular file owned by `uid`, at most [`MAX_ENTRY_BYTES`], a valid
+/// entry of [`ENTRY_VERSION`] whose every field is one the hook could have
+/// written ([`SpoolEntry::problem`]). One open, one `fstat`, one read; a
+/// symlink, FIFO or device never blocks and is never followed.
+pub fn load_as(path: &Path, uid: u32) -> Result<SpoolEntry, SpoolError> {
+    use std::io::Read;
+    let corrupt = |problem: &str| SpoolError::Corrupt {
+        path: path.to_path_buf(),
+        problem: problem.to_string(),
+    };
+    let f = match open_nofollow(path) {
+        Ok(f) => f,
+        #[cfg(unix)]
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(corrupt("a symlink")),
+        Err(source) => return Err(io_err(path)(source)),
+    };
+    let meta = f.metadata().map_err(io_err(path))?;
+    if !meta.is_file() {
+        return Err(SpoolError::NotRegular {
+            path: path.to_path_buf(),
+        });
+    }
+    if meta.len() > MAX_ENTRY_BYTES {
+        return Err(corrupt("larger than a spool entry can be"));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.take(MAX_ENTRY_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_err(path))?;
+    let entry: SpoolEntry = serde_json::from_slice(&bytes).map_err(|e| corrupt(&e.to_string()))?;
+    let invalid = |problem: String| SpoolError::Invalid {
+        path: path.to_path_buf(),
+        problem,
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if meta.uid() != uid {
+            return Err(invalid(format!(
+                "owned by uid {}, not by uid {uid}",
+                meta.uid()
+            )));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = uid;
+    if let Some(problem) = entry.problem() {
+        return Err(invalid(problem));
+    }
+    Ok(entry)
+}
+
+impl SinkTarget {
+    /// Why this sink is not one a hook writes: an HTTP URL must pass
+    /// [`crate::sink::http::check_base_url`] (http or https, a host, no
+    /// credentials).
+    pub fn problem(&self) -> Option<String> {
+        match self {
+            SinkTarget::Store => None,
+            SinkTarget::Http { url } => match crate::sink::http::check_base_url(url) {
+                Ok(_) => None,
+                // The URL is not repeated: it came from the file.
+                Err(_) => Some("sink is not a usable http(s) base URL without credentials".into()),
+            },
+        }
+    }
+}
+
+/// Most bytes of a record's body (the largest cap, prompts and summaries).
+const MAX_BODY_BYTES: usize = {
+    let (a, b) = (
+        crate::record::MAX_PROMPT_BYTES,
+        crate::record::MAX_SUMMARY_BYTES,
+    );
+    if a > b {
+        a
+    } else {
+        b
+    }
+};
+
+impl SpoolEntry {
+    /// Why this entry is not one the hook writes, if it is not: the
+    /// versions, the sink, the key's shape, the scope names, the canonical
+    /// agent and event names, and every text within the bound the record
+    /// builder applies and free of what [`crate::redact::clean`] strips.
+    pub fn problem(&self) -> Option<String> {
+        use crate::event::{sanitize_native_name, valid_call_id, Agent, EventKind};
+        use crate::record as r;
+        let rec = &self.record;
+        if self.v != ENTRY_VERSION {
+            return Some(format!(
+                "entry version {} (this memhook writes {ENTRY_VERSION})",
+                self.v
+            ));
+        }
+        if rec.v != r::RECORD_VERSION {
+            return Some(format!(
+                "record version {} (this memhook writes {})",
+                rec.v,
+                r::RECORD_VERSION
+            ));
+        }
+        if let Some(p) = self.sink.problem() {
+            return Some(p);
+        }
+        if !r::valid_key(&rec.key) {
+            return Some("key is not 32 lowercase hex digits".into());
+        }
+        for (what, name) in [
+            ("workspace", &rec.scope.workspace),
+            ("project", &rec.scope.project),
+        ] {
+            if !crate::names::is_valid_name(name) {
+                return Some(format!("{what} is not a valid scope name"));
+            }
+        }
+        if Agent::parse(&rec.agent).as_str() != rec.agent {
+            return Some("agent is not a canonical agent name".into());
+        }
+        if EventKind::parse(&rec.event).as_str() != rec.event {
+            return Some("event is not a canonical event name".into());
+        }
+        if sanitize_native_name(&rec.native_event) != rec.native_event {
+            return Some("native event name holds characters the hook removes".into());
+        }
+        use crate::capture::{Disposition, ToolFamily};
+        let one_of = |v: &str, all: &[&str]| all.contains(&v);
+        let dispositions = [Disposition::Keep, Disposition::MetadataOnly].map(Disposition::as_str);
+        if !one_of(&rec.disposition, &dispositions) {
+            return Some("disposition is neither keep nor metadata-only".into());
+        }
+        if rec.files.len() > r::MAX_FILES {
+            return Some(format!("more than {} files", r::MAX_FILES));
+        }
+        let texts = [
+            (
+                "session id",
+                rec.session_id.as_deref(),
+                r::MAX_SESSION_ID_BYTES,
+            ),
+            ("cwd", rec.cwd.as_deref(), r::MAX_PATH_BYTES),
+            ("title", rec.title.as_deref(), r::MAX_TITLE_CHARS * 4),
+            ("body", rec.body.as_deref(), MAX_BODY_BYTES),
+            (
+                "tool name",
+                rec.tool.as_ref().and_then(|t| t.name.as_deref()),
+                64,
+            ),
+        ];
+        let files = rec
+            .files
+            .iter()
+            .map(|f| ("file", Some(f.as_str()), r::MAX_PATH_BYTES));
+        for (what, text, max) in texts.into_iter().chain(files) {
+            let Some(text) = text else { continue };
+            if text.len() > max {
+                return Some(format!("{what} longer than {max} bytes"));
+            }
+            if text.chars().any(crate::redact::is_stripped_control) {
+                return Some(format!("{what} holds control characters"));
+            }
+        }
+        if rec
+            .title
+            .as_ref()
+            .is_some_and(|t| t.chars().count() > r::MAX_TITLE_CHARS)
+        {
+            return Some(format!(
+                "title longer than {} characters",
+                r::MAX_TITLE_CHARS
+            ));
+        }
+        if let Some(t) = &rec.tool {
+            let families = [
+                ToolFamily::File,
+                ToolFamily::SearchList,
+                ToolFamily::Shell,
+                ToolFamily::Unknown,
+            ]
+            .map(ToolFamily::as_str);
+            if !one_of(&t.family, &families) {
+                return Some("tool family is not one the hook writes".into());
+            }
+            if t.call_id.as_deref().is_some_and(|c| !valid_call_id(c)) {
+                return Some("tool call id is not 1-128 of [A-Za-z0-9_.-]".into());
+            }
+            let outcomes = [r::Outcome::Success, r::Outcome::Error, r::Outcome::Unknown]
+                .map(r::Outcome::as_str);
+            if t.outcome.as_deref().is_some_and(|o| !one_of(o, &outcomes)) {
+                return Some("tool outcome is not success, error or unknown".into());
+            }
+        }
+        None
     }
 }
 
@@ -357,7 +736,7 @@ fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn sample(key: &str) -> SpoolEntry {
@@ -375,14 +754,14 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let t = tempfile::tempdir().unwrap();
         let s = Spool::open(&t.path().join("data")).unwrap();
-        let a = s.enqueue(&sample("aaaaaaaa11")).unwrap();
-        let b = s.enqueue(&sample("bbbbbbbb22")).unwrap();
+        let a = s.enqueue(&sample(&"a".repeat(32))).unwrap();
+        let b = s.enqueue(&sample(&"b".repeat(32))).unwrap();
         assert_eq!(
             fs::metadata(&a).unwrap().permissions().mode() & 0o777,
             0o600
         );
         assert_eq!(s.pending().unwrap(), vec![a.clone(), b.clone()]);
-        assert_eq!(Spool::load(&a).unwrap(), sample("aaaaaaaa11"));
+        assert_eq!(Spool::load(&a).unwrap(), sample(&"a".repeat(32)));
         let mut e = Spool::load(&b).unwrap();
         e.attempts = 3;
         s.rewrite(&b, &e).unwrap();
@@ -402,12 +781,67 @@ mod tests {
         for i in 0..MAX_SPOOL_FILES {
             fs::write(s.dir().join(format!("{i:013}-x.json")), b"{}").unwrap();
         }
-        let err = s.enqueue(&sample("cccccccc33")).unwrap_err();
+        let err = s.enqueue(&sample(&"c".repeat(32))).unwrap_err();
         assert!(matches!(err, SpoolError::Full { pending } if pending == MAX_SPOOL_FILES));
         assert_eq!(s.ledger("store", "full"), 1);
         assert_eq!(s.ledger("store", "enqueued"), 1);
         fs::remove_file(s.dir().join("0000000000000-x.json")).unwrap();
-        s.enqueue(&sample("dddddddd44")).unwrap();
+        s.enqueue(&sample(&"d".repeat(32))).unwrap();
+    }
+
+    #[test]
+    fn counters_are_never_written_or_read_through_a_symlink() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(&t.path().join("data")).unwrap();
+        let outside = t.path().join("outside");
+        fs::write(&outside, b"precious").unwrap();
+        let ledger = s.counters_dir().join("store.enqueued");
+        std::os::unix::fs::symlink(&outside, &ledger).unwrap();
+        // A record that cannot be counted is not kept (the error names
+        // the ledger); nothing is written through the link.
+        let err = s.enqueue(&sample(&"a".repeat(32))).unwrap_err();
+        assert!(err.to_string().contains("store.enqueued"), "{err}");
+        assert!(s.pending().unwrap().is_empty());
+        assert_eq!(fs::read(&outside).unwrap(), b"precious");
+        assert_eq!(s.ledger("store", "enqueued"), 0);
+        assert!(fs::symlink_metadata(&ledger).unwrap().is_symlink());
+    }
+
+    #[test]
+    fn ledgers_keep_room_ahead_to_count_on_a_full_disk() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        s.enqueue(&sample(&"a".repeat(32))).unwrap();
+        let m = fs::metadata(s.counters_dir().join("store.enqueued")).unwrap();
+        assert_eq!(m.len(), 1);
+        // Best effort per file system; tmpfs and ext4 (CI) have it.
+        if m.blocks() * 512 < LEDGER_LOW {
+            eprintln!("no fallocate here: the reserve is not checked");
+            return;
+        }
+        assert!(m.blocks() * 512 >= LEDGER_RESERVE, "{}", m.blocks());
+        // The refusal ledgers are ready too, empty (a count of 0).
+        for kind in [LEDGER_FULL, LEDGER_WRITE_FAILED] {
+            let m = fs::metadata(s.ledger_path("store", kind)).unwrap();
+            assert_eq!(m.len(), 0);
+            assert!(m.blocks() * 512 >= LEDGER_RESERVE, "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_failed_write_is_counted_and_the_books_balance() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        // A directory where the temp file must go: the write fails.
+        let e = sample(&"a".repeat(32));
+        let busy = s.dir().join("tmp");
+        fs::remove_dir(&busy).unwrap();
+        fs::write(&busy, b"").unwrap();
+        assert!(matches!(s.enqueue(&e), Err(SpoolError::WriteFailed { .. })));
+        assert_eq!(s.ledger("store", LEDGER_ENQUEUED), 1);
+        assert_eq!(s.ledger_drops("store"), vec![(DROP_SPOOL_WRITE_FAILED, 1)]);
+        assert!(s.pending().unwrap().is_empty());
     }
 
     #[test]
@@ -422,6 +856,119 @@ mod tests {
             Spool::open(&data),
             Err(SpoolError::Dir(DirError::Symlink(_)))
         ));
+    }
+
+    pub(crate) fn mkfifo(path: &Path) {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    #[test]
+    fn listing_leaves_out_what_is_not_a_regular_file_and_never_opens_it() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        let a = s.enqueue(&sample(&"a".repeat(32))).unwrap();
+        let fifo = s.dir().join("0000000000001-y.json");
+        mkfifo(&fifo);
+        fs::create_dir(s.dir().join("0000000000002-x.json")).unwrap();
+        let link = s.dir().join("0000000000003-l.json");
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        let l = s.list().unwrap();
+        assert_eq!(l.files, vec![link.clone(), a.clone()]);
+        assert_eq!(l.not_regular, 2);
+        // Loading a FIFO returns at once (no writer ever opens it).
+        assert!(matches!(
+            Spool::load(&fifo),
+            Err(SpoolError::NotRegular { .. })
+        ));
+        assert!(matches!(
+            Spool::load(&link),
+            Err(SpoolError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn load_refuses_what_the_hook_never_writes() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        let good = sample(&"e".repeat(32));
+        let p = s.enqueue(&good).unwrap();
+        assert_eq!(Spool::load(&p).unwrap(), good);
+        // Another user's file (the uid is the seam: root runs the tests).
+        let me = crate::data_dir::current_uid();
+        match load_as(&p, me + 1) {
+            Err(SpoolError::Invalid { problem, .. }) => {
+                assert!(problem.contains("owned by uid"), "{problem}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let http = SinkTarget::Http {
+            url: "http://127.0.0.1:9".into(),
+        };
+        type Change = Box<dyn Fn(&mut SpoolEntry)>;
+        let cases: Vec<(&str, Change)> = vec![
+            ("version", Box::new(|e| e.v = ENTRY_VERSION + 1)),
+            ("record version", Box::new(|e| e.record.v = 99)),
+            ("key", Box::new(|e| e.record.key = "../../x".into())),
+            (
+                "workspace",
+                Box::new(|e| e.record.scope.workspace = "../../etc".into()),
+            ),
+            (
+                "project",
+                Box::new(|e| e.record.scope.project = "A/b".into()),
+            ),
+            ("agent", Box::new(|e| e.record.agent = "Claude Code".into())),
+            ("event", Box::new(|e| e.record.event = "../x".into())),
+            ("native", Box::new(|e| e.record.native_event = "a/b".into())),
+            (
+                "disposition",
+                Box::new(|e| e.record.disposition = "drop".into()),
+            ),
+            ("cwd", Box::new(|e| e.record.cwd = Some("x".repeat(5000)))),
+            (
+                "control",
+                Box::new(|e| e.record.body = Some("\x1b[2J".into())),
+            ),
+            ("files", Box::new(|e| e.record.files = vec!["f".into(); 33])),
+            (
+                "credentials",
+                Box::new(|e| {
+                    e.sink = SinkTarget::Http {
+                        url: "http://u:pw@h".into(),
+                    }
+                }),
+            ),
+            (
+                "scheme",
+                Box::new(|e| {
+                    e.sink = SinkTarget::Http {
+                        url: "ftp://h".into(),
+                    }
+                }),
+            ),
+        ];
+        for (what, change) in cases {
+            let mut e = good.clone();
+            e.sink = http.clone();
+            change(&mut e);
+            fs::write(&p, serde_json::to_vec(&e).unwrap()).unwrap();
+            match Spool::load(&p) {
+                Err(SpoolError::Invalid { problem, .. }) => {
+                    assert!(!problem.contains("pw@"), "{what}: {problem}");
+                }
+                other => panic!("{what}: {other:?}"),
+            }
+        }
+        let big = s.dir().join("0000000000010-1-00000000-big.json");
+        fs::write(&big, vec![b' '; MAX_ENTRY_BYTES as usize + 1]).unwrap();
+        assert!(matches!(Spool::load(&big), Err(SpoolError::Corrupt { .. })));
+        fs::write(&big, b"{").unwrap();
+        assert!(matches!(Spool::load(&big), Err(SpoolError::Corrupt { .. })));
+        let gone = s.dir().join("0000000000011-1-00000000-gone.json");
+        assert!(matches!(Spool::load(&gone), Err(SpoolError::Io { .. })));
     }
 
     #[test]

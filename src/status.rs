@@ -3,7 +3,7 @@
 //!
 //! `status` shows, per sink, the accounting identity
 //! `enqueued = delivered + pending + dropped` (dropped by reason, spool-full
-//! refusals included), the oldest pending record, the last delivery and the
+//! refusals and failed spool writes included), the oldest pending record, the last delivery and the
 //! last error, and whether a drainer holds the lock.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -29,7 +29,8 @@ pub struct SinkStatus {
     pub enqueued: u64,
     pub delivered: u64,
     pub pending: u64,
-    /// By reason; `spool_full` comes from the enqueue ledger.
+    /// By reason; `spool_full` and `spool_write_failed` come from the
+    /// enqueue ledgers.
     pub dropped: BTreeMap<String, u64>,
     pub oldest_pending_ms: Option<u64>,
     pub counters: SinkCounters,
@@ -61,10 +62,14 @@ pub struct Status {
     pub sinks: Vec<SinkStatus>,
     /// Corrupt entries dropped whose sink could not be read.
     pub corrupt_unattributed: u64,
-    /// Pending files that cannot be read right now.
+    /// Pending files that cannot be read right now, or that the next drain
+    /// drops as corrupt or invalid.
     pub unreadable_pending: u64,
     /// Why the last session-start briefing could not be composed, and when.
     pub last_briefing_error: Option<(u64, String)>,
+    /// `*.json` names in the spool that are not regular files (FIFOs,
+    /// directories, …): skipped by every drain, never counted as records.
+    pub not_regular: u64,
 }
 
 /// Gather the status of `data_dir`.
@@ -72,7 +77,8 @@ pub fn collect(dir: &Path) -> Result<Status, crate::spool::SpoolError> {
     let spool = Spool::open(dir)?;
     let mut pending: BTreeMap<String, (u64, u64, SinkTarget)> = BTreeMap::new();
     let mut unreadable = 0;
-    for path in spool.pending()? {
+    let listing = spool.list()?;
+    for path in listing.files {
         match Spool::load(&path) {
             Ok(e) => {
                 let slot = pending
@@ -97,11 +103,8 @@ pub fn collect(dir: &Path) -> Result<Status, crate::spool::SpoolError> {
             None => (0, None, None),
         };
         let mut dropped = counters.dropped.clone();
-        let full = spool.ledger(&id, "full");
-        if full > 0 {
-            *dropped
-                .entry(drain::DROP_SPOOL_FULL.to_string())
-                .or_default() += full;
+        for (reason, n) in spool.ledger_drops(&id) {
+            *dropped.entry(reason.to_string()).or_default() += n;
         }
         let sink = counters
             .sink
@@ -109,7 +112,7 @@ pub fn collect(dir: &Path) -> Result<Status, crate::spool::SpoolError> {
             .or(target)
             .or_else(|| (id == SinkTarget::Store.id()).then_some(SinkTarget::Store));
         sinks.push(SinkStatus {
-            enqueued: spool.ledger(&id, "enqueued"),
+            enqueued: spool.ledger(&id, crate::spool::LEDGER_ENQUEUED),
             delivered: counters.delivered,
             pending: n,
             dropped,
@@ -126,6 +129,7 @@ pub fn collect(dir: &Path) -> Result<Status, crate::spool::SpoolError> {
         corrupt_unattributed,
         unreadable_pending: unreadable,
         last_briefing_error: crate::briefing::last_failure(dir),
+        not_regular: listing.not_regular as u64,
     })
 }
 
@@ -178,6 +182,7 @@ impl Status {
             "unreadable_pending": self.unreadable_pending,
             "last_briefing_error": self.last_briefing_error.as_ref().map(|(_, e)| e),
             "last_briefing_error_at": self.last_briefing_error.as_ref().map(|(ms, _)| rfc3339_ms(*ms)),
+            "not_regular": self.not_regular,
         })
     }
 
@@ -243,13 +248,13 @@ impl Status {
         }
         if self.corrupt_unattributed > 0 {
             o.push_str(&format!(
-                "\ncorrupt spool entries dropped with no readable sink: {}\n",
+                "\ncorrupt or invalid spool entries dropped with no trusted sink: {}\n",
                 self.corrupt_unattributed
             ));
         }
         if self.unreadable_pending > 0 {
             o.push_str(&format!(
-                "\nunreadable spool entries pending: {} (the next drain drops them as corrupt)\n",
+                "\nunreadable spool entries pending: {} (the next drain drops them as corrupt or invalid)\n",
                 self.unreadable_pending
             ));
         }
@@ -257,6 +262,12 @@ impl Status {
             o.push_str(&format!(
                 "\nlast briefing error ({} ago; that session started with no briefing): {e}\n",
                 age(*ms)
+            ));
+        }
+        if self.not_regular > 0 {
+            o.push_str(&format!(
+                "\nspool entries that are not regular files: {} (skipped by every drain; remove them by hand)\n",
+                self.not_regular
             ));
         }
         o
@@ -451,7 +462,7 @@ mod tests {
         let spool = Spool::open(t.path()).unwrap();
         let e: SpoolEntry = serde_json::from_value(json!({
             "v": 1, "sink": {"kind": "store"}, "enqueued_ms": now_ms(),
-            "record": {"v": 1, "key": "k".repeat(32), "occurred_ms": 1, "agent": "codex",
+            "record": {"v": 1, "key": "b".repeat(32), "occurred_ms": 1, "agent": "codex",
               "event": "stop", "native_event": "Stop",
               "scope": {"workspace": "w", "project": "p", "workspace_source": "env",
                         "project_source": "env", "project_strategy": "basename"},

@@ -71,8 +71,13 @@ pub struct Event {
     pub subagent: bool,
 }
 
+pub mod payload;
 mod schema;
 pub use schema::{normalize, valid_call_id, MAX_CALL_ID_CHARS};
+
+/// Longest working directory accepted from a payload (Linux `PATH_MAX`);
+/// a longer one is ignored.
+pub const MAX_CWD_BYTES: usize = 4096;
 
 /// Longest agent or native event name kept.
 pub const MAX_NAME_CHARS: usize = 64;

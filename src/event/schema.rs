@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{fold_name, sanitize_native_name, Agent, Event, EventKind};
+use super::{fold_name, sanitize_native_name, Agent, Event, EventKind, MAX_CWD_BYTES};
 
 /// Longest call id kept (`[A-Za-z0-9_.-]`, at least one character).
 pub const MAX_CALL_ID_CHARS: usize = 128;
@@ -225,6 +225,14 @@ fn first_str(payload: &Value, paths: &[&str]) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The first pointer that holds a usable directory path: non-blank, at
+/// most [`MAX_CWD_BYTES`], no NUL. A longer one names no directory the
+/// agent could be in; resolving scope from it would cost time in
+/// proportion to its length (the hook then uses its own working directory).
+fn first_path(payload: &Value, paths: &[&str]) -> Option<String> {
+    first_str(payload, paths).filter(|p| p.len() <= MAX_CWD_BYTES && !p.contains('\0'))
+}
+
 /// Text of a string, or of an array of content blocks (`"text"` strings or
 /// objects with a `text` field), joined by newlines.
 fn flatten_text(v: &Value) -> Option<String> {
@@ -303,7 +311,7 @@ pub fn normalize(agent: &str, event_flag: Option<&str>, payload: &Value) -> Even
         kind,
         native_name: sanitize_native_name(&name),
         session_id: first_str(payload, s.session_id),
-        cwd: first_str(payload, s.cwd),
+        cwd: first_path(payload, s.cwd),
         tool_name: None,
         tool_input: None,
         tool_call_id: None,

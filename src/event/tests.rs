@@ -365,3 +365,16 @@ fn native_names_are_sanitised_and_bounded() {
     assert_eq!(ev.native_name.len(), MAX_NAME_CHARS);
     assert_eq!(ev.kind, EventKind::Other);
 }
+
+#[test]
+fn a_cwd_longer_than_a_path_can_be_is_ignored() {
+    let at_edge = format!("/{}", "a".repeat(MAX_CWD_BYTES - 1));
+    let ev = normalize("claude", None, &json!({"cwd": at_edge}));
+    assert_eq!(ev.cwd.as_deref(), Some(at_edge.as_str()));
+    let past = format!("/{}", "a/".repeat(MAX_CWD_BYTES / 2));
+    assert_eq!(normalize("claude", None, &json!({"cwd": past})).cwd, None);
+    assert_eq!(
+        normalize("claude", None, &json!({"cwd": "/w\0x"})).cwd,
+        None
+    );
+}

@@ -97,33 +97,56 @@ enum Reply {
 /// Reason for items left untried because the time budget ran out.
 const NO_TIME: &str = "not attempted: the delivery time budget was used up; retrying later";
 
-/// Check and normalise a base URL: `http://` or `https://`, no credentials,
-/// no query or fragment; a trailing `/` is dropped.
-fn check_base_url(url: &str) -> Result<String, HttpError> {
+/// Check and normalise a base URL: `http://` or `https://` (any case,
+/// written lowercase), a host, no credentials, no query or fragment, only
+/// printable ASCII; a trailing `/` is dropped. The one check for every URL
+/// memhook sends to: the hook's `--server-url` / `AI_MEMORY_HOOK_URL`, the
+/// sink of a spool entry, `GET /handoff`. Its error never repeats
+/// credentials (see [`redact_url`]).
+pub fn check_base_url(url: &str) -> Result<String, HttpError> {
     let bad = |problem: &str| HttpError::InvalidUrl {
-        url: url.to_string(),
+        url: redact_url(url),
         problem: problem.to_string(),
     };
     let trimmed = url.trim().trim_end_matches('/');
-    let rest = trimmed
-        .strip_prefix("http://")
-        .or_else(|| trimmed.strip_prefix("https://"))
+    let (scheme, rest) = trimmed
+        .split_once("://")
+        .filter(|(s, _)| s.eq_ignore_ascii_case("http") || s.eq_ignore_ascii_case("https"))
         .ok_or_else(|| bad("must start with http:// or https://"))?;
     let authority = rest.split('/').next().unwrap_or("");
-    if authority.is_empty() {
-        return Err(bad("has no host"));
-    }
     if authority.contains('@') {
         return Err(bad(
             "must not carry credentials; put the token in AI_MEMORY_AUTH_TOKEN or <data dir>/auth-token",
         ));
+    }
+    if authority.is_empty() || authority.starts_with(':') {
+        return Err(bad("has no host"));
     }
     if rest.contains(['?', '#']) || trimmed.bytes().any(|b| !b.is_ascii_graphic()) {
         return Err(bad(
             "must not hold a query, a fragment, spaces or control characters",
         ));
     }
-    Ok(trimmed.to_string())
+    Ok(format!("{}://{rest}", scheme.to_ascii_lowercase()))
+}
+
+/// `url` fit to show: anything before an `@` in its authority becomes
+/// `***`, and it is cut to 200 printable ASCII characters.
+pub fn redact_url(url: &str) -> String {
+    let (head, rest) = match url.split_once("://") {
+        Some((h, r)) => (format!("{h}://"), r),
+        None => (String::new(), url),
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let shown = match rest[..end].rfind('@') {
+        Some(at) => format!("{head}***{}", &rest[at..]),
+        None => format!("{head}{rest}"),
+    };
+    shown
+        .chars()
+        .map(|c| if c.is_ascii_graphic() { c } else { '?' })
+        .take(200)
+        .collect()
 }
 
 fn agent() -> ureq::Agent {
@@ -621,10 +644,31 @@ mod tests {
         ] {
             assert!(check_base_url(bad).is_err(), "{bad}");
         }
+        for bad in [
+            "ftp://x",
+            "http://:80",
+            "file:///etc/passwd",
+            "http://u@h",
+            "https://@h",
+        ] {
+            assert!(check_base_url(bad).is_err(), "{bad}");
+        }
+        assert_eq!(check_base_url("HTTP://H:1/").unwrap(), "http://H:1");
+        // The refusal never repeats the credentials.
+        for with in [
+            "http://u:secret@host",
+            "http://secret@host/x",
+            "ftp://u:secret@x",
+        ] {
+            let e = check_base_url(with).unwrap_err().to_string();
+            assert!(!e.contains("secret"), "{e}");
+            assert!(e.contains("***@"), "{e}");
+        }
         let e = check_base_url("http://u:secret@host")
             .unwrap_err()
             .to_string();
         assert!(e.contains("AI_MEMORY_AUTH_TOKEN"), "{e}");
+        assert_eq!(redact_url("http://a:b@h/p@q"), "http://***@h/p@q");
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod briefing;
 mod delivery;
 mod forget;
 mod hook;
+mod hostile;
 mod install;
 mod mcp;
 mod records;
