@@ -4,6 +4,7 @@
 mod util;
 
 mod agents;
+mod binding;
 mod delivery;
 mod hook;
 mod install;
