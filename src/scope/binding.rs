@@ -238,15 +238,14 @@ impl Binding {
     /// The stderr warning an untrusted root gets.
     pub fn warning(&self) -> String {
         let (w, p) = &self.claimed;
-        let q = self
-            .quarantine
-            .as_ref()
-            .map_or(String::new(), |(qw, qp)| format!(" go to {qw}/{qp} and"));
+        let q = self.quarantine.as_ref().map_or(String::new(), |(qw, qp)| {
+            format!("its events go to {qw}/{qp} and ")
+        });
         let run = self.run().map_or(String::new(), |c| {
             format!("; if this checkout is yours, run: {c}")
         });
         format!(
-            "scope {w}/{p} is not trusted here ({}): events{q} get no briefing or memory from it{run}",
+            "scope {w}/{p} is not trusted here ({}): {q}it gets no briefing or memory from {w}/{p}{run}",
             self.reason.as_deref().unwrap_or("untrusted")
         )
     }
@@ -530,12 +529,6 @@ fn read_owner(
 ) -> Result<Option<Entry>, String> {
     let owner_path = ledger.join(OWNER_FILE);
     let bindings = data_dir.join(LEDGER_DIR);
-    match fs::symlink_metadata(&bindings) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound && access == Access::ReadOnly => {
-            return Ok(None)
-        }
-        _ => {}
-    }
     if let Some(e) = read_entry(ledger, &owner_path)? {
         return check_names(e, scope, &owner_path).map(Some);
     }
@@ -879,6 +872,49 @@ mod tests {
             "{states:?}"
         );
         assert_eq!(states.iter().filter(|s| **s == State::Untrusted).count(), 7);
+    }
+
+    #[test]
+    fn a_marker_cannot_claim_the_quarantine_workspace() {
+        let (_t, data, a, _b) = dirs();
+        let mut s = scope_at(&a, Source::Marker, Source::Marker);
+        s.workspace = QUARANTINE_WORKSPACE.into();
+        let got = check(&data, &s, Access::Bind);
+        assert_eq!(
+            (got.state, got.cause),
+            (State::Untrusted, Some(Cause::Reserved))
+        );
+        assert!(set_trust(&data, &s, true).is_err());
+        // The same scope named by the user is theirs to read.
+        s.workspace_source = Source::Flag;
+        s.project_source = Source::Flag;
+        assert_eq!(check(&data, &s, Access::Bind).state, State::FlagTrusted);
+    }
+
+    #[test]
+    fn a_replaced_checkout_at_the_bound_path_is_checked_again() {
+        let (_t, data, a, _b) = dirs();
+        let sa = scope_at(&a, Source::Marker, Source::Marker);
+        assert_eq!(check(&data, &sa, Access::Bind).state, State::BoundHere);
+        // Same path, another directory (another birth time or inode).
+        fs::remove_dir(&a).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        fs::create_dir(&a).unwrap();
+        if root::find(&a).unwrap().stamp
+            == read_entry(
+                &data.join(LEDGER_DIR).join(scope_key("default", "alpha")),
+                &data
+                    .join(LEDGER_DIR)
+                    .join(scope_key("default", "alpha"))
+                    .join(OWNER_FILE),
+            )
+            .unwrap()
+            .unwrap()
+            .stamp
+        {
+            return; // no birth time here and the inode was reused
+        }
+        assert_eq!(check(&data, &sa, Access::Bind).state, State::Untrusted);
     }
 
     #[test]

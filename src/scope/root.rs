@@ -32,10 +32,10 @@ const MAX_CONFIG_BYTES: u64 = 256 * 1024;
 pub struct Root {
     /// The main work tree (or the marker's directory outside git).
     pub path: PathBuf,
-    /// Device and inode of the repository's common git directory (or of the
-    /// directory outside git): a checkout replaced by another one at the
-    /// same path has another stamp, so a verdict kept for the path is not
-    /// reused for it.
+    /// Device, inode and birth time of the repository's common git
+    /// directory (or of the directory outside git): a checkout replaced by
+    /// another one at the same path has another stamp, so a verdict kept
+    /// for the path is not reused for it.
     pub stamp: String,
     /// The repository's common git directory; `None` outside git.
     pub git_dir: Option<PathBuf>,
@@ -69,18 +69,30 @@ pub fn find(dir: &Path) -> Option<Root> {
     let dir = normalize(dir);
     for d in dir.ancestors() {
         let dot_git = d.join(gix_discover::DOT_GIT_DIR);
-        let Ok(meta) = fs::symlink_metadata(&dot_git) else {
+        let Ok(mut meta) = fs::symlink_metadata(&dot_git) else {
             continue;
         };
-        let git_dir = if meta.is_file() {
-            match gix_discover::path::from_gitdir_file(&dot_git) {
-                Ok(p) => normalize(&p),
-                // A `.git` file that names no git dir: treat the directory
-                // as a plain directory.
-                Err(_) => break,
+        if meta.file_type().is_symlink() {
+            // Rare: `.git` linked to the real one; git follows it, so do we.
+            match fs::metadata(&dot_git) {
+                Ok(m) => meta = m,
+                Err(_) => continue,
             }
-        } else {
-            dot_git.clone()
+        }
+        if meta.is_dir() {
+            // The common case, and the hot path: a main work tree (a `.git`
+            // directory has no `commondir`). No further syscall.
+            return Some(Root {
+                path: d.to_path_buf(),
+                stamp: stamp_of(&meta),
+                git_dir: Some(dot_git),
+            });
+        }
+        let git_dir = match gix_discover::path::from_gitdir_file(&dot_git) {
+            Ok(p) => normalize(&p),
+            // A `.git` file (or link) that names no git dir: treat the
+            // directory as a plain directory.
+            Err(_) => break,
         };
         let common = common_dir(&git_dir);
         let path = if common == git_dir {
@@ -111,9 +123,20 @@ pub fn find(dir: &Path) -> Option<Root> {
 }
 
 fn stamp(p: &Path) -> Option<String> {
+    fs::metadata(p).ok().map(|m| stamp_of(&m))
+}
+
+/// Device, inode and (where the file system keeps it) birth time: a
+/// directory deleted and made again can reuse the inode number, not the
+/// birth time. A rename keeps all three.
+fn stamp_of(m: &fs::Metadata) -> String {
     use std::os::unix::fs::MetadataExt;
-    let m = fs::metadata(p).ok()?;
-    Some(format!("{}:{}", m.dev(), m.ino()))
+    let born = m
+        .created()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!("{}:{}:{born}", m.dev(), m.ino())
 }
 
 /// The identity of `root`: its first commits (one `git rev-list` bounded

@@ -220,7 +220,11 @@ fn a_hostile_clone_claiming_a_bound_scope_gets_nothing_until_trusted() {
     prompt(home, &hostile, "h1", "hostile wombat prompt");
     drain(home);
     let all = scopes_of(&run(home, &["search", "wombat", "--all", "--json"], &alpha));
-    assert_eq!(all, vec![quarantine.clone()], "its captures land in quarantine");
+    assert_eq!(
+        all,
+        vec![quarantine.clone()],
+        "its captures land in quarantine"
+    );
 
     // No memory of the claimed scope: recent, search, MCP.
     let recent = scopes_of(&run(home, &["recent", "--json"], &hostile));
