@@ -157,21 +157,37 @@ struct World {
     _t: tempfile::TempDir,
     home: PathBuf,
     src: PathBuf,
+    /// `src/alpha`: a repository whose marker names default/alpha.
+    alpha: PathBuf,
 }
 
+/// A temp HOME with the alpha repository (not yet bound).
 fn world() -> World {
     let t = tempfile::tempdir().unwrap();
     let home = t.path().join("home");
     let src = home.join("src");
-    std::fs::create_dir_all(&src).unwrap();
-    World { _t: t, home, src }
+    let alpha = src.join("alpha");
+    repo(&home, &alpha, "README.md");
+    World {
+        _t: t,
+        home,
+        src,
+        alpha,
+    }
+}
+
+/// [`world`] with default/alpha bound to the alpha repository.
+fn bound_world() -> World {
+    let w = world();
+    prompt(&w.home, &w.alpha, "s1", "bind it");
+    assert_eq!(show(&w.home, &w.alpha)["state"], "bound-here");
+    w
 }
 
 #[test]
 fn a_hostile_clone_claiming_a_bound_scope_gets_nothing_until_trusted() {
     let w = world();
-    let (home, alpha, hostile) = (&w.home, w.src.join("alpha"), w.src.join("hostile"));
-    repo(home, &alpha, "README.md");
+    let (home, alpha, hostile) = (&w.home, w.alpha.clone(), w.src.join("hostile"));
     repo(home, &hostile, "evil.txt");
 
     // The first root to write binds default/alpha and builds its memory.
@@ -272,13 +288,9 @@ fn a_hostile_clone_claiming_a_bound_scope_gets_nothing_until_trusted() {
 }
 
 #[test]
-fn clones_worktrees_moved_checkouts_and_mirrors_are_the_same_root() {
-    let w = world();
-    let home = &w.home;
-    let alpha = w.src.join("alpha");
-    repo(home, &alpha, "README.md");
-    prompt(home, &alpha, "s1", "bind it");
-    assert_eq!(show(home, &alpha)["state"], "bound-here");
+fn clones_worktrees_and_moved_checkouts_are_the_same_root() {
+    let w = bound_world();
+    let (home, alpha) = (&w.home, w.alpha.clone());
 
     // `git clone`: same first commit.
     git(home, &w.src, &["clone", "-q", "alpha", "copy"]);
@@ -306,9 +318,7 @@ fn clones_worktrees_moved_checkouts_and_mirrors_are_the_same_root() {
 #[test]
 fn another_history_with_the_same_remote_url_is_the_same_root() {
     let w = world();
-    let home = &w.home;
-    let alpha = w.src.join("alpha");
-    repo(home, &alpha, "README.md");
+    let (home, alpha) = (&w.home, w.alpha.clone());
     git(
         home,
         &alpha,
@@ -336,11 +346,8 @@ fn another_history_with_the_same_remote_url_is_the_same_root() {
 
 #[test]
 fn a_corrupt_ledger_fails_closed_and_the_hook_keeps_the_event() {
-    let w = world();
-    let home = &w.home;
-    let alpha = w.src.join("alpha");
-    repo(home, &alpha, "README.md");
-    prompt(home, &alpha, "s1", "first");
+    let w = bound_world();
+    let (home, alpha) = (&w.home, w.alpha.clone());
     let ledger = PathBuf::from(show(home, &alpha)["ledger"].as_str().unwrap());
     std::fs::write(ledger.join("owner"), "{ not json").unwrap();
     let b = show(home, &alpha);
@@ -369,13 +376,10 @@ fn a_corrupt_ledger_fails_closed_and_the_hook_keeps_the_event() {
 
 #[test]
 fn env_named_scopes_are_trusted_and_trust_usage_errors_exit_2() {
-    let w = world();
+    let w = bound_world();
     let home = &w.home;
-    let alpha = w.src.join("alpha");
     let hostile = w.src.join("hostile");
-    repo(home, &alpha, "README.md");
     repo(home, &hostile, "evil.txt");
-    prompt(home, &alpha, "s1", "bind it");
     // The user's own environment names the scope: trusted, no binding check.
     let out = memhook(home)
         .env("AI_MEMORY_PROJECT", "alpha")
