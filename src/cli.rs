@@ -67,6 +67,10 @@ pub enum Command {
     /// Remove records for good: a record, a session, a project, or all before
     /// a date (a dry run without --yes).
     Forget(crate::forget::ForgetArgs),
+    /// Let this checkout use the scope its marker names, bound by another checkout.
+    Trust(crate::trust::TrustArgs),
+    /// Take back `memhook trust`: this checkout's events go to its quarantine.
+    Untrust(crate::trust::TrustArgs),
 }
 
 /// Project naming strategy used when no marker decides the project.
@@ -291,7 +295,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         // The hook never fails: it prints an envelope and exits 0 on every path.
         Command::Hook(args) => return crate::hook::run(&args, data_dir.as_deref()),
-        Command::Show(args) => crate::show::run(&args),
+        Command::Show(args) => crate::show::run(&args, data_dir.as_deref()),
         Command::Drain(args) => crate::drain::run(&args, data_dir.as_deref()),
         Command::Status(args) => crate::status::run_status(&args, data_dir.as_deref()),
         Command::Recent(args) => crate::status::run_recent(&args, data_dir.as_deref()),
@@ -303,6 +307,8 @@ pub fn main() -> ExitCode {
         Command::Doctor(args) => crate::install::run_doctor(&args),
         Command::Mcp(args) => crate::mcp::run(&args, data_dir.as_deref()),
         Command::Forget(args) => crate::forget::run(&args, data_dir.as_deref()),
+        Command::Trust(args) => crate::trust::run_trust(&args, data_dir.as_deref()),
+        Command::Untrust(args) => crate::trust::run_untrust(&args, data_dir.as_deref()),
     };
     match result {
         Ok(code) => code,

@@ -120,7 +120,7 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
             .and_then(|p| p.to_str())
             .map(str::to_string);
     }
-    let (scope, home) = resolve_scope(args, &event);
+    let (mut scope, home) = resolve_scope(args, &event);
     for w in &scope.warnings {
         eprintln!("memhook: {w}");
     }
@@ -139,6 +139,12 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
             None
         }
     };
+    // DESIGN §11: a root claiming a scope another root bound writes to its
+    // own quarantine scope and gets no briefing.
+    let quarantined = data_dir.as_deref().is_some_and(|dir| {
+        let loud = event.kind == EventKind::SessionStart;
+        crate::scope::binding::enforce_hook(dir, &mut scope, loud)
+    });
     if let (false, Some(dir)) = (dropped, &data_dir) {
         enqueue(dir, &sink, &event, &scope, &decision);
     }
@@ -150,7 +156,9 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
             let budget = crate::briefing::start_budget()
                 .saturating_sub(SESSION_START_RESERVE)
                 .saturating_sub(started.elapsed());
-            let briefing = crate::briefing::session_start(dir, &sink, &scope, &event, budget);
+            let briefing = (!quarantined)
+                .then(|| crate::briefing::session_start(dir, &sink, &scope, &event, budget))
+                .flatten();
             // Whatever the bounded delivery left behind goes to the drainer.
             spawn_drainer(dir);
             briefing

@@ -30,3 +30,4 @@ pub mod sink;
 pub mod spool;
 pub mod status;
 pub mod timefmt;
+pub mod trust;

@@ -1,13 +1,14 @@
 //! `memhook show`: print the resolved scope of a directory.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use serde_json::json;
 
 use crate::cli::{CmdResult, ShowArgs, StrategyArg};
-use crate::scope::{self, CaptureConfig, Mode, Scope, ScopeInput, Strategy};
+use crate::scope::{self, binding, CaptureConfig, Mode, Scope, ScopeInput, Strategy};
 
-pub fn run(args: &ShowArgs) -> CmdResult {
+pub fn run(args: &ShowArgs, data_dir: Option<&Path>) -> CmdResult {
     let strategy = args.project_strategy.map(|s| match s {
         StrategyArg::Basename => Strategy::Basename,
         StrategyArg::RepoRoot => Strategy::RepoRoot,
@@ -23,10 +24,22 @@ pub fn run(args: &ShowArgs) -> CmdResult {
     if let Some(line) = scope::scope_note(&scope) {
         eprintln!("{line}");
     }
+    // DESIGN §11: who may use the scope (read only: show binds nothing).
+    let binding = crate::data_dir::resolve(data_dir)
+        .map(|d| binding::check(&d, &scope, binding::Access::ReadOnly));
     if args.json {
-        println!("{}", to_json(&scope));
+        let mut v = to_json(&scope);
+        v["binding"] = match &binding {
+            Ok(b) => b.to_json(),
+            Err(e) => json!({ "state": "unknown", "reason": e.to_string() }),
+        };
+        println!("{v}");
     } else {
         print!("{}", to_text(&scope));
+        match &binding {
+            Ok(b) => println!("{:<10} {}", "binding", b.describe()),
+            Err(e) => println!("{:<10} unknown ({e})", "binding"),
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

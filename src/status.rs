@@ -306,11 +306,14 @@ fn client_scope(args: &ScopeArgs) -> Result<Scope, Box<dyn std::error::Error + S
 fn query_scope(
     args: &ScopeArgs,
     all: bool,
+    data_dir: &Path,
 ) -> Result<Option<(String, String)>, Box<dyn std::error::Error + Send + Sync>> {
     if all {
         return Ok(None);
     }
-    let scope = client_scope(args)?;
+    let mut scope = client_scope(args)?;
+    // DESIGN §11: an untrusted checkout reads its own quarantine only.
+    scope::binding::enforce_client(data_dir, &mut scope, scope::binding::Access::ReadOnly);
     let explicit = args.workspace.is_some() || args.project.is_some();
     if scope.settings.default_global && !explicit {
         return Ok(None);
@@ -407,7 +410,7 @@ fn explain_empty_or_elsewhere(dir: &Path, store_exists: bool, empty: Option<Stri
 /// `memhook recent [--limit N] [--all] [--json]`.
 pub fn run_recent(args: &RecentArgs, data_dir: Option<&Path>) -> CmdResult {
     let dir = data_dir::resolve(data_dir)?;
-    let scope = query_scope(&args.scope, args.all)?;
+    let scope = query_scope(&args.scope, args.all, &dir)?;
     let store = open_store(&dir)?;
     let records = match &store {
         Some(store) => {
@@ -427,7 +430,7 @@ pub fn run_recent(args: &RecentArgs, data_dir: Option<&Path>) -> CmdResult {
 /// `memhook search QUERY [--all] [--json]`.
 pub fn run_search(args: &SearchArgs, data_dir: Option<&Path>) -> CmdResult {
     let dir = data_dir::resolve(data_dir)?;
-    let scope = query_scope(&args.scope, args.all)?;
+    let scope = query_scope(&args.scope, args.all, &dir)?;
     let store = open_store(&dir)?;
     let records = match &store {
         Some(store) => {

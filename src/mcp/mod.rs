@@ -21,10 +21,12 @@ pub mod tools;
 pub fn run(args: &McpArgs, data_dir: Option<&Path>) -> CmdResult {
     let data_dir = crate::data_dir::resolve(data_dir)?;
     let input = ScopeInput::from_env(Mode::Client, args.cwd.as_deref(), None, None, None)?;
-    let scope = scope::resolve(&input)?;
+    let mut scope = scope::resolve(&input)?;
     for w in &scope.warnings {
         eprintln!("memhook: {w}");
     }
+    // DESIGN §11: an untrusted checkout gets its own quarantine's memory.
+    scope::binding::enforce_client(&data_dir, &mut scope, scope::binding::Access::Bind);
     let store = MemoryStore::new(&data_dir, &scope.workspace, &scope.project)?;
     let records = records::StoreRecords::new(&data_dir);
     eprintln!(

@@ -52,7 +52,7 @@ pub fn main_worktree_name(dir: &Path) -> Option<String> {
 }
 
 /// `<git_dir>/commondir` resolved and normalised, or `git_dir` itself.
-fn common_dir(git_dir: &Path) -> PathBuf {
+pub(super) fn common_dir(git_dir: &Path) -> PathBuf {
     match gix_discover::path::from_plain_file_relative_to_file(&git_dir.join("commondir")) {
         Some(Ok(p)) => normalize(&p),
         _ => git_dir.to_path_buf(),

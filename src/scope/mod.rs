@@ -176,6 +176,7 @@ impl fmt::Display for ScopeError {
 
 impl std::error::Error for ScopeError {}
 
+pub mod binding;
 pub mod capture_config;
 pub mod env;
 pub mod git;
@@ -183,6 +184,7 @@ pub mod marker;
 mod note;
 pub mod paths;
 mod resolve;
+pub mod root;
 pub mod walk;
 
 pub use env::is_truthy;

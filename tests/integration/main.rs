@@ -5,6 +5,7 @@ mod util;
 
 mod agents;
 mod briefing;
+mod binding;
 mod delivery;
 mod forget;
 mod hook;

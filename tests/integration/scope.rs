@@ -289,8 +289,16 @@ fn replay_client(case: &Value, w: &World) -> Result<(), String> {
             "{name}: --json must print exactly one line: {stdout:?}"
         ));
     }
-    let got: Value = serde_json::from_str(&stdout).map_err(|e| format!("{name}: {e}: {stdout}"))?;
-    check_result(name, w, got.as_object().unwrap(), want)?;
+    let mut got: Value =
+        serde_json::from_str(&stdout).map_err(|e| format!("{name}: {e}: {stdout}"))?;
+    // `show --json` adds the binding (DESIGN §11, tests in binding.rs)
+    // after the §2 keys.
+    let got = got.as_object_mut().unwrap();
+    if !got.get("binding").is_some_and(|b| b["state"].is_string()) {
+        return Err(format!("{name}: no binding object in {stdout}"));
+    }
+    got.remove("binding");
+    check_result(name, w, got, want)?;
     for s in case["stderr"].as_array().into_iter().flatten() {
         let s = w.sub(s.as_str().unwrap());
         if !stderr.lines().any(|l| l == s) {
