@@ -1,5 +1,6 @@
 //! `memhook doctor`: per agent, is memhook installed, does the installed
-//! command point to this binary, and (Codex) do its hooks still await trust.
+//! command point to this binary, (Codex) do its hooks still await trust, and
+//! (OpenCode) is the agent's own startup install still pending.
 //!
 //! Codex trust: with the `codex` binary on PATH, doctor asks Codex itself
 //! (`codex app-server`, JSON-RPC `hooks/list`, bounded) for each hook's
@@ -129,6 +130,17 @@ fn check(p: &Profile, me: Option<&Path>) -> Value {
     } else {
         Value::Null
     };
+    // What the agent installs by itself before it runs memhook's hook (OpenCode:
+    // @opencode-ai/plugin); pending is not a memhook problem, but it costs time.
+    let startup_install = match &p.startup_install {
+        Some(s) if installed => match p.pending_startup_install(&path) {
+            Some((dir, note)) => {
+                json!({"status": "pending", "dir": dir, "done": s.done, "note": note})
+            }
+            None => json!({"status": "done", "dir": p.config_dir_of(&path), "done": s.done}),
+        },
+        _ => Value::Null,
+    };
     json!({
         "agent": p.id,
         "name": p.name,
@@ -144,6 +156,7 @@ fn check(p: &Profile, me: Option<&Path>) -> Value {
         "project_strategy": first.and_then(|b| b.strategy.clone()),
         "context": p.context,
         "codex_trust": trust,
+        "startup_install": startup_install,
         "problems": problems,
     })
 }
@@ -211,6 +224,21 @@ fn print_text(r: &Value) {
             t["status"].as_str().unwrap_or("unknown"),
             t["how"].as_str().unwrap_or("")
         );
+    }
+    if let Some(s) = r["startup_install"].as_object() {
+        let dir = s["dir"].as_str().unwrap_or("?");
+        match s["note"].as_str() {
+            Some(note) => say!(
+                "  startup:   pending: {}/{} is missing\n{}",
+                dir,
+                s["done"].as_str().unwrap_or(""),
+                note.lines()
+                    .map(|l| format!("             {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ),
+            None => say!("  startup:   done ({dir})"),
+        }
     }
     for p in r["problems"].as_array().into_iter().flatten() {
         say!("  problem:   {}", p.as_str().unwrap_or(""));

@@ -263,8 +263,14 @@ fn install_one(p: &Profile, path: &Path, flags: &Flags, write: bool) -> Result<(
     let (next, _) = install_text(p, path, flags, current.as_deref())?;
     if !write {
         print_dry_run(p, path, current.as_deref(), next.as_deref());
+        startup_install_note(p, path);
         return Ok(());
     }
+    // A generated file is deleted by uninstall: so are the dirs made for it.
+    let new_dirs = match p.shape {
+        Shape::Plugin => plugin::dirs_to_create(&apply::resolve_target(path)?),
+        Shape::Nested | Shape::Flat => Vec::new(),
+    };
     let created = std::cell::RefCell::new(Vec::new());
     let outcome = apply::apply(path, |cur| {
         let (next, c) = install_text(p, path, flags, cur)?;
@@ -272,19 +278,40 @@ fn install_one(p: &Profile, path: &Path, flags: &Flags, write: bool) -> Result<(
         Ok(next)
     })?;
     let baked = flags.baked(None);
-    if !created.borrow().is_empty() && outcome != Outcome::UpToDate {
-        if let Err(e) = ledger::record(baked.data_dir.as_deref(), path, &created.borrow()) {
+    let mut created = created.into_inner();
+    created.extend(new_dirs);
+    if !created.is_empty() && outcome != Outcome::UpToDate {
+        if let Err(e) = ledger::record(baked.data_dir.as_deref(), path, &created) {
             eprintln!("memhook: warning: could not record which containers were created: {e}");
         }
     }
-    report(p, path, &outcome, "installed");
+    match (&outcome, p.shape) {
+        // The previous file was memhook's own generated plugin (install_text
+        // refuses any other): no copy of it stays in the agent's plugin dir.
+        (Outcome::Updated { backup }, Shape::Plugin) if std::fs::remove_file(backup).is_ok() => {
+            say!(
+                "updated {} ({}: memhook installed; the previous generated file is not kept)",
+                path.display(),
+                p.name
+            );
+        }
+        _ => report(p, path, &outcome, "installed"),
+    }
     if outcome != Outcome::UpToDate && !p.notice.is_empty() {
         say!("note: {}", p.notice.replace('\n', "\n      "));
     }
     if let Some(w) = version_warning(p) {
         say!("note: {w}");
     }
+    startup_install_note(p, path);
     Ok(())
+}
+
+/// Say what the agent's own startup install costs while it is pending.
+fn startup_install_note(p: &Profile, path: &Path) {
+    if let Some((_, note)) = p.pending_startup_install(path) {
+        say!("note: {}", note.replace('\n', "\n      "));
+    }
 }
 
 fn uninstall_text(
@@ -325,7 +352,7 @@ fn uninstall_text(
 
 fn uninstall_one(p: &Profile, path: &Path, write: bool) -> Result<(), InstallError> {
     let current = apply::read_text(path)?;
-    let (next, _) = uninstall_text(p, path, current.as_deref())?;
+    let (next, dd) = uninstall_text(p, path, current.as_deref())?;
     if !write {
         if next.as_deref() == current.as_deref() {
             say!("{}: nothing to remove for {}", path.display(), p.name);
@@ -338,6 +365,14 @@ fn uninstall_one(p: &Profile, path: &Path, write: bool) -> Result<(), InstallErr
                     next.as_deref()
                 )
             );
+            if next.is_none() {
+                for d in emptied_dirs(path, dd.as_deref()) {
+                    say!(
+                        "# and remove {} (created by install-hooks, empty then)",
+                        d.display()
+                    );
+                }
+            }
             say!(
                 "# dry run: nothing was written; re-run with --apply to remove memhook from {}",
                 path.display()
@@ -359,9 +394,28 @@ fn uninstall_one(p: &Profile, path: &Path, write: bool) -> Result<(), InstallErr
         say!("{}: nothing to remove for {}", path.display(), p.name);
         return Ok(());
     }
-    ledger::forget(data_dir.borrow().as_deref(), path);
+    let data_dir = data_dir.into_inner();
+    let emptied = emptied_dirs(path, data_dir.as_deref());
     report(p, path, &outcome, "removed");
+    if matches!(outcome, Outcome::Deleted { .. }) {
+        for d in emptied {
+            if std::fs::remove_dir(&d).is_ok() {
+                say!(
+                    "removed {} (created by install-hooks, now empty)",
+                    d.display()
+                );
+            }
+        }
+    }
+    ledger::forget(data_dir.as_deref(), path);
     Ok(())
+}
+
+/// The directories install-hooks created for `path` that are empty once it
+/// is deleted (a generated plugin), deepest first.
+fn emptied_dirs(path: &Path, data_dir: Option<&Path>) -> Vec<PathBuf> {
+    let created = ledger::created(data_dir, path).unwrap_or_default();
+    plugin::dirs_emptied_without(path, &created)
 }
 
 pub(crate) fn print_dry_run(p: &Profile, path: &Path, current: Option<&str>, next: Option<&str>) {

@@ -63,6 +63,20 @@ pub struct McpProfile {
     pub stdio_type: bool,
 }
 
+/// Something the agent installs by itself, at its start, once memhook's hook
+/// is in place (OpenCode npm-installs `@opencode-ai/plugin` into its config
+/// dir before it loads any plugin). memhook does not do it for the agent; it
+/// says what it costs while it is pending.
+#[derive(Debug, Clone, Deserialize)]
+pub struct StartupInstall {
+    /// A path under the agent's config dir that exists once the agent's own
+    /// install has succeeded.
+    pub done: String,
+    /// What a pending install costs and how to avoid it; `{dir}` is the
+    /// config dir.
+    pub note: String,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct Profile {
     pub id: String,
@@ -77,6 +91,8 @@ pub struct Profile {
     pub events: Vec<[String; 2]>,
     pub context: String,
     pub notice: String,
+    #[serde(default)]
+    pub startup_install: Option<StartupInstall>,
     pub mcp: McpProfile,
 }
 
@@ -161,6 +177,28 @@ impl Profile {
         dir_exists || self.binaries.iter().any(|b| find_on_path(b).is_some())
     }
 
+    /// The agent's config dir for the hook file at `path`: `path` without the
+    /// components of the profile's `file` (`…/opencode/plugins/memhook.js`
+    /// → `…/opencode`).
+    pub fn config_dir_of<'a>(&self, path: &'a Path) -> Option<&'a Path> {
+        path.ancestors()
+            .nth(Path::new(&self.location.file).components().count())
+    }
+
+    /// The agent's own startup install, when it has not succeeded yet for the
+    /// hook file at `path`: the config dir and the note, `{dir}` filled in.
+    pub fn pending_startup_install(&self, path: &Path) -> Option<(PathBuf, String)> {
+        let s = self.startup_install.as_ref()?;
+        let dir = self.config_dir_of(path)?;
+        if dir.join(&s.done).exists() {
+            return None;
+        }
+        Some((
+            dir.to_path_buf(),
+            s.note.trim().replace("{dir}", &dir.display().to_string()),
+        ))
+    }
+
     /// The native event names, in order.
     pub fn native_events(&self) -> impl Iterator<Item = &str> {
         self.events.iter().map(|e| e[0].as_str())
@@ -218,6 +256,32 @@ mod tests {
                     p.id
                 );
             }
+        }
+    }
+
+    /// OpenCode's startup install is checked in the config dir that holds
+    /// `plugins/`, wherever the plugin file is (`--config-file` too), and is
+    /// the only agent with one.
+    #[test]
+    fn startup_install_is_checked_in_the_plugins_config_dir() {
+        let oc = get("opencode").unwrap();
+        let t = tempfile::tempdir().unwrap();
+        let cfg = t.path().join(".opencode");
+        let file = cfg.join("plugins/memhook.js");
+        assert_eq!(oc.config_dir_of(&file), Some(cfg.as_path()));
+        let (dir, note) = oc.pending_startup_install(&file).unwrap();
+        assert_eq!(dir, cfg);
+        assert!(
+            note.contains(&format!("'{}/.npmrc'", cfg.display())),
+            "{note}"
+        );
+        assert!(!note.contains("{dir}"));
+        let done = cfg.join(&oc.startup_install.as_ref().unwrap().done);
+        std::fs::create_dir_all(done.parent().unwrap()).unwrap();
+        std::fs::write(&done, "{}").unwrap();
+        assert_eq!(oc.pending_startup_install(&file), None);
+        for p in all().iter().filter(|p| p.id != "opencode") {
+            assert!(p.startup_install.is_none(), "{}", p.id);
         }
     }
 

@@ -82,7 +82,8 @@ impl World {
         c.current_dir(self.proj());
         c
     }
-    fn install(&self, agent: &str) {
+    /// `install-hooks --apply`; returns what it printed.
+    fn install(&self, agent: &str) -> String {
         let out = self
             .memhook()
             .args(["install-hooks", "--agent", agent, "--apply"])
@@ -93,6 +94,7 @@ impl World {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
     /// Install from a copy of memhook at a path with a space and non-ASCII
     /// characters (so the agent must honour the installer's quoting), then
@@ -555,16 +557,34 @@ fn opencode(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
     let mut c = world.agent(exe);
     c.args(["run", prompt])
         .env("PATH", path)
+        // Offline: the npm registry refuses connections (nothing listens on
+        // the loopback discard port), as it does for OpenCode's own install.
+        .env("npm_config_registry", "http://127.0.0.1:9/")
         .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
         .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
         .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "1");
     run_bounded(c, Duration::from_secs(240))
 }
 
+/// Seconds of the day of an OpenCode log line's `timestamp=…T12:34:56.789Z`.
+fn log_seconds(line: &str) -> Option<f64> {
+    let t = line.strip_prefix("timestamp=")?.split(['T', 'Z']).nth(1)?;
+    let mut it = t.split(':').map(|n| n.parse::<f64>().ok());
+    Some(it.next()?? * 3600.0 + it.next()?? * 60.0 + it.next()??)
+}
+
 /// OpenCode: the generated global plugin is loaded, pipes every relevant
 /// hook into `memhook hook --agent opencode --event <name>` as
 /// {hook, input, output, directory}, and puts the session-start call's
 /// `additionalContext` into the system prompt of the model requests.
+///
+/// Offline, OpenCode's own npm install of @opencode-ai/plugin (which it runs
+/// before loading any plugin) would hold every start for about 70 s of npm
+/// retries: install-hooks names that and prints a one-line remedy; the test
+/// runs that line as printed and checks in OpenCode's log that the install
+/// then gives up at once. install-hooks itself writes nothing of OpenCode's
+/// (package.json, node_modules), and uninstall removes exactly what install
+/// made, leaving OpenCode's own files.
 ///
 /// To see the pipe independently of the hook's own output, the plugin's
 /// baked binary is pointed at a logging shim named `memhook` that forwards
@@ -576,8 +596,31 @@ fn opencode_end_to_end() {
         return;
     };
     let world = World::new();
-    world.install("opencode");
-    let plugin = world.home().join(".config/opencode/plugins/memhook.js");
+    let installed = world.install("opencode");
+    let cfg = world.home().join(".config/opencode");
+    let listing = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(d)
+            .map(|r| {
+                r.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        listing(&cfg),
+        ["plugins"],
+        "install wrote more than the plugin"
+    );
+    let remedy = installed
+        .lines()
+        .map(str::trim)
+        .find(|l| l.contains("fetch-retries=0"))
+        .unwrap_or_else(|| panic!("install-hooks printed no remedy: {installed}"));
+    let ran = Command::new("sh").args(["-c", remedy]).status().unwrap();
+    assert!(ran.success(), "{remedy}");
+    let plugin = cfg.join("plugins/memhook.js");
     let src = fs::read_to_string(&plugin).unwrap();
     let shim_dir = world.home().join("shim");
     fs::create_dir_all(&shim_dir).unwrap();
@@ -690,6 +733,38 @@ fn opencode_end_to_end() {
         "bash output not captured: {all}"
     );
     assert!(!all.contains("TOPSECRET"), "excluded read leaked");
+
+    // OpenCode tried its own install, offline, and gave up at once: npm's
+    // default retries alone wait 70 s.
+    let log: String = listing(&world.home().join(".local/share/opencode/log"))
+        .iter()
+        .map(|f| {
+            fs::read_to_string(world.home().join(".local/share/opencode/log").join(f)).unwrap()
+        })
+        .collect();
+    let failed = log
+        .lines()
+        .find(|l| l.contains("background dependency install failed"))
+        .unwrap_or_else(|| panic!("OpenCode did not try its install offline: {log}"));
+    assert!(failed.contains(&cfg.display().to_string()), "{failed}");
+    let began = log.lines().find_map(log_seconds).unwrap();
+    let gave_up = (log_seconds(failed).unwrap() - began).rem_euclid(86_400.0);
+    assert!(gave_up < 30.0, "the install took {gave_up} s to fail");
+
+    // Uninstall removes the plugin and the plugins dir install made; what
+    // OpenCode (and the user, following the remedy) put there stays.
+    let theirs = listing(&cfg);
+    assert!(!theirs.contains(&"node_modules".to_string()), "{theirs:?}");
+    let out = world
+        .memhook()
+        .args(["uninstall-hooks", "--agent", "opencode", "--apply"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut left = theirs.clone();
+    left.retain(|f| f != "plugins");
+    assert_eq!(listing(&cfg), left);
+    assert!(left.contains(&".npmrc".to_string()), "{left:?}");
 }
 
 /// install-mcp writes entries the real CLIs read: `codex mcp list` and

@@ -1148,3 +1148,138 @@ fn data_dir_baked_only_when_not_default() {
     let want = format!("--data-dir '{}' hook", flag.display());
     assert!(cmds.iter().all(|(_, c)| c.contains(&want)), "{cmds:?}");
 }
+
+/// Every file and directory under `dir` (but `skip`) with its bytes.
+fn tree(dir: &Path, skip: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    snapshot(dir)
+        .into_iter()
+        .filter(|(p, _)| !p.starts_with(skip))
+        .map(|(p, (bytes, _))| {
+            let is_dir = fs::symlink_metadata(&p).unwrap().is_dir();
+            (p, (!is_dir).then_some(bytes))
+        })
+        .collect()
+}
+
+/// OpenCode: install → update (another server URL) → uninstall leaves the
+/// HOME exactly as it was, file for file and byte for byte, whether the
+/// user already had an OpenCode config dir with their own config and plugin
+/// or nothing at all: no backup of the generated plugin, no directory made
+/// for it, and nothing of OpenCode's own (package.json, node_modules) is
+/// ever created by memhook.
+#[test]
+fn opencode_uninstall_restores_the_tree_byte_for_byte() {
+    for users_own in [true, false] {
+        let h = home();
+        let cfg = h.path().join(".config/opencode");
+        if users_own {
+            fs::create_dir_all(cfg.join("plugins")).unwrap();
+            fs::write(
+                cfg.join("opencode.json"),
+                "{\n  \"$schema\": \"https://opencode.ai/config.json\",\n  \"theme\": \"dark\"\n}\n",
+            )
+            .unwrap();
+            fs::write(
+                cfg.join("plugins/mine.js"),
+                "export const Mine = async () => ({});\n",
+            )
+            .unwrap();
+        }
+        let data = h.path().join(".memhook-data");
+        let before = tree(h.path(), &data);
+        ok(
+            h.path(),
+            &["install-hooks", "--agent", "opencode", "--apply"],
+        );
+        for own in [
+            "package.json",
+            "package-lock.json",
+            "node_modules",
+            ".npmrc",
+        ] {
+            assert!(!cfg.join(own).exists(), "install created {own}");
+        }
+        let out = ok(
+            h.path(),
+            &[
+                "install-hooks",
+                "--agent",
+                "opencode",
+                "--apply",
+                "--server-url",
+                "http://127.0.0.1:5",
+            ],
+        );
+        assert!(out.starts_with("updated "), "{out}");
+        assert!(backups(&cfg.join("plugins")).is_empty());
+        // The dry run names the directories --apply will remove with it.
+        let dry = ok(h.path(), &["uninstall-hooks", "--agent", "opencode"]);
+        assert_eq!(
+            dry.contains(&format!("# and remove {} ", cfg.join("plugins").display())),
+            !users_own,
+            "{dry}"
+        );
+        assert_eq!(dry.contains("# and remove"), !users_own, "{dry}");
+        let out = ok(
+            h.path(),
+            &["uninstall-hooks", "--agent", "opencode", "--apply"],
+        );
+        assert!(out.starts_with("deleted "), "{out}");
+        assert_eq!(
+            tree(h.path(), &data),
+            before,
+            "users_own={users_own}: uninstall did not restore the tree ({out})"
+        );
+    }
+}
+
+/// OpenCode npm-installs @opencode-ai/plugin into its config dir before it
+/// loads any plugin: install-hooks says what that costs and how to avoid it
+/// while OpenCode has not done it yet, and doctor shows the state.
+#[test]
+fn opencode_startup_install_cost_is_named_while_pending() {
+    let h = home();
+    let cfg = h.path().join(".config/opencode");
+    let doctor_state = || -> Value {
+        let mut c = mh(h.path());
+        c.env("PATH", "/nonexistent");
+        let out = run(c, &["doctor", "--json"]);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == "opencode")
+            .unwrap()["startup_install"]
+            .clone()
+    };
+    assert_eq!(doctor_state(), Value::Null, "not installed: nothing to say");
+    for args in [
+        &["install-hooks", "--agent", "opencode"][..],
+        &["install-hooks", "--agent", "opencode", "--apply"][..],
+    ] {
+        let out = ok(h.path(), args);
+        assert!(out.contains("@opencode-ai/plugin"), "{out}");
+        assert!(out.contains("about 70 s"), "{out}");
+        assert!(
+            out.contains(&format!(
+                "printf 'fetch-retries=0\\n' >> '{}/.npmrc'",
+                cfg.display()
+            )),
+            "{out}"
+        );
+    }
+    let s = doctor_state();
+    assert_eq!(s["status"], "pending", "{s}");
+    assert_eq!(s["dir"], cfg.display().to_string());
+    // Once OpenCode's own install has succeeded there is nothing to say.
+    let done = cfg.join("node_modules/@opencode-ai/plugin/package.json");
+    fs::create_dir_all(done.parent().unwrap()).unwrap();
+    fs::write(&done, "{}").unwrap();
+    let out = ok(
+        h.path(),
+        &["install-hooks", "--agent", "opencode", "--apply"],
+    );
+    assert!(!out.contains("@opencode-ai/plugin"), "{out}");
+    assert_eq!(doctor_state()["status"], "done");
+}
