@@ -28,6 +28,7 @@ pub mod command;
 pub mod diff;
 pub mod doctor;
 pub mod hooks_json;
+pub mod jsonc;
 pub mod ledger;
 pub mod mcp;
 pub mod plugin;
@@ -236,9 +237,8 @@ fn install_text(
             ))
         }
         Shape::Nested | Shape::Flat => {
-            let mut root = apply::parse_json_object(path, current)?;
-            let before = root.clone();
-            let existing = hooks_json::owned_hooks(&root, p.shape)
+            let doc = jsonc::Doc::parse(path, current, p.json, &p.name)?;
+            let existing = hooks_json::owned_hooks(&doc.value(), p.shape)
                 .into_iter()
                 .next()
                 .map(|o| o.baked);
@@ -248,12 +248,9 @@ fn install_text(
                 .iter()
                 .map(|[native, ours]| (native.clone(), baked.hook_command(ours, &p.id)))
                 .collect();
-            let created = hooks_json::install(&mut root, path, p.shape, &commands)?;
-            if root == before {
-                // Semantically unchanged: keep the user's bytes as they are.
-                return Ok((current.map(str::to_string), created));
-            }
-            Ok((Some(apply::render_json(&root, current)), created))
+            let created = hooks_json::install(&doc.root(), path, p.shape, &commands)?;
+            // Nothing to change renders the current bytes unchanged.
+            Ok((Some(doc.render()), created))
         }
     }
 }
@@ -309,16 +306,16 @@ fn uninstall_text(
             }
         }
         Shape::Nested | Shape::Flat => {
-            let mut root = apply::parse_json_object(path, Some(text))?;
-            let owned = hooks_json::owned_hooks(&root, p.shape);
+            let doc = jsonc::Doc::parse(path, Some(text), p.json, &p.name)?;
+            let owned = hooks_json::owned_hooks(&doc.value(), p.shape);
             let data_dir = owned.first().and_then(|o| o.baked.data_dir.clone());
             let created = ledger::created(data_dir.as_deref(), path);
             let prune = |key: &str| created.as_ref().is_none_or(|c| c.iter().any(|k| k == key));
-            let n = hooks_json::uninstall(&mut root, path, p.shape, &prune)?;
+            let n = hooks_json::uninstall(&doc.root(), path, p.shape, &prune)?;
             if n == 0 {
                 return Ok((Some(text.to_string()), data_dir));
             }
-            Ok((Some(apply::render_json(&root, Some(text))), data_dir))
+            Ok((Some(doc.render()), data_dir))
         }
     }
 }
