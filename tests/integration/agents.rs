@@ -852,6 +852,96 @@ fn gemini_cli_end_to_end() {
     );
 }
 
+/// Gemini CLI reads settings.json with comments (strip-json-comments, then
+/// JSON.parse): install-hooks edits a commented CRLF settings file in place,
+/// the real CLI still loads it and runs memhook's hooks, and uninstall gives
+/// back the original bytes. The files memhook refuses for Gemini (a trailing
+/// comma, a BOM) are ones the real CLI refuses too.
+#[test]
+fn gemini_cli_reads_commented_settings() {
+    let Some(exe) = agent_cli("gemini") else {
+        return;
+    };
+    let world = World::new();
+    let settings = world.home().join(".gemini/settings.json");
+    fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let fixture = |name: &str| fs::read(crate::util::fixture(&format!("install/{name}"))).unwrap();
+    for refused in ["gemini-trailing-comma.json", "gemini-bom.json"] {
+        fs::write(&settings, fixture(refused)).unwrap();
+        let out = gemini(&world, &exe, 9, "never sent");
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !out.status.success() && all.contains("Error in") && all.contains("settings.json"),
+            "Gemini CLI accepted {refused}, which memhook refuses for it: {all}"
+        );
+    }
+    let orig = fixture("gemini-comments-crlf.json");
+    fs::write(&settings, &orig).unwrap();
+    let calls = world.install_via_shim("gemini-cli");
+    let installed = fs::read_to_string(&settings).unwrap();
+    assert!(
+        installed.contains("// someone else's hook\r\n"),
+        "{installed}"
+    );
+    assert!(installed.contains("/* between events */ \"BeforeTool\""));
+    assert!(!installed.replace("\r\n", "").contains('\n'), "bare LF");
+    let script = vec![
+        Step::Tool(
+            "run_shell_command",
+            json!({"command": "echo E2E-JSONC-OUT", "description": "say"}),
+        ),
+        Step::Text("Done."),
+    ];
+    let mock = Mock::start(Api::GeminiGenerateContent, script);
+    let out = gemini(&world, &exe, mock.port, "E2E-JSONC-PROMPT run it");
+    assert!(
+        out.status.success(),
+        "gemini -p failed on the commented settings: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_hooks_ran(
+        &calls,
+        "Gemini CLI",
+        "gemini-cli",
+        &[
+            "session-start",
+            "user-prompt-submit",
+            "pre-tool-use",
+            "post-tool-use",
+            "session-end",
+        ],
+    );
+    let all = world.records_text();
+    assert!(
+        all.contains("E2E-JSONC-PROMPT"),
+        "prompt not captured: {all}"
+    );
+    assert!(
+        all.contains("E2E-JSONC-OUT"),
+        "tool output not captured: {all}"
+    );
+    let out = world
+        .memhook()
+        .args(["uninstall-hooks", "--agent", "gemini-cli", "--apply"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        fs::read(&settings).unwrap(),
+        orig,
+        "uninstall did not give back the original bytes"
+    );
+}
+
 /// Assert that `who` ran memhook's hook for each of `events` (the calls log
 /// written by the wrapper), and return the log for further checks.
 fn assert_hooks_ran(calls: &Path, who: &str, agent: &str, events: &[&str]) -> String {
