@@ -71,8 +71,15 @@ pub fn io_err(path: &Path) -> impl FnOnce(io::Error) -> InstallError + '_ {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Created,
-    Updated { backup: PathBuf },
-    Deleted { backup: Option<PathBuf> },
+    /// `before` (kept at `backup`) was replaced by `after`.
+    Updated {
+        backup: PathBuf,
+        before: String,
+        after: String,
+    },
+    Deleted {
+        backup: Option<PathBuf>,
+    },
     UpToDate,
 }
 
@@ -163,7 +170,11 @@ where
             write_atomic(&real, text.as_bytes(), mode_of(old_meta.as_ref()), &|| {
                 Ok(())
             })?;
-            Outcome::Updated { backup }
+            Outcome::Updated {
+                backup,
+                before: current.unwrap_or_default(),
+                after: text,
+            }
         }
         (None, backup) => {
             fs::remove_file(path).map_err(io_err(path))?;

@@ -223,6 +223,11 @@ fn upsert(entries: &CstArray, shape: Shape, command: &str) {
         }
     });
     if !kept {
+        // Appending a multi-line entry to a one-line list would leave the
+        // list's `]` on the last entry's line: lay the list out first.
+        if !entries.elements().is_empty() && !entries.to_string().contains('\n') {
+            entries.ensure_multiline();
+        }
         entries.append(input(&match shape {
             Shape::Flat => json!({"type": "command", "command": command}),
             _ => json!({"matcher": "", "hooks": [{"type": "command", "command": command}]}),

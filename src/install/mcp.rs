@@ -56,6 +56,23 @@ pub fn run(args: &InstallMcpArgs, data_dir: Option<&Path>) -> CmdResult {
             *created.borrow_mut() = c;
             Ok(next)
         })?;
+        if let (
+            false,
+            Outcome::Updated {
+                backup,
+                before,
+                after,
+            },
+        ) = (args.remove, &outcome)
+        {
+            // Fresh: `before` held no memhook server (removing finds nothing).
+            let fresh = || {
+                mcp_text(p, &path, &baked, true, Some(before))
+                    .is_ok_and(|(t, _)| t.as_deref() == Some(before.as_str()))
+            };
+            let dd = baked.data_dir.as_deref();
+            let _ = ledger::after_apply(dd, &mcp_key(&path), before, after, backup, fresh);
+        }
         if args.remove {
             if outcome == Outcome::UpToDate {
                 say!("{}: nothing to remove for {}", path.display(), p.name);
@@ -95,6 +112,13 @@ fn mcp_text(
 ) -> Result<(Option<String>, Vec<String>), InstallError> {
     if remove && current.is_none() {
         return Ok((None, Vec::new()));
+    }
+    if let Some(before) = current
+        .filter(|_| remove)
+        .and_then(|c| ledger::restorable(baked.data_dir.as_deref(), &mcp_key(path), c))
+    {
+        // Still exactly what memhook wrote: the bytes from before.
+        return Ok((Some(before), Vec::new()));
     }
     match p.mcp.format {
         McpFormat::Json => json_text(p, path, baked, remove, current),

@@ -274,6 +274,23 @@ fn install_one(p: &Profile, path: &Path, flags: &Flags, write: bool) -> Result<(
             eprintln!("memhook: warning: could not record which containers were created: {e}");
         }
     }
+    if let Outcome::Updated {
+        backup,
+        before,
+        after,
+    } = &outcome
+    {
+        if p.shape != Shape::Plugin {
+            let fresh = || {
+                jsonc::Doc::parse(path, Some(before), p.json, &p.name)
+                    .is_ok_and(|d| hooks_json::owned_hooks(&d.value(), p.shape).is_empty())
+            };
+            let dd = baked.data_dir.as_deref();
+            if let Err(e) = ledger::after_apply(dd, path, before, after, backup, fresh) {
+                eprintln!("memhook: warning: could not record the pre-install snapshot: {e}");
+            }
+        }
+    }
     report(p, path, &outcome, "installed");
     if outcome != Outcome::UpToDate && !p.notice.is_empty() {
         say!("note: {}", p.notice.replace('\n', "\n      "));
@@ -309,6 +326,10 @@ fn uninstall_text(
             let doc = jsonc::Doc::parse(path, Some(text), p.json, &p.name)?;
             let owned = hooks_json::owned_hooks(&doc.value(), p.shape);
             let data_dir = owned.first().and_then(|o| o.baked.data_dir.clone());
+            if let Some(before) = ledger::restorable(data_dir.as_deref(), path, text) {
+                // Still exactly what memhook wrote: the pre-install bytes.
+                return Ok((Some(before), data_dir));
+            }
             let created = ledger::created(data_dir.as_deref(), path);
             let prune = |key: &str| created.as_ref().is_none_or(|c| c.iter().any(|k| k == key));
             let n = hooks_json::uninstall(&doc.root(), path, p.shape, &prune)?;
@@ -380,7 +401,7 @@ pub(crate) fn print_dry_run(p: &Profile, path: &Path, current: Option<&str>, nex
 pub(crate) fn report(p: &Profile, path: &Path, outcome: &Outcome, verb: &str) {
     match outcome {
         Outcome::Created => say!("created {} ({}: memhook {verb})", path.display(), p.name),
-        Outcome::Updated { backup } => say!(
+        Outcome::Updated { backup, .. } => say!(
             "updated {} ({}: memhook {verb}; previous version saved as {})",
             path.display(),
             p.name,

@@ -1168,6 +1168,11 @@ const DIALECT_FIXTURES: &[(&str, &str, &str)] = &[
         "gemini-no-hooks.json",
     ),
     (
+        "gemini-cli",
+        ".gemini/settings.json",
+        "gemini-one-line.json",
+    ),
+    (
         "claude-code",
         ".claude/settings.json",
         "claude-bom-crlf.json",
@@ -1209,14 +1214,26 @@ fn commented_settings_round_trip_byte_for_byte() {
             installed.replace("\r\n", "\n").trim_end_matches('\n'),
             "{name}: dry run differs from apply"
         );
-        // Every comment line of the original is still there, in order.
+        // Every comment of the original is still there, in order.
         let comments = |t: &str| -> Vec<String> {
-            t.lines()
-                .filter(|l| l.contains("//") || l.contains("/*"))
-                .filter(|l| !l.contains("memhook"))
-                .map(|l| l.trim().trim_end_matches(',').to_string())
-                .collect()
+            let mut out = Vec::new();
+            let mut rest = t;
+            while let Some(i) = rest.find('/') {
+                let tail = &rest[i..];
+                let end = if tail.starts_with("//") {
+                    tail.find(['\r', '\n']).unwrap_or(tail.len())
+                } else if tail.starts_with("/*") {
+                    tail.find("*/").unwrap() + 2
+                } else {
+                    rest = &tail[1..];
+                    continue;
+                };
+                out.push(tail[..end].to_string());
+                rest = &tail[end..];
+            }
+            out
         };
+        assert!(!comments(&text).is_empty() || name.starts_with("claude"));
         assert_eq!(comments(&installed), comments(&text), "{name}");
         if text.contains("\r\n") {
             assert!(
@@ -1334,5 +1351,47 @@ fn files_the_agent_cannot_read_are_refused() {
             assert_eq!(fs::read(&f).unwrap(), orig, "{name}");
             assert_eq!(fs::read_dir(f.parent().unwrap()).unwrap().count(), 1);
         }
+    }
+}
+
+/// When the file changed after the install (or the backup is gone), the
+/// uninstall takes memhook's entries out of the tree: the user's later edit
+/// and every comment stay, and nothing of memhook's is left.
+#[test]
+fn uninstall_after_a_later_edit_keeps_the_edit() {
+    for lose_backup in [false, true] {
+        let h = home();
+        let f = h.path().join(".gemini/settings.json");
+        fs::create_dir_all(f.parent().unwrap()).unwrap();
+        let orig = fs::read_to_string(fixture("install/gemini-comments-crlf.json")).unwrap();
+        fs::write(&f, &orig).unwrap();
+        ok(
+            h.path(),
+            &["install-hooks", "--agent", "gemini-cli", "--apply"],
+        );
+        let edited = if lose_backup {
+            for b in backups(f.parent().unwrap()) {
+                fs::remove_file(b).unwrap();
+            }
+            fs::read_to_string(&f).unwrap()
+        } else {
+            let t = fs::read_to_string(&f)
+                .unwrap()
+                .replace("\"enableAutoUpdate\": false", "\"enableAutoUpdate\": true");
+            fs::write(&f, &t).unwrap();
+            t
+        };
+        ok(
+            h.path(),
+            &["uninstall-hooks", "--agent", "gemini-cli", "--apply"],
+        );
+        let after = fs::read_to_string(&f).unwrap();
+        assert!(!after.contains("memhook"), "{after}");
+        let want = if lose_backup {
+            orig.clone()
+        } else {
+            orig.replace("\"enableAutoUpdate\": false", "\"enableAutoUpdate\": true")
+        };
+        assert_eq!(after, want, "lose_backup={lose_backup}: {edited}");
     }
 }
