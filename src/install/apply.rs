@@ -71,8 +71,15 @@ pub fn io_err(path: &Path) -> impl FnOnce(io::Error) -> InstallError + '_ {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Created,
-    Updated { backup: PathBuf },
-    Deleted { backup: Option<PathBuf> },
+    /// `before` (kept at `backup`) was replaced by `after`.
+    Updated {
+        backup: PathBuf,
+        before: String,
+        after: String,
+    },
+    Deleted {
+        backup: Option<PathBuf>,
+    },
     UpToDate,
 }
 
@@ -163,7 +170,11 @@ where
             write_atomic(&real, text.as_bytes(), mode_of(old_meta.as_ref()), &|| {
                 Ok(())
             })?;
-            Outcome::Updated { backup }
+            Outcome::Updated {
+                backup,
+                before: current.unwrap_or_default(),
+                after: text,
+            }
         }
         (None, backup) => {
             fs::remove_file(path).map_err(io_err(path))?;
@@ -288,67 +299,6 @@ pub(crate) fn write_atomic(
     })
 }
 
-/// Parse a JSON config: an object root or a refusal naming line and column.
-/// An empty (or whitespace-only) file counts as an empty object.
-pub fn parse_json_object(
-    path: &Path,
-    text: Option<&str>,
-) -> Result<serde_json::Map<String, serde_json::Value>, InstallError> {
-    let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
-        return Ok(serde_json::Map::new());
-    };
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(serde_json::Value::Object(m)) => Ok(m),
-        Ok(other) => Err(InstallError::Malformed {
-            path: path.to_path_buf(),
-            line: 1,
-            column: 1 + text.len() - text.trim_start().len(),
-            message: format!("the top level is {}, expected an object", type_name(&other)),
-        }),
-        Err(e) => Err(InstallError::Malformed {
-            path: path.to_path_buf(),
-            line: e.line(),
-            column: e.column(),
-            message: e
-                .to_string()
-                .split(" at line ")
-                .next()
-                .unwrap_or("")
-                .to_string(),
-        }),
-    }
-}
-
-/// Render a JSON object the way the file was indented (2 spaces by default),
-/// with a trailing newline.
-pub fn render_json(
-    map: &serde_json::Map<String, serde_json::Value>,
-    original: Option<&str>,
-) -> String {
-    let indent = original
-        .and_then(detect_indent)
-        .unwrap_or_else(|| "  ".to_string());
-    let mut out = Vec::new();
-    let fmt = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
-    serde::Serialize::serialize(map, &mut ser).expect("a JSON value always serialises");
-    let mut s = String::from_utf8(out).expect("serde_json writes UTF-8");
-    s.push('\n');
-    s
-}
-
-fn detect_indent(text: &str) -> Option<String> {
-    text.lines()
-        .skip(1)
-        .find(|l| !l.trim().is_empty())
-        .map(|l| {
-            l.chars()
-                .take_while(|c| *c == ' ' || *c == '\t')
-                .collect::<String>()
-        })
-        .filter(|s| !s.is_empty())
-}
-
 pub fn type_name(v: &serde_json::Value) -> &'static str {
     match v {
         serde_json::Value::Null => "null",
@@ -375,7 +325,8 @@ pub fn parse_toml(path: &Path, text: Option<&str>) -> Result<toml_edit::Document
     })
 }
 
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+/// 1-based line and column (in characters) of a byte offset.
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let column = before.chars().rev().take_while(|c| *c != '\n').count() + 1;
@@ -405,26 +356,6 @@ mod tests {
         assert_eq!(names.len(), 1, "{names:?}");
         write_atomic(&f, b"{\"new\": true}\n", 0o644, &|| Ok(())).unwrap();
         assert_eq!(fs::read(&f).unwrap(), b"{\"new\": true}\n");
-    }
-
-    #[test]
-    fn malformed_json_names_line_and_column() {
-        let p = Path::new("/x/settings.json");
-        let e = parse_json_object(p, Some("{\n  \"a\": 1,\n}\n")).unwrap_err();
-        match e {
-            InstallError::Malformed { line, column, .. } => assert_eq!((line, column), (3, 1)),
-            other => panic!("{other}"),
-        }
-        assert!(parse_json_object(p, Some("[]")).is_err());
-        assert!(parse_json_object(p, Some("// c\n{}")).is_err());
-        assert!(parse_json_object(p, Some("   ")).unwrap().is_empty());
-    }
-
-    #[test]
-    fn indent_is_kept() {
-        let orig = "{\n    \"a\": 1\n}\n";
-        let m = parse_json_object(Path::new("/f"), Some(orig)).unwrap();
-        assert_eq!(render_json(&m, Some(orig)), orig);
     }
 
     #[test]

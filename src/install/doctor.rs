@@ -11,7 +11,7 @@
 
 use super::command::OwnedHook;
 use super::profile::{self, Profile, Shape};
-use super::{apply, config_path, hooks_json, plugin};
+use super::{apply, config_path, hooks_json, jsonc, plugin};
 use crate::cli::{CmdResult, DoctorArgs};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -72,8 +72,8 @@ fn check(p: &Profile, me: Option<&Path>) -> Value {
                 }]
             })
             .unwrap_or_default(),
-        (_, Some(t)) => match apply::parse_json_object(&path, Some(t)) {
-            Ok(root) => hooks_json::owned_hooks(&root, p.shape),
+        (_, Some(t)) => match jsonc::Doc::parse(&path, Some(t), p.json, &p.name) {
+            Ok(doc) => hooks_json::owned_hooks(&doc.value(), p.shape),
             Err(e) => {
                 problems.push(e.to_string());
                 Vec::new()

@@ -1,11 +1,13 @@
 //! Merging memhook's hook entries into a JSON hook config (nested and flat
-//! shapes), and taking them out again. Entries memhook does not own keep
-//! their place and content; memhook's own are recognised by exact command
-//! shape only.
+//! shapes), and taking them out again, as edits of the file's syntax tree
+//! (`jsonc::Doc`). Entries memhook does not own keep their place, content
+//! and comments; memhook's own are recognised by exact command shape only.
 
 use super::apply::{type_name, InstallError};
 use super::command::{parse_hook_command, OwnedHook};
+use super::jsonc::{input, value_of};
 use super::profile::Shape;
+use jsonc_parser::cst::{CstArray, CstInputValue, CstNode, CstObject};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
@@ -49,196 +51,200 @@ fn owned(handler: &Value) -> Option<OwnedHook> {
     parse_hook_command(h.get("command")?.as_str()?)
 }
 
-/// Wire `commands` (`[native event, command]`) into `root`. Returns the
-/// containers this call created (`hooks`, `hooks.<Event>`, `version`) so an
-/// uninstall can prune exactly those.
+/// Wire `commands` (`[native event, command]`) into the document's root.
+/// Returns the containers this call created (`hooks`, `hooks.<Event>`,
+/// `version`) so an uninstall can prune exactly those. New members are
+/// appended; memhook's existing handler keeps its place and only its
+/// `command` string changes. Nothing is changed when a key has the wrong type.
 pub fn install(
-    root: &mut Map<String, Value>,
+    root: &CstObject,
     path: &Path,
     shape: Shape,
     commands: &[(String, String)],
 ) -> Result<Vec<String>, InstallError> {
-    let mut created = Vec::new();
+    // Validate every key we touch before changing anything.
+    let version = root.get("version").and_then(|p| p.value());
     if shape == Shape::Flat {
-        match root.get("version") {
-            None => {
-                root.insert("version".into(), json!(1));
-                created.push("version".into());
-            }
-            Some(v) if v == &json!(1) => {}
-            Some(v) => {
+        if let Some(v) = version.as_ref().map(value_of) {
+            if v != json!(1) {
                 return Err(InstallError::Refused(format!(
                     "{}: `version` is {v}, memhook only knows version 1 of this format; nothing was written",
                     path.display()
-                )))
+                )));
             }
         }
     }
-    if !root.contains_key(HOOKS) {
-        root.insert(HOOKS.into(), Value::Object(Map::new()));
+    let hooks = match root.get(HOOKS).and_then(|p| p.value()) {
+        None => None,
+        Some(node) => Some(
+            node.as_object()
+                .ok_or_else(|| wrong(path, HOOKS, "an object", &value_of(&node)))?,
+        ),
+    };
+    if let Some(hooks) = &hooks {
+        for (event, _) in commands {
+            if let Some(v) = hooks.get(event).and_then(|p| p.value()) {
+                if v.as_array().is_none() {
+                    return Err(wrong(
+                        path,
+                        &format!("hooks.{event}"),
+                        "an array",
+                        &value_of(&v),
+                    ));
+                }
+            }
+        }
+    }
+    let mut created = Vec::new();
+    if shape == Shape::Flat && version.is_none() {
+        root.append("version", CstInputValue::Number("1".into()));
+        created.push("version".into());
+    }
+    let hooks = hooks.unwrap_or_else(|| {
         created.push(HOOKS.into());
-    }
-    let hooks = object_at(root, HOOKS, path)?;
-    // Validate every event key we touch before changing anything.
-    for (event, _) in commands {
-        if let Some(v) = hooks.get(event) {
-            if !v.is_array() {
-                return Err(wrong(path, &format!("hooks.{event}"), "an array", v));
-            }
-        }
-    }
+        root.append(HOOKS, CstInputValue::Object(Vec::new()))
+            .object_value()
+            .expect("just appended an object")
+    });
     let wired: Vec<&str> = commands.iter().map(|(e, _)| e.as_str()).collect();
     // Owned entries under events memhook no longer wires (older versions)
     // are removed; third-party entries there stay.
-    let stale: Vec<String> = hooks
-        .keys()
-        .filter(|k| !wired.contains(&k.as_str()))
-        .cloned()
-        .collect();
-    for key in stale {
-        if let Some(Value::Array(entries)) = hooks.get_mut(&key) {
-            let had = entries.len();
-            remove_owned(entries, shape);
-            if entries.is_empty() && had > 0 {
-                hooks.remove(&key);
+    for prop in hooks.properties() {
+        let stale = prop.name().and_then(|n| n.decoded_value().ok());
+        if stale.as_deref().is_some_and(|k| wired.contains(&k)) {
+            continue;
+        }
+        if let Some(entries) = prop.array_value() {
+            let had = entries.elements().len();
+            remove_owned(&entries, shape);
+            if had > 0 && entries.elements().is_empty() {
+                prop.remove();
             }
         }
     }
     for (event, command) in commands {
-        if !hooks.contains_key(event) {
-            hooks.insert(event.clone(), Value::Array(Vec::new()));
-            created.push(format!("hooks.{event}"));
-        }
-        let Some(Value::Array(entries)) = hooks.get_mut(event) else {
-            unreachable!("checked above")
+        let entries = match hooks.array_value(event) {
+            Some(a) => a,
+            None => {
+                created.push(format!("hooks.{event}"));
+                hooks
+                    .append(event, CstInputValue::Array(Vec::new()))
+                    .array_value()
+                    .expect("just appended an array")
+            }
         };
-        upsert(entries, shape, command);
+        upsert(&entries, shape, command);
     }
     Ok(created)
 }
 
-/// Take every owned entry out of `root`. A container emptied by the removal
-/// is pruned when `prune(key)` says memhook created it. Returns how many
-/// handlers were removed.
+/// Take every owned entry out of the document's root. A container emptied
+/// by the removal is pruned when `prune(key)` says memhook created it.
+/// Returns how many handlers were removed.
 pub fn uninstall(
-    root: &mut Map<String, Value>,
+    root: &CstObject,
     path: &Path,
     shape: Shape,
     prune: &dyn Fn(&str) -> bool,
 ) -> Result<usize, InstallError> {
-    let Some(v) = root.get(HOOKS) else {
+    let Some(hooks_prop) = root.get(HOOKS) else {
         return Ok(0);
     };
-    if !v.is_object() {
-        return Err(wrong(path, HOOKS, "an object", v));
-    }
-    let hooks = object_at(root, HOOKS, path)?;
+    let Some(node) = hooks_prop.value() else {
+        return Ok(0);
+    };
+    let hooks = node
+        .as_object()
+        .ok_or_else(|| wrong(path, HOOKS, "an object", &value_of(&node)))?;
     let mut removed = 0;
-    let keys: Vec<String> = hooks.keys().cloned().collect();
-    for key in keys {
-        if let Some(Value::Array(entries)) = hooks.get_mut(&key) {
-            let n = remove_owned(entries, shape);
-            removed += n;
-            if n > 0 && entries.is_empty() && prune(&format!("hooks.{key}")) {
-                hooks.remove(&key);
-            }
+    for prop in hooks.properties() {
+        let Some(entries) = prop.array_value() else {
+            continue;
+        };
+        let n = remove_owned(&entries, shape);
+        removed += n;
+        let key = prop
+            .name()
+            .and_then(|n| n.decoded_value().ok())
+            .unwrap_or_default();
+        if n > 0 && entries.elements().is_empty() && prune(&format!("hooks.{key}")) {
+            prop.remove();
         }
     }
-    if removed > 0 && hooks.is_empty() && prune(HOOKS) {
-        root.remove(HOOKS);
+    if removed > 0 && hooks.properties().is_empty() && prune(HOOKS) {
+        hooks_prop.remove();
         if shape == Shape::Flat && prune("version") {
-            root.remove("version");
+            if let Some(v) = root.get("version") {
+                v.remove();
+            }
         }
     }
     Ok(removed)
 }
 
+/// Call `f` on every handler of every entry (flat: the entry itself;
+/// nested: the members of its `hooks` array), then drop a nested group that
+/// `f` emptied.
+fn for_each_handler(entries: &CstArray, shape: Shape, mut f: impl FnMut(CstNode)) {
+    for entry in entries.elements() {
+        if shape == Shape::Flat {
+            f(entry);
+            continue;
+        }
+        let Some(group) = entry.as_object().and_then(|o| o.array_value("hooks")) else {
+            continue;
+        };
+        let handlers = group.elements();
+        let had = handlers.len();
+        handlers.into_iter().for_each(&mut f);
+        if had > 0 && group.elements().is_empty() {
+            entry.remove();
+        }
+    }
+}
+
 /// Keep the first owned handler in place with the new command (other fields
 /// a user added, such as a timeout, survive), remove every other owned one;
 /// append a fresh entry when there was none.
-fn upsert(entries: &mut Vec<Value>, shape: Shape, command: &str) {
+fn upsert(entries: &CstArray, shape: Shape, command: &str) {
     let mut kept = false;
-    let mut i = 0;
-    while i < entries.len() {
-        match shape {
-            Shape::Flat => {
-                if owned(&entries[i]).is_some() {
-                    if !kept {
-                        entries[i]["command"] = json!(command);
-                        kept = true;
-                        i += 1;
-                    } else {
-                        entries.remove(i);
-                    }
-                    continue;
-                }
-            }
-            _ => {
-                if let Some(Value::Array(hs)) = entries[i].get_mut("hooks") {
-                    let had = hs.len();
-                    let mut j = 0;
-                    while j < hs.len() {
-                        if owned(&hs[j]).is_some() {
-                            if !kept {
-                                hs[j]["command"] = json!(command);
-                                kept = true;
-                                j += 1;
-                            } else {
-                                hs.remove(j);
-                            }
-                        } else {
-                            j += 1;
-                        }
-                    }
-                    if hs.is_empty() && had > 0 {
-                        entries.remove(i);
-                        continue;
-                    }
-                }
-            }
+    for_each_handler(entries, shape, |h| {
+        if owned(&value_of(&h)).is_none() {
+            return;
         }
-        i += 1;
-    }
+        if kept {
+            h.remove();
+            return;
+        }
+        kept = true;
+        let cmd = h.as_object().and_then(|o| o.get("command"));
+        if let Some(cmd) = cmd.filter(|c| c.value().map(|v| value_of(&v)) != Some(json!(command))) {
+            cmd.set_value(CstInputValue::String(command.into()));
+        }
+    });
     if !kept {
-        entries.push(match shape {
+        // Appending a multi-line entry to a one-line list would leave the
+        // list's `]` on the last entry's line: lay the list out first.
+        if !entries.elements().is_empty() && !entries.to_string().contains('\n') {
+            entries.ensure_multiline();
+        }
+        entries.append(input(&match shape {
             Shape::Flat => json!({"type": "command", "command": command}),
             _ => json!({"matcher": "", "hooks": [{"type": "command", "command": command}]}),
-        });
+        }));
     }
 }
 
 /// Remove owned handlers (and groups they leave empty). Returns how many.
-fn remove_owned(entries: &mut Vec<Value>, shape: Shape) -> usize {
+fn remove_owned(entries: &CstArray, shape: Shape) -> usize {
     let mut removed = 0;
-    entries.retain_mut(|entry| match shape {
-        Shape::Flat => {
-            let ours = owned(entry).is_some();
-            removed += usize::from(ours);
-            !ours
+    for_each_handler(entries, shape, |h| {
+        if owned(&value_of(&h)).is_some() {
+            h.remove();
+            removed += 1;
         }
-        _ => match entry.get_mut("hooks") {
-            Some(Value::Array(hs)) => {
-                let had = hs.len();
-                hs.retain(|h| owned(h).is_none());
-                removed += had - hs.len();
-                !(hs.is_empty() && had > 0)
-            }
-            _ => true,
-        },
     });
     removed
-}
-
-fn object_at<'a>(
-    root: &'a mut Map<String, Value>,
-    key: &str,
-    path: &Path,
-) -> Result<&'a mut Map<String, Value>, InstallError> {
-    let v = root.get_mut(key).expect("caller checked the key");
-    if !v.is_object() {
-        return Err(wrong(path, key, "an object", v));
-    }
-    Ok(v.as_object_mut().expect("checked"))
 }
 
 fn wrong(path: &Path, key: &str, expected: &'static str, v: &Value) -> InstallError {
@@ -252,7 +258,15 @@ fn wrong(path: &Path, key: &str, expected: &'static str, v: &Value) -> InstallEr
 
 #[cfg(test)]
 mod tests {
+    use super::super::jsonc::Doc;
+    use super::super::profile::JsonSyntax;
     use super::*;
+
+    const JSONC: JsonSyntax = JsonSyntax {
+        comments: true,
+        trailing_commas: false,
+        bom: false,
+    };
 
     fn cmds(exe: &str) -> Vec<(String, String)> {
         ["SessionStart", "Stop"]
@@ -266,38 +280,89 @@ mod tests {
             .collect()
     }
 
+    fn doc(text: &str) -> Doc {
+        Doc::parse(Path::new("/s.json"), Some(text), JSONC, "A").unwrap()
+    }
+
+    fn installed(text: &str, exe: &str) -> (String, Vec<String>) {
+        let d = doc(text);
+        let created = install(&d.root(), Path::new("/s.json"), Shape::Nested, &cmds(exe)).unwrap();
+        (d.render(), created)
+    }
+
     #[test]
     fn install_keeps_third_party_first_and_is_idempotent() {
-        let mut root: Map<String, Value> = serde_json::from_str(
-            r#"{"theme":"dark","hooks":{"Stop":[{"matcher":"","hooks":[{"type":"command","command":"notify-send done"}]}]}}"#,
-        )
-        .unwrap();
-        let p = Path::new("/s.json");
-        let created = install(&mut root, p, Shape::Nested, &cmds("/b/memhook")).unwrap();
+        let orig = r#"{"theme":"dark","hooks":{"Stop":[{"matcher":"","hooks":[{"type":"command","command":"notify-send done"}]}]}}"#;
+        let (once, created) = installed(orig, "/b/memhook");
         assert_eq!(created, ["hooks.SessionStart"]);
-        let once = root.clone();
-        install(&mut root, p, Shape::Nested, &cmds("/b/memhook")).unwrap();
-        assert_eq!(root, once);
+        let (twice, created) = installed(&once, "/b/memhook");
+        assert_eq!(twice, once);
+        assert!(created.is_empty());
+        let root = doc(&once).value();
         let stop = root["hooks"]["Stop"].as_array().unwrap();
         assert_eq!(stop.len(), 2);
         assert_eq!(stop[0]["hooks"][0]["command"], "notify-send done");
-        // A moved binary updates in place, no duplicate.
-        install(&mut root, p, Shape::Nested, &cmds("/new/memhook")).unwrap();
+        // A moved binary updates in place, no duplicate, nothing else moves.
+        let (moved, _) = installed(&once, "/new/memhook");
+        assert_eq!(moved, once.replace("/b/memhook", "/new/memhook"));
+        let root = doc(&moved).value();
         assert_eq!(owned_hooks(&root, Shape::Nested).len(), 2);
-        assert!(owned_hooks(&root, Shape::Nested)
-            .iter()
-            .all(|o| o.baked.exe == Path::new("/new/memhook")));
+    }
+
+    #[test]
+    fn uninstall_gives_back_the_commented_original() {
+        let orig = "{\r\n  // top\r\n  \"hooks\": { // ours go here\r\n    \"Stop\": [\r\n      {\"hooks\": [{\"type\": \"command\", \"command\": \"notify\"}]} // theirs\r\n    ]\r\n    /* end */\r\n  }\r\n}\r\n";
+        let (after, created) = installed(orig, "/b/memhook");
+        assert!(after.contains("// ours go here") && after.contains("// theirs"));
+        assert!(
+            !after.replace("\r\n", "").contains('\n'),
+            "LF crept in: {after:?}"
+        );
+        let d = doc(&after);
+        let n = uninstall(&d.root(), Path::new("/s.json"), Shape::Nested, &|k| {
+            created.iter().any(|c| c == k)
+        })
+        .unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(d.render(), orig);
     }
 
     #[test]
     fn third_party_handler_sharing_our_group_survives() {
-        let mut root: Map<String, Value> = serde_json::from_str(
+        let d = doc(
             r#"{"hooks":{"Stop":[{"matcher":"","hooks":[{"type":"command","command":"/b/memhook hook --event Stop --agent claude-code"},{"type":"command","command":"other"}]}]}}"#,
-        )
-        .unwrap();
-        let n = uninstall(&mut root, Path::new("/s"), Shape::Nested, &|_| true).unwrap();
+        );
+        let n = uninstall(&d.root(), Path::new("/s"), Shape::Nested, &|_| true).unwrap();
         assert_eq!(n, 1);
-        assert_eq!(root["hooks"]["Stop"][0]["hooks"][0]["command"], "other");
+        assert_eq!(
+            d.value()["hooks"]["Stop"][0]["hooks"][0]["command"],
+            "other"
+        );
+    }
+
+    #[test]
+    fn flat_shape_adds_version_and_takes_it_back() {
+        let orig = "{\n  \"other\": true\n}\n";
+        let d = doc(orig);
+        let created =
+            install(&d.root(), Path::new("/h"), Shape::Flat, &cmds("/b/memhook")).unwrap();
+        assert_eq!(
+            created,
+            ["version", "hooks", "hooks.SessionStart", "hooks.Stop"]
+        );
+        assert_eq!(d.value()["version"], 1);
+        assert_eq!(d.value()["hooks"]["Stop"][0]["type"], "command");
+        let d = doc(&d.render());
+        uninstall(&d.root(), Path::new("/h"), Shape::Flat, &|_| true).unwrap();
+        assert_eq!(d.render(), orig);
+        let bad = doc(r#"{"version": 2}"#);
+        assert!(install(
+            &bad.root(),
+            Path::new("/h"),
+            Shape::Flat,
+            &cmds("/b/memhook")
+        )
+        .is_err());
     }
 
     // Acceptance check 10: a wrong-typed container is refused.
@@ -309,13 +374,12 @@ mod tests {
             r#"{"hooks":{"Stop":{}}}"#,
             r#"{"hooks":"x"}"#,
         ] {
-            let mut root: Map<String, Value> = serde_json::from_str(bad).unwrap();
-            let before = root.clone();
+            let d = doc(bad);
             assert!(
-                install(&mut root, p, Shape::Nested, &cmds("/b/memhook")).is_err(),
+                install(&d.root(), p, Shape::Nested, &cmds("/b/memhook")).is_err(),
                 "{bad}"
             );
-            assert_eq!(root, before);
+            assert_eq!(d.render(), bad);
         }
     }
 }

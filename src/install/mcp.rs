@@ -9,8 +9,9 @@
 use super::apply::{self, type_name, InstallError, Outcome};
 use super::command::{parse_mcp_argv, Baked};
 use super::profile::{McpFormat, McpStyle, Profile};
-use super::{ledger, print_dry_run, report, select};
+use super::{jsonc, ledger, print_dry_run, report, select};
 use crate::cli::{CmdResult, InstallMcpArgs};
+use jsonc_parser::cst::CstInputValue;
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -55,6 +56,23 @@ pub fn run(args: &InstallMcpArgs, data_dir: Option<&Path>) -> CmdResult {
             *created.borrow_mut() = c;
             Ok(next)
         })?;
+        if let (
+            false,
+            Outcome::Updated {
+                backup,
+                before,
+                after,
+            },
+        ) = (args.remove, &outcome)
+        {
+            // Fresh: `before` held no memhook server (removing finds nothing).
+            let fresh = || {
+                mcp_text(p, &path, &baked, true, Some(before))
+                    .is_ok_and(|(t, _)| t.as_deref() == Some(before.as_str()))
+            };
+            let dd = baked.data_dir.as_deref();
+            let _ = ledger::after_apply(dd, &mcp_key(&path), before, after, backup, fresh);
+        }
         if args.remove {
             if outcome == Outcome::UpToDate {
                 say!("{}: nothing to remove for {}", path.display(), p.name);
@@ -94,6 +112,13 @@ fn mcp_text(
 ) -> Result<(Option<String>, Vec<String>), InstallError> {
     if remove && current.is_none() {
         return Ok((None, Vec::new()));
+    }
+    if let Some(before) = current
+        .filter(|_| remove)
+        .and_then(|c| ledger::restorable(baked.data_dir.as_deref(), &mcp_key(path), c))
+    {
+        // Still exactly what memhook wrote: the bytes from before.
+        return Ok((Some(before), Vec::new()));
     }
     match p.mcp.format {
         McpFormat::Json => json_text(p, path, baked, remove, current),
@@ -151,86 +176,98 @@ fn json_text(
     remove: bool,
     current: Option<&str>,
 ) -> Result<(Option<String>, Vec<String>), InstallError> {
-    let mut root = apply::parse_json_object(path, current)?;
-    let before = root.clone();
+    let doc = jsonc::Doc::parse(path, current, p.mcp.json, &p.name)?;
+    let root = doc.root();
     let table_key = p.mcp.table.as_str();
     let mut created = Vec::new();
-    if let Some(v) = root.get(table_key) {
-        if !v.is_object() {
-            return Err(InstallError::WrongType {
-                path: path.to_path_buf(),
-                key: table_key.into(),
-                expected: "an object",
-                found: type_name(v),
-            });
-        }
-    }
-    let existing = root
-        .get(table_key)
-        .and_then(|t| t.get(SERVER_NAME))
-        .cloned();
-    let ours = existing
+    let table_prop = root.get(table_key);
+    let table = match table_prop.as_ref().and_then(|t| t.value()) {
+        None => None,
+        Some(node) => Some(node.as_object().ok_or_else(|| InstallError::WrongType {
+            path: path.to_path_buf(),
+            key: table_key.into(),
+            expected: "an object",
+            found: type_name(&jsonc::value_of(&node)),
+        })?),
+    };
+    let entry = table.as_ref().and_then(|t| t.get(SERVER_NAME));
+    let ours = entry
         .as_ref()
-        .and_then(|e| argv_of_json(e, p.mcp.style))
+        .and_then(|e| e.value())
+        .and_then(|e| argv_of_json(&jsonc::value_of(&e), p.mcp.style))
         .and_then(|argv| parse_mcp_argv(&argv))
         .is_some();
     if !foreign_entry_allows(
         path,
         &format!("`{table_key}.{SERVER_NAME}`"),
-        existing.is_some(),
+        entry.is_some(),
         ours,
         remove,
     )? {
         return Ok((current.map(String::from), created));
     }
     if remove {
-        if !ours {
+        let (Some(entry), Some(table), Some(table_prop)) = (entry, table, table_prop) else {
             return Ok((current.map(String::from), created));
-        }
+        };
         let prune = ledger::created(baked.data_dir.as_deref(), &mcp_key(path))
             .is_none_or(|c| c.iter().any(|k| k == table_key));
-        let table = root
-            .get_mut(table_key)
-            .and_then(Value::as_object_mut)
-            .expect("checked");
-        table.remove(SERVER_NAME);
-        if table.is_empty() && prune {
-            root.remove(table_key);
+        entry.remove();
+        if table.properties().is_empty() && prune {
+            table_prop.remove();
         }
-    } else {
-        let mut argv = vec![baked.exe.to_string_lossy().into_owned()];
-        argv.extend(baked.mcp_args());
-        if !root.contains_key(table_key) {
-            root.insert(table_key.into(), Value::Object(Map::new()));
-            created.push(table_key.to_string());
+        return Ok((Some(doc.render()), created));
+    }
+    let mut argv = vec![baked.exe.to_string_lossy().into_owned()];
+    argv.extend(baked.mcp_args());
+    // The fields memhook owns, in the order a new entry lists them; fields
+    // a user added to the entry (OpenCode's `enabled: false`) stay.
+    let mut fields: Vec<(&str, Value, bool)> = Vec::new();
+    match p.mcp.style {
+        McpStyle::CommandArgs => {
+            if p.mcp.stdio_type {
+                fields.push(("type", json!("stdio"), true));
+            }
+            fields.push(("command", json!(argv[0]), true));
+            fields.push(("args", json!(argv[1..]), true));
         }
-        let table = root
-            .get_mut(table_key)
-            .and_then(Value::as_object_mut)
-            .expect("checked");
-        let entry = table
-            .entry(SERVER_NAME)
-            .or_insert_with(|| Value::Object(Map::new()));
-        let obj = entry.as_object_mut().expect("ours is an object");
-        match p.mcp.style {
-            McpStyle::CommandArgs => {
-                if p.mcp.stdio_type {
-                    obj.insert("type".into(), json!("stdio"));
+        McpStyle::CommandArray => {
+            fields.push(("type", json!("local"), true));
+            fields.push(("command", json!(argv), true));
+            fields.push(("enabled", json!(true), false));
+        }
+    }
+    let table = table.unwrap_or_else(|| {
+        created.push(table_key.to_string());
+        root.append(table_key, CstInputValue::Object(Vec::new()))
+            .object_value()
+            .expect("just appended an object")
+    });
+    match entry.and_then(|e| e.object_value()) {
+        None => {
+            let fresh: Map<String, Value> = fields
+                .into_iter()
+                .map(|(k, v, _)| (k.to_string(), v))
+                .collect();
+            table.append(SERVER_NAME, jsonc::input(&Value::Object(fresh)));
+        }
+        Some(obj) => {
+            for (key, want, overwrite) in fields {
+                match obj.get(key) {
+                    None => {
+                        obj.append(key, jsonc::input(&want));
+                    }
+                    Some(prop) if overwrite => {
+                        if prop.value().map(|v| jsonc::value_of(&v)) != Some(want.clone()) {
+                            prop.set_value(jsonc::input(&want));
+                        }
+                    }
+                    Some(_) => {}
                 }
-                obj.insert("command".into(), json!(argv[0]));
-                obj.insert("args".into(), json!(argv[1..]));
-            }
-            McpStyle::CommandArray => {
-                obj.insert("type".into(), json!("local"));
-                obj.insert("command".into(), json!(argv));
-                obj.entry("enabled").or_insert(json!(true));
             }
         }
     }
-    if root == before {
-        return Ok((current.map(String::from), created));
-    }
-    Ok((Some(apply::render_json(&root, current)), created))
+    Ok((Some(doc.render()), created))
 }
 
 fn toml_text(

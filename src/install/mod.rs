@@ -28,6 +28,7 @@ pub mod command;
 pub mod diff;
 pub mod doctor;
 pub mod hooks_json;
+pub mod jsonc;
 pub mod ledger;
 pub mod mcp;
 pub mod plugin;
@@ -236,9 +237,8 @@ fn install_text(
             ))
         }
         Shape::Nested | Shape::Flat => {
-            let mut root = apply::parse_json_object(path, current)?;
-            let before = root.clone();
-            let existing = hooks_json::owned_hooks(&root, p.shape)
+            let doc = jsonc::Doc::parse(path, current, p.json, &p.name)?;
+            let existing = hooks_json::owned_hooks(&doc.value(), p.shape)
                 .into_iter()
                 .next()
                 .map(|o| o.baked);
@@ -248,12 +248,9 @@ fn install_text(
                 .iter()
                 .map(|[native, ours]| (native.clone(), baked.hook_command(ours, &p.id)))
                 .collect();
-            let created = hooks_json::install(&mut root, path, p.shape, &commands)?;
-            if root == before {
-                // Semantically unchanged: keep the user's bytes as they are.
-                return Ok((current.map(str::to_string), created));
-            }
-            Ok((Some(apply::render_json(&root, current)), created))
+            let created = hooks_json::install(&doc.root(), path, p.shape, &commands)?;
+            // Nothing to change renders the current bytes unchanged.
+            Ok((Some(doc.render()), created))
         }
     }
 }
@@ -285,10 +282,27 @@ fn install_one(p: &Profile, path: &Path, flags: &Flags, write: bool) -> Result<(
             eprintln!("memhook: warning: could not record which containers were created: {e}");
         }
     }
+    if let Outcome::Updated {
+        backup,
+        before,
+        after,
+    } = &outcome
+    {
+        if p.shape != Shape::Plugin {
+            let fresh = || {
+                jsonc::Doc::parse(path, Some(before), p.json, &p.name)
+                    .is_ok_and(|d| hooks_json::owned_hooks(&d.value(), p.shape).is_empty())
+            };
+            let dd = baked.data_dir.as_deref();
+            if let Err(e) = ledger::after_apply(dd, path, before, after, backup, fresh) {
+                eprintln!("memhook: warning: could not record the pre-install snapshot: {e}");
+            }
+        }
+    }
     match (&outcome, p.shape) {
         // The previous file was memhook's own generated plugin (install_text
         // refuses any other): no copy of it stays in the agent's plugin dir.
-        (Outcome::Updated { backup }, Shape::Plugin) if std::fs::remove_file(backup).is_ok() => {
+        (Outcome::Updated { backup, .. }, Shape::Plugin) if std::fs::remove_file(backup).is_ok() => {
             say!(
                 "updated {} ({}: memhook installed; the previous generated file is not kept)",
                 path.display(),
@@ -336,16 +350,20 @@ fn uninstall_text(
             }
         }
         Shape::Nested | Shape::Flat => {
-            let mut root = apply::parse_json_object(path, Some(text))?;
-            let owned = hooks_json::owned_hooks(&root, p.shape);
+            let doc = jsonc::Doc::parse(path, Some(text), p.json, &p.name)?;
+            let owned = hooks_json::owned_hooks(&doc.value(), p.shape);
             let data_dir = owned.first().and_then(|o| o.baked.data_dir.clone());
+            if let Some(before) = ledger::restorable(data_dir.as_deref(), path, text) {
+                // Still exactly what memhook wrote: the pre-install bytes.
+                return Ok((Some(before), data_dir));
+            }
             let created = ledger::created(data_dir.as_deref(), path);
             let prune = |key: &str| created.as_ref().is_none_or(|c| c.iter().any(|k| k == key));
-            let n = hooks_json::uninstall(&mut root, path, p.shape, &prune)?;
+            let n = hooks_json::uninstall(&doc.root(), path, p.shape, &prune)?;
             if n == 0 {
                 return Ok((Some(text.to_string()), data_dir));
             }
-            Ok((Some(apply::render_json(&root, Some(text))), data_dir))
+            Ok((Some(doc.render()), data_dir))
         }
     }
 }
@@ -437,7 +455,7 @@ pub(crate) fn print_dry_run(p: &Profile, path: &Path, current: Option<&str>, nex
 pub(crate) fn report(p: &Profile, path: &Path, outcome: &Outcome, verb: &str) {
     match outcome {
         Outcome::Created => say!("created {} ({}: memhook {verb})", path.display(), p.name),
-        Outcome::Updated { backup } => say!(
+        Outcome::Updated { backup, .. } => say!(
             "updated {} ({}: memhook {verb}; previous version saved as {})",
             path.display(),
             p.name,

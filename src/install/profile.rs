@@ -52,11 +52,31 @@ pub struct Location {
     pub file: String,
 }
 
+/// What the agent's own reader accepts in a JSON file beyond strict JSON
+/// (checked against each real CLI; see docs/install.md). memhook reads and
+/// edits exactly this dialect and refuses anything the agent would refuse.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonSyntax {
+    /// `//` and `/* */` comments.
+    #[serde(default)]
+    pub comments: bool,
+    /// A comma after the last member of an object or array.
+    #[serde(default)]
+    pub trailing_commas: bool,
+    /// A UTF-8 byte-order mark before the text.
+    #[serde(default)]
+    pub bom: bool,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct McpProfile {
     #[serde(flatten)]
     pub location: Location,
     pub format: McpFormat,
+    /// The JSON dialect of the file (ignored for TOML).
+    #[serde(default)]
+    pub json: JsonSyntax,
     pub table: String,
     pub style: McpStyle,
     #[serde(default)]
@@ -84,6 +104,9 @@ pub struct Profile {
     pub shape: Shape,
     #[serde(flatten)]
     pub location: Location,
+    /// The JSON dialect of the hook file (strict JSON when absent).
+    #[serde(default)]
+    pub json: JsonSyntax,
     pub binaries: Vec<String>,
     #[serde(default)]
     pub min_version: Option<String>,
@@ -328,6 +351,26 @@ mod tests {
                 "PreCompress",
                 "SessionEnd"
             ]
+        );
+    }
+
+    /// The dialects observed in the real CLIs (docs/install.md, "Comments");
+    /// the Gemini CLI one is also exercised by the real-CLI test.
+    #[test]
+    fn json_dialects_are_what_the_real_clis_read() {
+        let d = |id: &str| {
+            let j = get(id).unwrap().json;
+            (j.comments, j.trailing_commas, j.bom)
+        };
+        assert_eq!(d("gemini-cli"), (true, false, false));
+        assert_eq!(d("claude-code"), (false, false, true));
+        assert_eq!(d("codex"), (false, false, false));
+        assert_eq!(d("cursor"), (false, false, false));
+        let mcp = get("opencode").unwrap().mcp.json;
+        assert!(mcp.comments && mcp.trailing_commas);
+        assert_eq!(
+            get("gemini-cli").unwrap().mcp.json,
+            get("gemini-cli").unwrap().json
         );
     }
 }

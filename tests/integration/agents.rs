@@ -862,46 +862,11 @@ fn gemini_cli_end_to_end() {
     let merged: Value = serde_json::from_str(&fs::read_to_string(&settings).unwrap()).unwrap();
     assert_eq!(merged["security"], user["security"]);
     let proj = world.proj();
-    let script = vec![
-        Step::Tool(
-            "run_shell_command",
-            json!({"command": "echo E2E-GEMINI-OUT", "description": "say"}),
-        ),
-        Step::Tool(
-            "read_file",
-            json!({"file_path": proj.join("secret/key.txt").to_string_lossy()}),
-        ),
-        Step::Text("Done."),
-    ];
-    let mock = Mock::start(Api::GeminiGenerateContent, script);
-    let out = gemini(&world, &exe, mock.port, "E2E-GEMINI-PROMPT run it");
-    assert!(
-        out.status.success(),
-        "gemini -p failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
+    let read_secret = Step::Tool(
+        "read_file",
+        json!({"file_path": proj.join("secret/key.txt").to_string_lossy()}),
     );
-    assert_hooks_ran(
-        &calls,
-        "Gemini CLI",
-        "gemini-cli",
-        &[
-            "session-start",
-            "user-prompt-submit",
-            "pre-tool-use",
-            "post-tool-use",
-            "session-end",
-        ],
-    );
-    let all = world.records_text();
-    assert!(
-        all.contains("E2E-GEMINI-PROMPT"),
-        "prompt not captured: {all}"
-    );
-    assert!(
-        all.contains("E2E-GEMINI-OUT"),
-        "shell output not captured: {all}"
-    );
+    let all = gemini_session_runs_memhook(&world, &exe, &calls, "E2E-GEMINI", vec![read_secret]);
     assert!(!all.contains("TOPSECRET"), "excluded read leaked");
 
     let mock2 = Mock::start(Api::GeminiGenerateContent, vec![Step::Text("Noted.")]);
@@ -924,6 +889,110 @@ fn gemini_cli_end_to_end() {
     assert!(
         text.contains("E2E-GEMINI-PROMPT"),
         "the briefing does not mention the first session"
+    );
+}
+
+/// One `gemini -p "<token>-PROMPT run it"` session whose model runs
+/// `echo <token>-OUT`, then `more` steps, then ends: Gemini runs memhook's
+/// hooks for every wired event it reaches, and the prompt and the shell
+/// output reach the store. Returns every record as text.
+fn gemini_session_runs_memhook(
+    world: &World,
+    exe: &Path,
+    calls: &Path,
+    token: &str,
+    more: Vec<Step>,
+) -> String {
+    let mut script = vec![Step::Tool(
+        "run_shell_command",
+        json!({"command": format!("echo {token}-OUT"), "description": "say"}),
+    )];
+    script.extend(more);
+    script.push(Step::Text("Done."));
+    let mock = Mock::start(Api::GeminiGenerateContent, script);
+    let out = gemini(world, exe, mock.port, &format!("{token}-PROMPT run it"));
+    assert!(
+        out.status.success(),
+        "gemini -p failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_hooks_ran(
+        calls,
+        "Gemini CLI",
+        "gemini-cli",
+        &[
+            "session-start",
+            "user-prompt-submit",
+            "pre-tool-use",
+            "post-tool-use",
+            "session-end",
+        ],
+    );
+    let all = world.records_text();
+    assert!(
+        all.contains(&format!("{token}-PROMPT")),
+        "prompt not captured: {all}"
+    );
+    assert!(
+        all.contains(&format!("{token}-OUT")),
+        "shell output not captured: {all}"
+    );
+    all
+}
+
+/// Gemini CLI reads settings.json with comments (strip-json-comments, then
+/// JSON.parse): install-hooks edits a commented CRLF settings file in place,
+/// the real CLI still loads it and runs memhook's hooks, and uninstall gives
+/// back the original bytes. The files memhook refuses for Gemini (a trailing
+/// comma, a BOM) are ones the real CLI refuses too.
+#[test]
+fn gemini_cli_reads_commented_settings() {
+    let Some(exe) = agent_cli("gemini") else {
+        return;
+    };
+    let world = World::new();
+    let settings = world.home().join(".gemini/settings.json");
+    fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let fixture = |name: &str| fs::read(crate::util::fixture(&format!("install/{name}"))).unwrap();
+    for refused in ["gemini-trailing-comma.json", "gemini-bom.json"] {
+        fs::write(&settings, fixture(refused)).unwrap();
+        let out = gemini(&world, &exe, 9, "never sent");
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !out.status.success() && all.contains("Error in") && all.contains("settings.json"),
+            "Gemini CLI accepted {refused}, which memhook refuses for it: {all}"
+        );
+    }
+    let orig = fixture("gemini-comments-crlf.json");
+    fs::write(&settings, &orig).unwrap();
+    let calls = world.install_via_shim("gemini-cli");
+    let installed = fs::read_to_string(&settings).unwrap();
+    assert!(
+        installed.contains("// someone else's hook\r\n"),
+        "{installed}"
+    );
+    assert!(installed.contains("/* between events */ \"BeforeTool\""));
+    assert!(!installed.replace("\r\n", "").contains('\n'), "bare LF");
+    gemini_session_runs_memhook(&world, &exe, &calls, "E2E-JSONC", Vec::new());
+    let out = world
+        .memhook()
+        .args(["uninstall-hooks", "--agent", "gemini-cli", "--apply"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        fs::read(&settings).unwrap(),
+        orig,
+        "uninstall did not give back the original bytes"
     );
 }
 

@@ -412,11 +412,11 @@ fn check_7_prunes_only_what_it_created() {
 #[test]
 fn check_9_malformed_is_refused() {
     let cases = [
-        ("{\"a\": 1,\n}\n", "2:1"),
+        ("{\"a\": 1,\n}\n", "1:8"),
         ("{\n  // comment\n  \"a\": 1\n}\n", "2:3"),
         ("[1, 2]\n", "1:1"),
         ("\"text\"\n", "1:1"),
-        ("{\"a\": \n", "2:0"),
+        ("{\"a\": \n", "2:1"),
     ];
     for (text, at) in cases {
         for cmd in ["install-hooks", "uninstall-hooks"] {
@@ -1282,4 +1282,251 @@ fn opencode_startup_install_cost_is_named_while_pending() {
     );
     assert!(!out.contains("@opencode-ai/plugin"), "{out}");
     assert_eq!(doctor_state()["status"], "done");
+}
+
+/// Settings files in the dialect each agent reads (fixtures/install/): the
+/// agent, where its file lives, and the fixture.
+const DIALECT_FIXTURES: &[(&str, &str, &str)] = &[
+    (
+        "gemini-cli",
+        ".gemini/settings.json",
+        "gemini-comments-crlf.json",
+    ),
+    (
+        "gemini-cli",
+        ".gemini/settings.json",
+        "gemini-tabs-hooks-comment-only.json",
+    ),
+    (
+        "gemini-cli",
+        ".gemini/settings.json",
+        "gemini-no-hooks.json",
+    ),
+    (
+        "gemini-cli",
+        ".gemini/settings.json",
+        "gemini-one-line.json",
+    ),
+    (
+        "claude-code",
+        ".claude/settings.json",
+        "claude-bom-crlf.json",
+    ),
+];
+
+/// Comments, BOM and line endings survive install; the dry run's diff is
+/// what --apply writes and shows the real lines (comments included); a
+/// second install is byte-identical; uninstall gives back the original
+/// bytes; install-mcp and its removal do the same on a settings file that
+/// also holds the hooks.
+#[test]
+fn commented_settings_round_trip_byte_for_byte() {
+    for (agent, rel, name) in DIALECT_FIXTURES {
+        let orig = fs::read(fixture(&format!("install/{name}"))).unwrap();
+        let text = String::from_utf8(orig.clone()).unwrap();
+        if name.contains("crlf") {
+            assert!(
+                text.contains("\r\n") && !text.replace("\r\n", "").contains('\n'),
+                "{name}: the fixture lost its CRLF line endings (check .gitattributes)"
+            );
+        }
+        if name.contains("bom") {
+            assert!(orig.starts_with(b"\xef\xbb\xbf"), "{name}: BOM lost");
+        }
+        let h = home();
+        let f = h.path().join(rel);
+        fs::create_dir_all(f.parent().unwrap()).unwrap();
+        fs::write(&f, &orig).unwrap();
+        let dry = ok(h.path(), &["install-hooks", "--agent", agent]);
+        assert_eq!(fs::read(&f).unwrap(), orig, "{name}: the dry run wrote");
+        let out = ok(h.path(), &["install-hooks", "--agent", agent, "--apply"]);
+        assert!(out.starts_with("updated "), "{name}: {out}");
+        let installed = fs::read_to_string(&f).unwrap();
+        // The diff's lines are the file's lines (line endings and a missing
+        // final newline aside: the diff shows lines).
+        assert_eq!(
+            patch(&text, &dry).trim_end_matches('\n'),
+            installed.replace("\r\n", "\n").trim_end_matches('\n'),
+            "{name}: dry run differs from apply"
+        );
+        // Every comment of the original is still there, in order.
+        let comments = |t: &str| -> Vec<String> {
+            let mut out = Vec::new();
+            let mut rest = t;
+            while let Some(i) = rest.find('/') {
+                let tail = &rest[i..];
+                let end = if tail.starts_with("//") {
+                    tail.find(['\r', '\n']).unwrap_or(tail.len())
+                } else if tail.starts_with("/*") {
+                    tail.find("*/").unwrap() + 2
+                } else {
+                    rest = &tail[1..];
+                    continue;
+                };
+                out.push(tail[..end].to_string());
+                rest = &tail[end..];
+            }
+            out
+        };
+        assert!(!comments(&text).is_empty() || name.starts_with("claude"));
+        assert_eq!(comments(&installed), comments(&text), "{name}");
+        if text.contains("\r\n") {
+            assert!(
+                !installed.replace("\r\n", "").contains('\n'),
+                "{name}: a bare LF crept in"
+            );
+        }
+        assert_eq!(
+            installed.as_bytes().starts_with(b"\xef\xbb\xbf"),
+            orig.starts_with(b"\xef\xbb\xbf"),
+            "{name}: BOM"
+        );
+        let again = ok(h.path(), &["install-hooks", "--agent", agent, "--apply"]);
+        assert!(again.contains("already up to date"), "{name}: {again}");
+        assert_eq!(fs::read_to_string(&f).unwrap(), installed, "{name}");
+        if *agent == "gemini-cli" {
+            ok(h.path(), &["install-mcp", "--agent", agent, "--apply"]);
+            let both = fs::read_to_string(&f).unwrap();
+            assert!(both.contains("\"mcpServers\""), "{name}");
+            ok(
+                h.path(),
+                &["install-mcp", "--agent", agent, "--apply", "--remove"],
+            );
+            assert_eq!(fs::read_to_string(&f).unwrap(), installed, "{name}: mcp");
+        }
+        let out = ok(h.path(), &["uninstall-hooks", "--agent", agent, "--apply"]);
+        assert!(out.starts_with("updated "), "{name}: {out}");
+        assert_eq!(
+            fs::read(&f).unwrap(),
+            orig,
+            "{name}: uninstall did not give back the original bytes"
+        );
+    }
+}
+
+/// The dry run of an install into a commented file shows the real changed
+/// lines: the neighbour that gains a comma keeps its comment, and the
+/// comments around the insertion are the diff's context.
+#[test]
+fn commented_dry_run_shows_real_lines() {
+    let h = home();
+    let f = h.path().join(".gemini/settings.json");
+    fs::create_dir_all(f.parent().unwrap()).unwrap();
+    fs::copy(fixture("install/gemini-comments-crlf.json"), &f).unwrap();
+    let dry = ok(h.path(), &["install-hooks", "--agent", "gemini-cli"]);
+    let neighbour =
+        r#"{ "matcher": "write_file", "hooks": [{ "type": "command", "command": "true" }] }"#;
+    assert!(
+        dry.contains(&format!("\n-      {neighbour}\n+      {neighbour},\n")),
+        "{dry}"
+    );
+    assert!(
+        dry.contains("\n       // a comment inside an event array\n"),
+        "{dry}"
+    );
+    assert!(dry.contains("\n     // end of hooks\n"), "{dry}");
+    assert!(!dry.contains('\r'), "diff lines carry no CR: {dry:?}");
+}
+
+/// A file the agent itself cannot read is refused with the file, line,
+/// column and fix, and left byte-identical with no backup; a commented file
+/// is refused for an agent that reads strict JSON.
+#[test]
+fn files_the_agent_cannot_read_are_refused() {
+    for (agent, rel, name, at, says) in [
+        (
+            "gemini-cli",
+            ".gemini/settings.json",
+            "gemini-trailing-comma.json",
+            "3:43",
+            "trailing comma, which Gemini CLI cannot read either",
+        ),
+        (
+            "gemini-cli",
+            ".gemini/settings.json",
+            "gemini-bom.json",
+            "1:1",
+            "byte-order mark, which Gemini CLI cannot read either",
+        ),
+        (
+            "claude-code",
+            ".claude/settings.json",
+            "claude-comment.json",
+            "2:19",
+            "Claude Code reads this file as strict JSON",
+        ),
+        (
+            "claude-code",
+            ".claude/settings.json",
+            "gemini-comments-crlf.json",
+            "1:1",
+            "remove the comment",
+        ),
+        (
+            "codex",
+            ".codex/hooks.json",
+            "claude-bom-crlf.json",
+            "1:1",
+            "byte-order mark, which Codex CLI cannot read either",
+        ),
+    ] {
+        let orig = fs::read(fixture(&format!("install/{name}"))).unwrap();
+        for cmd in ["install-hooks", "uninstall-hooks"] {
+            let h = home();
+            let f = h.path().join(rel);
+            fs::create_dir_all(f.parent().unwrap()).unwrap();
+            fs::write(&f, &orig).unwrap();
+            let out = run(mh(h.path()), &[cmd, "--agent", agent, "--apply"]);
+            assert_eq!(out.status.code(), Some(2), "{name} {cmd}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains(&format!("{}:{at}:", f.display())) && err.contains(says),
+                "{name} {cmd}: {err}"
+            );
+            assert_eq!(fs::read(&f).unwrap(), orig, "{name}");
+            assert_eq!(fs::read_dir(f.parent().unwrap()).unwrap().count(), 1);
+        }
+    }
+}
+
+/// When the file changed after the install (or the backup is gone), the
+/// uninstall takes memhook's entries out of the tree: the user's later edit
+/// and every comment stay, and nothing of memhook's is left.
+#[test]
+fn uninstall_after_a_later_edit_keeps_the_edit() {
+    for lose_backup in [false, true] {
+        let h = home();
+        let f = h.path().join(".gemini/settings.json");
+        fs::create_dir_all(f.parent().unwrap()).unwrap();
+        let orig = fs::read_to_string(fixture("install/gemini-comments-crlf.json")).unwrap();
+        fs::write(&f, &orig).unwrap();
+        ok(
+            h.path(),
+            &["install-hooks", "--agent", "gemini-cli", "--apply"],
+        );
+        let edited = if lose_backup {
+            for b in backups(f.parent().unwrap()) {
+                fs::remove_file(b).unwrap();
+            }
+            fs::read_to_string(&f).unwrap()
+        } else {
+            let t = fs::read_to_string(&f)
+                .unwrap()
+                .replace("\"enableAutoUpdate\": false", "\"enableAutoUpdate\": true");
+            fs::write(&f, &t).unwrap();
+            t
+        };
+        ok(
+            h.path(),
+            &["uninstall-hooks", "--agent", "gemini-cli", "--apply"],
+        );
+        let after = fs::read_to_string(&f).unwrap();
+        assert!(!after.contains("memhook"), "{after}");
+        let want = if lose_backup {
+            orig.clone()
+        } else {
+            orig.replace("\"enableAutoUpdate\": false", "\"enableAutoUpdate\": true")
+        };
+        assert_eq!(after, want, "lose_backup={lose_backup}: {edited}");
+    }
 }
