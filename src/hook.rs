@@ -90,6 +90,42 @@ pub fn run(args: &HookArgs, data_dir: Option<&Path>) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// `memhook hook` with arguments clap refused: one `memhook:` line on stderr,
+/// stdin read (bounded) and dropped so the agent's write never fails, and the
+/// empty envelope of the agent and event named in `argv` as best they can be
+/// read. Exits 0: an agent treats exit 2 as "block".
+pub fn run_bad_arguments(argv: &[std::ffi::OsString], problem: &str) -> ExitCode {
+    eprintln!("memhook: hook: bad arguments ({problem}); the event was not captured");
+    let _ = read_stdin(STDIN_TIMEOUT);
+    let agent = Agent::parse(
+        guess_option(argv, "--agent")
+            .as_deref()
+            .unwrap_or("generic"),
+    );
+    let kind = guess_option(argv, "--event")
+        .as_deref()
+        .map(EventKind::parse)
+        .unwrap_or(EventKind::Other);
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{}", crate::envelope::render(&agent, kind, None));
+    let _ = stdout.flush();
+    ExitCode::SUCCESS
+}
+
+/// The value of the first `--name VALUE` or `--name=VALUE` in `argv`.
+fn guess_option(argv: &[std::ffi::OsString], name: &str) -> Option<String> {
+    let mut args = argv.iter().map(|a| a.to_string_lossy());
+    while let Some(a) = args.next() {
+        if a == name {
+            return args.next().map(|v| v.into_owned());
+        }
+        if let Some(v) = a.strip_prefix(name).and_then(|r| r.strip_prefix('=')) {
+            return Some(v.to_string());
+        }
+    }
+    None
+}
+
 /// The whole hook except printing; returns what goes to stdout.
 fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
     let started = Instant::now();
@@ -554,6 +590,18 @@ mod tests {
         // The message never quotes the payload.
         let e = parse_payload(b"{\"secret-value\" nope").unwrap_err();
         assert!(!e.contains("secret"), "{e}");
+    }
+
+    #[test]
+    fn options_are_guessed_from_argv_in_both_spellings() {
+        let argv: Vec<std::ffi::OsString> = ["memhook", "hook", "--agent=codex", "--event", "Stop"]
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        assert_eq!(guess_option(&argv, "--agent").as_deref(), Some("codex"));
+        assert_eq!(guess_option(&argv, "--event").as_deref(), Some("Stop"));
+        assert_eq!(guess_option(&argv[..4], "--event"), None);
+        assert_eq!(guess_option(&argv, "--server-url"), None);
     }
 
     #[test]

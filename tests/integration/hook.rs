@@ -641,3 +641,66 @@ fn stdin_size_bound_at_its_edge() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("larger than 8 MiB"));
     assert_eq!(spool(t.path()).len(), 1);
 }
+
+/// Bad arguments never block the agent: whatever clap refuses, `memhook
+/// hook` prints one `memhook:` line, the empty envelope and exits 0, for
+/// every agent, and stores nothing.
+#[test]
+fn bad_arguments_exit_0_with_the_empty_envelope_for_every_agent() {
+    use std::os::unix::ffi::OsStrExt;
+    let t = tempfile::tempdir().unwrap();
+    let payload = fs::read(fixture("agents/claude-code/2.1.328/PreToolUse-Read.json")).unwrap();
+    let bad: Vec<(&str, Vec<&std::ffi::OsStr>)> = vec![
+        ("unknown flag", vec!["--bogus".as_ref()]),
+        ("unknown flag with a value", vec!["--bogus=1".as_ref()]),
+        ("stray positional", vec!["extra".as_ref()]),
+        (
+            "bad strategy",
+            vec!["--project-strategy".as_ref(), "nope".as_ref()],
+        ),
+        (
+            "event twice",
+            vec!["--event".as_ref(), "PostToolUse".as_ref()],
+        ),
+        ("missing value", vec!["--server-url".as_ref()]),
+        (
+            "not UTF-8",
+            vec![
+                "--server-url".as_ref(),
+                std::ffi::OsStr::from_bytes(b"\xff"),
+            ],
+        ),
+    ];
+    for agent in ["claude-code", "codex", "gemini-cli", "opencode", "cursor"] {
+        for (what, extra) in &bad {
+            let mut cmd = hook(t.path(), agent, Some("PreToolUse"));
+            cmd.args(extra);
+            let out = run_with_stdin(cmd, &payload);
+            let what = format!("{agent}: {what}");
+            let env = assert_envelope(&out, &what);
+            assert_eq!(env, serde_json::json!({}), "{what}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(stderr.lines().count(), 1, "{what}: {stderr}");
+            assert!(
+                stderr.starts_with("memhook: hook: bad arguments (")
+                    && stderr.contains("not captured"),
+                "{what}: {stderr}"
+            );
+        }
+        // The agent's value itself missing: the envelope is still `{}`.
+        let mut cmd = memhook(t.path());
+        cmd.args(["hook", "--event", "SessionStart", "--agent"]);
+        assert_eq!(
+            assert_envelope(&run_with_stdin(cmd, &payload), "no agent"),
+            serde_json::json!({})
+        );
+    }
+    assert!(spool(t.path()).is_empty());
+    // Help and version are not errors either.
+    for flag in ["--help", "--version", "-h", "-V"] {
+        let mut cmd = hook(t.path(), "claude-code", None);
+        cmd.arg(flag);
+        let out = run_with_stdin(cmd, b"");
+        assert_eq!(out.status.code(), Some(0), "{flag}: {out:?}");
+    }
+}
