@@ -473,8 +473,18 @@ pub fn sink_factory(
     data_dir: &Path,
     timeout: Duration,
 ) -> impl FnMut(&SinkTarget) -> Box<dyn Sink> + '_ {
+    sink_factory_until(data_dir, timeout, None)
+}
+
+/// [`sink_factory`]; with a `deadline` (session start), the store waits for
+/// another connection's lock only until then.
+pub fn sink_factory_until(
+    data_dir: &Path,
+    timeout: Duration,
+    deadline: Option<Instant>,
+) -> impl FnMut(&SinkTarget) -> Box<dyn Sink> + '_ {
     move |target| match target {
-        SinkTarget::Store => Box::new(crate::sink::store::StoreSink::new(data_dir)),
+        SinkTarget::Store => Box::new(crate::sink::store::StoreSink::new(data_dir).until(deadline)),
         SinkTarget::Http { url } => Box::new(
             crate::sink::http::HttpSink::new(url, crate::sink::auth_token(data_dir), timeout)
                 .with_data_dir(data_dir),

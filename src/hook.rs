@@ -39,8 +39,15 @@ pub const MAX_DISCARD_BYTES: usize = 64 * 1024 * 1024;
 /// kept back for what happens outside the briefing: process start before the
 /// hook's clock starts, handing leftovers to the drainer and exit. Without
 /// it a black-holed server pushed the whole run a few milliseconds past the
-/// budget.
+/// budget. Never more than a tenth of the budget ([`session_start_reserve`]),
+/// so the smallest budget still leaves room for a briefing.
 pub const SESSION_START_RESERVE: Duration = Duration::from_millis(100);
+
+/// What [`SESSION_START_RESERVE`] keeps back from `budget`.
+pub fn session_start_reserve(budget: Duration) -> Duration {
+    SESSION_START_RESERVE.min(budget / 10)
+}
+
 /// Environment variable naming the server URL when `--server-url` is absent.
 pub const HOOK_URL_ENV: &str = "AI_MEMORY_HOOK_URL";
 
@@ -183,8 +190,9 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
     // moment the hook started reading stdin.
     let context = match (&data_dir, event.kind) {
         (Some(dir), EventKind::SessionStart) => {
-            let budget = crate::briefing::start_budget()
-                .saturating_sub(SESSION_START_RESERVE)
+            let budget = crate::briefing::start_budget();
+            let budget = budget
+                .saturating_sub(session_start_reserve(budget))
                 .saturating_sub(started.elapsed());
             let briefing = crate::briefing::session_start(dir, &sink, &scope, &event, budget);
             // Whatever the bounded delivery left behind goes to the drainer.
@@ -602,6 +610,18 @@ mod tests {
         assert_eq!(guess_option(&argv, "--event").as_deref(), Some("Stop"));
         assert_eq!(guess_option(&argv[..4], "--event"), None);
         assert_eq!(guess_option(&argv, "--server-url"), None);
+    }
+
+    #[test]
+    fn the_reserve_is_a_tenth_of_a_small_budget_at_most() {
+        let ms = Duration::from_millis;
+        assert_eq!(session_start_reserve(ms(1500)), SESSION_START_RESERVE);
+        assert_eq!(session_start_reserve(ms(1000)), SESSION_START_RESERVE);
+        assert_eq!(
+            session_start_reserve(ms(999)),
+            ms(99) + Duration::from_micros(900)
+        );
+        assert_eq!(session_start_reserve(ms(100)), ms(10));
     }
 
     #[test]
