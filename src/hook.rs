@@ -196,7 +196,7 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
                 .saturating_sub(started.elapsed());
             let briefing = crate::briefing::session_start(dir, &sink, &scope, &event, budget);
             // Whatever the bounded delivery left behind goes to the drainer.
-            spawn_drainer(dir);
+            spawn_drainer(dir, &sink);
             briefing
         }
         _ => None,
@@ -366,12 +366,12 @@ fn enqueue(data_dir: &Path, sink: &SinkTarget, event: &Event, scope: &Scope, dec
     // Session start delivers in the foreground (within its budget) before
     // composing the briefing; every other event leaves it to the drainer.
     if event.kind != EventKind::SessionStart {
-        spawn_drainer(data_dir);
+        spawn_drainer(data_dir, sink);
     }
 }
 
-fn spawn_drainer(data_dir: &Path) {
-    if let Err(e) = crate::drain::spawn_detached(data_dir) {
+fn spawn_drainer(data_dir: &Path, sink: &SinkTarget) {
+    if let Err(e) = crate::drain::spawn_detached(data_dir, Some(sink)) {
         eprintln!("memhook: cannot start the background drainer ({e}); records stay queued");
     }
 }

@@ -34,9 +34,10 @@ fn spool(home: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// Hold the drain lock of `home`'s data dir: hooks then start no drainer
-/// (one is "running"), so what they enqueue stays in the spool to be
-/// counted. Session start waits its delivery share for the lock, then goes on.
+/// Hold the drain lock of `home`'s data dir: nothing is delivered while it
+/// is held (the drainer a hook starts waits for it), so what hooks enqueue
+/// stays in the spool to be counted. Session start waits its delivery share
+/// for the lock, then goes on.
 fn hold_drain(home: &Path) -> memhook::drain::DrainLock {
     let d = data_dir(home);
     memhook::data_dir::ensure_private_dir(&d).unwrap();
@@ -834,4 +835,99 @@ fn a_bad_start_budget_is_reported() {
             "{value}: {stderr}"
         );
     }
+}
+
+/// Poll `cond` until it holds or `limit` passes.
+fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + limit;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn stored(home: &Path) -> u64 {
+    memhook::sink::store::Store::open(&data_dir(home))
+        .and_then(|s| s.count())
+        .unwrap_or(0)
+}
+
+/// Someone who is not a drainer (`memhook status` looking, a session start
+/// delivering, here the test) holds the drain lock while a hook enqueues:
+/// the hook still starts a drainer, which delivers once the lock is free.
+/// Before, the hook took the held lock for a running drainer and the record
+/// waited for the next event.
+#[test]
+fn a_record_enqueued_while_another_process_holds_the_drain_lock_is_delivered() {
+    let t = tempfile::tempdir().unwrap();
+    let lock = hold_drain(t.path());
+    let (out, _) = claude_hook(t.path(), "PostToolUse-Bash", "s", &[]);
+    assert_envelope(&out, "post");
+    assert_eq!(spool(t.path()).len(), 1);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(spool(t.path()).len(), 1, "nothing delivers under the lock");
+    drop(lock);
+    // Within 1 s of the release; 10 s of slack for a loaded machine.
+    assert!(
+        eventually(Duration::from_secs(10), || spool(t.path()).is_empty()),
+        "the record was left in the spool"
+    );
+    assert_eq!(stored(t.path()), 1);
+}
+
+/// A drainer sleeping through a dead server's backoff does not hold back a
+/// record for a healthy destination: the hook starts a drainer for it.
+#[test]
+fn a_drainer_backing_off_from_a_dead_server_does_not_delay_a_healthy_sink() {
+    use memhook::drain;
+    use memhook::spool::SinkTarget;
+    let t = tempfile::tempdir().unwrap();
+    let dir = data_dir(t.path());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let dead = SinkTarget::Http { url: url.clone() };
+    // The server failed before: it backs off for 30 s more.
+    let counters = drain::SinkCounters {
+        sink: Some(dead.clone()),
+        failed_passes: 3,
+        retry_after_ms: memhook::timefmt::now_ms() + 30_000,
+        ..Default::default()
+    };
+    memhook::data_dir::ensure_private_dir(&dir.join("counters")).unwrap();
+    fs::write(
+        drain::counters_path(&dir, &dead.id()),
+        serde_json::to_vec(&counters).unwrap(),
+    )
+    .unwrap();
+    // A record for it: the drainer the hook starts finds the server backing
+    // off and sleeps until it may retry.
+    let (out, _) = claude_hook(
+        t.path(),
+        "UserPromptSubmit",
+        "s",
+        &[("AI_MEMORY_HOOK_URL", &url)],
+    );
+    assert_envelope(&out, "prompt for the dead server");
+    std::thread::sleep(Duration::from_millis(1500));
+    // A record for the embedded store is delivered meanwhile.
+    let (out, _) = claude_hook(t.path(), "PostToolUse-Bash", "s", &[]);
+    assert_envelope(&out, "post for the store");
+    assert!(
+        eventually(Duration::from_secs(10), || stored(t.path()) == 1
+            && spool(t.path()).len() == 1),
+        "the store's record waited for the dead server's backoff"
+    );
+    let left = spool(t.path());
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0]["sink"]["url"], Value::from(url));
+    assert_eq!(left[0]["attempts"], 0);
 }
