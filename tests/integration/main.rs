@@ -5,6 +5,7 @@ mod util;
 
 mod agents;
 mod delivery;
+mod deps;
 mod hook;
 mod install;
 mod mcp;
