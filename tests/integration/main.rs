@@ -4,6 +4,7 @@
 mod util;
 
 mod agents;
+mod cli;
 mod delivery;
 mod deps;
 mod hook;
