@@ -355,6 +355,24 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_lists_every_command() {
+        use clap::CommandFactory;
+        let readme = include_str!("../README.md");
+        let table = readme
+            .split("## Commands")
+            .nth(1)
+            .expect("a Commands section");
+        let table = table.split("\n## ").next().unwrap_or_default();
+        for sub in Cli::command().get_subcommands() {
+            let name = sub.get_name();
+            assert!(
+                table.contains(&format!("`memhook {name}")),
+                "README.md's command table has no `memhook {name}`"
+            );
+        }
+    }
+
+    #[test]
     fn clap_problems_are_one_line() {
         let err =
             Cli::try_parse_from(["memhook", "hook", "--event", "A", "--event", "B"]).unwrap_err();
