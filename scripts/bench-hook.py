@@ -6,8 +6,8 @@ small C launcher (scripts/bench-hook-launch.c, compiled on first use) forks
 each child, pipes the payload to its stdin and reads the child's own CPU
 time (user+sys) and peak RSS from wait4(2); wall time is spawn to reap.
 Every hook run sees the same state: the record it spooled is deleted
-between runs (as a drainer would), outside the measurement. The script holds the drain lock, so the hook
-starts no drainer (as when one is already running).
+between runs (as a drainer would), outside the measurement. The script holds the run lock, so the hook
+starts no drainer (as when one is already on duty).
 
 Usage: scripts/bench-hook.py [--bin target/release/memhook] [--runs 300]
 Prints a Markdown table (medians) ready for docs/benchmarks.md.
@@ -84,12 +84,14 @@ def bench(binary, n_patterns, size, runs, worst=False):
             else:
                 f.write("project = 'proj'\n")
         data = os.path.join(tmp, "data")
-        # Hold the drain lock for the whole run: each hook then finds a
-        # drainer "running" and starts none (one open + one lock attempt),
-        # so no drainer competes with the measurement or empties the spool.
+        # Hold the run lock for the whole run: each hook then finds a
+        # drainer on duty and starts none (one open + one lock attempt), so
+        # no drainer competes with the measurement or empties the spool.
+        # (Builds before drain.run.lock looked at drain.lock: hold both.)
         os.makedirs(data, mode=0o700)
-        lock = open(os.path.join(data, "drain.lock"), "a")
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        locks = [open(os.path.join(data, n), "a") for n in ("drain.run.lock", "drain.lock")]
+        for lock in locks:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         env = {k: v for k, v in os.environ.items() if not k.startswith("AI_MEMORY_")}
         env.update(HOME=home, AI_MEMORY_DATA_DIR=data)
         body = payload(project, size)

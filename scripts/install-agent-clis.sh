@@ -7,7 +7,8 @@
 #   bash scripts/install-agent-clis.sh claude     # only some (claude codex opencode gemini)
 #
 # The tests find the CLIs under .agent-clis/node_modules/.bin (or through
-# MEMHOOK_AGENT_CLIS=<prefix>) and skip with a message when one is absent.
+# MEMHOOK_AGENT_CLIS=<prefix>). When one is absent its test fails with CI set
+# and is skipped with one SKIPPED line locally (tests/integration/deps.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PREFIX="${MEMHOOK_AGENT_CLIS:-$PWD/.agent-clis}"

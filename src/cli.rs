@@ -288,9 +288,26 @@ pub struct McpArgs {
 }
 
 /// Parse the command line, run the command, and map the outcome to an exit
-/// code. Errors print as `memhook: <message>` and exit 2.
+/// code. Errors print as `memhook: <message>` and exit 2 — except on the
+/// hook path (`memhook [--data-dir DIR] hook …`), where a bad argument is
+/// reported on one stderr line and the hook still exits 0 with an empty
+/// envelope: an agent treats exit 2 as "block the tool call".
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+            let bad_hook_args = is_hook_invocation(&argv)
+                && !matches!(
+                    err.kind(),
+                    clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+                );
+            if bad_hook_args {
+                return crate::hook::run_bad_arguments(&argv, &clap_problem(&err));
+            }
+            err.exit()
+        }
+    };
     let data_dir = cli.data_dir;
     let result = match cli.command {
         // The hook never fails: it prints an envelope and exits 0 on every path.
@@ -316,5 +333,77 @@ pub fn main() -> ExitCode {
             eprintln!("memhook: {err}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Whether `argv` runs `memhook hook`: the first argument that is neither an
+/// option nor the value of the global `--data-dir` is `hook`.
+pub fn is_hook_invocation(argv: &[std::ffi::OsString]) -> bool {
+    let mut args = argv.iter().skip(1);
+    while let Some(a) = args.next() {
+        let a = a.as_encoded_bytes();
+        if a == b"--data-dir" {
+            args.next();
+        } else if !a.starts_with(b"-") {
+            return a == b"hook";
+        }
+    }
+    false
+}
+
+/// The first line of clap's error, without its `error: ` prefix (the rest is
+/// usage and tips, meant for a person at a terminal).
+fn clap_problem(err: &clap::Error) -> String {
+    let text = err.to_string();
+    let line = text.lines().next().unwrap_or_default().trim();
+    line.strip_prefix("error: ").unwrap_or(line).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<std::ffi::OsString> {
+        s.split_whitespace().map(Into::into).collect()
+    }
+
+    #[test]
+    fn the_hook_path_is_recognised_after_global_options() {
+        assert!(is_hook_invocation(&argv("memhook hook --bogus")));
+        assert!(is_hook_invocation(&argv("memhook --data-dir /d hook")));
+        assert!(is_hook_invocation(&argv("memhook --data-dir=/d --x hook")));
+        assert!(!is_hook_invocation(&argv("memhook --data-dir hook")));
+        assert!(!is_hook_invocation(&argv("memhook status hook")));
+        assert!(!is_hook_invocation(&argv("memhook hoo")));
+        assert!(!is_hook_invocation(&argv("memhook")));
+    }
+
+    #[test]
+    fn the_readme_lists_every_command() {
+        use clap::CommandFactory;
+        let readme = include_str!("../README.md");
+        let table = readme
+            .split("## Commands")
+            .nth(1)
+            .expect("a Commands section");
+        let table = table.split("\n## ").next().unwrap_or_default();
+        for sub in Cli::command().get_subcommands() {
+            let name = sub.get_name();
+            assert!(
+                table.contains(&format!("`memhook {name}")),
+                "README.md's command table has no `memhook {name}`"
+            );
+        }
+    }
+
+    #[test]
+    fn clap_problems_are_one_line() {
+        let err =
+            Cli::try_parse_from(["memhook", "hook", "--event", "A", "--event", "B"]).unwrap_err();
+        let p = clap_problem(&err);
+        assert!(
+            p.contains("--event") && !p.contains('\n') && !p.starts_with("error"),
+            "{p}"
+        );
     }
 }

@@ -5,6 +5,16 @@
 //! detached background drainer, `memhook drain` and the session-start drain
 //! all take it, so at most one process delivers at any time.
 //!
+//! Who starts a drainer is decided by two more locks, never by the drain
+//! lock (any process may hold that one for a moment — `memhook status`
+//! looking, a session start delivering — and a hook that took it for a
+//! running drainer left its record waiting for the next event):
+//! `drain.run.lock` is held by the one background drainer on duty, from
+//! the hook that starts it until after its last look at the spool, and
+//! `drain.wait.lock` by a drainer sleeping through a backoff. After each
+//! enqueue the hook starts a drainer unless one is on duty, or one sleeps
+//! and the record's destination is the one backing off.
+//!
 //! A pass reads the spool oldest first, sends each entry to the sink it was
 //! enqueued for in batches of at most [`batch_limit`], and applies the sink's
 //! verdict per entry: delivered → delete and count; retry → keep (a charged
@@ -51,11 +61,20 @@ pub fn hook_delivery_disabled() -> bool {
     std::env::var(NO_HOOK_DELIVERY_ENV).is_ok_and(|v| crate::scope::is_truthy(&v))
 }
 
+/// Held by the background drainer on duty: from the hook that starts it
+/// (handed over on fd 3) until after its last look at the spool. Hooks
+/// start no drainer while it is held.
+pub const RUN_LOCK_FILE: &str = "drain.run.lock";
 /// Held by a background drainer sleeping through a backoff (without the
-/// drain lock), so hooks do not start another drainer meanwhile.
+/// other locks), so hooks start no drainer for a destination backing off.
 pub const WAIT_LOCK_FILE: &str = "drain.wait.lock";
-/// How long a drainer waking from a backoff waits for the drain lock.
-pub const WAKE_LOCK_WAIT: Duration = Duration::from_secs(2);
+/// How long a background drainer waits for the drain lock while another
+/// process holds it (a foreground drain, a session start delivering,
+/// `memhook status` looking).
+pub const HOLDER_WAIT: Duration = Duration::from_secs(10);
+/// How long a drainer about to sleep through a backoff waits for the waiter
+/// lock (a hook may be looking at it); past it another drainer sleeps.
+pub const WAIT_LOCK_WAIT: Duration = Duration::from_millis(200);
 /// The background drainer's log (its stderr), in the data dir.
 pub const LOG_FILE: &str = "logs/drain.log";
 /// The log is rotated to `drain.log.old` when it grows past this.
@@ -267,10 +286,6 @@ pub struct DrainLock {
     _file: File,
 }
 
-fn open_lock_file(data_dir: &Path) -> io::Result<File> {
-    open_named_lock(data_dir, LOCK_FILE)
-}
-
 fn open_named_lock(data_dir: &Path, name: &str) -> io::Result<File> {
     let mut opts = fs::OpenOptions::new();
     opts.read(true).write(true).create(true).truncate(false);
@@ -285,19 +300,13 @@ fn open_named_lock(data_dir: &Path, name: &str) -> io::Result<File> {
 
 /// Take the drain lock without waiting. `Ok(None)` when another process holds it.
 pub fn try_lock(data_dir: &Path) -> io::Result<Option<DrainLock>> {
-    use fs2::FileExt;
-    let f = open_lock_file(data_dir)?;
-    match f.try_lock_exclusive() {
-        Ok(()) => Ok(Some(DrainLock { _file: f })),
-        Err(e) if is_contended(&e) => Ok(None),
-        Err(e) => Err(e),
-    }
+    try_named_lock(data_dir, LOCK_FILE)
 }
 
-/// Take the waiter lock ([`WAIT_LOCK_FILE`]) without waiting.
-fn try_wait_lock(data_dir: &Path) -> io::Result<Option<DrainLock>> {
+/// Take the lock file `name` of the data dir without waiting.
+fn try_named_lock(data_dir: &Path, name: &str) -> io::Result<Option<DrainLock>> {
     use fs2::FileExt;
-    let f = open_named_lock(data_dir, WAIT_LOCK_FILE)?;
+    let f = open_named_lock(data_dir, name)?;
     match f.try_lock_exclusive() {
         Ok(()) => Ok(Some(DrainLock { _file: f })),
         Err(e) if is_contended(&e) => Ok(None),
@@ -312,8 +321,16 @@ fn is_contended(e: &io::Error) -> bool {
 
 /// Take the drain lock, polling until `deadline`. `Ok(None)` on timeout.
 pub fn lock_until(data_dir: &Path, deadline: Instant) -> io::Result<Option<DrainLock>> {
+    named_lock_until(data_dir, LOCK_FILE, deadline)
+}
+
+fn named_lock_until(
+    data_dir: &Path,
+    name: &str,
+    deadline: Instant,
+) -> io::Result<Option<DrainLock>> {
     loop {
-        if let Some(l) = try_lock(data_dir)? {
+        if let Some(l) = try_named_lock(data_dir, name)? {
             return Ok(Some(l));
         }
         let now = Instant::now();
@@ -333,36 +350,42 @@ pub fn drainer_running(data_dir: &Path) -> bool {
 }
 
 /// Environment variable through which a spawned drainer learns which of its
-/// file descriptors is the drain lock its parent took for it.
+/// file descriptors is the run lock its parent took for it.
 pub const LOCK_FD_ENV: &str = "MEMHOOK_DRAIN_LOCK_FD";
 /// The descriptor number the lock is handed over on.
 const INHERITED_LOCK_FD: i32 = 3;
 
-/// Start a detached background drainer for `data_dir` unless the spool is
-/// empty, or a drainer holds the lock already or sleeps through a backoff.
-/// Cheap: one open and one non-blocking lock attempt when a drainer runs.
-/// The lock is taken here and handed to the child on fd 3, so
-/// no drainer process ever starts without holding it (no stampede of
-/// short-lived drainers under load). The child runs `<current_exe> --data-dir
-/// <dir> drain --background` in a new session with stdin/stdout on /dev/null
-/// and stderr appended to `<data>/logs/drain.log`; it inherits the
-/// environment (so a token travels in `AI_MEMORY_AUTH_TOKEN`, never in argv).
-/// Returns whether a child was started; with [`NO_HOOK_DELIVERY_ENV`] set,
-/// never starts one.
-pub fn spawn_detached(data_dir: &Path) -> io::Result<bool> {
+/// Start a detached background drainer for `data_dir`, unless the spool is
+/// empty, a drainer is on duty ([`RUN_LOCK_FILE`]: it looks at the spool
+/// again before it exits), or a drainer sleeps through a backoff
+/// ([`WAIT_LOCK_FILE`]) and `sink` — the destination of what the caller
+/// enqueued, `None` when unknown — is the one backing off (the sleeper
+/// retries it). A holder of the drain lock that is not a drainer does not
+/// count: the new drainer waits for it ([`HOLDER_WAIT`]).
+/// Cheap: a directory look-up and one non-blocking lock attempt; a counters
+/// read and one more lock attempt only while a destination backs off.
+/// The run lock is taken here and handed to the child on fd 3, so no two
+/// drainers are ever on duty (no stampede of drainers under load). The
+/// child runs `<current_exe> --data-dir <dir> drain --background` in a new
+/// session with stdin/stdout on /dev/null and stderr appended to
+/// `<data>/logs/drain.log`; it inherits the environment (so a token travels
+/// in `AI_MEMORY_AUTH_TOKEN`, never in argv). Returns whether a child was
+/// started; with [`NO_HOOK_DELIVERY_ENV`] set, never starts one.
+pub fn spawn_detached(data_dir: &Path, sink: Option<&SinkTarget>) -> io::Result<bool> {
     if hook_delivery_disabled() {
         return Ok(false);
     }
     if !has_pending(data_dir) {
         return Ok(false);
     }
-    let Some(lock) = try_lock(data_dir)? else {
-        return Ok(false);
-    };
-    // A drainer sleeping through a backoff will carry on by itself.
-    if try_wait_lock(data_dir)?.is_none() {
+    let backing_off =
+        sink.is_none_or(|s| load_counters(data_dir, &s.id()).retry_after_ms > now_ms());
+    if backing_off && try_named_lock(data_dir, WAIT_LOCK_FILE)?.is_none() {
         return Ok(false);
     }
+    let Some(run) = try_named_lock(data_dir, RUN_LOCK_FILE)? else {
+        return Ok(false);
+    };
     let log = open_log(data_dir)?;
     let exe = std::env::current_exe()?;
     let mut cmd = std::process::Command::new(exe);
@@ -377,7 +400,7 @@ pub fn spawn_detached(data_dir: &Path) -> io::Result<bool> {
     {
         use std::os::unix::io::AsRawFd;
         use std::os::unix::process::CommandExt;
-        let fd = lock._file.as_raw_fd();
+        let fd = run._file.as_raw_fd();
         cmd.env(LOCK_FD_ENV, INHERITED_LOCK_FD.to_string());
         // SAFETY: only async-signal-safe calls (setsid, dup2, fcntl) between
         // fork and exec, touching no memory of ours.
@@ -401,7 +424,7 @@ pub fn spawn_detached(data_dir: &Path) -> io::Result<bool> {
     // Not waited for: the child outlives us and is reparented to init. Our
     // copy of the lock closes here; the child's copy keeps the lock held.
     let res = cmd.spawn().map(|_| true);
-    drop(lock);
+    drop(run);
     res
 }
 
@@ -420,9 +443,10 @@ fn has_pending(data_dir: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// The lock handed over by [`spawn_detached`], if this process got one: the
-/// descriptor must be the data dir's lock file, and locking it must succeed.
-fn inherited_lock(data_dir: &Path) -> Option<DrainLock> {
+/// The run lock handed over by [`spawn_detached`], if this process got one:
+/// the descriptor must be the data dir's run lock file, and locking it must
+/// succeed.
+fn inherited_run_lock(data_dir: &Path) -> Option<DrainLock> {
     #[cfg(unix)]
     {
         use fs2::FileExt;
@@ -438,7 +462,7 @@ fn inherited_lock(data_dir: &Path) -> Option<DrainLock> {
         if unsafe { libc::fstat(fd, &mut st) } != 0 {
             return None;
         }
-        let want = fs::metadata(data_dir.join(LOCK_FILE)).ok()?;
+        let want = fs::metadata(data_dir.join(RUN_LOCK_FILE)).ok()?;
         if st.st_dev as u64 != want.dev() || st.st_ino as u64 != want.ino() {
             return None;
         }
@@ -608,8 +632,18 @@ pub fn sink_factory(
     data_dir: &Path,
     timeout: Duration,
 ) -> impl FnMut(&SinkTarget) -> Box<dyn Sink> + '_ {
+    sink_factory_until(data_dir, timeout, None)
+}
+
+/// [`sink_factory`]; with a `deadline` (session start), the store waits for
+/// another connection's lock only until then.
+pub fn sink_factory_until(
+    data_dir: &Path,
+    timeout: Duration,
+    deadline: Option<Instant>,
+) -> impl FnMut(&SinkTarget) -> Box<dyn Sink> + '_ {
     move |target| match target {
-        SinkTarget::Store => Box::new(crate::sink::store::StoreSink::new(data_dir)),
+        SinkTarget::Store => Box::new(crate::sink::store::StoreSink::new(data_dir).until(deadline)),
         SinkTarget::Http { url } => Box::new(
             crate::sink::http::HttpSink::new(url, crate::sink::auth_token(data_dir), timeout)
                 .with_data_dir(data_dir),
@@ -1280,7 +1314,8 @@ pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
         return Ok(ExitCode::SUCCESS);
     }
     if args.detach {
-        let started = spawn_detached(&dir).map_err(|e| format!("cannot start the drainer: {e}"))?;
+        let started =
+            spawn_detached(&dir, None).map_err(|e| format!("cannot start the drainer: {e}"))?;
         println!(
             "{}",
             if started {
@@ -1361,12 +1396,17 @@ fn lock_error(dir: &Path, e: io::Error) -> String {
     )
 }
 
-/// The detached drainer: drain until the spool is empty or the budget ends;
-/// exit at once when another drainer holds the lock. When only backing-off
-/// sinks remain and their next try falls within the budget, it sleeps
-/// *without* the drain lock (so a session start never waits behind it),
-/// holding the waiter lock instead so hooks start no other drainer. Reports
-/// go to stderr, which is the drain log.
+/// The detached drainer: drain until the spool is empty or the budget ends.
+/// It is on duty while it holds the run lock (handed over by the hook, or
+/// taken here; exits at once when another drainer is on duty) and waits for
+/// the drain lock up to [`HOLDER_WAIT`] each time it needs it. After each
+/// run it gives up the run lock, then looks at the spool: anything it did
+/// not see before the run (enqueued meanwhile, by a hook that found it on
+/// duty) means another run. When only backing-off destinations remain and
+/// their next try falls within the budget, it sleeps holding only the
+/// waiter lock, so a session start never waits behind it and a record for
+/// another destination gets a drainer of its own. Reports go to stderr,
+/// which is the drain log.
 pub fn run_background(dir: &Path) {
     let deadline = Instant::now() + BACKGROUND_BUDGET;
     let _ = LOG_OF.set(dir.to_path_buf());
@@ -1377,15 +1417,30 @@ pub fn run_background(dir: &Path) {
             return;
         }
     };
-    let mut handed = inherited_lock(dir);
+    let mut run = match inherited_run_lock(dir)
+        .map_or_else(|| try_named_lock(dir, RUN_LOCK_FILE), |l| Ok(Some(l)))
+    {
+        Ok(Some(l)) => l,
+        Ok(None) => return,
+        Err(e) => {
+            eprintln!("memhook: drain: {}", lock_error(dir, e));
+            return;
+        }
+    };
     loop {
-        let got = match handed.take() {
-            Some(l) => Ok(Some(l)),
-            None => try_lock(dir),
-        };
-        let lock = match got {
+        // What this run will look at; anything else found after it is new.
+        let seen: HashSet<PathBuf> = spool.pending().unwrap_or_default().into_iter().collect();
+        let lock = match lock_until(dir, (Instant::now() + HOLDER_WAIT).min(deadline)) {
             Ok(Some(l)) => l,
-            Ok(None) => return,
+            Ok(None) => {
+                eprintln!(
+                    "memhook: drain {}: another process held the drain lock for {} s; \
+                     records stay queued for the next event or `memhook drain`",
+                    crate::timefmt::rfc3339_ms(now_ms()),
+                    HOLDER_WAIT.as_secs()
+                );
+                return;
+            }
             Err(e) => {
                 log!("memhook: drain: {}", lock_error(dir, e));
                 return;
@@ -1420,24 +1475,31 @@ pub fn run_background(dir: &Path) {
         if Instant::now() >= deadline {
             return;
         }
-        if report.remaining == 0 {
-            // A hook that enqueued while we held the lock did not start a
-            // drainer: look again after releasing it, so nothing waits for
-            // the next event.
-            match spool.pending() {
-                Ok(p) if !p.is_empty() => continue,
+        // Off duty: from here a hook that enqueues starts a drainer itself.
+        // What a hook enqueued while we were on duty is ours to deliver.
+        drop(run);
+        let left = spool.pending().unwrap_or_default();
+        if left.iter().any(|p| !seen.contains(p)) {
+            run = match try_named_lock(dir, RUN_LOCK_FILE) {
+                Ok(Some(l)) => l,
                 _ => return,
-            }
+            };
+            continue;
+        }
+        if left.is_empty() {
+            return;
         }
         match report.next_retry {
             Some(at) if at < deadline => {
-                let Ok(Some(waiting)) = try_wait_lock(dir) else {
+                let wait = Instant::now() + WAIT_LOCK_WAIT;
+                let Ok(Some(waiting)) = named_lock_until(dir, WAIT_LOCK_FILE, wait) else {
                     return;
                 };
                 std::thread::sleep(at.saturating_duration_since(Instant::now()));
-                let wake = (Instant::now() + WAKE_LOCK_WAIT).min(deadline);
-                handed = match lock_until(dir, wake) {
-                    Ok(Some(l)) => Some(l),
+                // Back on duty; when another drainer is on duty already, it
+                // delivers what is due (it looks at the spool before it exits).
+                run = match try_named_lock(dir, RUN_LOCK_FILE) {
+                    Ok(Some(l)) => l,
                     _ => return,
                 };
                 drop(waiting);
@@ -1446,7 +1508,7 @@ pub fn run_background(dir: &Path) {
                 log!(
                     "memhook: drain {}: {} record(s) left for later; `memhook status` shows why",
                     crate::timefmt::rfc3339_ms(now_ms()),
-                    report.remaining
+                    left.len()
                 );
                 return;
             }

@@ -39,8 +39,15 @@ pub const MAX_DISCARD_BYTES: usize = 64 * 1024 * 1024;
 /// kept back for what happens outside the briefing: process start before the
 /// hook's clock starts, handing leftovers to the drainer and exit. Without
 /// it a black-holed server pushed the whole run a few milliseconds past the
-/// budget.
+/// budget. Never more than a tenth of the budget ([`session_start_reserve`]),
+/// so the smallest budget still leaves room for a briefing.
 pub const SESSION_START_RESERVE: Duration = Duration::from_millis(100);
+
+/// What [`SESSION_START_RESERVE`] keeps back from `budget`.
+pub fn session_start_reserve(budget: Duration) -> Duration {
+    SESSION_START_RESERVE.min(budget / 10)
+}
+
 /// Environment variable naming the server URL when `--server-url` is absent.
 pub const HOOK_URL_ENV: &str = "AI_MEMORY_HOOK_URL";
 
@@ -61,6 +68,9 @@ pub enum Stdin {
 /// Run the hook. Always exits 0 with an envelope on stdout.
 pub fn run(args: &HookArgs, data_dir: Option<&Path>) -> ExitCode {
     let agent = Agent::parse(&args.agent);
+    if let Some(name) = args.event.as_deref() {
+        warn_unknown_event(&agent, name);
+    }
     let fallback_kind = args
         .event
         .as_deref()
@@ -88,6 +98,83 @@ pub fn run(args: &HookArgs, data_dir: Option<&Path>) -> ExitCode {
     let _ = writeln!(stdout, "{out}");
     let _ = stdout.flush();
     ExitCode::SUCCESS
+}
+
+/// `--event` names no event memhook knows (a typo in an agent's hook
+/// configuration): the event is still captured, as `other`, and stderr says
+/// so with the closest event name the agent uses (any agent's, for an agent
+/// memhook has no profile of).
+fn warn_unknown_event(agent: &Agent, name: &str) {
+    if EventKind::parse(name) != EventKind::Other {
+        return;
+    }
+    let shown: String = name
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(crate::event::MAX_NAME_CHARS)
+        .collect();
+    match closest_event(agent, name) {
+        Some(known) => eprintln!(
+            "memhook: unknown event '{shown}' (did you mean '{known}'?); captured as 'other'"
+        ),
+        None => eprintln!("memhook: unknown event '{shown}'; captured as 'other'"),
+    }
+}
+
+/// The native event name of `agent` (every agent's, when it has no profile)
+/// nearest to `name` by edit distance on the folded spelling, if it is near
+/// enough to be a typo: at most a third of the name's letters, and at least 2.
+fn closest_event(agent: &Agent, name: &str) -> Option<&'static str> {
+    let folded = crate::event::fold_name(name);
+    let profiles = crate::install::profile::all();
+    let own: Vec<_> = profiles.iter().filter(|p| p.id == agent.as_str()).collect();
+    let candidates = if own.is_empty() {
+        profiles.iter().collect()
+    } else {
+        own
+    };
+    let (distance, best) = candidates
+        .into_iter()
+        .flat_map(|p| p.native_events())
+        .map(|e| (strsim::levenshtein(&crate::event::fold_name(e), &folded), e))
+        .min_by_key(|(d, _)| *d)?;
+    (distance <= (folded.len() / 3).max(2)).then_some(best)
+}
+
+/// `memhook hook` with arguments clap refused: one `memhook:` line on stderr,
+/// stdin read (bounded) and dropped so the agent's write never fails, and the
+/// empty envelope of the agent and event named in `argv` as best they can be
+/// read. Exits 0: an agent treats exit 2 as "block".
+pub fn run_bad_arguments(argv: &[std::ffi::OsString], problem: &str) -> ExitCode {
+    eprintln!("memhook: hook: bad arguments ({problem}); the event was not captured");
+    let _ = read_stdin(STDIN_TIMEOUT);
+    let agent = Agent::parse(
+        guess_option(argv, "--agent")
+            .as_deref()
+            .unwrap_or("generic"),
+    );
+    let kind = guess_option(argv, "--event")
+        .as_deref()
+        .map(EventKind::parse)
+        .unwrap_or(EventKind::Other);
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{}", crate::envelope::render(&agent, kind, None));
+    let _ = stdout.flush();
+    ExitCode::SUCCESS
+}
+
+/// The value of the first `--name VALUE` or `--name=VALUE` in `argv`.
+fn guess_option(argv: &[std::ffi::OsString], name: &str) -> Option<String> {
+    let mut args = argv.iter().map(|a| a.to_string_lossy());
+    while let Some(a) = args.next() {
+        if a == name {
+            return args.next().map(|v| v.into_owned());
+        }
+        if let Some(v) = a.strip_prefix(name).and_then(|r| r.strip_prefix('=')) {
+            return Some(v.to_string());
+        }
+    }
+    None
 }
 
 /// The whole hook except printing; returns what goes to stdout.
@@ -153,14 +240,15 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
     // moment the hook started reading stdin.
     let context = match (&data_dir, event.kind) {
         (Some(dir), EventKind::SessionStart) => {
-            let budget = crate::briefing::start_budget()
-                .saturating_sub(SESSION_START_RESERVE)
+            let budget = crate::briefing::start_budget();
+            let budget = budget
+                .saturating_sub(session_start_reserve(budget))
                 .saturating_sub(started.elapsed());
             let briefing = (!quarantined)
                 .then(|| crate::briefing::session_start(dir, &sink, &scope, &event, budget))
                 .flatten();
             // Whatever the bounded delivery left behind goes to the drainer.
-            spawn_drainer(dir);
+            spawn_drainer(dir, &sink);
             briefing
         }
         _ => None,
@@ -314,12 +402,12 @@ fn enqueue(data_dir: &Path, sink: &SinkTarget, event: &Event, scope: &Scope, dec
     // Session start delivers in the foreground (within its budget) before
     // composing the briefing; every other event leaves it to the drainer.
     if event.kind != EventKind::SessionStart {
-        spawn_drainer(data_dir);
+        spawn_drainer(data_dir, sink);
     }
 }
 
-fn spawn_drainer(data_dir: &Path) {
-    if let Err(e) = crate::drain::spawn_detached(data_dir) {
+fn spawn_drainer(data_dir: &Path, sink: &SinkTarget) {
+    if let Err(e) = crate::drain::spawn_detached(data_dir, Some(sink)) {
         eprintln!("memhook: cannot start the background drainer ({e}); records stay queued");
     }
 }
@@ -546,6 +634,49 @@ mod tests {
         // The message never quotes the payload.
         let e = parse_payload(b"{\"secret-value\" nope").unwrap_err();
         assert!(!e.contains("secret"), "{e}");
+    }
+
+    #[test]
+    fn a_misspelt_event_finds_the_agents_own_name() {
+        let claude = Agent::ClaudeCode;
+        assert_eq!(
+            closest_event(&claude, "UserPromtSubmit"),
+            Some("UserPromptSubmit")
+        );
+        assert_eq!(closest_event(&claude, "pre_tool_us"), Some("PreToolUse"));
+        assert_eq!(
+            closest_event(&Agent::GeminiCli, "BeforeAgnet"),
+            Some("BeforeAgent")
+        );
+        // No profile: every agent's names are candidates.
+        let other = Agent::parse("my-agent");
+        assert_eq!(closest_event(&other, "SesionEnd"), Some("SessionEnd"));
+        // Nothing near: no guess.
+        assert_eq!(closest_event(&claude, "Deploy"), None);
+    }
+
+    #[test]
+    fn options_are_guessed_from_argv_in_both_spellings() {
+        let argv: Vec<std::ffi::OsString> = ["memhook", "hook", "--agent=codex", "--event", "Stop"]
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        assert_eq!(guess_option(&argv, "--agent").as_deref(), Some("codex"));
+        assert_eq!(guess_option(&argv, "--event").as_deref(), Some("Stop"));
+        assert_eq!(guess_option(&argv[..4], "--event"), None);
+        assert_eq!(guess_option(&argv, "--server-url"), None);
+    }
+
+    #[test]
+    fn the_reserve_is_a_tenth_of_a_small_budget_at_most() {
+        let ms = Duration::from_millis;
+        assert_eq!(session_start_reserve(ms(1500)), SESSION_START_RESERVE);
+        assert_eq!(session_start_reserve(ms(1000)), SESSION_START_RESERVE);
+        assert_eq!(
+            session_start_reserve(ms(999)),
+            ms(99) + Duration::from_micros(900)
+        );
+        assert_eq!(session_start_reserve(ms(100)), ms(10));
     }
 
     #[test]

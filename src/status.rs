@@ -72,8 +72,20 @@ pub struct Status {
     pub not_regular: u64,
 }
 
-/// Gather the status of `data_dir`.
+/// Gather the status of `data_dir`. A data dir that does not exist has an
+/// empty status: looking never creates one.
 pub fn collect(dir: &Path) -> Result<Status, crate::spool::SpoolError> {
+    if !dir.exists() {
+        return Ok(Status {
+            data_dir: dir.to_path_buf(),
+            drainer_running: false,
+            sinks: Vec::new(),
+            corrupt_unattributed: 0,
+            unreadable_pending: 0,
+            last_briefing_error: None,
+            not_regular: 0,
+        });
+    }
     let spool = Spool::open(dir)?;
     let mut pending: BTreeMap<String, (u64, u64, SinkTarget)> = BTreeMap::new();
     let mut unreadable = 0;
@@ -277,6 +289,13 @@ impl Status {
 /// `memhook status [--json]`.
 pub fn run_status(args: &StatusArgs, data_dir: Option<&Path>) -> CmdResult {
     let dir = data_dir::resolve(data_dir)?;
+    if !dir.exists() {
+        eprintln!(
+            "memhook: {} does not exist: nothing was captured there (check --data-dir \
+             and AI_MEMORY_DATA_DIR)",
+            dir.display()
+        );
+    }
     let st = collect(&dir)?;
     if args.json {
         println!("{}", st.to_json());

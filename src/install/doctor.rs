@@ -95,10 +95,13 @@ fn check(p: &Profile, me: Option<&Path>) -> Value {
     let points_here = installed && me.is_some_and(|me| binaries.iter().all(|b| same_file(b, me)));
     if installed {
         if !points_here {
+            let here = me.map_or_else(
+                || "this binary".to_string(),
+                |m| format!("this binary ({})", m.display()),
+            );
             problems.push(format!(
-                "hooks run {} , not this binary ({}); re-run `memhook install-hooks --agent {} --apply` from the binary you want",
+                "hooks run {}, not {here}; re-run `memhook install-hooks --agent {} --apply` from the binary you want",
                 binaries.iter().map(|b| b.display().to_string()).collect::<Vec<_>>().join(", "),
-                me.map(|m| m.display().to_string()).unwrap_or_default(),
                 p.id
             ));
         }

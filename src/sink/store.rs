@@ -12,7 +12,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -251,6 +251,8 @@ pub struct Store {
     conn: Connection,
     path: PathBuf,
     data_dir: PathBuf,
+    /// Waits for other connections' locks end here (`None`: [`BUSY_TIMEOUT`]).
+    deadline: Option<Instant>,
 }
 
 impl fmt::Debug for Store {
@@ -263,9 +265,54 @@ const RECORD_COLUMNS: &str = "r.key, r.occurred_ms, r.agent, r.event, r.native_e
      p.workspace, p.project, r.session_id, r.cwd, r.subagent, r.tool_family, r.tool_name, \
      r.tool_call_id, r.outcome, r.disposition, r.title, r.body, r.files";
 
+thread_local! {
+    /// The deadline [`busy_until_deadline`] waits for, per thread (a
+    /// connection opened with [`Store::open_until`] is used on its thread).
+    static BUSY_DEADLINE: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// How long [`busy_until_deadline`] sleeps between two tries of a lock.
+const BUSY_POLL: Duration = Duration::from_millis(5);
+
+/// SQLite busy handler of a connection with a deadline: try again until the
+/// thread's [`BUSY_DEADLINE`], never past it (SQLite then reports busy).
+fn busy_until_deadline(_tries: i32) -> bool {
+    let Some(deadline) = BUSY_DEADLINE.get() else {
+        return false;
+    };
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return false;
+    }
+    std::thread::sleep(left.min(BUSY_POLL));
+    true
+}
+
+/// How `conn` waits for another connection's lock: [`BUSY_TIMEOUT`] per
+/// statement, or until `deadline`.
+fn set_wait(conn: &Connection, deadline: Option<Instant>) -> rusqlite::Result<()> {
+    match deadline {
+        None => conn.busy_timeout(BUSY_TIMEOUT),
+        Some(d) => {
+            BUSY_DEADLINE.set(Some(d));
+            conn.busy_handler(Some(busy_until_deadline))
+        }
+    }
+}
+
 impl Store {
     /// Open (creating and migrating as needed) `<data_dir>/store.sqlite3`.
+    /// A lock held by another connection is waited for up to [`BUSY_TIMEOUT`]
+    /// per statement.
     pub fn open(data_dir: &Path) -> Result<Store, StoreError> {
+        Store::open_until(data_dir, None)
+    }
+
+    /// [`Store::open`], but with `Some(deadline)` every wait for another
+    /// connection's lock — while opening and in every later statement on
+    /// this thread — ends at `deadline` (the statement then fails as busy).
+    /// For work under a budget (session start).
+    pub fn open_until(data_dir: &Path, deadline: Option<Instant>) -> Result<Store, StoreError> {
         data_dir::ensure_private_dir(data_dir)?;
         let path = data_dir.join(STORE_FILE);
         check_store_file(&path)?;
@@ -281,7 +328,7 @@ impl Store {
             })?;
         }
         let conn = Connection::open(&path).map_err(sql)?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        set_wait(&conn, deadline).map_err(sql)?;
         // Short-lived readers (session start, status) must not pay for a
         // checkpoint and WAL unlink on close; the drainer's sink empties the
         // WAL when it is done (`checkpoint`); a long-lived writer (serve)
@@ -305,6 +352,7 @@ impl Store {
             conn,
             path: path.clone(),
             data_dir: data_dir.to_path_buf(),
+            deadline,
         };
         store.migrate()?;
         Ok(store)
@@ -413,7 +461,7 @@ impl Store {
         let _ = self
             .conn
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
-        let _ = self.conn.busy_timeout(BUSY_TIMEOUT);
+        let _ = set_wait(&self.conn, self.deadline);
     }
 
     /// Run `f` inside one read transaction: one consistent snapshot and one
@@ -1001,6 +1049,7 @@ pub fn fts_query(text: &str) -> Option<String> {
 pub struct StoreSink {
     data_dir: PathBuf,
     store: Option<Store>,
+    deadline: Option<Instant>,
 }
 
 impl StoreSink {
@@ -1009,7 +1058,15 @@ impl StoreSink {
         StoreSink {
             data_dir: data_dir.to_path_buf(),
             store: None,
+            deadline: None,
         }
+    }
+
+    /// Wait for another connection's lock only until `deadline` (see
+    /// [`Store::open_until`]); a batch still locked out then is retried later.
+    pub fn until(mut self, deadline: Option<Instant>) -> StoreSink {
+        self.deadline = deadline;
+        self
     }
 }
 
@@ -1035,7 +1092,7 @@ impl Sink for StoreSink {
                 .collect()
         };
         if self.store.is_none() {
-            match Store::open(&self.data_dir) {
+            match Store::open_until(&self.data_dir, self.deadline) {
                 Ok(s) => self.store = Some(s),
                 Err(e) => return retry(e.to_string()),
             }
@@ -1338,6 +1395,28 @@ mod tests {
             vec![("file".to_string(), 3, 2), ("shell".to_string(), 1, 0)]
         );
         assert_eq!(mixed.failures.iter().map(|f| f.2).sum::<u64>(), 2);
+    }
+
+    #[test]
+    fn a_deadline_bounds_every_wait_for_a_lock() {
+        let t = tempfile::tempdir().unwrap();
+        Store::open(t.path()).unwrap();
+        let holder = Connection::open(t.path().join(STORE_FILE)).unwrap();
+        holder
+            .execute_batch("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; DELETE FROM records;")
+            .unwrap();
+        let start = std::time::Instant::now();
+        let deadline = start + Duration::from_millis(200);
+        assert!(Store::open_until(t.path(), Some(deadline)).is_err());
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(200), "{took:?}");
+        // A hang guard well under BUSY_TIMEOUT (5 s), not a benchmark.
+        assert!(took < Duration::from_secs(2), "{took:?}");
+        // Past the deadline nothing waits at all.
+        let start = std::time::Instant::now();
+        assert!(Store::open_until(t.path(), Some(start)).is_err());
+        assert!(start.elapsed() < Duration::from_secs(1));
+        holder.execute_batch("ROLLBACK").unwrap();
     }
 
     #[test]

@@ -5,11 +5,13 @@
 //!
 //! The CLIs come from `scripts/install-agent-clis.sh` (`.agent-clis/` in the
 //! repository, or the prefix in MEMHOOK_AGENT_CLIS). A test whose CLI is
-//! absent prints `SKIP: …` and passes.
+//! absent fails in CI and is skipped with one `SKIPPED` line locally
+//! (tests/integration/deps.rs).
 
 #[path = "agents/mock.rs"]
 mod mock;
 
+use crate::deps::agent_cli;
 use crate::util::memhook;
 use mock::{Api, Mock, Step};
 use serde_json::{json, Value};
@@ -17,21 +19,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-/// Where an agent CLI is installed, if it is.
-fn agent_cli(name: &str) -> Option<PathBuf> {
-    let prefix = std::env::var_os("MEMHOOK_AGENT_CLIS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".agent-clis"));
-    let p = prefix.join("node_modules/.bin").join(name);
-    if p.exists() {
-        return Some(p);
-    }
-    eprintln!(
-        "SKIP: {name} CLI not installed (run `bash scripts/install-agent-clis.sh`, or set MEMHOOK_AGENT_CLIS)"
-    );
-    None
-}
 
 /// Run `cmd` to completion, killing it after `limit`.
 fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
@@ -232,7 +219,7 @@ fn request_text(body: &Value) -> String {
 /// request carries the briefing about the first session.
 #[test]
 fn claude_code_end_to_end() {
-    let Some(exe) = agent_cli("claude") else {
+    let Some(exe) = agent_cli("claude_code_end_to_end", "claude") else {
         return;
     };
     let world = World::new();
@@ -398,7 +385,7 @@ fn codex(world: &World, exe: &Path, prompt: &str) -> Output {
 /// exec` session's events land in the store without the excluded read.
 #[test]
 fn codex_end_to_end() {
-    let Some(exe) = agent_cli("codex") else {
+    let Some(exe) = agent_cli("codex_end_to_end", "codex") else {
         return;
     };
     let world = World::new();
@@ -592,7 +579,7 @@ fn log_seconds(line: &str) -> Option<f64> {
 /// answers with a token briefing).
 #[test]
 fn opencode_end_to_end() {
-    let Some(exe) = agent_cli("opencode") else {
+    let Some(exe) = agent_cli("opencode_end_to_end", "opencode") else {
         return;
     };
     let world = World::new();
@@ -773,7 +760,7 @@ fn opencode_end_to_end() {
 fn mcp_registration_read_by_real_clis() {
     let world = World::new();
     let real = crate::util::bin().canonicalize().unwrap();
-    if let Some(codex_exe) = agent_cli("codex") {
+    if let Some(codex_exe) = agent_cli("mcp_registration_read_by_real_clis", "codex") {
         let out = world
             .memhook()
             .args(["install-mcp", "--agent", "codex", "--apply"])
@@ -798,7 +785,7 @@ fn mcp_registration_read_by_real_clis() {
             "{line}"
         );
     }
-    if let Some(claude_exe) = agent_cli("claude") {
+    if let Some(claude_exe) = agent_cli("mcp_registration_read_by_real_clis", "claude") {
         let out = world
             .memhook()
             .args(["install-mcp", "--agent", "claude-code", "--apply"])
@@ -845,7 +832,7 @@ fn gemini(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
 /// the excluded read, and the next session's prompt carries the briefing.
 #[test]
 fn gemini_cli_end_to_end() {
-    let Some(exe) = agent_cli("gemini") else {
+    let Some(exe) = agent_cli("gemini_cli_end_to_end", "gemini") else {
         return;
     };
     let world = World::new();
@@ -948,7 +935,7 @@ fn gemini_session_runs_memhook(
 /// comma, a BOM) are ones the real CLI refuses too.
 #[test]
 fn gemini_cli_reads_commented_settings() {
-    let Some(exe) = agent_cli("gemini") else {
+    let Some(exe) = agent_cli("gemini_cli_reads_commented_settings", "gemini") else {
         return;
     };
     let world = World::new();

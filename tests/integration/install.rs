@@ -1117,6 +1117,12 @@ fn doctor_reports_installation_and_binary() {
         .unwrap();
     assert_eq!(a["points_to_this_binary"], false);
     assert!(a["problems"].to_string().contains("/gone/memhook"));
+    assert!(
+        a["problems"]
+            .to_string()
+            .contains("hooks run /gone/memhook, not this binary ("),
+        "{a}"
+    );
 }
 
 // The data dir is baked only when it is not the default; `--data-dir` wins

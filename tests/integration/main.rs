@@ -4,9 +4,11 @@
 mod util;
 
 mod agents;
-mod briefing;
 mod binding;
+mod briefing;
+mod cli;
 mod delivery;
+mod deps;
 mod forget;
 mod hook;
 mod hostile;

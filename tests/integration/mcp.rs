@@ -93,25 +93,9 @@ fn capture_prompt(home: &Path, cwd: &Path, prompt: &str) -> String {
     payload["session_id"].as_str().unwrap().to_string()
 }
 
-fn python_with_mcp() -> Option<PathBuf> {
-    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    let ok = Command::new(&py)
-        .args(["-c", "import mcp"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    ok.then_some(py)
-}
-
 #[test]
 fn official_python_sdk_client_round_trip() {
-    let Some(py) = python_with_mcp() else {
-        eprintln!(
-            "SKIPPED official_python_sdk_client_round_trip: .venv has no `mcp` package; \
-             run scripts/test-deps.sh to install the official Python MCP SDK"
-        );
+    let Some(py) = crate::deps::python_mcp("official_python_sdk_client_round_trip") else {
         return;
     };
     let (home, project) = home_with_project();

@@ -1,0 +1,103 @@
+//! Test dependencies beyond Rust: the real agent CLIs
+//! (`scripts/install-agent-clis.sh`) and the official Python MCP SDK
+//! (`scripts/test-deps.sh`).
+//!
+//! In CI (`CI` set to `true`/`1`/`yes`, as CI services do and `.ci/run`
+//! does) a missing dependency fails the test that needs it: a suite that
+//! silently skips is a suite that silently tests nothing. Locally the test
+//! is skipped, and says so on one line that `cargo test` does not swallow;
+//! [`test_dependencies_are_installed`] lists everything missing in one line.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The agent CLIs the real-agent tests drive, by executable name.
+pub const AGENT_CLIS: [&str; 4] = ["claude", "codex", "opencode", "gemini"];
+const INSTALL_CLIS: &str =
+    "run `bash scripts/install-agent-clis.sh`, or set MEMHOOK_AGENT_CLIS to its prefix";
+const INSTALL_SDK: &str = "run `bash scripts/test-deps.sh` to install it into .venv";
+
+/// Whether the environment says this is CI.
+pub fn in_ci() -> bool {
+    std::env::var("CI")
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "true" | "1" | "yes"))
+}
+
+/// Where an agent CLI is installed, if it is.
+fn find_agent_cli(name: &str) -> Option<PathBuf> {
+    let prefix = std::env::var_os("MEMHOOK_AGENT_CLIS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".agent-clis"));
+    let p = prefix.join("node_modules/.bin").join(name);
+    p.exists().then_some(p)
+}
+
+/// `.venv`'s Python, when it can import the official MCP SDK.
+fn find_python_mcp() -> Option<PathBuf> {
+    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    let ok = Command::new(&py)
+        .args(["-c", "import mcp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(py)
+}
+
+/// The agent CLI `name` for `test`: see [`needed`].
+pub fn agent_cli(test: &str, name: &str) -> Option<PathBuf> {
+    needed(
+        test,
+        &format!("the {name} CLI"),
+        find_agent_cli(name),
+        INSTALL_CLIS,
+    )
+}
+
+/// `.venv`'s Python with the MCP SDK for `test`: see [`needed`].
+pub fn python_mcp(test: &str) -> Option<PathBuf> {
+    needed(test, "the Python MCP SDK", find_python_mcp(), INSTALL_SDK)
+}
+
+/// `found`, or: in CI a failure naming `what` and the fix; locally one
+/// `SKIPPED` line and `None` (the caller returns).
+fn needed<T>(test: &str, what: &str, found: Option<T>, fix: &str) -> Option<T> {
+    if found.is_some() {
+        return found;
+    }
+    assert!(
+        !in_ci(),
+        "{test}: {what} is missing ({fix}); with CI set a missing test dependency fails"
+    );
+    say(&format!("SKIPPED {test}: {what} is missing ({fix})"));
+    None
+}
+
+/// One line straight to the terminal: `cargo test` captures `eprintln!` of
+/// passing tests, not writes to the stderr handle.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+#[test]
+fn test_dependencies_are_installed() {
+    let mut missing: Vec<String> = AGENT_CLIS
+        .iter()
+        .filter(|c| find_agent_cli(c).is_none())
+        .map(|c| format!("the {c} CLI"))
+        .collect();
+    if find_python_mcp().is_none() {
+        missing.push("the Python MCP SDK".into());
+    }
+    if missing.is_empty() {
+        return;
+    }
+    let line = format!(
+        "missing test dependencies: {} (install: `bash scripts/install-agent-clis.sh`, \
+         `bash scripts/test-deps.sh`)",
+        missing.join(", ")
+    );
+    assert!(!in_ci(), "{line}; with CI set this is a failure");
+    say(&format!("SKIPPED the tests that need them: {line}"));
+}
