@@ -38,6 +38,11 @@ pub const KINDS: &[&str] = &[
     "stripe_key",
     "anthropic_key",
     "openai_key",
+    "npm_token",
+    "pypi_token",
+    "huggingface_token",
+    "slack_webhook",
+    "discord_webhook",
     "google_api_key",
     "jwt",
     "authorization",
@@ -54,6 +59,11 @@ pub const KINDS: &[&str] = &[
 pub const MARKER_PREFIX: &str = "[REDACTED:";
 
 /// Remove private spans, strip control/ANSI/bidi characters, redact secrets.
+///
+/// The one entry point: every surface that stores text (the hook's
+/// records, MCP memory writes, `memhook serve`'s ingest) calls it on that
+/// text, whatever its source, before any cap. It never fails and is
+/// idempotent: cleaning cleaned text changes nothing.
 pub fn clean(text: &str) -> String {
     let text = strip_private(text);
     let text = strip_controls(&text);
@@ -225,14 +235,25 @@ enum Matcher {
     /// `s2`, … only those are replaced (names and separators around them
     /// stay); otherwise the whole match is.
     Regex(&'static str),
+    /// A regex whose match must stand alone: no ASCII letter or digit glued
+    /// to either side. A literal escape (`\n`, `\r`, `\t`, `\uXXXX`) right
+    /// before it counts as a separator, so a key at the start of a line
+    /// inside a JSON-escaped string is found; `_` counts too (`KEY_old`).
+    Word(&'static str),
     /// `-----BEGIN … PRIVATE KEY-----` through its END line, or to the end of
     /// the text when the END line is missing.
     PrivateKey,
     /// `Bearer <token>` (ASCII case-insensitive, token of 16 or more
     /// `[A-Za-z0-9._~+/=-]`): the token.
     Bearer,
+    /// `Basic <base64>` where the base64 decodes to `user:password`: the
+    /// base64 (see [`redact_basic`]).
+    Basic,
     /// `scheme://user:password@host`: the `user:password` part.
     UrlCredentials,
+    /// Password flags of known commands: `mysql -pSECRET`,
+    /// `curl -u user:SECRET`, … (see [`COMMAND_FLAGS`]).
+    CommandFlags,
     /// `key = value`, `key: value`, `"key": "value"` and `--key value` where
     /// the key names a credential (see [`CRED_KEYS`]).
     Assignment,
@@ -294,10 +315,26 @@ fn is_segment(b: &[u8], at: usize, len: usize) -> bool {
     before && after
 }
 
+/// Endings that make `token` a quantity, not a credential: `max_tokens`,
+/// `input_tokens`, `token_count`, `tokenizer` (model usage figures).
+const TOKEN_QUANTITIES: &[&str] = &["s", "_count", "count", "_limit", "limit", "izer", "_usage"];
+
+/// Is the credential word `w` at `b[at..]` followed by a quantity ending?
+fn is_quantity(b: &[u8], at: usize, w: &str) -> bool {
+    let rest = &b[at + w.len()..];
+    w == "token"
+        && TOKEN_QUANTITIES.iter().any(|q| {
+            starts_with_ci(rest, q.as_bytes())
+                && rest.get(q.len()).is_none_or(|c| !c.is_ascii_lowercase())
+        })
+}
+
 /// The credential word of [`CRED_KEYS`] at `b[at..]`, if any (index).
 fn cred_word_at(b: &[u8], at: usize) -> Option<usize> {
     CRED_KEYS.iter().position(|(w, _, whole)| {
-        starts_with_ci(&b[at..], w.as_bytes()) && (!whole || is_segment(b, at, w.len()))
+        starts_with_ci(&b[at..], w.as_bytes())
+            && (!whole || is_segment(b, at, w.len()))
+            && !is_quantity(b, at, w)
     })
 }
 
@@ -313,7 +350,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         keywords: &["akia", "asia", "abia", "acca"],
-        matcher: Matcher::Regex(r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?-u:\b)"),
+        matcher: Matcher::Word(r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}"),
         kind: "aws_access_key",
     },
     Rule {
@@ -343,8 +380,37 @@ const RULES: &[Rule] = &[
     },
     Rule {
         keywords: &["sk-"],
-        matcher: Matcher::Regex(r"(?-u:\b)sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+        matcher: Matcher::Word(r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
         kind: "openai_key",
+    },
+    Rule {
+        keywords: &["npm_"],
+        matcher: Matcher::Word(r"npm_[A-Za-z0-9]{36,}"),
+        kind: "npm_token",
+    },
+    Rule {
+        keywords: &["pypi-ag"],
+        matcher: Matcher::Regex(r"pypi-AgE[A-Za-z0-9_-]{50,}"),
+        kind: "pypi_token",
+    },
+    Rule {
+        keywords: &["hf_"],
+        matcher: Matcher::Word(r"hf_[A-Za-z0-9]{34,}"),
+        kind: "huggingface_token",
+    },
+    Rule {
+        keywords: &["hooks.slack.com"],
+        matcher: Matcher::Regex(
+            r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s1>[A-Za-z0-9_/-]{16,})",
+        ),
+        kind: "slack_webhook",
+    },
+    Rule {
+        keywords: &["discord.com/api/webhooks", "discordapp.com/api/webhooks"],
+        matcher: Matcher::Regex(
+            r"discord(?:app)?\.com/api/webhooks/(?P<s1>[0-9]{5,}/[A-Za-z0-9_-]{20,})",
+        ),
+        kind: "discord_webhook",
     },
     Rule {
         keywords: &["aiza"],
@@ -362,9 +428,27 @@ const RULES: &[Rule] = &[
         kind: "bearer",
     },
     Rule {
+        keywords: &["basic"],
+        matcher: Matcher::Basic,
+        kind: "authorization",
+    },
+    Rule {
         keywords: &["://"],
         matcher: Matcher::UrlCredentials,
         kind: "url_credentials",
+    },
+    Rule {
+        keywords: &[
+            "mysql",
+            "mariadb",
+            "sshpass",
+            "redis-cli",
+            "valkey-cli",
+            "login",
+            "curl",
+        ],
+        matcher: Matcher::CommandFlags,
+        kind: "password",
     },
     Rule {
         keywords: &["aws_secret", "secret_access_key", "secretaccesskey"],
@@ -404,7 +488,7 @@ const RULES: &[Rule] = &[
 
 fn compiled(i: usize) -> Option<&'static Regex> {
     static CELLS: [OnceLock<Regex>; RULES.len()] = [const { OnceLock::new() }; RULES.len()];
-    let Matcher::Regex(pattern) = RULES[i].matcher else {
+    let (Matcher::Regex(pattern) | Matcher::Word(pattern)) = RULES[i].matcher else {
         return None;
     };
     Some(
@@ -501,8 +585,11 @@ fn redact_secrets(text: &str) -> Cow<'_, str> {
                     Cow::Borrowed(_) => None,
                 }
             }
+            Matcher::Word(_) => redact_words(compiled(i).expect("a regex rule"), rule.kind, &cur),
             Matcher::PrivateKey => redact_private_keys(&cur),
+            Matcher::Basic => redact_basic(&cur),
             Matcher::UrlCredentials => redact_url_credentials(&cur),
+            Matcher::CommandFlags => redact_command_flags(&cur),
             Matcher::Bearer => redact_bearer(&cur),
             Matcher::Assignment => redact_assignments(&cur),
         };
@@ -532,6 +619,42 @@ fn rewrite(kind: &str, c: &Captures<'_>) -> String {
     }
 }
 
+/// Is `b[start..end]` free of letters and digits glued to either side? A
+/// literal `\n`, `\r`, `\t` or `\uXXXX` escape right before it separates.
+fn stands_alone(b: &[u8], start: usize, end: usize) -> bool {
+    let glued = |c: u8| c.is_ascii_alphanumeric();
+    let escaped = |n: usize| {
+        start >= n
+            && b[start - n] == b'\\'
+            && match n {
+                2 => matches!(b[start - 1], b'n' | b'r' | b't'),
+                _ => b[start - 5] == b'u' && b[start - 4..start].iter().all(u8::is_ascii_hexdigit),
+            }
+    };
+    let before = start == 0 || !glued(b[start - 1]) || escaped(2) || escaped(6);
+    let after = end == b.len() || !glued(b[end]);
+    before && after
+}
+
+/// Replace every match of `re` that [`stands_alone`]. A match glued to a
+/// word is skipped and the search goes on from its next byte, so a real
+/// secret overlapping it is still found.
+fn redact_words(re: &Regex, kind: &str, text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut sp = Splice::default();
+    let mut at = 0;
+    while let Some(m) = re.find_at(text, at) {
+        if stands_alone(b, m.start(), m.end()) {
+            sp.redact(text, m.start(), m.end(), kind);
+            at = m.end();
+        } else {
+            // Every pattern starts with an ASCII byte: +1 is a char boundary.
+            at = m.start() + 1;
+        }
+    }
+    sp.finish(text)
+}
+
 /// `-----BEGIN <LABEL> PRIVATE KEY-----` or `… PRIVATE KEY BLOCK-----` where
 /// the label is `[ A-Z0-9]*`; returns the header's length at `s`.
 fn key_armor(s: &[u8], word: &[u8]) -> Option<usize> {
@@ -549,10 +672,38 @@ fn key_armor(s: &[u8], word: &[u8]) -> Option<usize> {
         .then_some(5 + word.len() + label.len() + 5)
 }
 
+/// Builds the redacted copy of a text: the kept stretches and the markers
+/// that replace secrets, in order. Every scanner uses one.
+#[derive(Default)]
+struct Splice {
+    out: String,
+    kept: usize,
+}
+
+impl Splice {
+    /// Replace `text[start..end]` (at or after everything replaced so far)
+    /// with the marker of `kind`.
+    fn redact(&mut self, text: &str, start: usize, end: usize, kind: &str) {
+        self.out.push_str(&text[self.kept..start]);
+        self.out.push_str(MARKER_PREFIX);
+        self.out.push_str(kind);
+        self.out.push(']');
+        self.kept = end;
+    }
+
+    /// The redacted text, or `None` when nothing was replaced.
+    fn finish(mut self, text: &str) -> Option<String> {
+        (self.kept > 0).then(|| {
+            self.out.push_str(&text[self.kept..]);
+            self.out
+        })
+    }
+}
+
 fn redact_private_keys(text: &str) -> Option<String> {
     let b = text.as_bytes();
-    let mut out = String::new();
-    let (mut i, mut kept) = (0, 0);
+    let mut sp = Splice::default();
+    let mut i = 0;
     while let Some(off) = find(&b[i..], b"-----BEGIN") {
         let start = i + off;
         let Some(h) = key_armor(&b[start..], b"BEGIN") else {
@@ -568,15 +719,10 @@ fn redact_private_keys(text: &str) -> Option<String> {
             }
             j += off + 5;
         }
-        out.push_str(&text[kept..start]);
-        out.push_str(&marker("private_key"));
-        kept = end;
+        sp.redact(text, start, end, "private_key");
         i = end;
     }
-    (kept > 0).then(|| {
-        out.push_str(&text[kept..]);
-        out
-    })
+    sp.finish(text)
 }
 
 /// Shortest bearer token redacted.
@@ -586,49 +732,118 @@ fn is_bearer_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"._~+/=-".contains(&b)
 }
 
-fn redact_bearer(text: &str) -> Option<String> {
-    let b = text.as_bytes();
-    let mut out = String::new();
-    let (mut kept, mut i) = (0, 0);
-    while i + 6 < b.len() {
-        let Some(off) = b[i..]
-            .windows(6)
-            .position(|w| w.eq_ignore_ascii_case(b"bearer"))
-        else {
-            break;
-        };
-        let ws_start = i + off + 6;
-        let start = ws_start
-            + b[ws_start..]
-                .iter()
-                .take_while(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c))
-                .count();
-        let end = start
-            + b[start..]
-                .iter()
-                .take_while(|c| is_bearer_byte(**c))
-                .count();
-        i = ws_start;
-        if start == ws_start || end - start < MIN_BEARER_TOKEN {
-            continue;
-        }
-        out.push_str(&text[kept..start]);
-        out.push_str(&marker("bearer"));
-        kept = end;
-        i = end;
-    }
-    (kept > 0).then(|| {
-        out.push_str(&text[kept..]);
-        out
-    })
+/// After each occurrence of `word` (ASCII case-insensitive), the blanks and
+/// then the run of bytes `token` accepts: (word end, token start, token end).
+fn word_then_token(
+    b: &[u8],
+    from: usize,
+    word: &[u8],
+    token: fn(u8) -> bool,
+) -> Option<(usize, usize, usize)> {
+    let word_end = from + find_ci(&b[from..], word)? + word.len();
+    let start = word_end
+        + b[word_end..]
+            .iter()
+            .take_while(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c))
+            .count();
+    let end = start + b[start..].iter().take_while(|c| token(**c)).count();
+    Some((word_end, start, end))
 }
 
-/// After each `scheme://`, a `user:password@` before any `/`, whitespace or
-/// control character is replaced (user and password together).
+fn redact_bearer(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut sp = Splice::default();
+    let mut i = 0;
+    while let Some((word_end, start, end)) = word_then_token(b, i, b"bearer", is_bearer_byte) {
+        i = word_end;
+        if start == word_end || end - start < MIN_BEARER_TOKEN {
+            continue;
+        }
+        sp.redact(text, start, end, "bearer");
+        i = end;
+    }
+    sp.finish(text)
+}
+
+/// Shortest `Basic` credential redacted (base64 of 6 bytes or more).
+const MIN_BASIC_CREDENTIAL: usize = 8;
+
+fn is_base64_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"+/=-_".contains(&b)
+}
+
+/// `Basic <base64>` anywhere (the word not glued to a letter before it)
+/// when the base64 decodes to `user:password`, as HTTP Basic
+/// authentication sends it. `Basic realm=…` and prose ("basic knowledge")
+/// do not decode that way and are kept.
+fn redact_basic(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut sp = Splice::default();
+    let mut i = 0;
+    while let Some((word_end, start, end)) = word_then_token(b, i, b"basic", is_base64_byte) {
+        i = word_end;
+        let glued = word_end > 5 && b[word_end - 6].is_ascii_alphanumeric();
+        if glued
+            || start == word_end
+            || end - start < MIN_BASIC_CREDENTIAL
+            || !base64_decode(&b[start..end]).is_some_and(|d| is_user_password(&d))
+        {
+            continue;
+        }
+        sp.redact(text, start, end, "authorization");
+        i = end;
+    }
+    sp.finish(text)
+}
+
+/// `user:password` with a non-empty password.
+fn is_user_password(d: &[u8]) -> bool {
+    d.iter()
+        .position(|c| *c == b':')
+        .is_some_and(|p| p + 1 < d.len())
+}
+
+/// Standard or URL-safe base64, padded or not; `None` when it is not.
+fn base64_decode(s: &[u8]) -> Option<Vec<u8>> {
+    let s = s
+        .strip_suffix(b"==")
+        .or_else(|| s.strip_suffix(b"="))
+        .unwrap_or(s);
+    if s.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for &c in s {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+/// Longest `user:password` looked at after a `scheme://`.
+const MAX_USERINFO_BYTES: usize = 256;
+
+/// After each `scheme://`, a `user:password@` part is replaced (user and
+/// password together). The password may hold `/` and `@`: the part ends at
+/// the first `@` that a host follows.
 fn redact_url_credentials(text: &str) -> Option<String> {
     let b = text.as_bytes();
-    let mut out = String::new();
-    let (mut kept, mut i) = (0, 0);
+    let mut sp = Splice::default();
+    let mut i = 0;
     while let Some(off) = find(&b[i..], b"://") {
         let start = i + off + 3;
         i = start;
@@ -636,31 +851,334 @@ fn redact_url_credentials(text: &str) -> Option<String> {
         if start < 4 || !b[start - 4].is_ascii_alphanumeric() {
             continue;
         }
-        let auth_len = b[start..]
-            .iter()
-            .take_while(|c| !matches!(c, b'/' | b'@' | 0..=b' ' | 0x7f))
-            .count();
-        let end = start + auth_len;
-        let colon = b[start..end].iter().position(|c| *c == b':');
-        let valid = end < b.len()
-            && b[end] == b'@'
-            && matches!(colon, Some(p) if p > 0 && p + 1 < auth_len);
-        if !valid || b[start..].starts_with(MARKER_PREFIX.as_bytes()) {
+        if b[start..].starts_with(MARKER_PREFIX.as_bytes()) {
             continue;
         }
-        out.push_str(&text[kept..start]);
-        out.push_str(&marker("url_credentials"));
-        kept = end;
-        i = end;
+        let Some(len) = userinfo_len(&b[start..]) else {
+            continue;
+        };
+        sp.redact(text, start, start + len, "url_credentials");
+        i = start + len;
     }
-    (kept > 0).then(|| {
-        out.push_str(&text[kept..]);
-        out
-    })
+    sp.finish(text)
+}
+
+/// In `rest` (what follows `scheme://`), the length of a `user:password`
+/// part ending right before an `@` that a host follows. The user may be
+/// empty (`redis://:pw@host`), the password may not; `host:port/…@…` is
+/// not credentials.
+fn userinfo_len(rest: &[u8]) -> Option<usize> {
+    let limit = rest.len().min(MAX_USERINFO_BYTES);
+    let url_end = rest[..limit]
+        .iter()
+        .position(|&c| c <= b' ' || c == 0x7f || b"\"'<>`\\".contains(&c))
+        .unwrap_or(limit);
+    let url = &rest[..url_end];
+    let colon = url
+        .iter()
+        .position(|&c| matches!(c, b':' | b'/' | b'?' | b'#' | b'@'))?;
+    if url[colon] != b':' {
+        return None;
+    }
+    let mut at = colon + 1;
+    while let Some(off) = url[at..].iter().position(|&c| c == b'@') {
+        let p = at + off;
+        if p == colon + 1 {
+            return None; // empty password
+        }
+        if host_follows(&url[p + 1..]) {
+            let pass = &url[colon + 1..p];
+            let digits = pass.iter().take_while(|c| c.is_ascii_digit()).count();
+            // `host:8080/path@x` is a port and a path, not a password; a
+            // password a more precise rule redacted keeps its marker.
+            if digits > 0 && pass.get(digits) == Some(&b'/')
+                || pass.starts_with(MARKER_PREFIX.as_bytes())
+            {
+                return None;
+            }
+            return Some(p);
+        }
+        at = p + 1;
+    }
+    None
+}
+
+/// Does `s` start with a host (name or `[v6]`, optional `:port`) that ends
+/// the authority? `ss@host` and `ss:word@host` do not.
+fn host_follows(s: &[u8]) -> bool {
+    let host = if s.first() == Some(&b'[') {
+        s.iter().position(|&c| c == b']').map_or(0, |p| p + 1)
+    } else {
+        s.iter()
+            .take_while(|&&c| c.is_ascii_alphanumeric() || b".-_~%".contains(&c))
+            .count()
+    };
+    if host == 0 {
+        return false;
+    }
+    let mut rest = &s[host..];
+    if let Some(port) = rest.strip_prefix(b":") {
+        let n = port.iter().take_while(|c| c.is_ascii_digit()).count();
+        rest = &port[n..];
+    }
+    !rest
+        .first()
+        .is_some_and(|&c| c == b'@' || c == b':' || c.is_ascii_alphanumeric())
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// [`find`] for a lowercase ASCII `needle`, ASCII case-insensitive: a
+/// cheap first-byte test, then the comparison.
+fn find_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    let first = needle[0];
+    let last = hay.len().checked_sub(needle.len())?;
+    (0..=last).find(|&i| (hay[i] | 0x20) == first && starts_with_ci(&hay[i..], needle))
+}
+
+// ---------------------------------------------------------------------------
+// Password flags of known commands
+
+/// How a command's flag carries its secret.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FlagValue {
+    /// Glued to the flag only (`mysql -pSECRET`; `-p SECRET` names a
+    /// database and prompts for the password).
+    Glued,
+    /// Glued or as the next word (`sshpass -p SECRET`).
+    GluedOrNext,
+    /// `user:SECRET`, glued, after `=` or as the next word
+    /// (`curl -u admin:SECRET`): the part after the first `:`.
+    UserColon,
+}
+
+/// (commands, flag, how its value comes). A command word is matched on
+/// its file name (`/usr/bin/mysql`), so `docker login`, `podman login`,
+/// `helm registry login` all activate `login`'s flags.
+const COMMAND_FLAGS: &[(&[&str], &str, FlagValue)] = &[
+    (
+        &[
+            "mysql",
+            "mysqldump",
+            "mysqladmin",
+            "mysqlimport",
+            "mysqlcheck",
+            "mysqlsh",
+            "mariadb",
+            "mariadb-dump",
+            "mariadb-admin",
+        ],
+        "-p",
+        FlagValue::Glued,
+    ),
+    (&["sshpass"], "-p", FlagValue::GluedOrNext),
+    (&["redis-cli", "valkey-cli"], "-a", FlagValue::GluedOrNext),
+    (&["login"], "-p", FlagValue::GluedOrNext),
+    (&["curl"], "-u", FlagValue::UserColon),
+    (&["curl"], "--user", FlagValue::UserColon),
+    (&["curl"], "-U", FlagValue::UserColon),
+    (&["curl"], "--proxy-user", FlagValue::UserColon),
+];
+
+/// A cheap test run on every word before the table is searched: the
+/// length and first byte of some command of [`COMMAND_FLAGS`].
+fn could_be_command(name: &[u8]) -> bool {
+    const fn shortest_longest() -> (usize, usize) {
+        let (mut lo, mut hi) = (usize::MAX, 0);
+        let mut i = 0;
+        while i < COMMAND_FLAGS.len() {
+            let cmds = COMMAND_FLAGS[i].0;
+            let mut j = 0;
+            while j < cmds.len() {
+                let n = cmds[j].len();
+                if n < lo {
+                    lo = n;
+                }
+                if n > hi {
+                    hi = n;
+                }
+                j += 1;
+            }
+            i += 1;
+        }
+        (lo, hi)
+    }
+    const LENGTHS: (usize, usize) = shortest_longest();
+    static FIRST: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut i = 0;
+        while i < COMMAND_FLAGS.len() {
+            let cmds = COMMAND_FLAGS[i].0;
+            let mut j = 0;
+            while j < cmds.len() {
+                t[cmds[j].as_bytes()[0] as usize] = true;
+                j += 1;
+            }
+            i += 1;
+        }
+        t
+    };
+    (LENGTHS.0..=LENGTHS.1).contains(&name.len()) && FIRST[name[0] as usize]
+}
+
+/// Bytes at which a shell word may end (see [`word_end`]): a table, so the
+/// scan over ordinary word bytes is one lookup per byte.
+static WORD_STOP: [bool; 256] = {
+    let mut t = [false; 256];
+    let stops = b" \t\n\r\x0b\x0c;|)`\"'&\\";
+    let mut i = 0;
+    while i < stops.len() {
+        t[stops[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+/// Where a shell word outside quotes ends: at whitespace, `;`, `|`, `)`,
+/// a backtick, a quote, or `&` before a blank or another `&` (a lone `&`
+/// inside a word is part of it). A literal `\n`, `\r`, `\t` or `\"`
+/// escape (text holding a JSON-escaped string) ends it too.
+fn word_end(b: &[u8], from: usize) -> usize {
+    let mut j = from;
+    loop {
+        j += b[j..]
+            .iter()
+            .take_while(|&&c| !WORD_STOP[c as usize])
+            .count();
+        let next = b.get(j + 1);
+        match b.get(j) {
+            Some(b'&') if next.is_some_and(|n| !n.is_ascii_whitespace() && *n != b'&') => j += 1,
+            Some(b'\\') if !matches!(next, Some(b'n' | b'r' | b't' | b'"')) => j += 1,
+            _ => return j,
+        }
+    }
+}
+
+/// The value starting at `i`: a quoted string (to its closing quote, or the
+/// end of the line when it is missing) or a shell word. Returns the span
+/// to redact (inside the quotes) and where the word ends.
+fn flag_value(b: &[u8], i: usize) -> (usize, usize, usize) {
+    match b.get(i) {
+        Some(&q @ (b'"' | b'\'')) => {
+            let start = i + 1;
+            let end = start
+                + b[start..]
+                    .iter()
+                    .take_while(|&&c| c != q && c != b'\n' && c != b'\r')
+                    .count();
+            (start, end, (end + 1).min(b.len()))
+        }
+        _ => {
+            let end = word_end(b, i);
+            (i, end, end)
+        }
+    }
+}
+
+/// Does a shell command end at `b[j]` (flags seen so far stop applying)?
+fn ends_command(b: &[u8], j: usize) -> bool {
+    match b[j] {
+        b'\n' | b'\r' => j == 0 || b[j - 1] != b'\\', // not a continuation
+        b';' | b'|' | b'&' => true,
+        b'\\' => matches!(b.get(j + 1), Some(b'n' | b'r')),
+        _ => false,
+    }
+}
+
+/// One pass over the words of `text`: a word naming a command of
+/// [`COMMAND_FLAGS`] turns its flags on until the command ends (newline,
+/// `;`, `|`, `&`); a flag that is on has its value redacted.
+fn redact_command_flags(text: &str) -> Option<String> {
+    const _: () = assert!(COMMAND_FLAGS.len() <= 32);
+    let b = text.as_bytes();
+    let mut sp = Splice::default();
+    let mut on = 0u32;
+    let mut j = 0;
+    while j < b.len() {
+        if ends_command(b, j) {
+            on = 0;
+        }
+        if b[j] == b'\\' && matches!(b.get(j + 1), Some(b'n' | b'r' | b't')) {
+            j += 2; // a literal escape separates words
+            continue;
+        }
+        if !(b[j].is_ascii_graphic()) || b"\"'`(;|&".contains(&b[j]) {
+            j += 1;
+            continue;
+        }
+        let end = word_end(b, j);
+        if end == j {
+            j += 1;
+            continue;
+        }
+        let word = &b[j..end];
+        let name = match word.iter().rposition(|&c| c == b'/') {
+            Some(p) => &word[p + 1..],
+            None => word,
+        };
+        if could_be_command(name) {
+            for (k, (cmds, _, _)) in COMMAND_FLAGS.iter().enumerate() {
+                if cmds.iter().any(|c| c.as_bytes() == name) {
+                    on |= 1 << k;
+                }
+            }
+        }
+        let mut next = end;
+        if on != 0 && word[0] == b'-' {
+            if let Some((start, stop, after)) = flag_secret(b, j, end, on) {
+                if start < stop && !b[start..].starts_with(MARKER_PREFIX.as_bytes()) {
+                    sp.redact(text, start, stop, "password");
+                }
+                next = after.max(end);
+            }
+        }
+        j = next;
+    }
+    sp.finish(text)
+}
+
+/// For the flag word `b[j..end]` (one of the flags in `on`), the secret:
+/// (start, end, where scanning resumes).
+fn flag_secret(b: &[u8], j: usize, end: usize, on: u32) -> Option<(usize, usize, usize)> {
+    for (k, (_, flag, how)) in COMMAND_FLAGS.iter().enumerate() {
+        if on & (1 << k) == 0 || !b[j..end].starts_with(flag.as_bytes()) {
+            continue;
+        }
+        let g = j + flag.len();
+        let long = flag.starts_with("--");
+        let value_at = if g < end {
+            // Glued: `-pSECRET`, `-uadmin:pw`, `--user=admin:pw`; but
+            // `--username` is another flag.
+            match (long, b[g]) {
+                (true, b'=') => g + 1,
+                (true, _) => continue,
+                (false, _) => g,
+            }
+        } else if matches!(b.get(g), Some(b'"' | b'\'')) {
+            g // `-p'SECRET'`
+        } else if *how == FlagValue::Glued {
+            continue;
+        } else {
+            // The next word, unless it is another flag.
+            let n = b[g..]
+                .iter()
+                .take_while(|c| matches!(c, b' ' | b'\t'))
+                .count();
+            if n == 0 || g + n >= b.len() || b[g + n] == b'-' {
+                return None;
+            }
+            g + n
+        };
+        let (start, stop, after) = flag_value(b, value_at);
+        if *how == FlagValue::UserColon {
+            let colon = b[start..stop].iter().position(|&c| c == b':')?;
+            return Some((start + colon + 1, stop, after));
+        }
+        return Some((start, stop, after));
+    }
+    None
 }
 
 /// How far a key name is followed on each side of its credential word.
@@ -695,6 +1213,39 @@ fn next_cred_word(b: &[u8], from: usize) -> Option<(usize, usize)> {
     })
 }
 
+/// How an assignment's value is delimited.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Delim {
+    /// `"…"` (backslash escapes skipped) or `'…'`, or to the end of the line
+    /// when the closing quote is missing.
+    Quoted(u8),
+    /// `\"…\"` inside a JSON-escaped string (a JSON document held in a JSON
+    /// string): to the next `\"` that is not itself escaped.
+    EscapedQuoted,
+    /// One shell word: `--password=VALUE`, `--password VALUE`.
+    Word,
+    /// A URL query value: `?token=VALUE&…`.
+    Query,
+    /// A JSON scalar after a quoted key (`"token": 123,`).
+    Scalar,
+    /// A bare value (`password: correct horse battery staple`): to the end
+    /// of the line (a newline or a literal `\n` escape), so a passphrase
+    /// goes whole. A YAML block scalar (`|`,
+    /// `>`) takes the more indented lines that follow.
+    Line,
+}
+
+/// The separator at the start of `s` (`:`, `=`, `:=`, `=>`): its length,
+/// 0 when there is none. `==` and `::` are not assignments (`None`).
+fn separator(s: &[u8]) -> Option<usize> {
+    match s {
+        [b'=', b'=', ..] | [b':', b':', ..] => None,
+        [b':' | b'=', b'=' | b'>', ..] => Some(2),
+        [b':' | b'=', ..] => Some(1),
+        _ => Some(0),
+    }
+}
+
 /// For a credential word found at `at` (`len` bytes), the assignment around
 /// it: (key start, value start, value end). `None` when the key is not
 /// assigned a value there.
@@ -702,10 +1253,18 @@ fn assignment_at(b: &[u8], at: usize, len: usize) -> Option<(usize, usize, usize
     // Keys are bounded on both sides so a long run of key bytes holding many
     // credential words stays linear.
     let lo = at.saturating_sub(MAX_KEY_BYTES);
-    let key_start = b[lo..at]
+    let mut key_start = b[lo..at]
         .iter()
         .rposition(|c| !is_key_byte(*c))
         .map_or(lo, |p| lo + p + 1);
+    // A literal `\n`, `\r`, `\t` escape before the key is not part of it.
+    if key_start > 0
+        && key_start < at
+        && b[key_start - 1] == b'\\'
+        && matches!(b[key_start], b'n' | b'r' | b't')
+    {
+        key_start += 1;
+    }
     let key_end = at
         + len
         + b[at + len..]
@@ -719,25 +1278,48 @@ fn assignment_at(b: &[u8], at: usize, len: usize) -> Option<(usize, usize, usize
         }
     };
     let mut i = key_end;
-    if i < b.len() && matches!(b[i], b'"' | b'\'') {
+    // A quoted key: `"password":`, `'password' =>`, `\"password\":`.
+    let quoted_key = if b[i..].starts_with(b"\\\"") {
+        i += 2;
+        true
+    } else if i < b.len() && matches!(b[i], b'"' | b'\'') {
         i += 1;
-    }
-    blank(&mut i);
-    if i < b.len() && matches!(b[i], b':' | b'=') {
-        i += 1;
-        blank(&mut i);
+        true
     } else {
-        // Only `--flag VALUE` may do without `:` or `=`, and only when the
-        // flag ends with the credential word (`--token-file PATH` is not one).
-        let flag = b[key_start..].starts_with(b"--") && key_end == at + len;
-        if !(flag && i > key_end && i < b.len() && b[i] != b'-') {
-            return None;
+        false
+    };
+    blank(&mut i);
+    let flag = b[key_start] == b'-';
+    match separator(&b[i..])? {
+        0 => {
+            // Only `--flag VALUE` may do without a separator, and only when
+            // the flag ends with the credential word (`--token-file PATH`
+            // is not one).
+            let long = b[key_start..].starts_with(b"--") && key_end == at + len;
+            if !(long && !quoted_key && i > key_end && i < b.len() && b[i] != b'-') {
+                return None;
+            }
+        }
+        n => {
+            i += n;
+            blank(&mut i);
         }
     }
-    let quote = (i < b.len() && matches!(b[i], b'"' | b'\'')).then(|| b[i]);
-    if quote.is_some() {
+    let delim = if b[i..].starts_with(b"\\\"") {
+        i += 2;
+        Delim::EscapedQuoted
+    } else if i < b.len() && matches!(b[i], b'"' | b'\'') {
         i += 1;
-    }
+        Delim::Quoted(b[i - 1])
+    } else if flag {
+        Delim::Word
+    } else if key_start > 0 && matches!(b[key_start - 1], b'?' | b'&') {
+        Delim::Query
+    } else if quoted_key {
+        Delim::Scalar
+    } else {
+        Delim::Line
+    };
     // An Authorization value keeps its scheme word (`Bearer`, `Basic`, …).
     if b[at..].len() >= 13 && b[at..at + 13].eq_ignore_ascii_case(b"authorization") {
         for s in AUTH_SCHEMES {
@@ -752,22 +1334,123 @@ fn assignment_at(b: &[u8], at: usize, len: usize) -> Option<(usize, usize, usize
             }
         }
     }
-    let stop: &[u8] = match quote {
-        Some(b'"') => b"\"\r\n",
-        Some(_) => b"'\r\n",
-        None => b" \t\r\n\"',;&)}]",
-    };
-    let end = i + b[i..].iter().take_while(|c| !stop.contains(c)).count();
+    let end = value_end(b, i, delim);
     if end == i || b[i..].starts_with(MARKER_PREFIX.as_bytes()) {
         return None;
     }
+    let end = match delim {
+        Delim::Line => yaml_block_end(b, key_start, i, end),
+        _ => end,
+    };
     Some((key_start, i, end))
+}
+
+/// Where a value starting at `i` ends.
+fn value_end(b: &[u8], i: usize, delim: Delim) -> usize {
+    let n = b.len();
+    let mut j = i;
+    match delim {
+        Delim::Quoted(q) => {
+            while j < n && b[j] != q && b[j] != b'\n' && b[j] != b'\r' {
+                j += if q == b'"' && b[j] == b'\\' && j + 1 < n {
+                    2
+                } else {
+                    1
+                };
+            }
+            j.min(n)
+        }
+        Delim::EscapedQuoted => {
+            // Decode one level of escaping on the fly: `\\` is a backslash
+            // of the inner string, `\"` its quote (closing unless the inner
+            // string escaped it).
+            let mut inner_escape = false;
+            while j < n {
+                match (b[j], b.get(j + 1)) {
+                    (b'"' | b'\n' | b'\r', _) => break,
+                    (b'\\', Some(b'"')) if !inner_escape => break,
+                    (b'\\', Some(b'n' | b'r')) if !inner_escape => break,
+                    (b'\\', Some(&c)) => {
+                        inner_escape = c == b'\\' && !inner_escape;
+                        j += 2;
+                    }
+                    _ => {
+                        inner_escape = false;
+                        j += 1;
+                    }
+                }
+            }
+            j.min(n)
+        }
+        Delim::Word => word_end(b, i),
+        Delim::Query | Delim::Scalar => {
+            let stops: &[u8] = match delim {
+                Delim::Query => b"&#\"'\\",
+                _ => b",}]\"'\\",
+            };
+            let stop = |c: u8| c.is_ascii_whitespace() || stops.contains(&c);
+            i + b[i..].iter().take_while(|&&c| !stop(c)).count()
+        }
+        Delim::Line => {
+            // Quotes do not end it: a stop inside the line could fall
+            // between a later key and its value and let that value out.
+            while j < n
+                && !matches!(b[j], b'\n' | b'\r')
+                && !(b[j] == b'\\' && matches!(b.get(j + 1), Some(b'n' | b'r')))
+            {
+                j += 1;
+            }
+            while j > i && matches!(b[j - 1], b' ' | b'\t') {
+                j -= 1;
+            }
+            j
+        }
+    }
+}
+
+/// For a bare value `b[start..end]` that opens a YAML block scalar (`|`,
+/// `>`, with an optional chomping or indent indicator), the end of the
+/// block: the following lines indented more than the key (blank lines
+/// inside it included). Any other value ends where it ends.
+fn yaml_block_end(b: &[u8], key_start: usize, start: usize, end: usize) -> usize {
+    let v = &b[start..end];
+    let is_block = matches!(v.first(), Some(b'|' | b'>'))
+        && v[1..]
+            .iter()
+            .all(|c| matches!(c, b'-' | b'+' | b'0'..=b'9'));
+    if !is_block {
+        return end;
+    }
+    let line_start = b[..key_start]
+        .iter()
+        .rposition(|&c| c == b'\n')
+        .map_or(0, |p| p + 1);
+    let key_col = key_start - line_start;
+    let (mut block_end, mut j) = (end, end);
+    while j < b.len() && matches!(b[j], b'\n' | b'\r') {
+        j += if b[j..].starts_with(b"\r\n") { 2 } else { 1 };
+        let indent = b[j..].iter().take_while(|&&c| c == b' ').count();
+        let line_end = j + b[j..]
+            .iter()
+            .take_while(|&&c| c != b'\n' && c != b'\r')
+            .count();
+        if line_end == j + indent {
+            j = line_end; // blank line: part of the block if more follows
+            continue;
+        }
+        if indent <= key_col {
+            break;
+        }
+        block_end = line_end;
+        j = line_end;
+    }
+    block_end
 }
 
 fn redact_assignments(text: &str) -> Option<String> {
     let b = text.as_bytes();
-    let mut out = String::new();
-    let (mut kept, mut i) = (0, 0);
+    let mut sp = Splice::default();
+    let mut i = 0;
     while let Some((at, k)) = next_cred_word(b, i) {
         let Some((key_start, start, end)) = assignment_at(b, at, CRED_KEYS[k].0.len()) else {
             i = at + 1;
@@ -783,15 +1466,10 @@ fn redact_assignments(text: &str) -> Option<String> {
         let kind = (key_start..start)
             .find_map(|j| cred_word_at(&b[..start], j))
             .map_or(CRED_KEYS[k].1, |w| CRED_KEYS[w].1);
-        out.push_str(&text[kept..start]);
-        out.push_str(&marker(kind));
-        kept = end;
+        sp.redact(text, start, end, kind);
         i = end;
     }
-    (kept > 0).then(|| {
-        out.push_str(&text[kept..]);
-        out
-    })
+    sp.finish(text)
 }
 
 #[cfg(test)]
@@ -951,7 +1629,7 @@ mod tests {
         ("dbPass: abc", "dbPass: [REDACTED:password]"),
         (
             "GOOGLE_CREDENTIALS={\"k\":1}",
-            "GOOGLE_CREDENTIALS=[REDACTED:secret]\"k\":1}",
+            "GOOGLE_CREDENTIALS=[REDACTED:secret]",
         ),
         ("PRIVATE_KEY=abc", "PRIVATE_KEY=[REDACTED:secret]"),
         (
@@ -1004,7 +1682,8 @@ mod tests {
         "Authorization header is missing",
         "https://example.com:8080/path and git@github.com:owner/repo.git",
         "https://user@host.example/path",
-        "see https://host/a:b@c and ://x:y@z and https://:pw@h and https://u:@h",
+        "see https://host/a:b@c and ://x:y@z and https://u:@h",
+        "http://localhost:3000/users/@me and https://medium.com/@user/post",
         "the password is long",
         "password_policy",
         "tokens count",
@@ -1148,8 +1827,371 @@ mod tests {
     #[test]
     fn utf8_around_secrets_is_kept() {
         assert_eq!(
-            clean("é password=ünïcödé ok"),
-            "é password=[REDACTED:password] ok"
+            clean("é password=ünïcödé\nok"),
+            "é password=[REDACTED:password]\nok"
+        );
+        assert_eq!(
+            clean("é password='ünï cödé' ok"),
+            "é password='[REDACTED:password]' ok"
+        );
+    }
+
+    // --- Reproductions from the "Trust" issue: each was stored verbatim. ---
+
+    /// A secret right after a literal `\n` escape (text holding a
+    /// JSON-escaped string) and one glued to an `_suffix`.
+    #[test]
+    fn key_after_a_literal_escape_or_before_an_underscore() {
+        assert_eq!(
+            clean(r#""x\nAKIAQYLPMN5HHHFPZAM2""#),
+            r#""x\n[REDACTED:aws_access_key]""#
+        );
+        assert_eq!(
+            clean(r#""keys:\nsk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z""#),
+            r#""keys:\n[REDACTED:openai_key]""#
+        );
+        assert_eq!(
+            clean(r"a\tASIAY34FZKBOKMUTVV7A\r"),
+            r"a\t[REDACTED:aws_access_key]\r"
+        );
+        assert_eq!(
+            clean("AKIAQYLPMN5HHHFPZAM2_old"),
+            "[REDACTED:aws_access_key]_old"
+        );
+    }
+
+    /// URL credentials whose password holds a `/` or an `@`.
+    #[test]
+    fn url_passwords_with_slash_or_at() {
+        assert_eq!(
+            clean("redis://default:ab/cd@cache.internal:6379"),
+            "redis://[REDACTED:url_credentials]@cache.internal:6379"
+        );
+        assert_eq!(
+            clean("https://bob:p@ss@host/"),
+            "https://[REDACTED:url_credentials]@host/"
+        );
+    }
+
+    /// An unquoted value runs to the end of its line, not its first word.
+    #[test]
+    fn unquoted_value_with_spaces() {
+        assert_eq!(
+            clean("password: correct horse battery staple\nnext: line"),
+            "password: [REDACTED:password]\nnext: line"
+        );
+    }
+
+    /// An escaped quote inside a JSON string does not end the value.
+    #[test]
+    fn json_value_with_escaped_quotes() {
+        assert_eq!(
+            clean(r#"{"password": "abc\"def\"ghi"}"#),
+            r#"{"password": "[REDACTED:password]"}"#
+        );
+    }
+
+    /// `mysql -pSECRET`: the password glued to `-p`.
+    #[test]
+    fn mysql_glued_password_flag() {
+        assert_eq!(
+            clean("mysql -u root -pS3cretPw! mydb"),
+            "mysql -u root -p[REDACTED:password] mydb"
+        );
+    }
+
+    /// `curl -u user:SECRET`: the password after the user's colon.
+    #[test]
+    fn curl_user_password_flag() {
+        assert_eq!(
+            clean("curl -u admin:Tr0ub4dor&3x https://api.internal/v1"),
+            "curl -u admin:[REDACTED:password] https://api.internal/v1"
+        );
+    }
+
+    /// A Slack incoming-webhook URL is itself the credential.
+    #[test]
+    fn slack_webhook_url() {
+        assert_eq!(
+            clean("POST https://hooks.slack.com/services/T024BE7LD/B01ABCDEF12/q7E2H8a0Xk1R4nT6yPz3vB9c ok"),
+            "POST https://hooks.slack.com/services/[REDACTED:slack_webhook] ok"
+        );
+    }
+
+    /// `Authorization: Basic …` in its usual places.
+    #[test]
+    fn basic_authorization_headers() {
+        for (input, want) in [
+            (
+                "curl -H \"Authorization: Basic YWRtaW46aHVudGVyMg==\" http://x",
+                "curl -H \"Authorization: Basic [REDACTED:authorization]\" http://x",
+            ),
+            (
+                "> Authorization: Basic YWRtaW46aHVudGVyMg==\r\n> Host: x",
+                "> Authorization: Basic [REDACTED:authorization]\r\n> Host: x",
+            ),
+            (
+                "Proxy-Authorization: basic YWRtaW46aHVudGVyMg==",
+                "Proxy-Authorization: basic [REDACTED:authorization]",
+            ),
+            (
+                r#"{\"headers\":{\"Authorization\":\"Basic YWRtaW46aHVudGVyMg==\"}}"#,
+                r#"{\"headers\":{\"Authorization\":\"Basic [REDACTED:authorization]\"}}"#,
+            ),
+            (
+                "WWW-Authenticate: Basic realm=x; sent Basic YWRtaW46aHVudGVyMg==",
+                "WWW-Authenticate: Basic realm=x; sent Basic [REDACTED:authorization]",
+            ),
+        ] {
+            assert_eq!(clean(input), want, "input: {input}");
+        }
+    }
+
+    /// Lines of a corpus file under `fixtures/secrets/`, parsed.
+    fn corpus(name: &str) -> Vec<serde_json::Value> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/secrets")
+            .join(name);
+        std::fs::read_to_string(&p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{name}: {e}: {l}")))
+            .collect()
+    }
+
+    #[test]
+    fn every_corpus_secret_is_redacted_with_its_kind() {
+        let entries = corpus("secrets.jsonl");
+        assert!(entries.len() >= 60, "the corpus holds {}", entries.len());
+        for e in entries {
+            let (text, middle) = (e["text"].as_str().unwrap(), e["middle"].as_str().unwrap());
+            let kind = e["kind"].as_str().unwrap();
+            assert!(KINDS.contains(&kind), "unknown kind {kind}");
+            let out = clean(text);
+            assert!(!out.contains(middle), "{kind} leaked: {text:?} -> {out:?}");
+            assert!(
+                out.contains(&redacted(kind)),
+                "{kind} not marked: {text:?} -> {out:?}"
+            );
+        }
+    }
+
+    /// `memhook serve` may clean a record the hook already cleaned: a second
+    /// pass must change nothing.
+    #[test]
+    fn cleaning_is_idempotent() {
+        let mut texts: Vec<String> = corpus("secrets.jsonl")
+            .iter()
+            .map(|e| e["text"].as_str().unwrap().to_string())
+            .collect();
+        texts.extend(CASES.iter().map(|(input, _)| input.to_string()));
+        texts.push(texts.join("\n"));
+        for t in texts {
+            let once = clean(&t);
+            assert_eq!(clean(&once), once, "input: {t:?}");
+        }
+    }
+
+    #[test]
+    fn every_corpus_near_miss_survives() {
+        for e in corpus("near_misses.jsonl") {
+            let text = e["text"].as_str().unwrap();
+            assert_eq!(clean(text), text, "{}", e["note"]);
+        }
+    }
+
+    /// The whole corpus on one line per secret, and all of it on one line:
+    /// rules must not interfere with each other's neighbours.
+    #[test]
+    fn corpus_secrets_joined_still_redact() {
+        let entries = corpus("secrets.jsonl");
+        for sep in ["\n", "\\n", " ; "] {
+            let all: Vec<&str> = entries
+                .iter()
+                .map(|e| e["text"].as_str().unwrap())
+                .collect();
+            let out = clean(&all.join(sep));
+            for e in &entries {
+                let middle = e["middle"].as_str().unwrap();
+                assert!(
+                    !out.contains(middle),
+                    "{middle} leaked with separator {sep:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn escaped_json_keys_and_values() {
+        assert_eq!(
+            clean(r#"{\"db_password\": \"p\\\"q\"}"#),
+            r#"{\"db_password\": \"[REDACTED:password]\"}"#
+        );
+        assert_eq!(
+            clean(r#"\"token\":12345,\"x\":1"#),
+            r#"\"token\":[REDACTED:token],\"x\":1"#
+        );
+        assert_eq!(
+            clean(r#"{"cfg": "password: a b c\nuser: bob"}"#),
+            r#"{"cfg": "password: [REDACTED:password]\nuser: bob"}"#
+        );
+    }
+
+    #[test]
+    fn separators_and_comparisons() {
+        assert_eq!(
+            clean("'password' => 'x y',"),
+            "'password' => '[REDACTED:password]',"
+        );
+        assert_eq!(clean("token := \"abc\""), "token := \"[REDACTED:token]\"");
+        assert_eq!(clean("if password == x {"), "if password == x {");
+        assert_eq!(clean("crate::token::Kind"), "crate::token::Kind");
+        assert_eq!(clean("\"max_tokens\": 4096"), "\"max_tokens\": 4096");
+        assert_eq!(clean("tokenizer: bpe"), "tokenizer: bpe");
+        assert_eq!(
+            clean("session_token: abc"),
+            "session_token: [REDACTED:token]"
+        );
+    }
+
+    #[test]
+    fn yaml_block_scalars() {
+        assert_eq!(
+            clean("data:\n  password: |\n    line one\n\n    line two\n  user: app\n"),
+            "data:\n  password: [REDACTED:password]\n  user: app\n"
+        );
+        assert_eq!(
+            clean("secret: >-\n  folded\n  text"),
+            "secret: [REDACTED:secret]"
+        );
+        assert_eq!(
+            clean("password: |x\nnext"),
+            "password: [REDACTED:password]\nnext"
+        );
+    }
+
+    #[test]
+    fn command_flag_forms() {
+        for (input, want) in [
+            ("mysql -p'a b' db", "mysql -p'[REDACTED:password]' db"),
+            (
+                "/usr/bin/mysqldump -pX1 db",
+                "/usr/bin/mysqldump -p[REDACTED:password] db",
+            ),
+            ("mysql -p db", "mysql -p db"),
+            ("mysql db; ls -pX", "mysql db; ls -pX"),
+            ("sshpass -pX2 ssh h", "sshpass -p[REDACTED:password] ssh h"),
+            (
+                "redis-cli -a X3 ping",
+                "redis-cli -a [REDACTED:password] ping",
+            ),
+            (
+                "podman login -u u -p X4 r.io",
+                "podman login -u u -p [REDACTED:password] r.io",
+            ),
+            ("curl -uadmin:X5 h", "curl -uadmin:[REDACTED:password] h"),
+            (
+                "curl --user=admin:X6 h",
+                "curl --user=admin:[REDACTED:password] h",
+            ),
+            ("curl --user-agent a:b h", "curl --user-agent a:b h"),
+            ("curl -u admin h", "curl -u admin h"),
+            (
+                "curl -s \\\n  -u admin:X7 h",
+                "curl -s \\\n  -u admin:[REDACTED:password] h",
+            ),
+            ("docker run -p 80:80 x", "docker run -p 80:80 x"),
+            (
+                "mkdir -p a && mysql -pX8",
+                "mkdir -p a && mysql -p[REDACTED:password]",
+            ),
+        ] {
+            assert_eq!(clean(input), want, "input: {input}");
+        }
+    }
+
+    #[test]
+    fn basic_credentials_must_decode_to_user_password() {
+        assert_eq!(
+            base64_decode(b"YWRtaW46aHVudGVyMg==").unwrap(),
+            b"admin:hunter2"
+        );
+        assert_eq!(
+            base64_decode(b"YWRtaW46aHVudGVyMg").unwrap(),
+            b"admin:hunter2"
+        );
+        assert_eq!(base64_decode(b"YWRtaW46aHVudGVyM"), None);
+        assert_eq!(base64_decode(b"a.b"), None);
+        // "user:" has no password; "nocolon" no colon.
+        for kept in [
+            "Basic dXNlcjo=",
+            "Basic bm9jb2xvbg==",
+            "basic knowledge",
+            "xbasic YWRtaW46aHVudGVyMg==",
+        ] {
+            assert_eq!(clean(kept), kept);
+        }
+        let at = "Basic YWRtaW46aHVudGVyMg==";
+        assert_eq!(clean(at), "Basic [REDACTED:authorization]");
+    }
+
+    #[test]
+    fn word_boundaries_of_prefixed_keys() {
+        assert_eq!(
+            clean("k=AKIAQYLPMN5HHHFPZAM2."),
+            "k=[REDACTED:aws_access_key]."
+        );
+        assert_eq!(
+            clean(r"\u003dAKIAQYLPMN5HHHFPZAM2"),
+            r"\u003d[REDACTED:aws_access_key]"
+        );
+        assert_eq!(clean("AKIAQYLPMN5HHHFPZAM2x"), "AKIAQYLPMN5HHHFPZAM2x");
+        assert_eq!(
+            clean("XAKIAAKIAQYLPMN5HHHFPZAM2 AKIAQYLPMN5HHHFPZAM2"),
+            "XAKIAAKIAQYLPMN5HHHFPZAM2 [REDACTED:aws_access_key]"
+        );
+    }
+
+    #[test]
+    fn url_credentials_edges() {
+        for (input, want) in [
+            (
+                "redis://:pw@h:6379",
+                "redis://[REDACTED:url_credentials]@h:6379",
+            ),
+            (
+                "https://u:pw@host/p?mail=a@b.com",
+                "https://[REDACTED:url_credentials]@host/p?mail=a@b.com",
+            ),
+            (
+                "https://u:p@ss:word@h/",
+                "https://[REDACTED:url_credentials]@h/",
+            ),
+            ("http://[::1]:80/x", "http://[::1]:80/x"),
+            (
+                "s://u:pw@[::1]:6379",
+                "s://[REDACTED:url_credentials]@[::1]:6379",
+            ),
+            ("https://host:8080/@user", "https://host:8080/@user"),
+            ("https://u:1234@h", "https://[REDACTED:url_credentials]@h"),
+        ] {
+            assert_eq!(clean(input), want, "input: {input}");
+        }
+    }
+
+    #[test]
+    fn new_token_kinds() {
+        let npm = format!("npm_{}", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8");
+        assert_eq!(clean(&format!("t={npm}")), "t=[REDACTED:npm_token]");
+        let hf = format!("hf_{}", "aBcDeFgHiJkLmNoPqRsTuVwXyZ01234567");
+        assert_eq!(clean(&format!("x {hf}")), "x [REDACTED:huggingface_token]");
+        let pypi = format!("pypi-AgEIcHlwaS5vcmc{}", "x".repeat(60));
+        assert_eq!(clean(&pypi), "[REDACTED:pypi_token]");
+        assert_eq!(
+            clean(
+                "https://discord.com/api/webhooks/123456789012345678/abcdefghijklmnopqrstuvwx_-Z"
+            ),
+            "https://discord.com/api/webhooks/[REDACTED:discord_webhook]"
         );
     }
 }
