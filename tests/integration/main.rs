@@ -10,4 +10,5 @@ mod install;
 mod mcp;
 mod records;
 mod scope;
+mod secrets;
 mod serve;
