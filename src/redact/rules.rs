@@ -44,8 +44,10 @@ pub(super) enum Matcher {
 }
 
 /// One redaction rule: keywords for the prefilter (ASCII, matched
-/// case-insensitively), a matcher, and the kind its markers name
-/// (assignments take theirs from the key).
+/// case-insensitively: substrings every match of the rule contains; the
+/// rarer their first two letters, the fewer places the prefilter compares
+/// them), a matcher, and the kind its markers name (assignments take
+/// theirs from the key).
 pub(super) struct Rule {
     pub(super) keywords: &'static [&'static str],
     pub(super) matcher: Matcher,
@@ -107,7 +109,7 @@ pub(super) const RULES: &[Rule] = &[
         kind: "npm_token",
     },
     Rule {
-        keywords: &["pypi-ag"],
+        keywords: &["ypi-ag"],
         matcher: Matcher::Regex(r"pypi-AgE[A-Za-z0-9_-]{50,}"),
         kind: "pypi_token",
     },
@@ -117,14 +119,14 @@ pub(super) const RULES: &[Rule] = &[
         kind: "huggingface_token",
     },
     Rule {
-        keywords: &["hooks.slack.com"],
+        keywords: &["ks.slack.com"],
         matcher: Matcher::Regex(
             r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s1>[A-Za-z0-9_/-]{16,})",
         ),
         kind: "slack_webhook",
     },
     Rule {
-        keywords: &["discord.com/api/webhooks", "discordapp.com/api/webhooks"],
+        keywords: &["rd.com/api/webhooks", "rdapp.com/api/webhooks"],
         matcher: Matcher::Regex(
             r"discord(?:app)?\.com/api/webhooks/(?P<s1>[0-9]{5,}/[A-Za-z0-9_-]{20,})",
         ),
@@ -156,15 +158,10 @@ pub(super) const RULES: &[Rule] = &[
         kind: "url_credentials",
     },
     Rule {
-        keywords: &[
-            "mysql",
-            "mariadb",
-            "sshpass",
-            "redis-cli",
-            "valkey-cli",
-            "login",
-            "curl",
-        ],
+        // Tails of the command names (`mysql`, `mariadb`, `sshpass`,
+        // `redis-cli`/`valkey-cli`, `login`): their first two letters are
+        // rarer in ordinary text than the names' own.
+        keywords: &["ysql", "iadb", "hpass", "-cli", "ogin", "curl"],
         matcher: Matcher::CommandFlags,
         kind: "password",
     },
