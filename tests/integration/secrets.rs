@@ -18,6 +18,7 @@ use std::process::Output;
 
 use serde_json::{json, Value};
 
+use crate::records::{contains, walk};
 use crate::serve::{request, Serve};
 use crate::util::{fixture, memhook, run_with_stdin};
 
@@ -296,27 +297,6 @@ fn runs(proj: &Path, leg: &str) -> Vec<Run> {
         }
     }
     out
-}
-
-/// Every regular file under `dir` with its bytes.
-fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
-    let Ok(rd) = fs::read_dir(dir) else { return };
-    for ent in rd.flatten() {
-        let p = ent.path();
-        match fs::symlink_metadata(&p) {
-            Ok(m) if m.is_dir() => walk(&p, out),
-            Ok(m) if m.is_file() => {
-                if let Ok(b) = fs::read(&p) {
-                    out.push((p, b));
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-fn contains(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
 /// Run every hook of `runs` (no delivery from the hook itself), drain, and
