@@ -1,7 +1,11 @@
 //! Cost of `redact::clean` (run by hand; see docs/benchmarks.md, "Redaction").
 //!
 //! `cargo run --release --example redact_bench -- CASE` with CASE one of
-//! `clean-2k`, `secrets-2k`, `clean-1m`, `secrets-1m`, `all-rules-2k`,
+//! `clean-2k`, `secrets-2k`, `all-rules-2k` (2,000 bytes: the tool-body
+//! cap), `clean-16k`, `secrets-16k`, `all-rules-16k` (16 KiB: the prompt
+//! cap), `shell-16k` (shell output tripping many keywords, no secret),
+//! `corpus-16k` (the secrets corpus of `fixtures/secrets/`), `clean-1m`,
+//! `secrets-1m`,
 //! `record-2k`, `record-1m` (`record::build` of a Claude Code PostToolUse
 //! whose output is that text, with secrets), or
 //! `compile-each` (the compile time of every rule, in one process).
@@ -52,6 +56,46 @@ fn filler(len: usize) -> String {
         s.push_str(unit);
     }
     s.truncate(len);
+    s
+}
+
+/// Shell-session output that trips the keywords of the command-flag,
+/// `Basic` and URL scanners without holding a secret, repeated.
+fn shell(len: usize) -> String {
+    let unit = "$ curl -sSL https://example.com/install.sh | sh\n\
+                Basic setup complete; run `npm login` next (login is optional)\n\
+                mysql --version\nmysql  Ver 8.0.36 for Linux on x86_64\n\
+                see https://docs.example.com/getting-started#tokens for details\n";
+    let mut s = String::with_capacity(len + unit.len());
+    while s.len() < len {
+        s.push_str(unit);
+    }
+    s.truncate(len);
+    s
+}
+
+/// The texts of `fixtures/secrets/secrets.jsonl` and `near_misses.jsonl`,
+/// one a line, repeated to `len` bytes (cut at a line end).
+fn corpus(len: usize) -> String {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/secrets");
+    let mut lines = Vec::new();
+    for f in ["secrets.jsonl", "near_misses.jsonl"] {
+        let text = std::fs::read_to_string(dir.join(f)).expect("the corpus");
+        for l in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(l).expect("JSON lines");
+            lines.push(v["text"].as_str().expect("text").to_string());
+        }
+    }
+    let mut s = String::new();
+    'fill: loop {
+        for l in &lines {
+            if s.len() + l.len() + 1 > len {
+                break 'fill;
+            }
+            s.push_str(l);
+            s.push('\n');
+        }
+    }
     s
 }
 
@@ -110,11 +154,16 @@ fn main() {
         return;
     }
     let text = match case.as_str() {
-        "clean-2k" => filler(2048),
-        "secrets-2k" => seeded(2048, SECRETS),
+        "clean-2k" => filler(2000),
+        "secrets-2k" => seeded(2000, SECRETS),
+        "clean-16k" => filler(16 * 1024),
+        "secrets-16k" => seeded(16 * 1024, SECRETS),
+        "all-rules-16k" => seeded(16 * 1024, ALL),
+        "shell-16k" => shell(16 * 1024),
+        "corpus-16k" => corpus(16 * 1024),
         "clean-1m" => filler(1 << 20),
         "secrets-1m" => seeded(1 << 20, SECRETS),
-        "all-rules-2k" => seeded(2048, ALL),
+        "all-rules-2k" => seeded(2000, ALL),
         "record-2k" => seeded(2048, SECRETS),
         "record-1m" => seeded(1 << 20, SECRETS),
         other => {

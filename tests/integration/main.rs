@@ -16,4 +16,5 @@ mod install;
 mod mcp;
 mod records;
 mod scope;
+mod secrets;
 mod serve;

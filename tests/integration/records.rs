@@ -268,7 +268,7 @@ fn payloads(proj: &str, all_secrets: &str, excluded: bool) -> Vec<(&'static str,
 
 /// Every regular file under `dir` with its bytes (files that vanish while
 /// a drainer moves them are skipped).
-fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+pub(crate) fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
     let Ok(rd) = fs::read_dir(dir) else { return };
     for ent in rd.flatten() {
         let p = ent.path();
@@ -284,7 +284,7 @@ fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
     }
 }
 
-fn contains(hay: &[u8], needle: &str) -> bool {
+pub(crate) fn contains(hay: &[u8], needle: &str) -> bool {
     hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 

@@ -23,7 +23,7 @@ const WATCHDOG: Duration = Duration::from_secs(120);
 
 /// A running `memhook serve`, killed when dropped (and by a watchdog, and
 /// by the kernel when the test thread dies).
-struct Serve {
+pub(crate) struct Serve {
     child: Option<Child>,
     addr: SocketAddr,
     data: PathBuf,
@@ -35,7 +35,7 @@ struct Serve {
 }
 
 impl Serve {
-    fn start(home: &Path, token: Option<&str>) -> Serve {
+    pub(crate) fn start(home: &Path, token: Option<&str>) -> Serve {
         Self::start_on(home, token, "127.0.0.1:0")
     }
 
@@ -110,7 +110,7 @@ impl Serve {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 
@@ -220,7 +220,12 @@ fn entry(r: Record, url: &str) -> SpoolEntry {
 }
 
 /// One HTTP exchange with the server under test: (status, body).
-fn request(method: &str, url: &str, body: Option<&[u8]>, token: Option<&str>) -> (u16, String) {
+pub(crate) fn request(
+    method: &str,
+    url: &str,
+    body: Option<&[u8]>,
+    token: Option<&str>,
+) -> (u16, String) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .proxy(None)
