@@ -293,6 +293,11 @@ fn compose_in(
             sections.push(s);
         }
     }
+    if !sessions.is_empty() {
+        // How to get more than the briefing holds (DESIGN §6): by id, on
+        // demand. Last, so a short budget drops it first.
+        sections.push(Section::new(FETCH_MORE));
+    }
     Ok(render(scope, &sections, max_chars))
 }
 
@@ -387,16 +392,29 @@ fn handoff_section(
     let ending = store.session_tail(last.row, after_ms)?;
     match (&first, tail.last()) {
         (Some(f), Some(l)) => {
-            s.item(format!("Last prompt: {}", prompt_line(&l.text)));
+            s.item(format!(
+                "Last prompt: {}{}",
+                prompt_line(&l.text),
+                cite(&l.key)
+            ));
             s.item(after_line(&ending));
-            s.item(format!("First prompt: {}", prompt_line(&f.text)));
+            s.item(format!(
+                "First prompt: {}{}",
+                prompt_line(&f.text),
+                cite(&f.key)
+            ));
         }
         (Some(only), None) => {
-            s.item(format!("Prompt: {}", prompt_line(&only.text)));
+            s.item(format!(
+                "Prompt: {}{}",
+                prompt_line(&only.text),
+                cite(&only.key)
+            ));
             s.item(after_line(&ending));
         }
         _ => s.item(after_line(&ending)),
     }
+
     for (tool, line, n) in act.failures.iter().take(MAX_FAILURES) {
         let times = if *n > 1 {
             format!(" (×{n})")
@@ -475,6 +493,18 @@ fn handoff_section(
         ));
     }
     Ok(s)
+}
+
+/// The last line of a briefing with a handoff: how the model fetches more.
+pub const FETCH_MORE: &str =
+    "More: MCP tools activity_search, then activity_timeline / activity_get with an [id].";
+
+/// ` [id 0123456789ab]`: a record id the activity tools take back.
+fn cite(key: &str) -> String {
+    format!(
+        " [id {}]",
+        &key[..key.len().min(crate::mcp::ACTIVITY_ID_CHARS)]
+    )
 }
 
 fn prompt_line(text: &str) -> String {
@@ -840,6 +870,9 @@ mod tests {
         assert!(pos("Changed:") < pos("Tool activity: shell 2 (2 failed), file 1"));
         assert!(pos("Tool activity") < pos("Earlier (claude-code"));
         assert!(b.contains("; session last)"), "{b}");
+        // Ids to fetch more by, and the line that says how.
+        assert!(b.contains("Prompt: Fix the flaky retry test [id "), "{b}");
+        assert!(b.trim_end().ends_with(FETCH_MORE), "{b}");
         assert!(b.contains("Add the login endpoint"));
         assert!(!b.contains("Recent sessions digest"));
         // Items in the size line = bullet lines.

@@ -302,7 +302,9 @@ fn install_one(p: &Profile, path: &Path, flags: &Flags, write: bool) -> Result<(
     match (&outcome, p.shape) {
         // The previous file was memhook's own generated plugin (install_text
         // refuses any other): no copy of it stays in the agent's plugin dir.
-        (Outcome::Updated { backup, .. }, Shape::Plugin) if std::fs::remove_file(backup).is_ok() => {
+        (Outcome::Updated { backup, .. }, Shape::Plugin)
+            if std::fs::remove_file(backup).is_ok() =>
+        {
             say!(
                 "updated {} ({}: memhook installed; the previous generated file is not kept)",
                 path.display(),

@@ -14,7 +14,11 @@ use crate::cli::{CmdResult, McpArgs};
 use crate::memory::MemoryStore;
 use crate::scope::{self, Mode, ScopeInput};
 
+mod activity;
 pub mod records;
+
+/// Characters of a record id as the briefing and the activity tools show it.
+pub use activity::ROW_ID_CHARS as ACTIVITY_ID_CHARS;
 pub mod rpc;
 pub mod tools;
 

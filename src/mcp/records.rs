@@ -38,6 +38,87 @@ pub trait RecordSearch {
     ) -> Result<Vec<RecordHit>, String>;
 }
 
+/// Captured records for the `activity_*` tools (progressive disclosure).
+/// The default answers find nothing.
+pub trait RecordFetch {
+    /// Records matching every word of `query` in `scope` (`None`: every
+    /// project) between `from_ms` (inclusive) and `to_ms` (exclusive).
+    fn find(
+        &self,
+        _scope: Option<(&str, &str)>,
+        _query: &str,
+        _from_ms: Option<u64>,
+        _to_ms: Option<u64>,
+        _limit: usize,
+    ) -> Result<Vec<StoredRecord>, String> {
+        Ok(Vec::new())
+    }
+    /// The records named by `ids` (key prefixes).
+    fn by_id(&self, _ids: &[String]) -> Result<Vec<StoredRecord>, String> {
+        Ok(Vec::new())
+    }
+    /// The record `id` with its session's records around it, and its index.
+    fn around(
+        &self,
+        _id: &str,
+        _before: usize,
+        _after: usize,
+    ) -> Result<Option<(Vec<StoredRecord>, usize)>, String> {
+        Ok(None)
+    }
+}
+
+impl RecordFetch for NoRecords {}
+
+impl StoreRecords {
+    /// Run `f` on the store, opened on first use; `None` when nothing was
+    /// ever stored.
+    fn with<T>(&self, f: impl FnOnce(&Store) -> Result<T, String>) -> Result<Option<T>, String> {
+        let mut slot = self.store.borrow_mut();
+        if slot.is_none() {
+            if std::fs::symlink_metadata(self.data_dir.join(STORE_FILE)).is_err() {
+                return Ok(None);
+            }
+            *slot = Some(Store::open(&self.data_dir).map_err(|e| e.to_string())?);
+        }
+        f(slot.as_ref().expect("opened above")).map(Some)
+    }
+}
+
+impl RecordFetch for StoreRecords {
+    fn find(
+        &self,
+        scope: Option<(&str, &str)>,
+        query: &str,
+        from_ms: Option<u64>,
+        to_ms: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<StoredRecord>, String> {
+        self.with(|s| {
+            s.search_between(scope, query, from_ms, to_ms, limit)
+                .map_err(|e| e.to_string())
+        })
+        .map(Option::unwrap_or_default)
+    }
+    fn by_id(&self, ids: &[String]) -> Result<Vec<StoredRecord>, String> {
+        self.with(|s| s.records_by_id(ids).map_err(|e| e.to_string()))
+            .map(Option::unwrap_or_default)
+    }
+    fn around(
+        &self,
+        id: &str,
+        before: usize,
+        after: usize,
+    ) -> Result<Option<(Vec<StoredRecord>, usize)>, String> {
+        self.with(|s| s.around(id, before, after).map_err(|e| e.to_string()))
+            .map(Option::flatten)
+    }
+}
+
+/// Everything the tools need of captured records.
+pub trait Records: RecordSearch + RecordFetch {}
+impl<T: RecordSearch + RecordFetch> Records for T {}
+
 /// No record store: searches find no records.
 #[derive(Debug, Default)]
 pub struct NoRecords;

@@ -1,9 +1,10 @@
-//! The four memory tools: definitions (name, description, input schema) and
-//! calls. Each call answers with one outcome object ([`Answer`]).
+//! The memory tools and the activity tools: definitions (name, description,
+//! input schema) and calls. Each call answers with one outcome object
+//! ([`Answer`]).
 
 use serde_json::{json, Map, Value};
 
-use super::records::RecordSearch;
+use super::records::Records;
 use crate::memory::search::terms;
 use crate::memory::{Answer, Entry, MemoryStore, Outcome};
 
@@ -14,7 +15,7 @@ pub const SEARCH_MAX_LIMIT: usize = 50;
 /// What a tool call needs besides its arguments.
 pub struct Context<'a> {
     pub store: &'a MemoryStore,
-    pub records: &'a dyn RecordSearch,
+    pub records: &'a dyn Records,
     pub workspace: &'a str,
     pub project: &'a str,
     /// `[recall] default_global`: record search spans every project.
@@ -85,6 +86,43 @@ const TOOLS: &[Tool] = &[
             ("limit", "integer", false, "Most results to return (1-50, default 10)"),
         ],
     },
+    Tool {
+        name: "activity_search",
+        title: "Search past activity",
+        read_only: true,
+        description: "Step 1 of 3 for past sessions: find captured activity (prompts, tool results, \
+            failures) holding every given word. Returns compact rows (id, when, agent, event, one line); \
+            then use activity_timeline for what happened around one, and activity_get for whole records.",
+        args: &[
+            ("query", "string", true, "Words that must all appear (no query syntax)"),
+            ("scope", "string", false, "\"project\" (default) or \"all\" (only where the project allows recall across projects)"),
+            ("since", "string", false, "Only from this UTC date or time on: YYYY-MM-DD or YYYY-MM-DDTHH:MMZ"),
+            ("until", "string", false, "Only before this UTC date or time"),
+            ("limit", "integer", false, "Most rows to return (1-50, default 20)"),
+        ],
+    },
+    Tool {
+        name: "activity_timeline",
+        title: "Activity around one record",
+        read_only: true,
+        description: "Step 2 of 3: the records of the same session just before and after one record \
+            (by its id from activity_search or the session-start briefing, or the best hit of a query), \
+            in time order, as compact rows.",
+        args: &[
+            ("id", "string", false, "A record id (its first 8 or more characters)"),
+            ("query", "string", false, "Words: the best matching record is the anchor (when no id)"),
+            ("before", "integer", false, "Records before the anchor (0-20, default 5)"),
+            ("after", "integer", false, "Records after the anchor (0-20, default 5)"),
+        ],
+    },
+    Tool {
+        name: "activity_get",
+        title: "Get whole records",
+        read_only: true,
+        description: "Step 3 of 3: whole captured records (prompt text, tool output excerpt, files, \
+            outcome) for up to 10 ids.",
+        args: &[("ids", "array", true, "Record ids (their first 8 or more characters)")],
+    },
 ];
 
 /// The `tools/list` result.
@@ -108,6 +146,14 @@ pub fn list() -> Value {
                     (_, "limit") => {
                         p["minimum"] = json!(1);
                         p["maximum"] = json!(SEARCH_MAX_LIMIT);
+                    }
+                    (_, "before") | (_, "after") => {
+                        p["minimum"] = json!(0);
+                        p["maximum"] = json!(super::activity::MAX_AROUND);
+                    }
+                    (_, "ids") => {
+                        p["items"] = json!({"type": "string"});
+                        p["maxItems"] = json!(super::activity::MAX_GET_IDS);
                     }
                     _ => {}
                 }
@@ -163,6 +209,7 @@ fn check_args(tool: &Tool, args: &Map<String, Value>) -> Result<(), BadCall> {
                 let ok = match *ty {
                     "string" => v.is_string(),
                     "integer" => v.is_u64() || v.is_i64(),
+                    "array" => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
                     _ => true,
                 };
                 if !ok {
@@ -177,7 +224,7 @@ fn check_args(tool: &Tool, args: &Map<String, Value>) -> Result<(), BadCall> {
     Ok(())
 }
 
-fn s<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+pub(super) fn s<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
     args.get(key).and_then(Value::as_str)
 }
 
@@ -200,6 +247,9 @@ pub fn call(ctx: &Context<'_>, name: &str, args: &Map<String, Value>) -> Result<
             s(args, "content").unwrap_or_default(),
             s(args, "if_version").unwrap_or_default(),
         ),
+        "activity_search" | "activity_timeline" | "activity_get" => {
+            super::activity::call(ctx, name, args)?
+        }
         "memory_search" => {
             let limit = match args.get("limit").and_then(Value::as_i64) {
                 None => SEARCH_DEFAULT_LIMIT,
@@ -295,9 +345,10 @@ pub fn result(answer: &Answer) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::records::{NoRecords, RecordHit};
+    use crate::mcp::records::{NoRecords, RecordHit, RecordSearch};
 
     struct Fixed(Result<Vec<RecordHit>, String>);
+    impl crate::mcp::records::RecordFetch for Fixed {}
     impl RecordSearch for Fixed {
         fn search(
             &self,
@@ -327,7 +378,10 @@ mod tests {
                 "memory_list",
                 "memory_read",
                 "memory_write",
-                "memory_search"
+                "memory_search",
+                "activity_search",
+                "activity_timeline",
+                "activity_get"
             ]
         );
         let w = &tools[2]["inputSchema"];

@@ -115,6 +115,14 @@ pub struct Answer {
     pub current_content: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+    /// Captured records (the `activity_*` tools): compact rows or whole
+    /// records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub records: Option<Vec<serde_json::Value>>,
+    /// True when rows were left out to stay within the tool's character
+    /// budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<bool>,
 }
 
 impl Answer {
@@ -136,6 +144,8 @@ impl Answer {
             current_version: None,
             current_content: None,
             warning: None,
+            records: None,
+            cut: None,
         }
     }
 

@@ -21,8 +21,10 @@ use crate::record::Record;
 use crate::sink::{ItemOutcome, Sink};
 use crate::spool::SpoolEntry;
 
+mod activity;
 mod forget;
 mod handoff;
+pub use activity::MIN_ID_PREFIX;
 pub use forget::{ForgetError, Forgotten, LogEntry, Selector, MIN_KEY_PREFIX};
 pub use handoff::{Prompt, TouchedFile, MAX_SESSION_FILES, MAX_TAIL_RECORDS};
 
@@ -1110,7 +1112,7 @@ impl Sink for StoreSink {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::record::RecordTool;
     use std::collections::BTreeMap;

@@ -39,7 +39,8 @@ fn hook(home: &Path, agent: &str, event: Option<&str>, payload: &str, cwd: &Path
     out.stdout
 }
 
-/// Replace what changes from run to run: times of day and the temp home.
+/// Replace what changes from run to run: times of day, record ids and the
+/// temp home.
 fn normalise(text: &str, home: &Path) -> String {
     let home = home.to_str().unwrap();
     let mut out = String::new();
@@ -73,6 +74,14 @@ fn normalise(text: &str, home: &Path) -> String {
             }
         }
         l = fixed;
+        // Record ids are minted at random when an event is spooled.
+        while let Some(i) = l
+            .find("[id ")
+            .filter(|i| l[i + 4..].find(']').is_some_and(|j| j > 0))
+        {
+            let end = i + 4 + l[i + 4..].find(']').unwrap();
+            l.replace_range(i..=end, "[ID]");
+        }
         out.push_str(&l);
         out.push('\n');
     }
