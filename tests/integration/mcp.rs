@@ -311,7 +311,7 @@ fn json_rpc_edge_cases_over_stdio() {
         (replies[8]["id"].clone(), codes[8].clone()),
         (json!(6), json!(-32602))
     );
-    assert_eq!(replies[9]["result"]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(replies[9]["result"]["tools"].as_array().unwrap().len(), 7);
     assert_eq!(replies[10]["result"], json!({}));
 }
 
