@@ -1,19 +1,83 @@
-//! Shell words: a POSIX-like splitter with no expansion, enough to find
-//! every word that could name a file.
+//! Shell commands: a POSIX-like splitter with no expansion, and a scanner
+//! that finds every string in a command that could name a file (DESIGN §3).
 //!
-//! Whitespace and `| & ; < > ( )` separate words; single and double quotes
-//! group; inside double quotes `\"`, `\\`, `` \` `` and `\$` escape; outside
-//! quotes a backslash escapes only whitespace, an operator, a quote or a
-//! backslash (so `docs\adr\x.md` keeps its separators). Each word yields
-//! itself (unless it starts with `-`) and the value after its first `=`
-//! (`--out=x`, `NAME=x`).
+//! Splitting: whitespace separates words; `| & ; ( )`, a backquote and a
+//! newline end a simple command; `< >` separate words; single and double
+//! quotes group; inside double quotes `\"`, `\\`, `` \` `` and `\$` escape;
+//! outside quotes a backslash escapes only whitespace, an operator, a quote
+//! or a backslash (so `docs\adr\x.md` keeps its separators).
+//!
+//! Every word yields itself (unless it starts with `-`), the value after its
+//! first `=` (`--out=x`, `NAME=x`), and the value of an attached short option
+//! holding a `/` (`-fsecret/list`). A word holding a delimiter (quotes,
+//! brackets, parentheses, `=`, `,`, `:`, …) is also scanned for path-like
+//! tokens ([`scan_tokens`]). A word that is itself a command — the string
+//! after a shell's `-c`, the arguments of `eval` and `watch`, `su -c`,
+//! `env -S`, a `$( … )` or backquoted substitution — is split again, at most
+//! [`MAX_SHELL_DEPTH`] levels deep. Wrappers (`env`, `sudo`, `nohup`,
+//! `timeout`, `time`, `xargs`, `exec`, `command`, …) are looked through: the
+//! command after their options is examined like any other. A recursive
+//! search or listing anywhere ([`SEARCHES`]) is flagged.
 
-fn is_op(c: char) -> bool {
-    matches!(c, '|' | '&' | ';' | '<' | '>' | '(' | ')')
+use super::MAX_CANDIDATES;
+
+/// Deepest nested command string that is split again. The command itself is
+/// depth 0; the string after its `bash -c` is depth 1. A command string at
+/// a deeper level is not split, and the call cannot be kept.
+pub const MAX_SHELL_DEPTH: usize = 4;
+
+/// What a command yields.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Scan {
+    /// Distinct candidate strings as written (not normalised), at most
+    /// [`MAX_CANDIDATES`]; see `over`.
+    pub words: Vec<String>,
+    /// More than [`MAX_CANDIDATES`] distinct candidates: collection stopped.
+    pub over: bool,
+    /// A recursive search or listing runs somewhere in the command.
+    pub recursive: bool,
+    /// A command string nested deeper than [`MAX_SHELL_DEPTH`] was not split.
+    pub too_deep: bool,
 }
 
-/// Split `line` into words.
-pub fn split_words(line: &str) -> Vec<String> {
+/// A shell tool's command: one string, or an argv array.
+pub enum Command<'a> {
+    Line(&'a str),
+    Argv(Vec<&'a str>),
+}
+
+/// Scan a whole command. An argv array is one simple command, and each of
+/// its elements that holds more than one word is also split as a command
+/// (so `["bash", "-lc", "<script>"]` is scanned like the script).
+pub fn scan(command: &Command) -> Scan {
+    let mut s = Scan::default();
+    match command {
+        Command::Line(line) => s.command_string(line, 0),
+        Command::Argv(argv) => {
+            let owned: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+            s.simple_command(&owned, 0);
+            for a in argv {
+                let parts = split_commands(a).concat();
+                if parts.len() != 1 || parts[0] != *a {
+                    s.command_string(a, 1);
+                }
+            }
+        }
+    }
+    s
+}
+
+fn ends_command(c: char) -> bool {
+    matches!(c, '|' | '&' | ';' | '(' | ')' | '`' | '\n')
+}
+
+fn is_op(c: char) -> bool {
+    ends_command(c) || matches!(c, '<' | '>')
+}
+
+/// Split `line` into simple commands, each a list of words.
+pub fn split_commands(line: &str) -> Vec<Vec<String>> {
+    let mut cmds = Vec::new();
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -60,6 +124,9 @@ pub fn split_words(line: &str) -> Vec<String> {
                     words.push(std::mem::take(&mut cur));
                     in_word = false;
                 }
+                if ends_command(c) && !words.is_empty() {
+                    cmds.push(std::mem::take(&mut words));
+                }
             }
             c => {
                 in_word = true;
@@ -70,24 +137,473 @@ pub fn split_words(line: &str) -> Vec<String> {
     if in_word {
         words.push(cur);
     }
-    words
+    if !words.is_empty() {
+        cmds.push(words);
+    }
+    cmds
 }
 
-/// The strings of `words` that could be paths: each word unless it starts
-/// with `-`, and the value after a word's first `=`. Empty strings dropped.
-pub fn candidates(words: &[String]) -> Vec<String> {
+/// Characters that split a string scanned for path-like tokens.
+fn is_token_delim(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '\'' | '"'
+                | '`'
+                | '('
+                | ')'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '<'
+                | '>'
+                | '='
+                | ','
+                | ':'
+                | ';'
+                | '|'
+                | '&'
+        )
+}
+
+fn is_quote(c: char) -> bool {
+    matches!(c, '\'' | '"' | '`')
+}
+
+/// The tokens of `text` split on [`is_token_delim`], each with whether it
+/// was a whole quoted literal (`'x'`, `"x"`). A drive colon (`C:\`, `C:/`)
+/// and a `${NAME}` reference do not split.
+pub fn scan_tokens(text: &str) -> Vec<(&str, bool)> {
+    let b = text.as_bytes();
     let mut out = Vec::new();
-    for w in words {
-        if !w.starts_with('-') && !w.is_empty() {
-            out.push(w.clone());
+    let mut start: Option<usize> = None;
+    let mut it = text.char_indices().peekable();
+    while let Some((i, c)) = it.next() {
+        let drive = c == ':'
+            && start.is_some_and(|s| i - s == 1 && b[s].is_ascii_alphabetic())
+            && matches!(b.get(i + 1), Some(b'/' | b'\\'));
+        if c == '$' && b.get(i + 1) == Some(&b'{') {
+            start.get_or_insert(i);
+            for (_, d) in it.by_ref() {
+                if d == '}' {
+                    break;
+                }
+            }
+            continue;
+        }
+        if is_token_delim(c) && !drive {
+            if let Some(s) = start.take() {
+                let quoted = s > 0 && is_quote(b[s - 1] as char) && b[s - 1] == c as u8;
+                out.push((&text[s..i], quoted));
+            }
+        } else {
+            start.get_or_insert(i);
+        }
+    }
+    if let Some(s) = start {
+        out.push((&text[s..], false));
+    }
+    out
+}
+
+/// Could `token` name a file? It holds a path separator or a dot, or starts
+/// with `~` or `$`.
+pub fn path_like(token: &str) -> bool {
+    token.contains(['/', '\\', '.']) || token.starts_with(['~', '$'])
+}
+
+/// How a command treats the words after its name.
+#[derive(Clone, Copy)]
+enum Role {
+    /// Runs the rest as a command: options (those in `valued` take the next
+    /// word; those in `command` take a command string), `NAME=value`
+    /// assignments, then `positional` words, then the command.
+    Wrapper {
+        valued: &'static [&'static str],
+        command: &'static [&'static str],
+        positional: usize,
+    },
+    /// A shell: after an option cluster holding `c`, the first word that is
+    /// not an option is a command string.
+    Shell,
+    /// The value of one of these options is a command string (`su -c`).
+    CommandOption(&'static [&'static str]),
+    /// Its arguments after its options (those in `valued` take the next
+    /// word) are joined with spaces into one command string.
+    Joins(&'static [&'static str]),
+    /// A recursive search or listing.
+    Search(Recursion),
+}
+
+/// When a search command reads recursively.
+#[derive(Clone, Copy)]
+enum Recursion {
+    Always,
+    /// A short option cluster holding one of `short`, one of the `long`
+    /// words, or one of the `pairs` (option, value) as two words.
+    Flags {
+        short: &'static [char],
+        long: &'static [&'static str],
+        pairs: &'static [(&'static str, &'static str)],
+    },
+    /// `git`: the subcommand (after global options, those in `valued`
+    /// taking the next word) is one of `subs`.
+    Subcommand {
+        valued: &'static [&'static str],
+        subs: &'static [&'static str],
+    },
+}
+
+const fn wrapper(valued: &'static [&'static str], positional: usize) -> Role {
+    Role::Wrapper {
+        valued,
+        command: &[],
+        positional,
+    }
+}
+
+const GREP: Role = Role::Search(Recursion::Flags {
+    short: &['r', 'R'],
+    long: &[
+        "--recursive",
+        "--dereference-recursive",
+        "--directories=recurse",
+    ],
+    pairs: &[("-d", "recurse"), ("--directories", "recurse")],
+});
+
+/// Commands the scanner looks into, by the basename of their first word.
+const COMMANDS: &[(&[&str], Role)] = &[
+    (
+        &[
+            "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh",
+        ],
+        Role::Shell,
+    ),
+    (&["eval"], Role::Joins(&[])),
+    (
+        &["watch"],
+        Role::Joins(&["-n", "--interval", "-q", "--equexit"]),
+    ),
+    (
+        &["su", "runuser"],
+        Role::CommandOption(&["-c", "--command", "--session-command"]),
+    ),
+    (
+        &["env"],
+        Role::Wrapper {
+            valued: &["-u", "--unset", "-C", "--chdir"],
+            command: &["-S", "--split-string"],
+            positional: 0,
+        },
+    ),
+    (
+        &["sudo", "doas"],
+        wrapper(
+            &[
+                "-u", "--user", "-g", "--group", "-h", "--host", "-p", "--prompt", "-C", "-D",
+                "-R", "-T", "-U", "-r", "-t",
+            ],
+            0,
+        ),
+    ),
+    (
+        &[
+            "nohup", "setsid", "builtin", "unbuffer", "busybox", "chronic",
+        ],
+        wrapper(&[], 0),
+    ),
+    (&["command"], wrapper(&[], 0)),
+    (&["exec"], wrapper(&["-a"], 0)),
+    (
+        &["timeout"],
+        wrapper(&["-s", "--signal", "-k", "--kill-after"], 1),
+    ),
+    (&["time"], wrapper(&["-f", "--format", "-o", "--output"], 0)),
+    (&["nice"], wrapper(&["-n", "--adjustment"], 0)),
+    (
+        &["ionice"],
+        wrapper(&["-c", "--class", "-n", "--classdata", "-p", "--pid"], 0),
+    ),
+    (
+        &["stdbuf"],
+        wrapper(&["-i", "--input", "-o", "--output", "-e", "--error"], 0),
+    ),
+    (
+        &["xargs"],
+        wrapper(
+            &[
+                "-I",
+                "-i",
+                "-n",
+                "--max-args",
+                "-L",
+                "--max-lines",
+                "-P",
+                "--max-procs",
+                "-s",
+                "--max-chars",
+                "-d",
+                "--delimiter",
+                "-E",
+                "-e",
+                "-a",
+                "--arg-file",
+            ],
+            0,
+        ),
+    ),
+    (
+        &[
+            "rg", "ag", "ack", "fd", "fdfind", "find", "tree", "du", "rgrep",
+        ],
+        Role::Search(Recursion::Always),
+    ),
+    (&["grep", "egrep", "fgrep", "zgrep"], GREP),
+    (
+        &["ls"],
+        Role::Search(Recursion::Flags {
+            short: &['R'],
+            long: &["--recursive"],
+            pairs: &[],
+        }),
+    ),
+    (
+        &["git"],
+        Role::Search(Recursion::Subcommand {
+            valued: &[
+                "-C",
+                "-c",
+                "--git-dir",
+                "--work-tree",
+                "--namespace",
+                "--exec-path",
+            ],
+            subs: &["grep", "ls-files"],
+        }),
+    ),
+];
+
+fn role_of(word: &str) -> Option<Role> {
+    let name = word.rsplit(['/', '\\']).next().unwrap_or(word);
+    COMMANDS
+        .iter()
+        .find(|(names, _)| names.contains(&name))
+        .map(|(_, r)| *r)
+}
+
+/// A short option cluster: `-x…`, not `--…`, not `-`.
+fn is_short_cluster(w: &str) -> bool {
+    w.len() > 1 && w.starts_with('-') && !w.starts_with("--")
+}
+
+/// `NAME=value` with a shell variable name.
+fn is_assignment(w: &str) -> bool {
+    w.split_once('=').is_some_and(|(n, _)| {
+        !n.is_empty()
+            && !n.starts_with(|c: char| c.is_ascii_digit())
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// The value of option `opt` at `argv[j]`, and how many words it spans:
+/// `-u root` (2), `--user=root` (1), `-uroot` (1). `None` when `argv[j]` is
+/// not that option.
+fn option_value<'a>(argv: &'a [String], j: usize, opt: &str) -> Option<(Option<&'a str>, usize)> {
+    let w = argv[j].as_str();
+    if w == opt {
+        return Some((argv.get(j + 1).map(String::as_str), 2));
+    }
+    let rest = w.strip_prefix(opt)?;
+    if opt.starts_with("--") {
+        rest.strip_prefix('=').map(|v| (Some(v), 1))
+    } else if opt.len() == 2 && !rest.is_empty() {
+        Some((Some(rest), 1))
+    } else {
+        None
+    }
+}
+
+impl Scan {
+    fn push(&mut self, w: &str) {
+        if self.over || w.is_empty() || self.words.iter().any(|x| x == w) {
+            return;
+        }
+        if self.words.len() == MAX_CANDIDATES {
+            self.over = true;
+            return;
+        }
+        self.words.push(w.to_string());
+    }
+
+    /// Split `text` as a command at nesting `depth`.
+    fn command_string(&mut self, text: &str, depth: usize) {
+        if depth > MAX_SHELL_DEPTH {
+            self.too_deep = true;
+            return;
+        }
+        for argv in split_commands(text) {
+            self.simple_command(&argv, depth);
+        }
+    }
+
+    fn simple_command(&mut self, argv: &[String], depth: usize) {
+        for w in argv {
+            self.word(w, depth);
+        }
+        self.structure(argv, depth);
+    }
+
+    /// The candidates of one word.
+    fn word(&mut self, w: &str, depth: usize) {
+        if !w.starts_with('-') {
+            self.push(w);
         }
         if let Some((_, v)) = w.split_once('=') {
-            if !v.is_empty() {
-                out.push(v.to_string());
+            self.push(v);
+        }
+        if is_short_cluster(w) && w.len() > 2 && w.is_char_boundary(2) && w[2..].contains('/') {
+            self.push(&w[2..]);
+        }
+        if w.contains("$(") || w.contains('`') {
+            self.command_string(w, depth + 1);
+        }
+        if w.contains(is_token_delim) {
+            for (t, quoted) in scan_tokens(w) {
+                if quoted || path_like(t) {
+                    self.push(t);
+                }
             }
         }
     }
-    out
+
+    /// Look through wrappers to the commands that run command strings or
+    /// search recursively.
+    fn structure(&mut self, argv: &[String], depth: usize) {
+        let mut i = 0;
+        while i < argv.len() && is_assignment(&argv[i]) {
+            i += 1;
+        }
+        while let Some(role) = argv.get(i).and_then(|w| role_of(w)) {
+            let rest = &argv[i + 1..];
+            match role {
+                Role::Wrapper {
+                    valued,
+                    command,
+                    positional,
+                } => i = i + 1 + self.wrapper_options(rest, valued, command, depth) + positional,
+                Role::Shell => {
+                    self.shell(rest, depth);
+                    return;
+                }
+                Role::CommandOption(opts) => {
+                    for j in 0..rest.len() {
+                        if let Some((Some(v), _)) =
+                            opts.iter().find_map(|o| option_value(rest, j, o))
+                        {
+                            self.command_string(v, depth + 1);
+                        }
+                    }
+                    return;
+                }
+                Role::Joins(valued) => {
+                    let skip = self.wrapper_options(rest, valued, &[], depth);
+                    let joined = rest[skip.min(rest.len())..].join(" ");
+                    self.command_string(&joined, depth + 1);
+                    return;
+                }
+                Role::Search(how) => {
+                    self.recursive |= reads_recursively(how, rest);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Skip a wrapper's options and assignments; split the values of its
+    /// command-string options. Returns how many words were skipped.
+    fn wrapper_options(
+        &mut self,
+        rest: &[String],
+        valued: &[&str],
+        command: &[&str],
+        depth: usize,
+    ) -> usize {
+        let mut j = 0;
+        while j < rest.len() {
+            let w = rest[j].as_str();
+            if w == "--" {
+                return j + 1;
+            }
+            if is_assignment(w) {
+                j += 1;
+                continue;
+            }
+            if !w.starts_with('-') || w == "-" {
+                break;
+            }
+            if let Some((v, n)) = command.iter().find_map(|o| option_value(rest, j, o)) {
+                if let Some(v) = v {
+                    self.command_string(v, depth + 1);
+                }
+                j += n;
+                continue;
+            }
+            j += valued
+                .iter()
+                .find_map(|o| option_value(rest, j, o))
+                .map_or(1, |(_, n)| n);
+        }
+        j
+    }
+
+    /// `sh [options] -c STRING …`: split STRING.
+    fn shell(&mut self, rest: &[String], depth: usize) {
+        let mut saw_c = false;
+        for w in rest {
+            if w == "--" {
+                continue;
+            }
+            if is_short_cluster(w) || w.starts_with('+') {
+                saw_c |= w[1..].contains('c');
+                continue;
+            }
+            if w.starts_with("--") {
+                continue;
+            }
+            if saw_c {
+                self.command_string(w, depth + 1);
+            }
+            return;
+        }
+    }
+}
+
+fn reads_recursively(how: Recursion, rest: &[String]) -> bool {
+    match how {
+        Recursion::Always => true,
+        Recursion::Flags { short, long, pairs } => rest.iter().enumerate().any(|(j, w)| {
+            (is_short_cluster(w) && w[1..].contains(short))
+                || long.contains(&w.as_str())
+                || pairs
+                    .iter()
+                    .any(|(o, v)| w == o && rest.get(j + 1).is_some_and(|n| n == v))
+        }),
+        Recursion::Subcommand { valued, subs } => {
+            let mut j = 0;
+            while let Some(w) = rest.get(j) {
+                if !w.starts_with('-') {
+                    return subs.contains(&w.as_str());
+                }
+                j += valued
+                    .iter()
+                    .find_map(|o| option_value(rest, j, o))
+                    .map_or(1, |(_, n)| n);
+            }
+            false
+        }
+    }
 }
 
 #[cfg(test)]
@@ -95,7 +611,11 @@ mod tests {
     use super::*;
 
     fn w(s: &str) -> Vec<String> {
-        split_words(s)
+        split_commands(s).concat()
+    }
+
+    fn scan_line(s: &str) -> Scan {
+        scan(&Command::Line(s))
     }
 
     #[test]
@@ -117,8 +637,165 @@ mod tests {
     }
 
     #[test]
-    fn candidates_skip_flags_and_take_assignments() {
-        let c = candidates(&w("FOO=secret/x cmd --out=build/y -v file"));
-        assert_eq!(c, ["FOO=secret/x", "secret/x", "cmd", "build/y", "file"]);
+    fn simple_commands_end_at_pipes_lists_substitutions_and_newlines() {
+        assert_eq!(
+            split_commands("a 1 | b 2; c\nd `e` $(f)"),
+            [
+                vec!["a", "1"],
+                vec!["b", "2"],
+                vec!["c"],
+                vec!["d"],
+                vec!["e"],
+                vec!["$"],
+                vec!["f"]
+            ]
+        );
+        // `<` and `>` only separate words.
+        assert_eq!(split_commands("cat <in >out"), [vec!["cat", "in", "out"]]);
+    }
+
+    #[test]
+    fn candidates_skip_flags_and_take_assignments_and_attached_values() {
+        let s = scan_line("FOO=secret/x cmd --out=build/y -v file -I/usr/inc");
+        assert_eq!(
+            s.words,
+            [
+                "FOO=secret/x",
+                "secret/x",
+                "cmd",
+                "build/y",
+                "file",
+                "/usr/inc"
+            ]
+        );
+    }
+
+    #[test]
+    fn tokens_split_on_delimiters_and_know_quoted_literals() {
+        assert_eq!(
+            scan_tokens("print(open('a/b').read(), 'x y')"),
+            [
+                ("print", false),
+                ("open", false),
+                ("a/b", true),
+                (".read", false),
+                ("x", false),
+                ("y", false)
+            ]
+        );
+        assert_eq!(
+            scan_tokens("HEAD:src/a.rs,C:\\x\\y ${HOME}/k"),
+            [
+                ("HEAD", false),
+                ("src/a.rs", false),
+                ("C:\\x\\y", false),
+                ("${HOME}/k", false)
+            ]
+        );
+        assert!(path_like("a.b") && path_like("a/b") && path_like("~") && path_like("$PWD"));
+        assert!(!path_like("print"));
+    }
+
+    #[test]
+    fn nested_command_strings_are_split() {
+        for cmd in [
+            "bash -c 'ls secret'",
+            "sh -xec 'ls secret'",
+            "eval 'ls secret'",
+            "watch -n 1 'ls secret'",
+            "su -c 'ls secret' root",
+            "su --command='ls secret'",
+            "env -S 'ls secret'",
+            "sudo -u root -- sh -c 'ls secret'",
+            "timeout -s KILL 5 bash -c 'ls secret'",
+            "A=1 nohup env B=2 time bash -c 'ls secret'",
+            "xargs -I {} sh -c 'ls secret'",
+            "echo \"$(ls secret)\"",
+        ] {
+            assert!(
+                scan_line(cmd).words.contains(&"secret".to_string()),
+                "{cmd}: {:?}",
+                scan_line(cmd).words
+            );
+        }
+        // Not a command position: only path-like tokens are taken.
+        for cmd in [
+            "echo 'ls secret'",
+            "bash 'ls secret'",
+            "timeout 'ls secret'",
+        ] {
+            assert!(
+                !scan_line(cmd).words.contains(&"secret".to_string()),
+                "{cmd}"
+            );
+        }
+    }
+
+    fn nest(cmd: &str, levels: usize) -> String {
+        let mut s = cmd.to_string();
+        for _ in 0..levels {
+            s = format!("eval '{}'", s.replace('\'', "'\"'\"'"));
+        }
+        s
+    }
+
+    #[test]
+    fn nesting_depth_bound_at_its_edge() {
+        let at = scan_line(&nest("ls secret", MAX_SHELL_DEPTH));
+        assert!(at.words.contains(&"secret".to_string()));
+        assert!(!at.too_deep);
+        let over = scan_line(&nest("ls secret", MAX_SHELL_DEPTH + 1));
+        assert!(!over.words.contains(&"secret".to_string()));
+        assert!(over.too_deep);
+    }
+
+    #[test]
+    fn recursive_searches_and_listings() {
+        for cmd in [
+            "grep -r x .",
+            "grep -inR x",
+            "egrep --recursive x",
+            "grep -d recurse x .",
+            "rg x",
+            "/usr/bin/find . -name y",
+            "tree -L 2",
+            "du -sh .",
+            "ls -laR",
+            "git grep x",
+            "git -C sub --no-pager grep x",
+            "git ls-files",
+            "sudo -u me rg x",
+            "cat $(fd y)",
+            "bash -lc 'grep -rn x .'",
+            "a | xargs -n1 grep -r x",
+        ] {
+            assert!(scan_line(cmd).recursive, "{cmd}");
+        }
+        for cmd in [
+            "grep x a.txt",
+            "ls -la",
+            "git log --grep x",
+            "git commit -m grep",
+            "echo 'grep -r x'",
+            "cat find",
+        ] {
+            assert!(!scan_line(cmd).recursive, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn argv_elements_are_also_split() {
+        let s = scan(&Command::Argv(vec!["bash", "-lc", "cat secret/a.txt | wc"]));
+        assert!(s.words.contains(&"secret/a.txt".to_string()));
+        assert!(s.words.contains(&"cat secret/a.txt | wc".to_string()));
+    }
+
+    #[test]
+    fn collection_stops_past_the_candidate_bound() {
+        let words: Vec<String> = (0..MAX_CANDIDATES).map(|i| format!("w{i}")).collect();
+        let s = scan_line(&words.join(" "));
+        assert_eq!((s.words.len(), s.over), (MAX_CANDIDATES, false));
+        let s = scan_line(&format!("{} extra", words.join(" ")));
+        assert_eq!((s.words.len(), s.over), (MAX_CANDIDATES, true));
     }
 }
