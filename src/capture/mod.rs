@@ -94,13 +94,16 @@ impl ExtractionState {
     }
 }
 
+mod output;
 mod path;
 mod policy;
 mod shell;
 mod tools;
 
+pub use output::filter_output;
 pub use path::MAX_CANDIDATE_CHARS;
 pub use policy::{MAX_MATCH_WORK, MAX_PATTERNS, MAX_PATTERN_CHARS};
+pub use shell::MAX_SHELL_DEPTH;
 
 use std::path::Path;
 
@@ -174,6 +177,14 @@ pub fn classify_tool(agent: &Agent, tool_name: &str) -> (ToolFamily, bool) {
 
 fn norm_abs(p: &str) -> Option<NormPath> {
     path::normalize(p, None, None, MAX_CANDIDATE_CHARS).ok()
+}
+
+/// `$HOME` as scope resolution reads it (unset or empty: none), normalised.
+fn env_home() -> Option<NormPath> {
+    std::env::var("HOME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .and_then(|h| norm_abs(&h))
 }
 
 fn home_path(home: Option<&Path>) -> Option<NormPath> {
@@ -400,7 +411,7 @@ pub fn kept_file_paths(event: &Event) -> Vec<String> {
         return Vec::new();
     };
     let cwd = event.cwd.as_deref().and_then(norm_abs);
-    let home = std::env::var("HOME").ok().and_then(|h| norm_abs(&h));
+    let home = env_home();
     let mut out: Vec<String> = Vec::new();
     for r in raw {
         if let Ok(p) = path::normalize(&r, cwd.as_ref(), home.as_ref(), MAX_CANDIDATE_CHARS) {

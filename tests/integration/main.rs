@@ -4,6 +4,7 @@
 mod util;
 
 mod agents;
+mod capture;
 mod delivery;
 mod hook;
 mod install;
