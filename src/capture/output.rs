@@ -269,14 +269,15 @@ mod tests {
 
     #[test]
     fn past_the_work_budget_no_output_is_kept() {
-        // One pattern under the cwd of ~1,000 characters: every distinct
-        // token costs about 1,000 × its length.
+        // One pattern under the cwd of 1,024 characters once rooted: every
+        // distinct token costs 1,024 × its length; n tokens are one past the
+        // budget, n - 1 fit.
         let pat = format!("{}*", "p".repeat(999));
         let per_token = (DEMO.len() + 1 + pat.len()) as u64 * (DEMO.len() + 5) as u64;
         let n = (MAX_MATCH_WORK / per_token) as usize + 1;
         let text: String = (0..n).map(|i| format!("t{i:03}\n")).collect();
         assert_eq!(run(&[pat.as_str()], "x", &text), None);
-        let fits: String = (0..n - 2).map(|i| format!("t{i:03}\n")).collect();
+        let fits: String = (0..n - 1).map(|i| format!("t{i:03}\n")).collect();
         assert_eq!(
             run(&[pat.as_str()], "x", &fits).as_deref(),
             Some(fits.as_str())

@@ -194,7 +194,7 @@ pub fn scan_tokens(text: &str) -> Vec<(&str, bool)> {
         }
         if is_token_delim(c) && !drive {
             if let Some(s) = start.take() {
-                let quoted = s > 0 && is_quote(b[s - 1] as char) && b[s - 1] == c as u8;
+                let quoted = is_quote(c) && text[..s].ends_with(c);
                 out.push((&text[s..i], quoted));
             }
         } else {
@@ -208,9 +208,9 @@ pub fn scan_tokens(text: &str) -> Vec<(&str, bool)> {
 }
 
 /// Could `token` name a file? It holds a path separator or a dot, or starts
-/// with `~` or `$`.
+/// with `~`.
 pub fn path_like(token: &str) -> bool {
-    token.contains(['/', '\\', '.']) || token.starts_with(['~', '$'])
+    token.contains(['/', '\\', '.']) || token.starts_with('~')
 }
 
 /// How a command treats the words after its name.
@@ -218,11 +218,13 @@ pub fn path_like(token: &str) -> bool {
 enum Role {
     /// Runs the rest as a command: options (those in `valued` take the next
     /// word; those in `command` take a command string), `NAME=value`
-    /// assignments, then `positional` words, then the command.
+    /// assignments, then `positional` words, then the command. With one of
+    /// the `inert` options it runs nothing (`command -v rg`).
     Wrapper {
         valued: &'static [&'static str],
         command: &'static [&'static str],
         positional: usize,
+        inert: &'static [&'static str],
     },
     /// A shell: after an option cluster holding `c`, the first word that is
     /// not an option is a command string.
@@ -260,6 +262,7 @@ const fn wrapper(valued: &'static [&'static str], positional: usize) -> Role {
         valued,
         command: &[],
         positional,
+        inert: &[],
     }
 }
 
@@ -296,6 +299,7 @@ const COMMANDS: &[(&[&str], Role)] = &[
             valued: &["-u", "--unset", "-C", "--chdir"],
             command: &["-S", "--split-string"],
             positional: 0,
+            inert: &[],
         },
     ),
     (
@@ -314,7 +318,15 @@ const COMMANDS: &[(&[&str], Role)] = &[
         ],
         wrapper(&[], 0),
     ),
-    (&["command"], wrapper(&[], 0)),
+    (
+        &["command"],
+        Role::Wrapper {
+            valued: &[],
+            command: &[],
+            positional: 0,
+            inert: &["-v", "-V"],
+        },
+    ),
     (&["exec"], wrapper(&["-a"], 0)),
     (
         &["timeout"],
@@ -439,6 +451,9 @@ impl Scan {
 
     /// Split `text` as a command at nesting `depth`.
     fn command_string(&mut self, text: &str, depth: usize) {
+        if self.over {
+            return;
+        }
         if depth > MAX_SHELL_DEPTH {
             self.too_deep = true;
             return;
@@ -492,7 +507,14 @@ impl Scan {
                     valued,
                     command,
                     positional,
-                } => i = i + 1 + self.wrapper_options(rest, valued, command, depth) + positional,
+                    inert,
+                } => {
+                    let opts = rest.iter().take_while(|w| w.starts_with('-'));
+                    if opts.clone().any(|w| inert.contains(&w.as_str())) {
+                        return;
+                    }
+                    i = i + 1 + self.wrapper_options(rest, valued, command, depth) + positional;
+                }
                 Role::Shell => {
                     self.shell(rest, depth);
                     return;
@@ -558,24 +580,25 @@ impl Scan {
         j
     }
 
-    /// `sh [options] -c STRING …`: split STRING.
+    /// `sh [options] -c STRING …`: split STRING. `-o`/`-O` (and `+o`,
+    /// `--rcfile`, `--init-file`) take the next word.
     fn shell(&mut self, rest: &[String], depth: usize) {
+        const VALUED: &[&str] = &["-o", "+o", "-O", "+O", "--rcfile", "--init-file"];
         let mut saw_c = false;
-        for w in rest {
-            if w == "--" {
-                continue;
-            }
-            if is_short_cluster(w) || w.starts_with('+') {
+        let mut j = 0;
+        while let Some(w) = rest.get(j) {
+            j += 1;
+            if VALUED.contains(&w.as_str()) {
+                j += 1;
+            } else if w.starts_with("--") {
+            } else if is_short_cluster(w) || (w.len() > 1 && w.starts_with('+')) {
                 saw_c |= w[1..].contains('c');
-                continue;
+            } else {
+                if saw_c {
+                    self.command_string(w, depth + 1);
+                }
+                return;
             }
-            if w.starts_with("--") {
-                continue;
-            }
-            if saw_c {
-                self.command_string(w, depth + 1);
-            }
-            return;
         }
     }
 }
@@ -692,8 +715,10 @@ mod tests {
                 ("${HOME}/k", false)
             ]
         );
-        assert!(path_like("a.b") && path_like("a/b") && path_like("~") && path_like("$PWD"));
-        assert!(!path_like("print"));
+        assert!(path_like("a.b") && path_like("a/b") && path_like("~") && path_like("C:\\x"));
+        assert!(!path_like("print") && !path_like("$PWD"));
+        // A quote ends a quoted literal only when it matches the opening one.
+        assert_eq!(scan_tokens("'a\"b'"), [("a", false), ("b", false)]);
     }
 
     #[test]
@@ -710,6 +735,7 @@ mod tests {
             "timeout -s KILL 5 bash -c 'ls secret'",
             "A=1 nohup env B=2 time bash -c 'ls secret'",
             "xargs -I {} sh -c 'ls secret'",
+            "bash -o pipefail -c 'ls secret'",
             "echo \"$(ls secret)\"",
         ] {
             assert!(
@@ -778,6 +804,7 @@ mod tests {
             "git commit -m grep",
             "echo 'grep -r x'",
             "cat find",
+            "command -v rg",
         ] {
             assert!(!scan_line(cmd).recursive, "{cmd}");
         }
