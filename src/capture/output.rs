@@ -149,27 +149,11 @@ impl<'t> Lines<'t> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::tests::DEMO;
+    use crate::capture::tests::{active, bash, DEMO};
     use crate::capture::MAX_MATCH_WORK;
     use crate::event::normalize;
     use serde_json::json;
     use std::path::PathBuf;
-
-    fn active(patterns: &[&str]) -> CaptureConfig {
-        CaptureConfig::Active {
-            marker: PathBuf::from(DEMO).join(".ai-memory.toml"),
-            patterns: patterns.iter().map(|s| s.to_string()).collect(),
-        }
-    }
-
-    fn bash(cmd: &str) -> Event {
-        normalize(
-            "claude-code",
-            None,
-            &json!({"hook_event_name": "PostToolUse", "cwd": DEMO, "tool_name": "Bash",
-                    "tool_input": {"command": cmd}}),
-        )
-    }
 
     fn run(patterns: &[&str], cmd: &str, text: &str) -> Option<String> {
         filter_output(&active(patterns), &bash(cmd), ToolFamily::Shell, text).map(Cow::into_owned)

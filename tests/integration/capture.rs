@@ -4,12 +4,12 @@
 //! database and WAL, logs, counters) holds a byte of the excluded file.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::util::{fixture, memhook, run_with_stdin};
+use crate::util::{contains, fixture, memhook, run_with_stdin, walk};
 
 /// The excluded file's content. Built from pieces so the test source itself
 /// is not a hit when the repository is grepped.
@@ -76,26 +76,6 @@ fn payload(proj: &Path, call: &Call) -> Value {
     p["tool_input"]["command"] = json!(call.command);
     p["tool_response"]["stdout"] = json!(call.stdout);
     p
-}
-
-fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
-    let Ok(rd) = fs::read_dir(dir) else { return };
-    for ent in rd.flatten() {
-        let p = ent.path();
-        match fs::symlink_metadata(&p) {
-            Ok(m) if m.is_dir() => walk(&p, out),
-            Ok(m) if m.is_file() => {
-                if let Ok(b) = fs::read(&p) {
-                    out.push((p, b));
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-fn contains(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
 #[test]
