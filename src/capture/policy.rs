@@ -201,12 +201,12 @@ impl Policy {
         self.work
     }
 
-    /// Does any pattern match `cand`? A candidate holding `*` or `?` (an
-    /// unexpanded shell glob) matches when it can reach a pattern's literal
-    /// prefix (see [`reaches`]).
+    /// Does any pattern match `cand`? A candidate holding `*`, `?` or `[`
+    /// (an unexpanded shell glob) matches when it can reach a pattern's
+    /// literal prefix (see [`reaches`]).
     pub fn matches(&mut self, cand: &NormPath) -> MatchOutcome {
         let cand_chars = cand.chars() as u64;
-        if has_wild(&cand.text[cand.root_len..]) {
+        if cand.text[cand.root_len..].contains(['*', '?', '[']) {
             for g in 0..self.groups.len() {
                 let grp = &self.groups[g];
                 if grp.flavour != cand.flavour || !same_root(grp, cand) {
@@ -502,6 +502,8 @@ mod tests {
         assert!(hit(&mut p, "docs/*/0001.md"));
         assert!(hit(&mut p, "docs/a?r"));
         assert!(hit(&mut p, "d*"));
+        assert!(hit(&mut p, "do[c]s/adr/x"));
+        assert!(!hit(&mut p, "src/[ab]"));
         assert!(!hit(&mut p, "*.md"));
         assert!(!hit(&mut p, "src/*"));
     }

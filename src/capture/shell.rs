@@ -3,13 +3,16 @@
 //!
 //! Splitting: whitespace separates words; `| & ; ( )`, a backquote and a
 //! newline end a simple command; `< >` separate words; single and double
-//! quotes group; inside double quotes `\"`, `\\`, `` \` `` and `\$` escape;
-//! outside quotes a backslash escapes only whitespace, an operator, a quote
-//! or a backslash (so `docs\adr\x.md` keeps its separators).
+//! quotes group (so do `$'…'` and `$"…"`); inside double quotes `\"`,
+//! `\\`, `` \` `` and `\$` escape; outside quotes a backslash escapes only
+//! whitespace, an operator, a quote or a backslash (so `docs\adr\x.md`
+//! keeps its separators; the word as a POSIX shell reads it, `docs` `adr`
+//! `x.md` run together, is a candidate too).
 //!
 //! Every word yields itself (unless it starts with `-`), the value after its
-//! first `=` (`--out=x`, `NAME=x`), and the value of an attached short option
-//! holding a `/` (`-fsecret/list`). A word holding a delimiter (quotes,
+//! first `=` (`--out=x`, `NAME=x`), the value of an attached short option
+//! holding a `/` (`-fsecret/list`), and each of its brace expansions
+//! (`{a,b}/x`, at most [`MAX_BRACE_EXPANSIONS`]). A word holding a delimiter (quotes,
 //! brackets, parentheses, `=`, `,`, `:`, …) is also scanned for path-like
 //! tokens ([`scan_tokens`]). A word that is itself a command — the string
 //! after a shell's `-c`, the arguments of `eval` and `watch`, `su -c`,
@@ -128,6 +131,8 @@ pub fn split_commands(line: &str) -> Vec<Vec<String>> {
                     cmds.push(std::mem::take(&mut words));
                 }
             }
+            // `$'…'` and `$"…"` quote like `'…'` and `"…"`.
+            '$' if matches!(chars.peek(), Some('\'' | '"')) => in_word = true,
             c => {
                 in_word = true;
                 cur.push(c);
@@ -481,6 +486,15 @@ impl Scan {
         if is_short_cluster(w) && w.len() > 2 && w.is_char_boundary(2) && w[2..].contains('/') {
             self.push(&w[2..]);
         }
+        if w.contains('\\') {
+            // A POSIX shell reads `sec\ret` as `secret`; the word itself
+            // stays a candidate for Windows paths (`C:\repo\x`).
+            self.push(&unescape(w));
+        }
+        if w.contains('{') {
+            let mut budget = MAX_BRACE_EXPANSIONS;
+            self.braces(w, &mut budget);
+        }
         if w.contains("$(") || w.contains('`') {
             self.command_string(w, depth + 1);
         }
@@ -490,6 +504,30 @@ impl Scan {
                     self.push(t);
                 }
             }
+        }
+    }
+
+    /// Push every brace expansion of `w` (`{a,b}` groups, nested or not).
+    /// More than [`MAX_BRACE_EXPANSIONS`] expansions count as past the
+    /// candidate bound.
+    fn braces(&mut self, w: &str, budget: &mut usize) {
+        if self.over {
+            return;
+        }
+        let Some((open, close, commas)) = brace_group(w) else {
+            if *budget == 0 {
+                self.over = true;
+            } else {
+                *budget -= 1;
+                self.push(w);
+            }
+            return;
+        };
+        let mut from = open + 1;
+        for end in commas.into_iter().chain(std::iter::once(close)) {
+            let alt = format!("{}{}{}", &w[..open], &w[from..end], &w[close + 1..]);
+            self.braces(&alt, budget);
+            from = end + 1;
         }
     }
 
@@ -601,6 +639,51 @@ impl Scan {
             }
         }
     }
+}
+
+/// Most brace expansions taken from one word (`{a,b}{c,d}` is 4).
+pub const MAX_BRACE_EXPANSIONS: usize = 4 * MAX_CANDIDATES;
+
+/// The first `{…}` group of `w` holding a top-level comma: the byte offsets
+/// of its braces and of those commas.
+fn brace_group(w: &str) -> Option<(usize, usize, Vec<usize>)> {
+    let b = w.as_bytes();
+    let mut start = 0;
+    while let Some(rel) = b[start..].iter().position(|&c| c == b'{') {
+        let open = start + rel;
+        let (mut depth, mut commas) = (0usize, Vec::new());
+        for (i, &c) in b.iter().enumerate().skip(open) {
+            match c {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        if !commas.is_empty() {
+                            return Some((open, i, commas));
+                        }
+                        break;
+                    }
+                }
+                b',' if depth == 1 => commas.push(i),
+                _ => {}
+            }
+        }
+        start = open + 1;
+    }
+    None
+}
+
+/// `w` as a POSIX shell reads an unquoted backslash: `\x` is `x`.
+fn unescape(w: &str) -> String {
+    let mut out = String::with_capacity(w.len());
+    let mut chars = w.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn reads_recursively(how: Recursion, rest: &[String]) -> bool {
@@ -815,6 +898,31 @@ mod tests {
         let s = scan(&Command::Argv(vec!["bash", "-lc", "cat secret/a.txt | wc"]));
         assert!(s.words.contains(&"secret/a.txt".to_string()));
         assert!(s.words.contains(&"cat secret/a.txt | wc".to_string()));
+    }
+
+    #[test]
+    fn spellings_a_shell_expands() {
+        let words = |cmd: &str| scan_line(cmd).words;
+        assert!(words("cat $'secret/k' $\"x/y\"").contains(&"secret/k".to_string()));
+        assert!(words("cat $'a'").contains(&"a".to_string()));
+        assert!(words("cat sec\\ret/k").contains(&"secret/k".to_string()));
+        let w = words("cat a{b,c{d,e}}f {x} {,y}z");
+        for want in ["abf", "acdf", "acef", "z", "yz", "{x}"] {
+            assert!(w.contains(&want.to_string()), "{want}: {w:?}");
+        }
+        assert_eq!(brace_group("a{b}c"), None);
+        assert_eq!(unescape("C:\\x\\\\y"), "C:x\\y");
+    }
+
+    #[test]
+    fn brace_expansion_bound_at_its_edge() {
+        // 2^7 = 128 = MAX_BRACE_EXPANSIONS expansions of one word, all
+        // the same string: within the bound; 2^8 is past it.
+        assert_eq!(MAX_BRACE_EXPANSIONS, 128);
+        let at = scan_line(&format!("echo {}", "{a,a}".repeat(7)));
+        assert!(!at.over, "{:?}", at.words);
+        let over = scan_line(&format!("echo {}", "{a,a}".repeat(8)));
+        assert!(over.over);
     }
 
     #[test]
