@@ -102,7 +102,7 @@ mod tools;
 
 pub use output::filter_output;
 pub use path::MAX_CANDIDATE_CHARS;
-pub use policy::{MAX_MATCH_WORK, MAX_PATTERNS, MAX_PATTERN_CHARS};
+pub use policy::{MAX_MATCH_WORK, MAX_OUTPUT_MATCH_WORK, MAX_PATTERNS, MAX_PATTERN_CHARS};
 pub use shell::MAX_SHELL_DEPTH;
 
 use std::path::Path;

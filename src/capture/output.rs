@@ -10,13 +10,14 @@
 //! base) removes its line. A removed line that opens a file section (a
 //! `diff …` header, `==> file <==` from `head`/`tail`) removes the section
 //! up to the next header. Tokens holding `*` or `?` are not paths here.
-//! When the work budget runs out, no output is kept at all.
+//! When the work budget ([`MAX_OUTPUT_MATCH_WORK`]) runs out, no output is
+//! kept at all.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::path::{self, NormPath, Unusable};
-use super::policy::{MatchOutcome, Policy};
+use super::policy::{MatchOutcome, Policy, MAX_OUTPUT_MATCH_WORK};
 use super::{shell, spec_of, tools, ToolFamily, MAX_CANDIDATE_CHARS};
 use crate::event::Event;
 use crate::scope::CaptureConfig;
@@ -76,11 +77,14 @@ struct Lines<'t> {
 
 impl<'t> Lines<'t> {
     fn filter(mut self, text: &'t str) -> Option<Cow<'t, str>> {
-        self.policy.reset_work();
-        let mut out = String::new();
-        let mut removed = false;
+        self.policy.reset_work_to(MAX_OUTPUT_MATCH_WORK);
+        // Copied only from the first removed line on.
+        let mut out: Option<String> = None;
         let mut section: Option<&[&str]> = None;
+        let mut at = 0;
         for line in text.split_inclusive('\n') {
+            let start = at;
+            at += line.len();
             if let Some(ends) = section {
                 if !ends.iter().any(|e| line.starts_with(e)) {
                     continue;
@@ -88,20 +92,16 @@ impl<'t> Lines<'t> {
                 section = None;
             }
             if self.names_excluded(line)? {
-                removed = true;
+                out.get_or_insert_with(|| text[..start].to_string());
                 section = SECTIONS
                     .iter()
                     .find(|(start, _)| line.starts_with(start))
                     .map(|(_, ends)| *ends);
-            } else {
+            } else if let Some(out) = out.as_mut() {
                 out.push_str(line);
             }
         }
-        Some(if removed {
-            Cow::Owned(out)
-        } else {
-            Cow::Borrowed(text)
-        })
+        Some(out.map_or(Cow::Borrowed(text), Cow::Owned))
     }
 
     /// Does any token of `line` name an excluded path? `None` past the
@@ -150,7 +150,6 @@ impl<'t> Lines<'t> {
 mod tests {
     use super::*;
     use crate::capture::tests::{active, bash, DEMO};
-    use crate::capture::MAX_MATCH_WORK;
     use crate::event::normalize;
     use serde_json::json;
     use std::path::PathBuf;
@@ -251,6 +250,28 @@ mod tests {
         assert_eq!(run(&["secret/**"], "x", &text).unwrap(), "char *p = x?y;\n");
     }
 
+    /// A full window of a long listing under a realistic policy (three
+    /// patterns apply to every name under the project) is checked, not
+    /// dropped for want of budget.
+    #[test]
+    fn a_full_output_fits_the_budget_under_a_realistic_policy() {
+        let pats = ["secret/**", "**/*.key", "**/.env", "docs/adr/**", "*.pem"];
+        let mut text: String = (0..160)
+            .map(|i| {
+                format!(
+                    "-rw-r--r-- 1 user user {} Nov 29 15:{:02} src/mod_{i}/file_{i}.rs\n",
+                    1000 + i,
+                    i % 60
+                )
+            })
+            .collect();
+        text.push_str("-rw------- 1 user user 64 Nov 29 15:09 src/mod_7/server.key\n");
+        assert!(text.len() > 8_000);
+        let got = run(&pats, "ls -la src/*", &text).expect("checked within the budget");
+        assert_eq!(got.lines().count(), 160);
+        assert!(!got.contains("server.key"));
+    }
+
     #[test]
     fn past_the_work_budget_no_output_is_kept() {
         // One pattern under the cwd of 1,024 characters once rooted: every
@@ -258,8 +279,9 @@ mod tests {
         // budget, n - 1 fit.
         let pat = format!("{}*", "p".repeat(999));
         let per_token = (DEMO.len() + 1 + pat.len()) as u64 * (DEMO.len() + 5) as u64;
-        let n = (MAX_MATCH_WORK / per_token) as usize + 1;
+        let n = (MAX_OUTPUT_MATCH_WORK / per_token) as usize + 1;
         let text: String = (0..n).map(|i| format!("t{i:03}\n")).collect();
+        assert!(n > 500, "the budget covers a few hundred such tokens");
         assert_eq!(run(&[pat.as_str()], "x", &text), None);
         let fits: String = (0..n - 1).map(|i| format!("t{i:03}\n")).collect();
         assert_eq!(

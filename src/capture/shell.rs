@@ -148,63 +148,70 @@ pub fn split_commands(line: &str) -> Vec<Vec<String>> {
     cmds
 }
 
-/// Characters that split a string scanned for path-like tokens.
-fn is_token_delim(c: char) -> bool {
-    c.is_whitespace()
-        || matches!(
-            c,
-            '\'' | '"'
-                | '`'
-                | '('
-                | ')'
-                | '['
-                | ']'
-                | '{'
-                | '}'
-                | '<'
-                | '>'
-                | '='
-                | ','
-                | ':'
-                | ';'
-                | '|'
-                | '&'
-        )
+/// ASCII bytes that split a string scanned for path-like tokens.
+const ASCII_DELIMS: &[u8] = b" \t\n\r\x0b\x0c'\"`()[]{}<>=,:;|&";
+
+const fn delim_table() -> [bool; 128] {
+    let mut t = [false; 128];
+    let mut i = 0;
+    while i < ASCII_DELIMS.len() {
+        t[ASCII_DELIMS[i] as usize] = true;
+        i += 1;
+    }
+    t
 }
 
-fn is_quote(c: char) -> bool {
-    matches!(c, '\'' | '"' | '`')
+/// [`ASCII_DELIMS`] as a lookup table.
+static IS_ASCII_DELIM: [bool; 128] = delim_table();
+
+/// Characters that split a string scanned for path-like tokens: the ASCII
+/// delimiters and any Unicode whitespace.
+fn is_token_delim(c: char) -> bool {
+    match u8::try_from(c) {
+        Ok(b) if b < 128 => IS_ASCII_DELIM[b as usize],
+        _ => c.is_whitespace(),
+    }
+}
+
+fn is_quote(b: u8) -> bool {
+    matches!(b, b'\'' | b'"' | b'`')
 }
 
 /// The tokens of `text` split on [`is_token_delim`], each with whether it
 /// was a whole quoted literal (`'x'`, `"x"`). A drive colon (`C:\`, `C:/`)
-/// and a `${NAME}` reference do not split.
+/// and a `${NAME}` reference do not split. Works on bytes; only non-ASCII
+/// characters are decoded (to find Unicode whitespace).
 pub fn scan_tokens(text: &str) -> Vec<(&str, bool)> {
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut start: Option<usize> = None;
-    let mut it = text.char_indices().peekable();
-    while let Some((i, c)) = it.next() {
-        let drive = c == ':'
-            && start.is_some_and(|s| i - s == 1 && b[s].is_ascii_alphabetic())
-            && matches!(b.get(i + 1), Some(b'/' | b'\\'));
-        if c == '$' && b.get(i + 1) == Some(&b'{') {
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'$' && b.get(i + 1) == Some(&b'{') {
             start.get_or_insert(i);
-            for (_, d) in it.by_ref() {
-                if d == '}' {
-                    break;
-                }
-            }
+            i = b[i..]
+                .iter()
+                .position(|&d| d == b'}')
+                .map_or(b.len(), |p| i + p + 1);
             continue;
         }
-        if is_token_delim(c) && !drive {
-            if let Some(s) = start.take() {
-                let quoted = is_quote(c) && text[..s].ends_with(c);
-                out.push((&text[s..i], quoted));
-            }
+        let (delim, width) = if c < 128 {
+            let drive = c == b':'
+                && start.is_some_and(|s| i - s == 1 && b[s].is_ascii_alphabetic())
+                && matches!(b.get(i + 1), Some(b'/' | b'\\'));
+            (IS_ASCII_DELIM[c as usize] && !drive, 1)
         } else {
+            let ch = text[i..].chars().next().unwrap_or(' ');
+            (ch.is_whitespace(), ch.len_utf8())
+        };
+        if !delim {
             start.get_or_insert(i);
+        } else if let Some(s) = start.take() {
+            let quoted = is_quote(c) && s > 0 && b[s - 1] == c;
+            out.push((&text[s..i], quoted));
         }
+        i += width;
     }
     if let Some(s) = start {
         out.push((&text[s..], false));
@@ -800,6 +807,24 @@ mod tests {
         );
         assert!(path_like("a.b") && path_like("a/b") && path_like("~") && path_like("C:\\x"));
         assert!(!path_like("print") && !path_like("$PWD"));
+        assert_eq!(
+            scan_tokens("a\u{3000}b\u{a0}é/x ${H}/y"),
+            [
+                ("a", false),
+                ("b", false),
+                ("é/x", false),
+                ("${H}/y", false)
+            ]
+        );
+        for c in [
+            ' ', '\t', '\n', '\'', '"', '`', '(', ')', '[', ']', '{', '}', '<', '>', '=', ',', ':',
+            ';', '|', '&', '\u{2028}',
+        ] {
+            assert!(is_token_delim(c), "{c:?}");
+        }
+        for c in ['a', '/', '\\', '.', '-', '~', '$', '*', 'é'] {
+            assert!(!is_token_delim(c), "{c:?}");
+        }
         // A quote ends a quoted literal only when it matches the opening one.
         assert_eq!(scan_tokens("'a\"b'"), [("a", false), ("b", false)]);
     }
