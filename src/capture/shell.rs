@@ -6,21 +6,22 @@
 //! quotes group (so do `$'…'` and `$"…"`); inside double quotes `\"`,
 //! `\\`, `` \` `` and `\$` escape; outside quotes a backslash escapes only
 //! whitespace, an operator, a quote or a backslash (so `docs\adr\x.md`
-//! keeps its separators; the word as a POSIX shell reads it, `docs` `adr`
-//! `x.md` run together, is a candidate too).
+//! keeps its separators; the word as a POSIX shell reads it, `docsadrx.md`,
+//! is a candidate too).
 //!
 //! Every word yields itself (unless it starts with `-`), the value after its
 //! first `=` (`--out=x`, `NAME=x`), the value of an attached short option
 //! holding a `/` (`-fsecret/list`), and each of its brace expansions
-//! (`{a,b}/x`, at most [`MAX_BRACE_EXPANSIONS`]). A word holding a delimiter (quotes,
-//! brackets, parentheses, `=`, `,`, `:`, …) is also scanned for path-like
-//! tokens ([`scan_tokens`]). A word that is itself a command — the string
+//! (`{a,b}/x`, at most [`MAX_BRACE_EXPANSIONS`]). A word holding a
+//! delimiter (whitespace, quotes, brackets, parentheses, `=`, `,`, `:`, …)
+//! is also scanned for path-like tokens ([`scan_tokens`]). A word that is itself a command — the string
 //! after a shell's `-c`, the arguments of `eval` and `watch`, `su -c`,
 //! `env -S`, a `$( … )` or backquoted substitution — is split again, at most
 //! [`MAX_SHELL_DEPTH`] levels deep. Wrappers (`env`, `sudo`, `nohup`,
 //! `timeout`, `time`, `xargs`, `exec`, `command`, …) are looked through: the
 //! command after their options is examined like any other. A recursive
-//! search or listing anywhere ([`SEARCHES`]) is flagged.
+//! search or listing anywhere is flagged. Which command does what is one
+//! table, [`COMMANDS`].
 
 use super::MAX_CANDIDATES;
 
