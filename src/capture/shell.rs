@@ -951,6 +951,32 @@ mod tests {
         assert!(over.over);
     }
 
+    /// Hostile strings never panic the scanner and never break its bounds.
+    #[test]
+    fn hostile_input_keeps_every_bound() {
+        const ALPHABET: &[&str] = &[
+            "a", "/", "\\", "'", "\"", "`", "$", "(", ")", "{", "}", ",", "[", "]", "$'", "${",
+            "-c", " ", "\n", "|", ";", "&", "=", ":", "C:", "é", "\u{3000}", "bash -c ", "eval ",
+            "sudo ", "grep -r ", "$(", "..", "~", "*",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) as usize
+        };
+        for _ in 0..5_000 {
+            let len = next() % 40;
+            let cmd: String = (0..len)
+                .map(|_| ALPHABET[next() % ALPHABET.len()])
+                .collect();
+            let s = scan_line(&cmd);
+            assert!(s.words.len() <= MAX_CANDIDATES, "{cmd:?}");
+            for (t, _) in scan_tokens(&cmd) {
+                assert!(!t.is_empty(), "{cmd:?}");
+            }
+        }
+    }
+
     #[test]
     fn collection_stops_past_the_candidate_bound() {
         let words: Vec<String> = (0..MAX_CANDIDATES).map(|i| format!("w{i}")).collect();
