@@ -643,7 +643,12 @@ pub fn build(
                 tool.outcome = Some(oc.as_str().to_string());
                 rec.title = title_line(&format!("{label} {}", oc.as_str()));
                 let raw = tool_body_raw(event, MAX_TOOL_BODY_BYTES * WINDOW_FACTOR);
-                rec.body = Some(clean_capped(&raw, MAX_TOOL_BODY_BYTES)).filter(|b| !b.is_empty());
+                // Cleaned first (escapes must not hide a path), then the lines
+                // naming an excluded path go (DESIGN §3), then the cap.
+                let cleaned = redact::clean(window(&raw, MAX_TOOL_BODY_BYTES * WINDOW_FACTOR));
+                rec.body = crate::capture::filter_output(&scope.capture, event, family, &cleaned)
+                    .map(|kept| cap(&kept, MAX_TOOL_BODY_BYTES))
+                    .filter(|b| !b.is_empty());
                 rec.files = bounded_files(files);
             }
             rec.tool = Some(tool);

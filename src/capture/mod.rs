@@ -94,13 +94,16 @@ impl ExtractionState {
     }
 }
 
+mod output;
 mod path;
 mod policy;
 mod shell;
 mod tools;
 
+pub use output::filter_output;
 pub use path::MAX_CANDIDATE_CHARS;
-pub use policy::{MAX_MATCH_WORK, MAX_PATTERNS, MAX_PATTERN_CHARS};
+pub use policy::{MAX_MATCH_WORK, MAX_OUTPUT_MATCH_WORK, MAX_PATTERNS, MAX_PATTERN_CHARS};
+pub use shell::MAX_SHELL_DEPTH;
 
 use std::path::Path;
 
@@ -176,6 +179,14 @@ fn norm_abs(p: &str) -> Option<NormPath> {
     path::normalize(p, None, None, MAX_CANDIDATE_CHARS).ok()
 }
 
+/// `$HOME` as scope resolution reads it (unset or empty: none), normalised.
+fn env_home() -> Option<NormPath> {
+    std::env::var("HOME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .and_then(|h| norm_abs(&h))
+}
+
 fn home_path(home: Option<&Path>) -> Option<NormPath> {
     home.and_then(Path::to_str)
         .filter(|h| !h.is_empty())
@@ -230,20 +241,32 @@ pub fn decide(config: &CaptureConfig, home: Option<&Path>, event: &Event) -> Dec
         _ => return Decision::new(state, family, 0, Keep, NotApplicable),
     };
     let md = |n| Decision::new(state, family, n, MetadataOnly, MissingOrMalformed);
-    let (cands, count) = match collected {
+    let c = match collected {
         Ok(c) => c,
         Err(count) => return md(count),
     };
-    match match_all(&mut policy, &cands) {
-        MatchOutcome::Match => Decision::new(state, family, count, Drop, Extracted),
-        MatchOutcome::OverBudget => md(count),
-        MatchOutcome::NoMatch => Decision::new(state, family, count, Keep, Extracted),
+    match match_all(&mut policy, &c.paths) {
+        MatchOutcome::Match => Decision::new(state, family, c.count, Drop, Extracted),
+        MatchOutcome::OverBudget => md(c.count),
+        MatchOutcome::NoMatch => match c.reduced {
+            Some(ext) => Decision::new(state, family, c.count, MetadataOnly, ext),
+            None => Decision::new(state, family, c.count, Keep, Extracted),
+        },
     }
 }
 
-/// Candidates to check and how many were extracted; `Err(count)` when they
-/// cannot all be checked (missing, malformed, past a bound).
-type Collected = Result<(Vec<NormPath>, usize), usize>;
+/// Candidates to check and how many were extracted.
+struct Collected {
+    paths: Vec<NormPath>,
+    count: usize,
+    /// Kept as metadata-only, with this extraction state, even when nothing
+    /// matches (a recursive search; a command nested too deep to split).
+    reduced: Option<ExtractionState>,
+}
+
+/// `Err(count)` when the candidates cannot all be checked (missing,
+/// malformed, past a bound).
+type Collect = Result<Collected, usize>;
 
 /// A file tool's paths, from its documented fields only. Every path must be
 /// usable.
@@ -252,49 +275,99 @@ fn file_candidates(
     input: Option<&serde_json::Value>,
     cwd: Option<&NormPath>,
     home: Option<&NormPath>,
-) -> Collected {
+) -> Collect {
     let raw = tools::file_paths(&spec.extract, input).map_err(|_| 0usize)?;
     if raw.len() > MAX_CANDIDATES {
         return Err(raw.len());
     }
-    let cands = raw
+    let paths = raw
         .iter()
         .map(|r| path::normalize(r, cwd, home, MAX_CANDIDATE_CHARS))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| raw.len())?;
-    Ok((cands, raw.len()))
+    Ok(Collected {
+        paths,
+        count: raw.len(),
+        reduced: None,
+    })
 }
 
-/// A shell tool's words (distinct), resolved against its `workdir`/`cwd`
-/// field or the event's cwd. Words that cannot name a file (`C:foo`) are
-/// skipped; words that cannot be checked (no base, too long, `~/` without a
-/// home) make the call uncheckable.
+/// The directory a shell tool runs in: its `workdir`/`cwd` field (joined to
+/// the event's cwd), else the event's cwd. `Err` when the field is unusable.
+fn shell_base(
+    call: &tools::ShellCall,
+    cwd: Option<&NormPath>,
+    home: Option<&NormPath>,
+) -> Result<Option<NormPath>, Unusable> {
+    match call.base.as_deref() {
+        Some(b) => path::normalize(b, cwd, home, MAX_CANDIDATE_CHARS).map(Some),
+        None => Ok(cwd.cloned()),
+    }
+}
+
+/// A shell tool's candidates (distinct; see [`shell`]), resolved against its
+/// base directory. Words that cannot name a file (`C:foo`) are skipped;
+/// words that cannot be checked (no base, too long, `~/` without a home), a
+/// command nested too deep and more than [`MAX_CANDIDATES`] candidates make
+/// the call uncheckable. Under an active policy a recursive search or
+/// listing is metadata-only.
 fn shell_candidates(
     spec: &tools::ToolSpec,
     input: Option<&serde_json::Value>,
     cwd: Option<&NormPath>,
     home: Option<&NormPath>,
-) -> Collected {
+) -> Collect {
     let call = tools::shell_call(&spec.extract, input).ok_or(0usize)?;
-    let base = match call.base.as_deref() {
-        Some(b) => Some(path::normalize(b, cwd, home, MAX_CANDIDATE_CHARS).map_err(|_| 0usize)?),
-        None => cwd.cloned(),
-    };
-    let mut words = shell::candidates(&call.words);
-    words.sort_unstable();
-    words.dedup();
-    if words.len() > MAX_CANDIDATES {
-        return Err(words.len());
+    let base = shell_base(&call, cwd, home).map_err(|_| 0usize)?;
+    let scan = shell::scan(&call.command);
+    let count = scan.words.len() + usize::from(scan.over);
+    if scan.over {
+        return Err(count);
     }
-    let mut cands = Vec::with_capacity(words.len());
-    for w in &words {
-        match path::normalize(w, base.as_ref(), home, MAX_CANDIDATE_CHARS) {
-            Ok(p) => cands.push(p),
-            Err(Unusable::NoBase | Unusable::TooLong | Unusable::NoHome) => return Err(words.len()),
+    let mut paths = Vec::with_capacity(count);
+    for w in &scan.words {
+        match path::normalize(
+            &expand_known_vars(w),
+            base.as_ref(),
+            home,
+            MAX_CANDIDATE_CHARS,
+        ) {
+            Ok(p) => paths.push(p),
+            Err(Unusable::NoBase | Unusable::TooLong | Unusable::NoHome) => return Err(count),
             Err(_) => {}
         }
     }
-    Ok((cands, words.len()))
+    let reduced = if scan.too_deep {
+        Some(ExtractionState::MissingOrMalformed)
+    } else if scan.recursive {
+        Some(ExtractionState::Extracted)
+    } else {
+        None
+    };
+    Ok(Collected {
+        paths,
+        count,
+        reduced,
+    })
+}
+
+/// Variables known at hook time, at the start of a word: `$HOME` and
+/// `${HOME}` are `~`, `$PWD` and `${PWD}` the directory the command runs in.
+fn expand_known_vars(w: &str) -> std::borrow::Cow<'_, str> {
+    const VARS: &[(&str, &str)] = &[
+        ("${HOME}", "~"),
+        ("$HOME", "~"),
+        ("${PWD}", "."),
+        ("$PWD", "."),
+    ];
+    for (var, to) in VARS {
+        if let Some(rest) = w.strip_prefix(var) {
+            if rest.is_empty() || rest.starts_with(['/', '\\']) {
+                return format!("{to}{rest}").into();
+            }
+        }
+    }
+    w.into()
 }
 
 fn invalid(event: &Event, family: ToolFamily) -> Decision {
@@ -338,7 +411,7 @@ pub fn kept_file_paths(event: &Event) -> Vec<String> {
         return Vec::new();
     };
     let cwd = event.cwd.as_deref().and_then(norm_abs);
-    let home = std::env::var("HOME").ok().and_then(|h| norm_abs(&h));
+    let home = env_home();
     let mut out: Vec<String> = Vec::new();
     for r in raw {
         if let Ok(p) = path::normalize(&r, cwd.as_ref(), home.as_ref(), MAX_CANDIDATE_CHARS) {

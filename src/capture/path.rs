@@ -47,10 +47,10 @@ impl NormPath {
     }
 
     /// The text as compared: ASCII-lowercased for Windows flavour.
-    pub fn key(&self) -> String {
+    pub fn key(&self) -> std::borrow::Cow<'_, str> {
         match self.flavour {
-            Flavour::Posix => self.text.clone(),
-            Flavour::Windows => self.text.to_ascii_lowercase(),
+            Flavour::Posix => std::borrow::Cow::Borrowed(&self.text),
+            Flavour::Windows => self.text.to_ascii_lowercase().into(),
         }
     }
 }
@@ -130,8 +130,34 @@ pub fn normalize(
         return finish(Flavour::Posix, "/", rest, max_chars);
     }
     let base = base.ok_or(Unusable::NoBase)?;
+    if is_plain_relative(&s) {
+        // Nothing to clean up: join and stop (most shell words and output
+        // tokens take this path).
+        let mut text = String::with_capacity(base.text.len() + 1 + s.len());
+        text.push_str(&base.text);
+        if !text.ends_with('/') {
+            text.push('/');
+        }
+        text.push_str(s.trim_end_matches('/'));
+        if text.chars().count() > max_chars {
+            return Err(Unusable::TooLong);
+        }
+        return Ok(NormPath {
+            flavour: base.flavour,
+            text,
+            root_len: base.root_len,
+        });
+    }
     let joined = format!("{}/{}", &base.text[base.root_len..], s);
     finish(base.flavour, base.root(), &joined, max_chars)
+}
+
+/// A relative path with no empty, `.` or `..` segment (a trailing `/`
+/// aside): joining it to a normalised base needs no clean-up.
+fn is_plain_relative(s: &str) -> bool {
+    s.trim_end_matches('/')
+        .split('/')
+        .all(|seg| !seg.is_empty() && seg != "." && seg != "..")
 }
 
 fn finish(
@@ -183,6 +209,20 @@ mod tests {
         assert_eq!(n("~", None).unwrap(), "/home/u");
         assert_eq!(n("rel", None), Err(Unusable::NoBase));
         assert_eq!(n("  ", Some("/w")), Err(Unusable::Blank));
+    }
+
+    #[test]
+    fn plain_relative_paths_join_like_the_general_case() {
+        for raw in ["a", "a/b", "a/b/", "a.b/c-d", "é/x"] {
+            for base in ["/", "/w/v", "C:/w"] {
+                let fast = n(raw, Some(base)).unwrap();
+                let joined = format!("{base}/{raw}");
+                let slow = normalize(&joined, None, None, MAX_CANDIDATE_CHARS).unwrap();
+                assert_eq!(fast, slow.text, "{raw} on {base}");
+            }
+        }
+        assert!(!is_plain_relative("a//b") && !is_plain_relative("./a"));
+        assert!(!is_plain_relative("a/..") && !is_plain_relative(""));
     }
 
     #[test]

@@ -19,6 +19,9 @@ pub const MAX_PATTERNS: usize = 128;
 pub const MAX_PATTERN_CHARS: usize = 1024;
 /// Most pattern×candidate character comparisons one call may spend.
 pub const MAX_MATCH_WORK: u64 = 1_000_000;
+/// The same, for checking the lines of one kept output (up to 8,000 bytes
+/// of tokens, each joined to the command's directory, against the policy).
+pub const MAX_OUTPUT_MATCH_WORK: u64 = 16 * MAX_MATCH_WORK;
 
 /// Why a policy cannot be compiled (it then counts as invalid).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +79,7 @@ pub struct Policy {
     patterns: Vec<Pattern>,
     groups: Vec<Group>,
     work: u64,
+    budget: u64,
 }
 
 fn has_wild(s: &str) -> bool {
@@ -187,12 +191,19 @@ impl Policy {
             patterns: out,
             groups,
             work: 0,
+            budget: MAX_MATCH_WORK,
         })
     }
 
     /// Start a new call: the budget is per call.
     pub fn reset_work(&mut self) {
+        self.reset_work_to(MAX_MATCH_WORK);
+    }
+
+    /// Start a new call with this budget.
+    pub fn reset_work_to(&mut self, budget: u64) {
         self.work = 0;
+        self.budget = budget;
     }
 
     /// Work spent so far in this call.
@@ -201,18 +212,18 @@ impl Policy {
         self.work
     }
 
-    /// Does any pattern match `cand`? A candidate holding `*` or `?` (an
-    /// unexpanded shell glob) matches when it can reach a pattern's literal
-    /// prefix (see [`reaches`]).
+    /// Does any pattern match `cand`? A candidate holding `*`, `?` or `[`
+    /// (an unexpanded shell glob) matches when it can reach a pattern's
+    /// literal prefix (see [`reaches`]).
     pub fn matches(&mut self, cand: &NormPath) -> MatchOutcome {
         let cand_chars = cand.chars() as u64;
-        if has_wild(&cand.text[cand.root_len..]) {
+        if cand.text[cand.root_len..].contains(['*', '?', '[']) {
             for g in 0..self.groups.len() {
                 let grp = &self.groups[g];
                 if grp.flavour != cand.flavour || !same_root(grp, cand) {
                     continue;
                 }
-                if !charge(&mut self.work, grp.chars * cand_chars) {
+                if !charge(&mut self.work, self.budget, grp.chars * cand_chars) {
                     return MatchOutcome::OverBudget;
                 }
                 let win = grp.flavour == Flavour::Windows;
@@ -229,7 +240,7 @@ impl Policy {
             if grp.flavour != cand.flavour || !under_prefix(&key, &grp.prefix_key) {
                 continue;
             }
-            if !charge(&mut self.work, grp.chars * cand_chars) {
+            if !charge(&mut self.work, self.budget, grp.chars * cand_chars) {
                 return MatchOutcome::OverBudget;
             }
             let rest = cand.text[grp.prefix_key.len()..].trim_start_matches('/');
@@ -312,11 +323,11 @@ fn group_matches(g: &Group, patterns: &[Pattern], rest: &str) -> MatchOutcome {
     MatchOutcome::NoMatch
 }
 
-/// Spend `cost` from the call's budget; false (and the meter pinned past
+/// Spend `cost` from the call's `budget`; false (and the meter pinned past
 /// the budget) when it does not fit.
-fn charge(work: &mut u64, cost: u64) -> bool {
-    if *work + cost > MAX_MATCH_WORK {
-        *work = MAX_MATCH_WORK + 1;
+fn charge(work: &mut u64, budget: u64, cost: u64) -> bool {
+    if *work + cost > budget {
+        *work = budget + 1;
         return false;
     }
     *work += cost;
@@ -502,6 +513,8 @@ mod tests {
         assert!(hit(&mut p, "docs/*/0001.md"));
         assert!(hit(&mut p, "docs/a?r"));
         assert!(hit(&mut p, "d*"));
+        assert!(hit(&mut p, "do[c]s/adr/x"));
+        assert!(!hit(&mut p, "src/[ab]"));
         assert!(!hit(&mut p, "*.md"));
         assert!(!hit(&mut p, "src/*"));
     }

@@ -105,14 +105,14 @@ fn replay_capture_cases() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-fn active(patterns: &[&str]) -> CaptureConfig {
+pub fn active(patterns: &[&str]) -> CaptureConfig {
     CaptureConfig::Active {
         marker: PathBuf::from(DEMO).join(".ai-memory.toml"),
         patterns: patterns.iter().map(|s| s.to_string()).collect(),
     }
 }
 
-fn bash(cmd: &str) -> Event {
+pub fn bash(cmd: &str) -> Event {
     normalize(
         "claude-code",
         None,

@@ -297,35 +297,29 @@ pub fn patch_paths(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// A shell tool's command, as words, and the directory it runs in.
-pub struct ShellCall {
-    pub words: Vec<String>,
+/// A shell tool's command and the directory it runs in.
+pub struct ShellCall<'a> {
+    pub command: super::shell::Command<'a>,
     pub base: Option<String>,
 }
 
-/// The command of a shell tool: a string is split into words; an argv array
-/// keeps each element whole *and* splits it (so `bash -lc "<script>"` is
-/// scanned like a script). `None` when there is no readable command.
-pub fn shell_call(extract: &Extract, input: Option<&Value>) -> Option<ShellCall> {
+/// The command of a shell tool: a string, or an argv array of strings.
+/// `None` when there is no readable command.
+pub fn shell_call<'a>(extract: &Extract, input: Option<&'a Value>) -> Option<ShellCall<'a>> {
+    use super::shell::Command;
     let Extract::Shell { command, base } = extract else {
         return None;
     };
     let obj = input?.as_object()?;
     let cmd = command.iter().find_map(|k| obj.get(*k))?;
-    let words = match cmd {
-        Value::String(s) => super::shell::split_words(s),
-        Value::Array(items) => {
-            let mut words = Vec::new();
-            for it in items {
-                let s = it.as_str()?;
-                words.push(s.to_string());
-                let split = super::shell::split_words(s);
-                if split.len() != 1 || split[0] != s {
-                    words.extend(split);
-                }
-            }
-            words
-        }
+    let command = match cmd {
+        Value::String(s) => Command::Line(s),
+        Value::Array(items) => Command::Argv(
+            items
+                .iter()
+                .map(Value::as_str)
+                .collect::<Option<Vec<&str>>>()?,
+        ),
         _ => return None,
     };
     let base = base
@@ -333,7 +327,7 @@ pub fn shell_call(extract: &Extract, input: Option<&Value>) -> Option<ShellCall>
         .filter_map(|k| obj.get(*k).and_then(Value::as_str))
         .find(|s| !s.trim().is_empty())
         .map(str::to_string);
-    Some(ShellCall { words, base })
+    Some(ShellCall { command, base })
 }
 
 #[cfg(test)]
@@ -394,15 +388,12 @@ mod tests {
 
     #[test]
     fn shell_argv_and_workdir() {
+        use crate::capture::shell::Command;
         let e = lookup(&Agent::Codex, "shell").unwrap().extract;
-        let c = shell_call(
-            &e,
-            Some(&json!({"command": ["bash", "-lc", "cat secret/a.txt | wc"], "workdir": "/w"})),
-        )
-        .unwrap();
+        let input = json!({"command": ["bash", "-lc", "cat a | wc"], "workdir": "/w"});
+        let c = shell_call(&e, Some(&input)).unwrap();
         assert_eq!(c.base.as_deref(), Some("/w"));
-        assert!(c.words.contains(&"secret/a.txt".to_string()));
-        assert!(c.words.contains(&"cat secret/a.txt | wc".to_string()));
+        assert!(matches!(c.command, Command::Argv(ref a) if a == &["bash", "-lc", "cat a | wc"]));
         assert!(shell_call(&e, Some(&json!({"command": 5}))).is_none());
         assert!(shell_call(&e, Some(&json!({"command": ["a", 5]}))).is_none());
     }

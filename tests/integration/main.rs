@@ -6,6 +6,7 @@ mod util;
 mod agents;
 mod binding;
 mod briefing;
+mod capture;
 mod cli;
 mod delivery;
 mod deps;

@@ -6,12 +6,12 @@
 //! content memhook keeps (prompt words, tool output words) must be there.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::util::{fixture, memhook, run_with_stdin};
+use crate::util::{contains, fixture, memhook, run_with_stdin, walk};
 
 /// Fake secrets, one per redaction kind: (kind, text seeded, bytes that must
 /// never be stored). Kept in the repo as pieces so scanners do not flag it.
@@ -264,28 +264,6 @@ fn payloads(proj: &str, all_secrets: &str, excluded: bool) -> Vec<(&'static str,
         );
     }
     out
-}
-
-/// Every regular file under `dir` with its bytes (files that vanish while
-/// a drainer moves them are skipped).
-pub(crate) fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
-    let Ok(rd) = fs::read_dir(dir) else { return };
-    for ent in rd.flatten() {
-        let p = ent.path();
-        match fs::symlink_metadata(&p) {
-            Ok(m) if m.is_dir() => walk(&p, out),
-            Ok(m) if m.is_file() => {
-                if let Ok(b) = fs::read(&p) {
-                    out.push((p, b));
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-pub(crate) fn contains(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
 #[test]

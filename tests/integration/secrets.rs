@@ -18,7 +18,7 @@ use std::process::Output;
 
 use serde_json::{json, Value};
 
-use crate::records::{contains, walk};
+use crate::util::{contains, walk};
 use crate::serve::{request, Serve};
 use crate::util::{fixture, memhook, run_with_stdin};
 

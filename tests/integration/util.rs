@@ -1,6 +1,7 @@
 //! Shared helpers for integration tests.
 #![allow(dead_code)]
 
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -45,4 +46,27 @@ pub fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
         .join(rel)
+}
+
+/// Every regular file under `dir` with its bytes (files that vanish while
+/// a drainer moves them are skipped).
+pub fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    for ent in rd.flatten() {
+        let p = ent.path();
+        match fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() => walk(&p, out),
+            Ok(m) if m.is_file() => {
+                if let Ok(b) = fs::read(&p) {
+                    out.push((p, b));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Does `hay` hold the bytes of `needle`?
+pub fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
