@@ -28,4 +28,5 @@ pub mod show;
 pub mod sink;
 pub mod spool;
 pub mod status;
+pub mod term;
 pub mod timefmt;

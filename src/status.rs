@@ -19,6 +19,7 @@ use crate::drain::{self, SinkCounters};
 use crate::scope::{self, Mode, Scope, ScopeInput};
 use crate::sink::store::{Store, StoredRecord, STORE_FILE};
 use crate::spool::{SinkTarget, Spool};
+use crate::term;
 use crate::timefmt::{now_ms, rfc3339_ms};
 
 /// The accounting of one sink.
@@ -191,7 +192,11 @@ impl Status {
             o.push_str("nothing captured yet\n");
         }
         for s in &self.sinks {
-            o.push_str(&format!("\nsink {} [{}]\n", s.describe(), s.id));
+            o.push_str(&format!(
+                "\nsink {} [{}]\n",
+                term::line(&s.describe()),
+                term::line(&s.id)
+            ));
             let balance = match s.unaccounted() {
                 0 => "balanced".to_string(),
                 n => format!(
@@ -207,8 +212,11 @@ impl Status {
                 s.dropped_total()
             ));
             if !s.dropped.is_empty() {
-                let parts: Vec<String> =
-                    s.dropped.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                let parts: Vec<String> = s
+                    .dropped
+                    .iter()
+                    .map(|(k, v)| format!("{} {v}", term::line(k)))
+                    .collect();
                 o.push_str(&format!("  dropped: {}\n", parts.join(", ")));
             }
             if let Some(ms) = s.oldest_pending_ms {
@@ -227,7 +235,7 @@ impl Status {
                     .last_error_ms
                     .map(|m| format!(" ({} ago)", age(m)))
                     .unwrap_or_default();
-                o.push_str(&format!("  last error: {e}{at}\n"));
+                o.push_str(&format!("  last error: {}{at}\n", term::line(e)));
             }
             if s.counters.retry_after_ms > now_ms() {
                 o.push_str(&format!(
@@ -303,32 +311,33 @@ fn print_records(records: &[StoredRecord], json: bool) -> std::io::Result<()> {
         if json {
             writeln!(out, "{}", r.to_json())?;
         } else {
+            // Stored text is hostile: every field through term::line.
             let t = rfc3339_ms(r.occurred_ms);
             let tool = r
                 .tool_name
                 .as_deref()
                 .or(r.tool_family.as_deref())
-                .map(|t| format!(" {t}"))
+                .map(|t| format!(" {}", term::line(t)))
                 .unwrap_or_default();
             let outcome = r
                 .outcome
                 .as_deref()
-                .map(|o| format!(" {o}"))
+                .map(|o| format!(" {}", term::line(o)))
                 .unwrap_or_default();
             let title = r
                 .title
                 .as_deref()
-                .map(|t| format!(" — {t}"))
+                .map(|t| format!(" — {}", term::line(t)))
                 .unwrap_or_default();
             writeln!(
                 out,
                 "{} {} {}/{} {} {}{tool}{outcome}{title}",
                 &t[..19],
-                r.key.get(..8).unwrap_or(&r.key),
-                r.workspace,
-                r.project,
-                r.agent,
-                r.event
+                term::line(r.key.get(..8).unwrap_or(&r.key)),
+                term::line(&r.workspace),
+                term::line(&r.project),
+                term::line(&r.agent),
+                term::line(&r.event)
             )?;
         }
     }
