@@ -624,6 +624,31 @@ mod tests {
         assert_eq!(find_end(b"ab\r\n\r\n", 2), Some(2));
     }
 
+    /// A head of exactly [`MAX_HEADER_BYTES`] is read; one byte more is not.
+    #[test]
+    fn the_header_bound_at_its_edge() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let stop = AtomicBool::new(false);
+        for (extra, ok) in [(0, true), (1, false)] {
+            let writer = std::thread::spawn(move || {
+                let mut head = b"GET / HTTP/1.1\r\nX: ".to_vec();
+                head.resize(MAX_HEADER_BYTES + extra, b'a');
+                head.extend_from_slice(b"\r\n\r\n");
+                let mut c = TcpStream::connect(addr).unwrap();
+                let _ = c.write_all(&head);
+            });
+            let (mut s, _) = l.accept().unwrap();
+            let got = read_head(&mut s, &mut Vec::new(), HEADER_DEADLINE, &stop);
+            assert_eq!(got.is_ok(), ok, "{extra}: {got:?}");
+            if !ok {
+                assert_eq!(got.unwrap_err(), HeadError::TooLarge);
+            }
+            drop(s);
+            writer.join().unwrap();
+        }
+    }
+
     /// A real socket pair: the header bound and the body split.
     #[test]
     fn reading_stops_at_the_header_bound() {

@@ -1675,3 +1675,68 @@ fn slow_and_oversized_clients_cannot_starve_the_server() {
     let (code, _) = request("GET", &format!("{}/healthz", s.url()), None, None);
     assert_eq!(code, 200);
 }
+
+/// At most 256 connections are held: the 257th gets 503 at once, a freed
+/// slot is reused, and a client that never finishes its head gets 408 after
+/// the 10 s head deadline.
+#[test]
+fn connections_are_bounded_and_heads_have_a_deadline() {
+    let _heavy = heavy();
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), None);
+    let mut held: Vec<TcpStream> = (0..memhook::serve::MAX_CONNECTIONS)
+        .map(|_| TcpStream::connect(s.addr).unwrap())
+        .collect();
+    let partial = held.last_mut().unwrap();
+    partial
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x")
+        .unwrap();
+    let opened = Instant::now();
+    // Every held connection is being served; one more is refused.
+    let refused = {
+        let start = Instant::now();
+        loop {
+            let (code, text) = raw(
+                s.addr,
+                format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n", s.addr).as_bytes(),
+            );
+            if code == 503 || start.elapsed() > Duration::from_secs(10) {
+                break (code, text);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    assert_eq!(refused.0, 503, "{}", refused.1);
+    assert!(refused.1.contains("Retry-After"), "{}", refused.1);
+    // The unfinished head is answered 408 after the deadline, not before.
+    let partial = held.pop().unwrap();
+    partial
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut answer = String::new();
+    let _ = (&partial).read_to_string(&mut answer);
+    let waited = opened.elapsed();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        waited >= memhook::serve::HEADER_DEADLINE - Duration::from_millis(500)
+            && waited < memhook::serve::HEADER_DEADLINE + Duration::from_secs(10),
+        "{waited:?}"
+    );
+    // Its slot (and the ones closed by the deadline) are free again.
+    drop(held);
+    let start = Instant::now();
+    loop {
+        let (code, _) = raw(
+            s.addr,
+            format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n", s.addr).as_bytes(),
+        );
+        if code == 200 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "slots not freed: {code}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
