@@ -384,6 +384,44 @@ mod tests {
     use crate::spool::SpoolEntry;
 
     #[test]
+    fn stored_text_in_status_and_drain_output_has_no_control_sequences() {
+        let hostile = "boom \x1b]0;pwned\x07\x1b[2J\rfake line\nnext";
+        let st = Status {
+            data_dir: PathBuf::from("/d"),
+            drainer_running: false,
+            sinks: vec![SinkStatus {
+                id: "store".into(),
+                sink: Some(SinkTarget::Store),
+                enqueued: 1,
+                delivered: 0,
+                pending: 0,
+                dropped: BTreeMap::from([(hostile.to_string(), 1)]),
+                oldest_pending_ms: None,
+                counters: drain::SinkCounters {
+                    last_error: Some(hostile.into()),
+                    ..Default::default()
+                },
+            }],
+            corrupt_unattributed: 0,
+            unreadable_pending: 0,
+        };
+        let report = drain::Report {
+            errors: BTreeMap::from([("store".to_string(), hostile.to_string())]),
+            ..Default::default()
+        };
+        for text in [st.to_text(), report.summary()] {
+            assert!(
+                text.contains("boom") && text.contains("fake line"),
+                "{text}"
+            );
+            assert!(
+                !text.contains(['\x1b', '\x07', '\r']) && !text.contains("line\nnext"),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
     fn status_balances_and_shows_spool_full_as_a_drop() {
         let t = tempfile::tempdir().unwrap();
         let spool = Spool::open(t.path()).unwrap();

@@ -478,7 +478,7 @@ fn sigterm_and_sigint_stop_cleanly() {
 }
 
 #[test]
-fn refuses_non_loopback_without_allow_remote_and_token() {
+fn refuses_non_loopback_without_allow_remote_and_with_no_auth() {
     let home = tempfile::tempdir().unwrap();
     let out = memhook(home.path())
         .args(["serve", "--listen", "0.0.0.0:0"])
@@ -1359,22 +1359,8 @@ fn no_auth_is_an_explicit_loud_loopback_only_opt_out() {
     assert!(!s.data.join("auth-token").exists());
     let r = record(&key(1), "s1", "stop", None);
     assert_eq!(post_record(&s, &r, None).0, 200);
-    let out = memhook(home.path())
-        .args([
-            "serve",
-            "--listen",
-            "0.0.0.0:0",
-            "--allow-remote",
-            "--no-auth",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("--no-auth") && err.contains("loopback"),
-        "{err}"
-    );
+    // Off loopback it is refused: see
+    // refuses_non_loopback_without_allow_remote_and_with_no_auth.
 }
 
 #[test]
@@ -1739,4 +1725,56 @@ fn connections_are_bounded_and_heads_have_a_deadline() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Four drainers (four client data dirs, 250 records each) delivering to
+/// one serve at once: every record stored, no attempt charged, nothing left.
+#[test]
+fn concurrent_drainers_are_never_charged_for_the_servers_lock() {
+    let _heavy = heavy();
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), None);
+    let token = token_file(&s);
+    let clients: Vec<tempfile::TempDir> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+    for (c, client) in clients.iter().enumerate() {
+        let spool = Spool::open(&client.path().join(".memhook-data")).unwrap();
+        for i in 0..250 {
+            let r = record(&key(c * 1000 + i), &format!("s{c}"), "stop", None);
+            spool.enqueue(&entry(r, &s.url())).unwrap();
+        }
+    }
+    let drains: Vec<_> = clients
+        .iter()
+        .map(|client| {
+            memhook(client.path())
+                .args(["drain", "--budget-secs", "60"])
+                .env("AI_MEMORY_AUTH_TOKEN", &token)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for d in drains {
+        let out = d.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for client in &clients {
+        let st = memhook(client.path())
+            .args(["status", "--json"])
+            .output()
+            .unwrap();
+        let v = json(&String::from_utf8_lossy(&st.stdout));
+        let sink = &v["sinks"][0];
+        assert_eq!(sink["delivered"], 250, "{v}");
+        assert_eq!(sink["pending"], 0, "{v}");
+        assert_eq!(sink["dropped_total"], 0, "{v}");
+        assert!(sink["last_error"].is_null(), "{v}");
+    }
+    assert_eq!(stored_keys(&s.data).len(), 1000);
 }
