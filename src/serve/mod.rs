@@ -176,7 +176,7 @@ struct App {
 }
 
 /// An answer: status, content type, body.
-pub(crate) struct Answer {
+struct Answer {
     code: u16,
     json: bool,
     body: Vec<u8>,
