@@ -20,6 +20,10 @@ use std::time::{Duration, Instant};
 use memhook::record::{Record, RecordScope, RecordTool, RECORD_VERSION};
 use memhook::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
 
+/// The token the server requires and the drainer sends (serve requires one
+/// by default; the bench measures that path).
+const BENCH_TOKEN: &str = "serve-bench-token";
+
 fn bin() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     // target/<profile>/examples/serve_bench → target/<profile>/memhook
@@ -103,7 +107,7 @@ fn drain(data: &Path) -> (Duration, Duration) {
         .args(["--data-dir"])
         .arg(data)
         .args(["drain", "--budget-secs", "600"])
-        .env_remove("AI_MEMORY_AUTH_TOKEN")
+        .env("AI_MEMORY_AUTH_TOKEN", BENCH_TOKEN)
         .output()
         .expect("drain");
     let wall = t.elapsed();
@@ -120,7 +124,7 @@ fn serve(data: &Path) -> (Child, String) {
         .args(["--data-dir"])
         .arg(data)
         .args(["serve", "--listen", "127.0.0.1:0"])
-        .env_remove("AI_MEMORY_AUTH_TOKEN")
+        .env("AI_MEMORY_AUTH_TOKEN", BENCH_TOKEN)
         .stderr(Stdio::piped())
         .spawn()
         .expect("serve");

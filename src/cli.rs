@@ -204,10 +204,19 @@ pub struct ServeArgs {
     /// Address to listen on. Loopback unless you say otherwise.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:49374")]
     pub listen: String,
-    /// Allow a non-loopback --listen address (requires a token in
-    /// AI_MEMORY_AUTH_TOKEN or <data dir>/auth-token).
+    /// Allow a non-loopback --listen address (clients there need the
+    /// server's token).
     #[arg(long)]
     pub allow_remote: bool,
+    /// Accept requests without a token (loopback only). Without it, the
+    /// server requires AI_MEMORY_AUTH_TOKEN or the token in
+    /// <data dir>/auth-token, written (mode 0600) on first start.
+    #[arg(long)]
+    pub no_auth: bool,
+    /// Accept requests from web pages of this origin
+    /// (e.g. http://localhost:3000; repeatable). Any other Origin gets 403.
+    #[arg(long, value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
 }
 
 /// The agents memhook can be installed into.

@@ -620,7 +620,12 @@ impl Report {
             ));
         }
         for (sink, e) in &self.errors {
-            s.push_str(&format!("; {sink}: {e}"));
+            // Error text can quote a server or a stored URL: one clean line.
+            s.push_str(&format!(
+                "; {}: {}",
+                crate::term::line(sink),
+                crate::term::line(e)
+            ));
         }
         s
     }

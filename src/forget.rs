@@ -127,7 +127,7 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
                     e.records,
                     e.sessions,
                     e.projects,
-                    e.selector
+                    crate::term::line(&e.selector)
                 );
             }
         }

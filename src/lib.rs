@@ -29,5 +29,6 @@ pub mod show;
 pub mod sink;
 pub mod spool;
 pub mod status;
+pub mod term;
 pub mod timefmt;
 pub mod trust;

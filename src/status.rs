@@ -19,6 +19,7 @@ use crate::drain::{self, SinkCounters};
 use crate::scope::{self, Mode, Scope, ScopeInput};
 use crate::sink::store::{Store, StoredRecord, STORE_FILE};
 use crate::spool::{SinkTarget, Spool};
+use crate::term;
 use crate::timefmt::{now_ms, rfc3339_ms};
 
 /// The accounting of one sink.
@@ -213,7 +214,11 @@ impl Status {
             o.push_str("nothing captured yet\n");
         }
         for s in &self.sinks {
-            o.push_str(&format!("\nsink {} [{}]\n", s.describe(), s.id));
+            o.push_str(&format!(
+                "\nsink {} [{}]\n",
+                term::line(&s.describe()),
+                term::line(&s.id)
+            ));
             let balance = match s.unaccounted() {
                 0 => "balanced".to_string(),
                 n => format!(
@@ -229,8 +234,11 @@ impl Status {
                 s.dropped_total()
             ));
             if !s.dropped.is_empty() {
-                let parts: Vec<String> =
-                    s.dropped.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                let parts: Vec<String> = s
+                    .dropped
+                    .iter()
+                    .map(|(k, v)| format!("{} {v}", term::line(k)))
+                    .collect();
                 o.push_str(&format!("  dropped: {}\n", parts.join(", ")));
             }
             if let Some(ms) = s.oldest_pending_ms {
@@ -249,7 +257,7 @@ impl Status {
                     .last_error_ms
                     .map(|m| format!(" ({} ago)", age(m)))
                     .unwrap_or_default();
-                o.push_str(&format!("  last error: {e}{at}\n"));
+                o.push_str(&format!("  last error: {}{at}\n", term::line(e)));
             }
             if s.counters.retry_after_ms > now_ms() {
                 o.push_str(&format!(
@@ -272,8 +280,9 @@ impl Status {
         }
         if let Some((ms, e)) = &self.last_briefing_error {
             o.push_str(&format!(
-                "\nlast briefing error ({} ago; that session started with no briefing): {e}\n",
-                age(*ms)
+                "\nlast briefing error ({} ago; that session started with no briefing): {}\n",
+                age(*ms),
+                term::line(e)
             ));
         }
         if self.not_regular > 0 {
@@ -347,32 +356,33 @@ fn print_records(records: &[StoredRecord], json: bool) -> std::io::Result<()> {
         if json {
             writeln!(out, "{}", r.to_json())?;
         } else {
+            // Stored text is hostile: every field through term::line.
             let t = rfc3339_ms(r.occurred_ms);
             let tool = r
                 .tool_name
                 .as_deref()
                 .or(r.tool_family.as_deref())
-                .map(|t| format!(" {t}"))
+                .map(|t| format!(" {}", term::line(t)))
                 .unwrap_or_default();
             let outcome = r
                 .outcome
                 .as_deref()
-                .map(|o| format!(" {o}"))
+                .map(|o| format!(" {}", term::line(o)))
                 .unwrap_or_default();
             let title = r
                 .title
                 .as_deref()
-                .map(|t| format!(" — {t}"))
+                .map(|t| format!(" — {}", term::line(t)))
                 .unwrap_or_default();
             writeln!(
                 out,
                 "{} {} {}/{} {} {}{tool}{outcome}{title}",
                 &t[..19],
-                r.key.get(..8).unwrap_or(&r.key),
-                r.workspace,
-                r.project,
-                r.agent,
-                r.event
+                term::line(r.key.get(..8).unwrap_or(&r.key)),
+                term::line(&r.workspace),
+                term::line(&r.project),
+                term::line(&r.agent),
+                term::line(&r.event)
             )?;
         }
     }
@@ -477,6 +487,47 @@ pub fn run_search(args: &SearchArgs, data_dir: Option<&Path>) -> CmdResult {
 mod tests {
     use super::*;
     use crate::spool::SpoolEntry;
+
+    #[test]
+    fn stored_text_in_status_and_drain_output_has_no_control_sequences() {
+        let hostile = "boom \x1b]0;pwned\x07\x1b[2J\rfake line\nnext";
+        let st = Status {
+            data_dir: PathBuf::from("/d"),
+            drainer_running: false,
+            sinks: vec![SinkStatus {
+                id: "store".into(),
+                sink: Some(SinkTarget::Store),
+                enqueued: 1,
+                delivered: 0,
+                pending: 0,
+                dropped: BTreeMap::from([(hostile.to_string(), 1)]),
+                oldest_pending_ms: None,
+                counters: drain::SinkCounters {
+                    last_error: Some(hostile.into()),
+                    ..Default::default()
+                },
+            }],
+            corrupt_unattributed: 0,
+            unreadable_pending: 0,
+            last_briefing_error: Some((0, hostile.into())),
+            not_regular: 0,
+        };
+        assert!(st.to_text().contains("last briefing error"));
+        let report = drain::Report {
+            errors: BTreeMap::from([("store".to_string(), hostile.to_string())]),
+            ..Default::default()
+        };
+        for text in [st.to_text(), report.summary()] {
+            assert!(
+                text.contains("boom") && text.contains("fake line"),
+                "{text}"
+            );
+            assert!(
+                !text.contains(['\x1b', '\x07', '\r']) && !text.contains("line\nnext"),
+                "{text:?}"
+            );
+        }
+    }
 
     #[test]
     fn status_balances_and_shows_spool_full_as_a_drop() {

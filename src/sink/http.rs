@@ -459,6 +459,7 @@ fn batch_outcomes(reply: &wire::BatchReply, n: usize) -> Vec<ItemOutcome> {
 fn status_outcomes(code: u16, text: &str, n: usize) -> Vec<ItemOutcome> {
     match code {
         429 => all_free(n, "server is busy (429); retrying later"),
+        503 => all_free(n, "server unavailable (503); retrying later"),
         401 => failed_first(n, &HttpError::Unauthorized.to_string()),
         403 => vec![
             ItemOutcome::Drop {
@@ -689,6 +690,7 @@ mod tests {
         let free = |o: &ItemOutcome| matches!(o, ItemOutcome::Retry { charge: false, .. });
         let charged = |o: &ItemOutcome| matches!(o, ItemOutcome::Retry { charge: true, .. });
         assert!(status_outcomes(429, "", 3).iter().all(free));
+        assert!(status_outcomes(503, "", 3).iter().all(free));
         let o = status_outcomes(500, "boom\nstack", 3);
         assert!(charged(&o[0]) && free(&o[1]) && free(&o[2]));
         assert!(matches!(&o[0], ItemOutcome::Retry { reason, .. } if reason.contains("500: boom")));

@@ -49,7 +49,8 @@ fn token_from(env: Option<&std::ffi::OsStr>, data_dir: &Path) -> Option<String> 
     }
 }
 
-fn usable_token(t: &str) -> Option<String> {
+/// `t` as a token, when every byte is visible ASCII (what a header can carry).
+pub fn usable_token(t: &str) -> Option<String> {
     t.bytes()
         .all(|b| b.is_ascii_graphic())
         .then(|| t.to_string())

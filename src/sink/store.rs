@@ -426,6 +426,21 @@ impl Store {
         &mut self,
         records: impl IntoIterator<Item = &'a Record>,
     ) -> Result<usize, StoreError> {
+        Ok(self
+            .insert_each(records)?
+            .into_iter()
+            .filter(|n| *n)
+            .count())
+    }
+
+    /// Store many records in one transaction; for each, whether it was new.
+    /// The transaction takes the write lock when it begins (waiting up to
+    /// [`BUSY_TIMEOUT`] for another writer), so it never fails halfway
+    /// because another connection wrote after it started reading.
+    pub fn insert_each<'a>(
+        &mut self,
+        records: impl IntoIterator<Item = &'a Record>,
+    ) -> Result<Vec<bool>, StoreError> {
         let path = self.path.clone();
         let sql = |source| StoreError::Sqlite {
             path: path.clone(),
@@ -439,16 +454,14 @@ impl Store {
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(sql)?;
-        let mut n = 0;
+        let mut fates = Vec::new();
         let mut w = BatchWriter::new(&tx);
         for r in records {
-            if w.insert(r).map_err(sql)? {
-                n += 1;
-            }
+            fates.push(w.insert(r).map_err(sql)?);
         }
         w.finish().map_err(sql)?;
         tx.commit().map_err(sql)?;
-        Ok(n)
+        Ok(fates)
     }
 
     /// Copy what the WAL holds into the database file and empty the WAL,

@@ -21,6 +21,15 @@ use crate::util::memhook;
 /// Longest a test server may live, whatever happens to the test.
 const WATCHDOG: Duration = Duration::from_secs(120);
 
+/// Held by the tests that load the machine (hundreds of processes or
+/// connections) and by the ones that check the session-start budget, so
+/// that a budget is never measured while another test saturates the CPU.
+static HEAVY: Mutex<()> = Mutex::new(());
+
+fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A running `memhook serve`, killed when dropped (and by a watchdog, and
 /// by the kernel when the test thread dies).
 pub(crate) struct Serve {
@@ -35,14 +44,27 @@ pub(crate) struct Serve {
 }
 
 impl Serve {
+    /// Serve `home`'s data dir with `token` in `AI_MEMORY_AUTH_TOKEN`, or
+    /// with the default (the token file it writes) when `None`.
     pub(crate) fn start(home: &Path, token: Option<&str>) -> Serve {
-        Self::start_on(home, token, "127.0.0.1:0")
+        Self::start_on(home, token, "127.0.0.1:0", &[])
     }
 
-    fn start_on(home: &Path, token: Option<&str>, listen: &str) -> Serve {
+    /// [`Serve::start`] with `--no-auth`.
+    fn no_auth(home: &Path) -> Serve {
+        Self::start_on(home, None, "127.0.0.1:0", &["--no-auth"])
+    }
+
+    /// [`Serve::start`] with more arguments.
+    fn start_with(home: &Path, token: Option<&str>, args: &[&str]) -> Serve {
+        Self::start_on(home, token, "127.0.0.1:0", args)
+    }
+
+    fn start_on(home: &Path, token: Option<&str>, listen: &str, args: &[&str]) -> Serve {
         let data = home.join(".memhook-data");
         let mut cmd = memhook(home);
         cmd.args(["serve", "--listen", listen])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -296,7 +318,7 @@ fn json(text: &str) -> serde_json::Value {
 #[test]
 fn hook_and_batch_store_each_key_exactly_once() {
     let home = tempfile::tempdir().unwrap();
-    let s = Serve::start(home.path(), None);
+    let s = Serve::no_auth(home.path());
     let a = record(&key(1), "s1", "user-prompt", None);
     for _ in 0..2 {
         let (code, text) = post_record(&s, &a, None);
@@ -326,7 +348,7 @@ fn hook_and_batch_store_each_key_exactly_once() {
 #[test]
 fn bad_names_get_a_400_naming_the_parameter() {
     let home = tempfile::tempdir().unwrap();
-    let s = Serve::start(home.path(), None);
+    let s = Serve::no_auth(home.path());
     let url = format!("{}/hook?event=stop&agent=codex&project=My%20App", s.url());
     let (code, text) = request("POST", &url, Some(b"{}"), None);
     assert_eq!(code, 400, "{text}");
@@ -387,9 +409,9 @@ fn bearer_auth_when_a_token_is_configured() {
 }
 
 #[test]
-fn no_token_means_no_auth_and_healthz_answers() {
+fn no_auth_serves_without_a_token_and_healthz_answers() {
     let home = tempfile::tempdir().unwrap();
-    let s = Serve::start(home.path(), None);
+    let s = Serve::no_auth(home.path());
     assert!(s.stderr().contains("auth: none"), "{}", s.stderr());
     let (code, text) = request("GET", &format!("{}/healthz", s.url()), None, None);
     assert_eq!((code, json(&text)["status"].as_str()), (200, Some("ok")));
@@ -402,7 +424,7 @@ fn no_token_means_no_auth_and_healthz_answers() {
 #[test]
 fn body_and_batch_limits_answer_413() {
     let home = tempfile::tempdir().unwrap();
-    let s = Serve::start(home.path(), None);
+    let s = Serve::no_auth(home.path());
     // One byte over 10 MiB.
     let big = vec![b' '; 10 * 1024 * 1024 + 1];
     let url = format!("{}/hook?event=stop&project=api", s.url());
@@ -423,7 +445,7 @@ fn body_and_batch_limits_answer_413() {
 #[test]
 fn handoff_returns_the_previous_session_and_nothing_for_a_new_scope() {
     let home = tempfile::tempdir().unwrap();
-    let s = Serve::start(home.path(), None);
+    let s = Serve::no_auth(home.path());
     let prior = vec![
         record(&key(1), "old-session", "session-start", None),
         record(&key(2), "old-session", "user-prompt", None),
@@ -447,7 +469,7 @@ fn handoff_returns_the_previous_session_and_nothing_for_a_new_scope() {
 fn sigterm_and_sigint_stop_cleanly() {
     for sig in [libc::SIGTERM, libc::SIGINT] {
         let home = tempfile::tempdir().unwrap();
-        let mut s = Serve::start(home.path(), None);
+        let mut s = Serve::no_auth(home.path());
         assert_eq!(
             post_record(&s, &record(&key(1), "s", "stop", None), None).0,
             200
@@ -461,7 +483,7 @@ fn sigterm_and_sigint_stop_cleanly() {
 }
 
 #[test]
-fn refuses_non_loopback_without_allow_remote_and_token() {
+fn refuses_non_loopback_without_allow_remote_and_with_no_auth() {
     let home = tempfile::tempdir().unwrap();
     let out = memhook(home.path())
         .args(["serve", "--listen", "0.0.0.0:0"])
@@ -471,17 +493,23 @@ fn refuses_non_loopback_without_allow_remote_and_token() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--allow-remote"), "{err}");
     let out = memhook(home.path())
-        .args(["serve", "--listen", "0.0.0.0:0", "--allow-remote"])
+        .args([
+            "serve",
+            "--listen",
+            "0.0.0.0:0",
+            "--allow-remote",
+            "--no-auth",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("AI_MEMORY_AUTH_TOKEN"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("loopback"));
 }
 
 #[test]
 fn plain_ai_memory_payloads_are_stored_and_subagents_dropped_on_request() {
     let home = tempfile::tempdir().unwrap();
-    let s = Serve::start(home.path(), None);
+    let s = Serve::no_auth(home.path());
     let fixture = |name: &str| {
         std::fs::read(crate::util::fixture(&format!(
             "agents/claude-code/2.1.328/{name}"
@@ -909,10 +937,11 @@ fn background_drainers(data: &Path) -> Vec<i32> {
 /// stored exactly once (by call id).
 #[test]
 fn crash_restart_under_load_stores_every_event_exactly_once() {
+    let _heavy = heavy();
     const WRITERS: usize = 64;
     const EVENTS: usize = 20;
     let server_home = tempfile::tempdir().unwrap();
-    let mut server = Serve::start(server_home.path(), None);
+    let mut server = Serve::no_auth(server_home.path());
     let listen = server.addr.to_string();
     let url = server.url();
     let client_home = tempfile::tempdir().unwrap();
@@ -982,7 +1011,7 @@ fn crash_restart_under_load_stores_every_event_exactly_once() {
         }
         server.stop_with(libc::SIGKILL);
         std::thread::sleep(Duration::from_millis(300));
-        server = Serve::start_on(server_home.path(), None, &listen);
+        server = Serve::start_on(server_home.path(), None, &listen, &["--no-auth"]);
     }
     for w in writers {
         w.join().unwrap();
@@ -1071,9 +1100,11 @@ fn hook_to_env(
 
 #[test]
 fn hook_session_start_gets_its_briefing_from_a_real_serve() {
-    let server_home = tempfile::tempdir().unwrap();
-    let s = Serve::start(server_home.path(), None);
+    let _heavy = heavy();
+    // Hooks and drainers with the server's data dir use its token file.
     let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), None);
+    assert!(s.data.join("auth-token").exists());
     let prompt = claude_payload("UserPromptSubmit", home.path(), "old-session");
     let (out, _) = hook_to(home.path(), &s.url(), "UserPromptSubmit", &prompt);
     assert!(out.status.success());
@@ -1088,15 +1119,16 @@ fn hook_session_start_gets_its_briefing_from_a_real_serve() {
         String::from_utf8_lossy(&drained.stderr)
     );
     let start = claude_payload("SessionStart-startup", home.path(), "new-session");
-    let (out, _) = hook_to(home.path(), &s.url(), "SessionStart", &start);
+    let (out, took) = hook_to(home.path(), &s.url(), "SessionStart", &start);
     assert!(out.status.success());
     let env: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let ctx = env["hookSpecificOutput"]["additionalContext"]
         .as_str()
         .unwrap_or_else(|| {
             panic!(
-                "no briefing: {env} {}",
-                String::from_utf8_lossy(&out.stderr)
+                "no briefing after {took:?}: {env} {} / server: {}",
+                String::from_utf8_lossy(&out.stderr),
+                s.stderr()
             )
         });
     assert!(ctx.contains("exercise the tools"), "{ctx}");
@@ -1105,6 +1137,7 @@ fn hook_session_start_gets_its_briefing_from_a_real_serve() {
 
 #[test]
 fn hook_session_start_against_a_black_hole_prints_an_empty_envelope_within_budget() {
+    let _heavy = heavy();
     let (url, _) = scripted(vec![Answer::Hang; 8]);
     let home = tempfile::tempdir().unwrap();
     // Something pending for that server, as after an earlier prompt (spooled
@@ -1177,4 +1210,578 @@ fn drain_counts_a_403_as_dropped_forbidden_and_a_429_as_still_pending() {
     for p in spool.pending().unwrap() {
         assert_eq!(Spool::load(&p).unwrap().attempts, 0);
     }
+}
+
+// ---------------------------------------------------------------------------
+// Trust: authentication by default, Host/Origin, hostile text, concurrency,
+// slow clients.
+
+/// The token `memhook serve` wrote to (or found in) its data dir.
+fn token_file(s: &Serve) -> String {
+    std::fs::read_to_string(s.data.join("auth-token"))
+        .expect("serve wrote <data dir>/auth-token")
+        .trim()
+        .to_string()
+}
+
+/// Write `bytes` on a fresh connection and read the answer until the server
+/// closes it or 10 s pass: the status code (0 when there was no answer).
+fn raw(addr: SocketAddr, bytes: &[u8]) -> (u16, String) {
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(bytes).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = c.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+        // One answer is enough (the server may keep the connection open).
+        let text = String::from_utf8_lossy(&out);
+        if let Some(end) = text.find("\r\n\r\n") {
+            let len = text[..end]
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            if out.len() >= end + 4 + len {
+                break;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&out).to_string();
+    let code = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, text)
+}
+
+/// A memhook body for `r` as raw request bytes with the given extra headers.
+fn raw_post(r: &Record, headers: &str) -> Vec<u8> {
+    let body = serde_json::to_vec(&wire::hook_body(r)).unwrap();
+    let mut req = format!(
+        "POST {} HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{headers}\r\n",
+        wire::hook_path(r),
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(&body);
+    req
+}
+
+/// Run `cmd` (which should exit by itself) and return its output; a
+/// command still running after `limit` is killed and the test fails.
+fn exits_within(mut cmd: Command, limit: Duration) -> std::process::Output {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    die_with_parent(&mut cmd);
+    let mut child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "still running after {limit:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn first_start_writes_a_private_token_and_requires_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), None);
+    let path = s.data.join("auth-token");
+    let meta = std::fs::symlink_metadata(&path).expect("token file written on first start");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let token = token_file(&s);
+    assert!(token.len() >= 32, "{token}");
+    assert!(!s.stderr().contains(&token), "the token is never logged");
+    let r = record(&key(1), "s1", "user-prompt", None);
+    // The attack from the tracker: an unauthenticated local POST.
+    assert_eq!(post_record(&s, &r, None).0, 401);
+    assert!(stored_keys(&s.data).is_empty());
+    assert_eq!(post_record(&s, &r, Some(&token)).0, 200);
+    // RFC 7235: the scheme is case-insensitive.
+    let lower = raw_post(
+        &record(&key(2), "s1", "stop", None),
+        &format!("Host: {}\r\nAuthorization: bearer {token}\r\n", s.addr),
+    );
+    assert_eq!(raw(s.addr, &lower).0, 200);
+    let upper = raw_post(
+        &record(&key(3), "s1", "stop", None),
+        &format!("Host: {}\r\nAuthorization: BEARER {token}\r\n", s.addr),
+    );
+    assert_eq!(raw(s.addr, &upper).0, 200);
+    assert_eq!(stored_keys(&s.data), (1..4).map(key).collect::<Vec<_>>());
+    drop(s);
+    // A restart keeps the same token.
+    let s = Serve::start(home.path(), None);
+    assert_eq!(token_file(&s), token);
+    assert_eq!(
+        post_record(&s, &record(&key(4), "s", "stop", None), Some(&token)).0,
+        200
+    );
+}
+
+#[test]
+fn a_token_file_others_can_read_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join(".memhook-data");
+    std::fs::create_dir_all(&data).unwrap();
+    let path = data.join("auth-token");
+    std::fs::write(&path, "a-token-others-can-read\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut cmd = memhook(home.path());
+    cmd.args(["serve", "--listen", "127.0.0.1:0"]);
+    let out = exits_within(cmd, Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("auth-token") && err.contains("chmod 600"),
+        "{err}"
+    );
+    assert!(!err.contains("a-token-others-can-read"), "{err}");
+}
+
+#[test]
+fn no_auth_is_an_explicit_loud_loopback_only_opt_out() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::no_auth(home.path());
+    assert!(s.stderr().contains("auth: none"), "{}", s.stderr());
+    assert!(s.stderr().contains("--no-auth"), "{}", s.stderr());
+    assert!(!s.data.join("auth-token").exists());
+    let r = record(&key(1), "s1", "stop", None);
+    assert_eq!(post_record(&s, &r, None).0, 200);
+    // Off loopback it is refused: see
+    // refuses_non_loopback_without_allow_remote_and_with_no_auth.
+}
+
+#[test]
+fn foreign_host_and_origin_are_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start_with(home.path(), None, &["--allow-origin", "http://ok.example"]);
+    let token = token_file(&s);
+    let auth = format!("Authorization: Bearer {token}\r\n");
+    let post = |k: usize, headers: String| {
+        raw(
+            s.addr,
+            &raw_post(&record(&key(k), "s", "stop", None), &headers),
+        )
+    };
+    // DNS rebinding: a page on evil.example resolved to 127.0.0.1.
+    let (code, text) = post(1, format!("Host: evil.example:{}\r\n{auth}", s.addr.port()));
+    assert_eq!(code, 403, "{text}");
+    assert!(text.contains("Host"), "{text}");
+    let (code, text) = raw(
+        s.addr,
+        b"GET /healthz HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+    );
+    assert_eq!(code, 403, "{text}");
+    // A browser's cross-origin request.
+    let (code, text) = post(
+        2,
+        format!("Host: {}\r\nOrigin: http://evil.example\r\n{auth}", s.addr),
+    );
+    assert_eq!(code, 403, "{text}");
+    assert!(text.contains("Origin"), "{text}");
+    assert!(stored_keys(&s.data).is_empty());
+    // The listen address, localhost and an allowed origin pass.
+    assert_eq!(post(3, format!("Host: {}\r\n{auth}", s.addr)).0, 200);
+    let localhost = format!("Host: localhost:{}\r\n{auth}", s.addr.port());
+    assert_eq!(post(4, localhost).0, 200);
+    let allowed = format!("Host: {}\r\nOrigin: http://ok.example\r\n{auth}", s.addr);
+    let (code, text) = post(5, allowed);
+    assert_eq!(code, 200, "{text}");
+    assert!(
+        text.contains("Access-Control-Allow-Origin: http://ok.example"),
+        "{text}"
+    );
+    assert_eq!(stored_keys(&s.data), (3..6).map(key).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_body_that_is_not_a_json_object_is_a_400() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::no_auth(home.path());
+    let url = format!("{}/hook?event=stop&agent=codex&project=api", s.url());
+    for body in [&b"5"[..], b"[]", b"\"text\"", b"null"] {
+        let (code, text) = request("POST", &url, Some(body), None);
+        assert_eq!(code, 400, "{} -> {text}", String::from_utf8_lossy(body));
+        assert!(text.contains("JSON object"), "{text}");
+    }
+    let batch = br#"[{"url": "/hook?event=stop&project=api", "body": 5},
+                     {"url": "/hook?event=stop&project=api", "body": {}}]"#;
+    let (code, text) = request(
+        "POST",
+        &format!("{}/hook/batch", s.url()),
+        Some(batch),
+        None,
+    );
+    assert_eq!(code, 200, "{text}");
+    let v = json(&text);
+    assert_eq!(v["failed_index"], 0, "{text}");
+    assert_eq!(v["accepted_indices"], serde_json::json!([1]));
+    assert_eq!(stored_keys(&s.data).len(), 1);
+}
+
+#[test]
+fn client_text_is_redacted_and_cleaned_and_never_reaches_a_terminal_raw() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::no_auth(home.path());
+    let secret = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let mut r = record(&key(1), "s1", "user-prompt", None);
+    r.title = Some("\x1b]0;pwned\x07 IMPORTANT".into());
+    r.body = Some(format!(
+        "use {secret} now <private>my diary</private> \x1b[2J\x1b]0;pwned\x07 done"
+    ));
+    r.cwd = Some("/work/\x1b[31mred".into());
+    r.files = vec!["a\x1b]0;x\x07.rs".into()];
+    r.session_id = Some("s1\x1b[2J".into());
+    let (code, text) = post_record(&s, &r, None);
+    assert_eq!(code, 200, "{text}");
+    let store = Store::open(&s.data).unwrap();
+    let got = &store.recent(None, 10).unwrap()[0];
+    let all = format!(
+        "{:?} {:?} {:?} {:?} {:?}",
+        got.title, got.body, got.cwd, got.files, got.session_id
+    );
+    assert!(!all.contains('\x1b') && !all.contains('\x07'), "{all}");
+    assert!(!all.contains(secret), "{all}");
+    assert!(!all.contains("my diary"), "{all}");
+    assert!(
+        all.contains("REDACTED") && all.contains("IMPORTANT"),
+        "{all}"
+    );
+    // Text stored before this fix (or by anything else) is still hostile:
+    // the commands that print it strip control sequences.
+    let mut old = record(&key(2), "s2", "user-prompt", None);
+    old.title = Some("old \x1b]0;pwned\x07 title\rOVERWRITE".into());
+    old.body = Some("old \x1b]0;pwned\x07 body".into());
+    Store::open(&s.data).unwrap().insert(&old).unwrap();
+    for args in [
+        vec!["recent", "--all"],
+        vec!["search", "pwned", "--all"],
+        vec!["search", "old", "--all"],
+    ] {
+        let out = memhook(home.path()).args(&args).output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("old"), "{args:?}: {stdout}");
+        assert!(
+            !stdout.contains('\x1b') && !stdout.contains('\x07') && !stdout.contains('\r'),
+            "{args:?}: {stdout:?}"
+        );
+    }
+}
+
+/// 16 clients × 500 posts at once (half single, half batches of 10): every
+/// request answered 200, every record stored once.
+#[test]
+fn sixteen_concurrent_clients_never_see_a_5xx() {
+    let _heavy = heavy();
+    const CLIENTS: usize = 16;
+    const POSTS: usize = 500;
+    let home = tempfile::tempdir().unwrap();
+    let s = Arc::new(Serve::no_auth(home.path()));
+    let failures = Arc::new(Mutex::new(Vec::new()));
+    let threads: Vec<_> = (0..CLIENTS)
+        .map(|c| {
+            let (s, failures) = (Arc::clone(&s), Arc::clone(&failures));
+            std::thread::spawn(move || {
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .proxy(None)
+                    .timeout_global(Some(Duration::from_secs(60)))
+                    .build()
+                    .new_agent();
+                let mut i = 0;
+                while i < POSTS {
+                    let (url, body, n) = if c % 2 == 0 {
+                        let r = record(&key(c * POSTS + i), "s", "stop", None);
+                        let url = format!("{}{}", s.url(), wire::hook_path(&r));
+                        (url, serde_json::to_vec(&wire::hook_body(&r)).unwrap(), 1)
+                    } else {
+                        let items: Vec<serde_json::Value> = (i..i + 10)
+                            .map(|j| record(&key(c * POSTS + j), "s", "stop", None))
+                            .map(|r| {
+                                serde_json::json!({"url": wire::hook_path(&r),
+                                    "body": wire::hook_body(&r)})
+                            })
+                            .collect();
+                        let url = format!("{}/hook/batch", s.url());
+                        (url, serde_json::to_vec(&items).unwrap(), 10)
+                    };
+                    match agent.post(&url).send(&body[..]) {
+                        Ok(resp) if resp.status().as_u16() == 200 => {}
+                        Ok(mut resp) => failures.lock().unwrap().push(format!(
+                            "{} {}",
+                            resp.status(),
+                            resp.body_mut().read_to_string().unwrap_or_default()
+                        )),
+                        Err(e) => failures.lock().unwrap().push(e.to_string()),
+                    }
+                    i += n;
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let failures = failures.lock().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} of the requests failed, e.g. {:?}",
+        failures.len(),
+        &failures[..failures.len().min(3)]
+    );
+    let db = rusqlite::Connection::open(s.data.join("store.sqlite3")).unwrap();
+    let n: i64 = db
+        .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n as usize, CLIENTS * POSTS);
+}
+
+/// RSS of a process in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// 64 slow clients (half dribbling a header, half announcing a body and
+/// dribbling it) do not keep `/healthz` from answering within 1 s, and 50
+/// connections sending 8 MB of unterminated header are cut off at the
+/// header bound instead of being buffered.
+#[test]
+fn slow_and_oversized_clients_cannot_starve_the_server() {
+    let _heavy = heavy();
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), None);
+    let token = token_file(&s);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut slow = Vec::new();
+    for i in 0..64 {
+        let mut c = TcpStream::connect(s.addr).unwrap();
+        let head = if i % 2 == 0 {
+            format!(
+                "POST /hook?event=stop&project=api HTTP/1.1\r\nHost: {}\r\n",
+                s.addr
+            )
+        } else {
+            format!(
+                "POST /hook?event=stop&project=api HTTP/1.1\r\nHost: {}\r\n\
+                 Authorization: Bearer {token}\r\nContent-Length: 100000\r\n\r\n{{",
+                s.addr
+            )
+        };
+        c.write_all(head.as_bytes()).unwrap();
+        slow.push(c);
+    }
+    let dribbler = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                for c in &mut slow {
+                    let _ = c.write_all(b" ");
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    for _ in 0..5 {
+        let start = Instant::now();
+        let (code, text) = request("GET", &format!("{}/healthz", s.url()), None, None);
+        assert_eq!(code, 200, "{text}");
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+    stop.store(true, Ordering::SeqCst);
+    dribbler.join().unwrap();
+
+    // 50 connections × 8 MB of header that never ends.
+    let pid = s.child.as_ref().unwrap().id();
+    let before = rss_kib(pid);
+    let chunk = vec![b'a'; 64 * 1024];
+    let senders: Vec<_> = (0..50)
+        .map(|_| {
+            let (addr, chunk) = (s.addr, chunk.clone());
+            std::thread::spawn(move || {
+                let mut c = TcpStream::connect(addr).unwrap();
+                c.set_write_timeout(Some(Duration::from_secs(20))).unwrap();
+                let mut sent = 0usize;
+                let _ = c.write_all(b"GET /healthz HTTP/1.1\r\nX-Big: ");
+                while sent < 8 * 1024 * 1024 {
+                    if c.write_all(&chunk).is_err() {
+                        break; // cut off by the server
+                    }
+                    sent += chunk.len();
+                }
+                let mut answer = String::new();
+                c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let _ = c.read_to_string(&mut answer);
+                (sent, answer)
+            })
+        })
+        .collect();
+    let mut peak = 0;
+    let mut results = Vec::new();
+    for t in senders {
+        peak = peak.max(rss_kib(pid));
+        results.push(t.join().unwrap());
+    }
+    peak = peak.max(rss_kib(pid));
+    eprintln!("serve RSS: {before} KiB before, {peak} KiB peak with 50 oversized headers");
+    assert!(
+        peak < before + 64 * 1024,
+        "RSS grew from {before} KiB to {peak} KiB"
+    );
+    for (sent, answer) in &results {
+        assert!(
+            *sent < 8 * 1024 * 1024 || answer.contains(" 431 "),
+            "an 8 MB header was read to its end: {answer}"
+        );
+    }
+    // Still healthy.
+    let (code, _) = request("GET", &format!("{}/healthz", s.url()), None, None);
+    assert_eq!(code, 200);
+}
+
+/// At most 256 connections are held: the 257th gets 503 at once, a freed
+/// slot is reused, and a client that never finishes its head gets 408 after
+/// the 10 s head deadline.
+#[test]
+fn connections_are_bounded_and_heads_have_a_deadline() {
+    let _heavy = heavy();
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), None);
+    let mut held: Vec<TcpStream> = (0..memhook::serve::MAX_CONNECTIONS)
+        .map(|_| TcpStream::connect(s.addr).unwrap())
+        .collect();
+    let partial = held.last_mut().unwrap();
+    partial
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x")
+        .unwrap();
+    let opened = Instant::now();
+    // Every held connection is being served; one more is refused.
+    let refused = {
+        let start = Instant::now();
+        loop {
+            let (code, text) = raw(
+                s.addr,
+                format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n", s.addr).as_bytes(),
+            );
+            if code == 503 || start.elapsed() > Duration::from_secs(10) {
+                break (code, text);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    assert_eq!(refused.0, 503, "{}", refused.1);
+    assert!(refused.1.contains("Retry-After"), "{}", refused.1);
+    // The unfinished head is answered 408 after the deadline, not before.
+    let partial = held.pop().unwrap();
+    partial
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut answer = String::new();
+    let _ = (&partial).read_to_string(&mut answer);
+    let waited = opened.elapsed();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        waited >= memhook::serve::HEADER_DEADLINE - Duration::from_millis(500)
+            && waited < memhook::serve::HEADER_DEADLINE + Duration::from_secs(10),
+        "{waited:?}"
+    );
+    // Its slot (and the ones closed by the deadline) are free again.
+    drop(held);
+    let start = Instant::now();
+    loop {
+        let (code, _) = raw(
+            s.addr,
+            format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n", s.addr).as_bytes(),
+        );
+        if code == 200 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "slots not freed: {code}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Four drainers (four client data dirs, 250 records each) delivering to
+/// one serve at once: every record stored, no attempt charged, nothing left.
+#[test]
+fn concurrent_drainers_are_never_charged_for_the_servers_lock() {
+    let _heavy = heavy();
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), None);
+    let token = token_file(&s);
+    let clients: Vec<tempfile::TempDir> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+    for (c, client) in clients.iter().enumerate() {
+        let spool = Spool::open(&client.path().join(".memhook-data")).unwrap();
+        for i in 0..250 {
+            let r = record(&key(c * 1000 + i), &format!("s{c}"), "stop", None);
+            spool.enqueue(&entry(r, &s.url())).unwrap();
+        }
+    }
+    let drains: Vec<_> = clients
+        .iter()
+        .map(|client| {
+            memhook(client.path())
+                .args(["drain", "--budget-secs", "60"])
+                .env("AI_MEMORY_AUTH_TOKEN", &token)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for d in drains {
+        let out = d.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for client in &clients {
+        let st = memhook(client.path())
+            .args(["status", "--json"])
+            .output()
+            .unwrap();
+        let v = json(&String::from_utf8_lossy(&st.stdout));
+        let sink = &v["sinks"][0];
+        assert_eq!(sink["delivered"], 250, "{v}");
+        assert_eq!(sink["pending"], 0, "{v}");
+        assert_eq!(sink["dropped_total"], 0, "{v}");
+        assert!(sink["last_error"].is_null(), "{v}");
+    }
+    assert_eq!(stored_keys(&s.data).len(), 1000);
 }

@@ -1,39 +1,25 @@
-//! `memhook serve`: the embedded store over the ai-memory hook protocol
-//! (`POST /hook`, `POST /hook/batch`, `GET /handoff`, `GET /healthz`).
-//!
-//! Blocking and small: tiny_http accepts connections, a few worker threads
-//! (each with its own SQLite connection) answer requests one at a time.
-//! Loopback only unless `--allow-remote` is given and a token is configured;
-//! bearer auth whenever a token is configured; bodies over
-//! [`MAX_BODY_BYTES`] get 413; names are validated with a 400 that names the
-//! parameter. SIGTERM/SIGINT stop it after the requests in hand are answered,
-//! so a record is either committed or was never acknowledged.
-//! Wire format: `docs/protocol.md`.
+//! Turning what a client sent into records: a memhook body's exact record
+//! (checked, bounded, and passed through the hook's redaction and hygiene),
+//! or a plain ai-memory payload built by the hook's own pipeline.
+//! Every text a client sends is cleaned exactly as `memhook hook` cleans
+//! it (`record::clean_capped`, i.e. `redact::clean` then the cap) before it
+//! is stored: private spans, terminal control sequences and secrets never
+//! reach the store, whoever sent them.
 
-use std::io::Read;
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
-use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use tiny_http::{Header, Method, Request, Response, Server};
 
-use crate::cli::{CmdResult, ServeArgs};
+use super::Answer;
 use crate::names;
-use crate::record::{Record, RECORD_VERSION};
+use crate::record::{clean_capped, title_line, Record, RECORD_VERSION};
 use crate::scope;
 use crate::sink::http::wire::{self, Query};
 use crate::sink::http::MAX_BATCH_ITEMS;
-use crate::sink::store::Store;
 
-/// Largest request body accepted (413 beyond).
-pub const MAX_BODY_BYTES: u64 = 10 * 1024 * 1024;
 /// Longest id-like record field (agent, event names, session id), in bytes.
 pub const MAX_SHORT_FIELD: usize = 256;
 /// Longest path in a record (cwd, files), in bytes.
@@ -46,361 +32,13 @@ pub const MAX_RECORD_BODY_BYTES: usize = 16 * 1024;
 pub const MAX_TITLE_CHARS: usize = 80;
 /// Longest `ingest_key` (ai-memory's rule: 1–64 of `[A-Za-z0-9_-]`).
 pub const MAX_INGEST_KEY_LEN: usize = 64;
-/// Most body buffer reserved from a request's Content-Length before the
-/// bytes arrive (a batch of 256 typical records is about 600 KB).
-const PRESIZE_BYTES: usize = 1024 * 1024;
-/// Worker threads answering requests (each holds one store connection).
-pub const WORKERS: usize = 4;
-/// How often idle workers look at the stop flag.
-const POLL: Duration = Duration::from_millis(100);
-
-/// Set by SIGTERM/SIGINT.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-fn install_signal_handlers() {
-    let handler: extern "C" fn(libc::c_int) = on_signal;
-    for sig in [libc::SIGTERM, libc::SIGINT] {
-        // SAFETY: the handler only stores to an atomic, which is
-        // async-signal-safe; sigaction is given a zeroed, valid struct.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = handler as libc::sighandler_t;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-}
-
-/// Resolve `--listen` and apply the exposure rule: loopback only, unless
-/// `allow_remote` and a token is configured.
-fn listen_addr(listen: &str, allow_remote: bool, has_token: bool) -> Result<SocketAddr, String> {
-    let addr = listen
-        .to_socket_addrs()
-        .map_err(|e| {
-            format!("--listen {listen:?}: {e} (expected HOST:PORT, e.g. 127.0.0.1:49374)")
-        })?
-        .next()
-        .ok_or_else(|| format!("--listen {listen:?} resolves to no address"))?;
-    if !addr.ip().is_loopback() {
-        if !allow_remote {
-            return Err(format!(
-                "refusing to listen on {addr}: it is not a loopback address. memhook serve is \
-                 local by default; pass --allow-remote (with a token in AI_MEMORY_AUTH_TOKEN or \
-                 <data dir>/auth-token) to serve other machines"
-            ));
-        }
-        if !has_token {
-            return Err(format!(
-                "--allow-remote on {addr} needs a bearer token: set AI_MEMORY_AUTH_TOKEN or write \
-                 one to <data dir>/auth-token (mode 0600)"
-            ));
-        }
-    }
-    Ok(addr)
-}
-
-pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
-    let data_dir = crate::data_dir::resolve(data_dir)?;
-    crate::data_dir::ensure_private_dir(&data_dir)?;
-    let token = crate::sink::auth_token(&data_dir);
-    let addr = listen_addr(&args.listen, args.allow_remote, token.is_some())?;
-    // Open (and migrate) once before any worker runs.
-    let first = Store::open(&data_dir)?;
-    let server = Server::http(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let local = server.server_addr().to_ip().unwrap_or(addr);
-    let server = Arc::new(server);
-    install_signal_handlers();
-    let auth = Arc::new(token.map(|t| Sha256::digest(format!("Bearer {t}").as_bytes()).to_vec()));
-    eprintln!(
-        "memhook serve: listening on http://{local} (data dir {}, auth: {})",
-        data_dir.display(),
-        if auth.is_some() {
-            "bearer token"
-        } else {
-            "none"
-        }
-    );
-    if !local.ip().is_loopback() {
-        eprintln!(
-            "memhook serve: warning: plain HTTP on {local}; put a TLS proxy in front of it \
-             for traffic that leaves this machine"
-        );
-    }
-    let mut workers = Vec::new();
-    let mut first = Some(first);
-    for i in 0..WORKERS {
-        let store = match first.take() {
-            Some(s) => s,
-            None => Store::open(&data_dir)?,
-        };
-        let ctx = Ctx {
-            store,
-            auth: Arc::clone(&auth),
-        };
-        let server = Arc::clone(&server);
-        let w = std::thread::Builder::new()
-            .name(format!("serve-{i}"))
-            .spawn(move || worker(&server, ctx))?;
-        workers.push(w);
-    }
-    let mut failed = false;
-    for w in workers {
-        failed |= w.join().map(|ok| !ok).unwrap_or(true);
-    }
-    eprintln!("memhook serve: stopped");
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// One worker's state.
-struct Ctx {
-    store: Store,
-    /// SHA-256 of the expected `Authorization` value, when auth is on.
-    auth: Arc<Option<Vec<u8>>>,
-}
-
-/// Answer requests until asked to stop. `false` when the listener failed.
-fn worker(server: &Server, mut ctx: Ctx) -> bool {
-    while !STOP.load(Ordering::SeqCst) {
-        match server.recv_timeout(POLL) {
-            Ok(Some(req)) => handle(req, &mut ctx),
-            Ok(None) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                eprintln!("memhook serve: listener failed: {e}");
-                STOP.store(true, Ordering::SeqCst);
-                return false;
-            }
-        }
-    }
-    true
-}
-
-/// An answer: status, content type, body.
-struct Answer {
-    code: u16,
-    json: bool,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn json(code: u16, v: Value) -> Answer {
-        Answer {
-            code,
-            json: true,
-            body: serde_json::to_vec(&v).unwrap_or_default(),
-        }
-    }
-    fn error(code: u16, msg: impl Into<String>) -> Answer {
-        Answer::json(code, json!({ "error": msg.into() }))
-    }
-    fn text(code: u16, text: String) -> Answer {
-        Answer {
-            code,
-            json: false,
-            body: text.into_bytes(),
-        }
-    }
-}
-
-fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("static header")
-}
-
-fn handle(mut req: Request, ctx: &mut Ctx) {
-    let answer = route(&mut req, ctx);
-    let ctype = if answer.json {
-        "application/json"
-    } else {
-        "text/plain; charset=utf-8"
-    };
-    let mut resp = Response::from_data(answer.body)
-        .with_status_code(answer.code)
-        .with_header(header("Content-Type", ctype));
-    if answer.code == 401 {
-        resp = resp.with_header(header("WWW-Authenticate", "Bearer"));
-    }
-    // The client may have gone away; nothing to do about it.
-    let _ = req.respond(resp);
-}
-
-fn route(req: &mut Request, ctx: &mut Ctx) -> Answer {
-    let url = req.url().to_string();
-    let path = url.split(['?', '#']).next().unwrap_or("");
-    let method = req.method().clone();
-    let allowed = match path {
-        "/healthz" => Method::Get,
-        "/hook" | "/hook/batch" => Method::Post,
-        "/handoff" => Method::Get,
-        _ => return Answer::error(404, format!("no such endpoint: {path}")),
-    };
-    if method != allowed {
-        return Answer::error(405, format!("{path} accepts {allowed} only"));
-    }
-    if path == "/healthz" {
-        return Answer::json(
-            200,
-            json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}),
-        );
-    }
-    if let Some(expected) = ctx.auth.as_ref() {
-        let given = req
-            .headers()
-            .iter()
-            .find(|h| h.field.equiv("Authorization"))
-            .map(|h| h.value.as_str().trim().to_string())
-            .unwrap_or_default();
-        if !digest_eq(&Sha256::digest(given.as_bytes()), expected) {
-            return Answer::error(
-                401,
-                "missing or wrong bearer token: send `Authorization: Bearer <token>` with the \
-                 token configured on the server (AI_MEMORY_AUTH_TOKEN or <data dir>/auth-token)",
-            );
-        }
-    }
-    let query = match Query::of_url(&url) {
-        Ok(q) => q,
-        Err(e) => return Answer::error(400, e),
-    };
-    match path {
-        "/handoff" => handoff(&query, ctx),
-        _ => {
-            let body = match read_body(req) {
-                Ok(b) => b,
-                Err(a) => return a,
-            };
-            if path == "/hook" {
-                hook_one(&query, &body, ctx)
-            } else {
-                hook_batch(&body, ctx)
-            }
-        }
-    }
-}
-
-/// Constant-time comparison of two digests.
-fn digest_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-fn too_large() -> Answer {
-    Answer::json(
-        413,
-        json!({"accepted": 0, "error": format!("request body over {MAX_BODY_BYTES} bytes")}),
-    )
-}
-
-/// Bytes reserved up front for a body announced as `len` bytes.
-fn presize(len: Option<usize>) -> usize {
-    len.unwrap_or(0).min(PRESIZE_BYTES)
-}
-
-fn read_body(req: &mut Request) -> Result<Vec<u8>, Answer> {
-    if req.body_length().is_some_and(|n| n as u64 > MAX_BODY_BYTES) {
-        return Err(too_large());
-    }
-    // Sized from Content-Length (already checked against the limit), but
-    // never more up front than PRESIZE_BYTES: a client that announces a big
-    // body and sends nothing does not get memory reserved for it.
-    let mut body = Vec::with_capacity(presize(req.body_length()));
-    req.as_reader()
-        .take(MAX_BODY_BYTES + 1)
-        .read_to_end(&mut body)
-        .map_err(|e| Answer::error(400, format!("cannot read the request body: {e}")))?;
-    if body.len() as u64 > MAX_BODY_BYTES {
-        return Err(too_large());
-    }
-    Ok(body)
-}
 
 /// What to do with one hook item.
 #[derive(Debug)]
-enum Prepared {
+pub(super) enum Prepared {
     Store(Box<Record>),
     /// Accepted and deliberately not stored.
     Skip(&'static str),
-}
-
-fn hook_one(query: &Query, body: &[u8], ctx: &mut Ctx) -> Answer {
-    // Skipped members are not checked for UTF-8 by the typed reader: the
-    // whole body must be text first (the tree reader names a bad byte).
-    let prepared = match std::str::from_utf8(body) {
-        Ok(text) => prepare_text(query, text),
-        Err(_) => serde_json::from_slice::<Value>(body).map(|v| prepare(query, &v)),
-    };
-    let prepared = match prepared {
-        Ok(p) => p,
-        Err(e) => return Answer::error(400, format!("request body is not JSON: {e}")),
-    };
-    match prepared {
-        Err(msg) => Answer::error(400, msg),
-        Ok(Prepared::Skip(reason)) => Answer::json(
-            200,
-            json!({"accepted": 1, "stored": false, "reason": reason}),
-        ),
-        Ok(Prepared::Store(r)) => match ctx.store.insert(&r) {
-            Ok(new) => Answer::json(
-                200,
-                json!({"accepted": 1, "stored": true, "new": new, "key": r.key}),
-            ),
-            Err(e) => {
-                eprintln!("memhook serve: store error: {e}");
-                Answer::error(500, format!("the store could not save the record: {e}"))
-            }
-        },
-    }
-}
-
-fn hook_batch(body: &[u8], ctx: &mut Ctx) -> Answer {
-    let prepared = match fast_batch(body) {
-        Some(p) => p,
-        None => match tree_batch(body) {
-            Ok(p) => p,
-            Err(answer) => return answer,
-        },
-    };
-    let mut accepted = Vec::with_capacity(prepared.len());
-    let mut records = Vec::new();
-    let mut errors = Vec::new();
-    for (i, p) in prepared.into_iter().enumerate() {
-        match p {
-            Ok(Prepared::Store(r)) => {
-                accepted.push(i);
-                records.push(r);
-            }
-            Ok(Prepared::Skip(_)) => accepted.push(i),
-            Err(msg) => errors.push(json!({"index": i, "error": msg})),
-        }
-    }
-    if let Err(e) = ctx.store.insert_all(records.iter().map(|r| r.as_ref())) {
-        eprintln!("memhook serve: store error: {e}");
-        return Answer::json(
-            500,
-            json!({"accepted": 0, "error": format!("the store could not save the batch: {e}")}),
-        );
-    }
-    let prefix = accepted
-        .iter()
-        .enumerate()
-        .take_while(|(n, i)| n == *i)
-        .count();
-    let mut reply = json!({ "accepted": prefix });
-    if prefix != accepted.len() {
-        reply["accepted_indices"] = json!(accepted);
-    }
-    if let Some(first) = errors.first() {
-        reply["failed_index"] = first["index"].clone();
-        reply["errors"] = Value::Array(errors);
-    }
-    Answer::json(200, reply)
 }
 
 /// The 413 answer to a batch of `n` items.
@@ -427,7 +65,7 @@ struct RawItem<'a> {
 /// `None` when anything is unusual (not an array of such items, too many
 /// items, a body that is not JSON): [`tree_batch`] then answers it exactly
 /// as before, with its messages.
-fn fast_batch(body: &[u8]) -> Option<Vec<Result<Prepared, String>>> {
+pub(super) fn fast_batch(body: &[u8]) -> Option<Vec<Result<Prepared, String>>> {
     let items: Vec<RawItem> = serde_json::from_slice(body).ok()?;
     if items.len() > MAX_BATCH_ITEMS {
         return None;
@@ -449,7 +87,10 @@ fn fast_batch(body: &[u8]) -> Option<Vec<Result<Prepared, String>>> {
 /// Prepare one hook body given as JSON text: a memhook client's body is
 /// read without a tree ([`MemhookBody`]), anything else as a tree (whose
 /// error, when the text is not JSON, is returned).
-fn prepare_text(query: &Query, text: &str) -> Result<Result<Prepared, String>, serde_json::Error> {
+pub(super) fn prepare_text(
+    query: &Query,
+    text: &str,
+) -> Result<Result<Prepared, String>, serde_json::Error> {
     if let Ok(b) = serde_json::from_str::<Box<MemhookBody>>(text) {
         return Ok(prepare_body(query, Body::Memhook(b)));
     }
@@ -457,7 +98,7 @@ fn prepare_text(query: &Query, text: &str) -> Result<Result<Prepared, String>, s
 }
 
 /// The batch read as a JSON tree: any shape, every error named.
-fn tree_batch(body: &[u8]) -> Result<Vec<Result<Prepared, String>>, Answer> {
+pub(super) fn tree_batch(body: &[u8]) -> Result<Vec<Result<Prepared, String>>, Answer> {
     let items: Vec<Value> = match serde_json::from_slice(body) {
         Ok(Value::Array(a)) => a,
         Ok(_) => {
@@ -482,7 +123,7 @@ fn tree_batch(body: &[u8]) -> Result<Vec<Result<Prepared, String>>, Answer> {
 }
 
 /// Validate a scope name given as query parameter `param`.
-fn check_name(param: &str, value: &str) -> Result<(), String> {
+pub(super) fn check_name(param: &str, value: &str) -> Result<(), String> {
     if names::is_valid_name(value) {
         Ok(())
     } else {
@@ -562,7 +203,7 @@ impl Body<'_> {
 
 /// Turn one hook request (query + body) into a record to store, or a
 /// deliberate skip, or a 400 message naming what is wrong.
-fn prepare(query: &Query, body: &Value) -> Result<Prepared, String> {
+pub(super) fn prepare(query: &Query, body: &Value) -> Result<Prepared, String> {
     prepare_body(query, Body::Tree(body))
 }
 
@@ -580,6 +221,15 @@ fn prepare_body(query: &Query, body: Body) -> Result<Prepared, String> {
         if !valid_key(k) {
             return Err(format!(
                 "query parameter `ingest_key`: must be 1-{MAX_INGEST_KEY_LEN} of A-Z a-z 0-9 '-' '_'"
+            ));
+        }
+    }
+    if let Body::Tree(v) = &body {
+        if !v.is_object() {
+            return Err(format!(
+                "request body must be a JSON object (an agent's hook payload or a memhook \
+                 body), not {}",
+                kind_of(v)
             ));
         }
     }
@@ -656,7 +306,76 @@ fn checked_record(query: &Query, r: Record) -> Result<Record, String> {
         }
     }
     check_record_bounds(&r)?;
+    let mut r = r;
+    clean_record(&mut r);
     Ok(r)
+}
+
+/// What JSON value `v` is, for messages.
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Pass every text of a client's record through the hook's cleaning
+/// (`record::clean_capped`: private spans, control and bidi characters,
+/// secrets, then the cap), as `record::build` does for the hook's own
+/// records. The title is rebuilt from its cleaned first line.
+fn clean_record(r: &mut Record) {
+    fn text(s: &mut String, max: usize) {
+        *s = clean_capped(s, max);
+    }
+    fn opt(s: &mut Option<String>, max: usize) {
+        *s = s
+            .as_deref()
+            .map(|t| clean_capped(t, max))
+            .filter(|t| !t.trim().is_empty());
+    }
+    text(&mut r.agent, MAX_SHORT_FIELD);
+    text(&mut r.event, MAX_SHORT_FIELD);
+    text(&mut r.native_event, MAX_SHORT_FIELD);
+    text(&mut r.disposition, MAX_SHORT_FIELD);
+    opt(&mut r.session_id, MAX_SHORT_FIELD);
+    opt(&mut r.cwd, MAX_PATH_BYTES);
+    opt(&mut r.body, MAX_RECORD_BODY_BYTES);
+    r.title = r
+        .title
+        .as_deref()
+        .and_then(|t| title_line(&clean_capped(t, MAX_RECORD_BODY_BYTES)));
+    for f in &mut r.files {
+        text(f, MAX_PATH_BYTES);
+    }
+    r.files.retain(|f| !f.is_empty());
+    let scope = &mut r.scope;
+    for s in [
+        &mut scope.workspace_source,
+        &mut scope.project_source,
+        &mut scope.project_strategy,
+    ] {
+        text(s, MAX_SHORT_FIELD);
+    }
+    if let Some(t) = r.tool.as_mut() {
+        text(&mut t.family, MAX_SHORT_FIELD);
+        opt(&mut t.name, MAX_SHORT_FIELD);
+        opt(&mut t.call_id, MAX_SHORT_FIELD);
+        opt(&mut t.outcome, MAX_SHORT_FIELD);
+    }
+    if let Some(c) = r.capture.as_mut() {
+        for s in [
+            &mut c.policy_state,
+            &mut c.tool_family,
+            &mut c.disposition,
+            &mut c.extraction_state,
+        ] {
+            text(s, MAX_SHORT_FIELD);
+        }
+    }
 }
 
 /// A record from a client is bounded like one the hook builds: the excerpt,
@@ -696,7 +415,7 @@ fn check_record_bounds(r: &Record) -> Result<(), String> {
 }
 
 /// A name made from free text: lowercase, invalid bytes → `-`.
-fn derive_name(text: &str) -> Option<String> {
+pub(super) fn derive_name(text: &str) -> Option<String> {
     let s: String = text
         .to_ascii_lowercase()
         .chars()
@@ -815,7 +534,7 @@ fn plain_record(query: &Query, event_name: &str, body: &Value) -> Result<Record,
 }
 
 /// `briefing_budget` clamped like the marker's `max_chars`.
-fn briefing_budget(query: &Query) -> usize {
+pub(super) fn briefing_budget(query: &Query) -> usize {
     query
         .get("briefing_budget")
         .and_then(|b| b.trim().parse::<usize>().ok())
@@ -823,82 +542,9 @@ fn briefing_budget(query: &Query) -> usize {
         .unwrap_or(scope::MAX_CHARS_DEFAULT)
 }
 
-/// `GET /handoff`: the session-start briefing for a scope (never consumes it).
-fn handoff(query: &Query, ctx: &mut Ctx) -> Answer {
-    for p in ["workspace", "project"] {
-        if let Some(v) = query.get(p) {
-            if let Err(e) = check_name(p, v) {
-                return Answer::error(400, e);
-            }
-        }
-    }
-    let workspace = query.get("workspace").unwrap_or("default").to_string();
-    let project = match query.get("project").map(str::to_string).or_else(|| {
-        query
-            .get("cwd")
-            .and_then(|c| Path::new(c).file_name())
-            .and_then(|n| n.to_str())
-            .and_then(derive_name)
-    }) {
-        Some(p) => p,
-        None => {
-            return Answer::error(
-                400,
-                "query parameter `project` is required when `cwd` gives no usable name",
-            )
-        }
-    };
-    let max_chars = briefing_budget(query);
-    let text = crate::briefing::compose(
-        &ctx.store,
-        (&workspace, &project),
-        query.get("session_id"),
-        max_chars,
-        query.truthy("briefing"),
-    );
-    match text {
-        Ok(text) => Answer::text(200, text.unwrap_or_default()),
-        Err(e) => {
-            eprintln!("memhook serve: no briefing for {workspace}/{project}: {e}");
-            Answer::error(
-                503,
-                "the store could not compose a briefing; see the server's log",
-            )
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn listen_rule() {
-        assert!(listen_addr("127.0.0.1:0", false, false).is_ok());
-        assert!(listen_addr("[::1]:0", false, false).is_ok());
-        let e = listen_addr("0.0.0.0:0", false, true).unwrap_err();
-        assert!(e.contains("--allow-remote"), "{e}");
-        let e = listen_addr("0.0.0.0:0", true, false).unwrap_err();
-        assert!(e.contains("AI_MEMORY_AUTH_TOKEN"), "{e}");
-        assert!(listen_addr("0.0.0.0:0", true, true).is_ok());
-        assert!(listen_addr("nonsense", false, false).is_err());
-    }
-
-    #[test]
-    fn body_buffers_are_presized_up_to_the_cap() {
-        assert_eq!(presize(None), 0);
-        assert_eq!(presize(Some(600_000)), 600_000);
-        assert_eq!(presize(Some(PRESIZE_BYTES)), PRESIZE_BYTES);
-        assert_eq!(presize(Some(PRESIZE_BYTES + 1)), PRESIZE_BYTES);
-    }
-
-    #[test]
-    fn digests_compare_whole() {
-        let a = Sha256::digest(b"Bearer x");
-        assert!(digest_eq(&a, &Sha256::digest(b"Bearer x")));
-        assert!(!digest_eq(&a, &Sha256::digest(b"Bearer y")));
-        assert!(!digest_eq(&a, &a[..31]));
-    }
 
     #[test]
     fn store_keys_are_stable() {

@@ -1,0 +1,473 @@
+//! `memhook serve`: the embedded store over the ai-memory hook protocol
+//! (`POST /hook`, `POST /hook/batch`, `GET /handoff`, `GET /healthz`).
+//!
+//! - [`http`]: a small bounded HTTP/1.1 server (header size, deadlines,
+//!   connection count), one thread per connection;
+//! - [`auth`]: the bearer token (on by default: a 0600 token file is
+//!   written on first start), `Host` and `Origin` checks;
+//! - [`ingest`]: request bodies to records, through the hook's redaction;
+//! - [`writer`]: the single store writer with group commit.
+//!
+//! Loopback only unless `--allow-remote`; `--no-auth` (loopback only) is the
+//! logged opt-out. Bodies over [`MAX_BODY_BYTES`] get 413; names are
+//! validated with a 400 that names the parameter; a store that cannot write
+//! answers 503. SIGTERM/SIGINT stop it after the requests in hand are
+//! answered, so a record is either committed or was never acknowledged.
+//! Wire format: `docs/protocol.md`.
+
+mod auth;
+mod http;
+mod ingest;
+mod writer;
+
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+use crate::cli::{CmdResult, ServeArgs};
+use crate::sink::http::wire::Query;
+use crate::sink::store::Store;
+
+use self::http::{Head, Response};
+use self::ingest::Prepared;
+use self::writer::{Unavailable, Writer};
+
+pub use self::http::{
+    BODY_DEADLINE, HEADER_DEADLINE, IDLE_DEADLINE, MAX_CONNECTIONS, MAX_HEADERS, MAX_HEADER_BYTES,
+};
+pub use self::ingest::{
+    MAX_INGEST_KEY_LEN, MAX_PATH_BYTES, MAX_RECORD_BODY_BYTES, MAX_RECORD_FILES, MAX_SHORT_FIELD,
+    MAX_TITLE_CHARS,
+};
+
+/// Largest request body accepted (413 beyond).
+pub const MAX_BODY_BYTES: u64 = 10 * 1024 * 1024;
+/// Store connections kept for reading (`/handoff`); more are opened when
+/// more briefings are asked for at once, and closed after.
+const KEPT_READERS: usize = 4;
+
+/// Set by SIGTERM/SIGINT.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    let handler: extern "C" fn(libc::c_int) = on_signal;
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        // SAFETY: the handler only stores to an atomic, which is
+        // async-signal-safe; sigaction is given a zeroed, valid struct.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = handler as libc::sighandler_t;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Resolve `--listen` and apply the exposure rule: loopback only, unless
+/// `allow_remote`; `--no-auth` only on loopback.
+fn listen_addr(listen: &str, allow_remote: bool, no_auth: bool) -> Result<SocketAddr, String> {
+    let addr = listen
+        .to_socket_addrs()
+        .map_err(|e| {
+            format!("--listen {listen:?}: {e} (expected HOST:PORT, e.g. 127.0.0.1:49374)")
+        })?
+        .next()
+        .ok_or_else(|| format!("--listen {listen:?} resolves to no address"))?;
+    if !addr.ip().is_loopback() {
+        if !allow_remote {
+            return Err(format!(
+                "refusing to listen on {addr}: it is not a loopback address. memhook serve is \
+                 local by default; pass --allow-remote to serve other machines (they need the \
+                 token from <data dir>/auth-token in AI_MEMORY_AUTH_TOKEN)"
+            ));
+        }
+        if no_auth {
+            return Err(format!(
+                "--no-auth is for loopback only: refusing to serve {addr} without a token \
+                 (drop --no-auth; the token is in <data dir>/auth-token)"
+            ));
+        }
+    }
+    Ok(addr)
+}
+
+pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
+    let data_dir = crate::data_dir::resolve(data_dir)?;
+    crate::data_dir::ensure_private_dir(&data_dir)?;
+    let addr = listen_addr(&args.listen, args.allow_remote, args.no_auth)?;
+    let origins = args
+        .allow_origin
+        .iter()
+        .map(|o| auth::check_origin_arg(o))
+        .collect::<Result<Vec<_>, _>>()?;
+    let token = if args.no_auth {
+        None
+    } else {
+        Some(auth::server_token(&data_dir)?)
+    };
+    // Open (and migrate) once before serving: a store that cannot open is a
+    // start-up error, not a stream of 503s.
+    let store = Store::open(&data_dir)?;
+    let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let local = listener.local_addr().unwrap_or(addr);
+    install_signal_handlers();
+    let done = Arc::new(AtomicBool::new(false));
+    let (writer, writer_thread) = Writer::start(store, &data_dir, Arc::clone(&done))?;
+    let app = Arc::new(App {
+        guard: auth::Guard::new(token.as_ref().map(|(t, _)| t.as_str()), local, origins),
+        writer,
+        readers: Mutex::new(Vec::new()),
+        data_dir: data_dir.clone(),
+    });
+    let auth_note = match &token {
+        Some((_, source)) => source.describe(),
+        None => "none".to_string(),
+    };
+    if token.is_none() {
+        eprintln!(
+            "memhook serve: WARNING: --no-auth: any local user or program (and a web page \
+             that finds this port) can write into this store and into your agents' \
+             session-start context. Drop --no-auth to require the token."
+        );
+    }
+    eprintln!(
+        "memhook serve: listening on http://{local} (data dir {}, auth: {auth_note})",
+        data_dir.display()
+    );
+    if !local.ip().is_loopback() {
+        eprintln!(
+            "memhook serve: warning: plain HTTP on {local}; put a TLS proxy in front of it \
+             for traffic that leaves this machine"
+        );
+    }
+    let served = http::serve(listener, app, &STOP);
+    // The requests in hand were answered (or the grace passed): let the
+    // writer finish what it holds, then stop it.
+    done.store(true, Ordering::SeqCst);
+    let _ = writer_thread.join();
+    match served {
+        Ok(()) => {
+            eprintln!("memhook serve: stopped");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("memhook serve: listener failed: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// What every connection thread shares.
+struct App {
+    guard: auth::Guard,
+    writer: Writer,
+    /// Idle store connections for reading.
+    readers: Mutex<Vec<Store>>,
+    data_dir: std::path::PathBuf,
+}
+
+/// An answer: status, content type, body.
+struct Answer {
+    code: u16,
+    json: bool,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn json(code: u16, v: Value) -> Answer {
+        Answer {
+            code,
+            json: true,
+            body: serde_json::to_vec(&v).unwrap_or_default(),
+        }
+    }
+    fn error(code: u16, msg: impl Into<String>) -> Answer {
+        Answer::json(code, json!({ "error": msg.into() }))
+    }
+    fn text(code: u16, text: String) -> Answer {
+        Answer {
+            code,
+            json: false,
+            body: text.into_bytes(),
+        }
+    }
+    /// 503: the store cannot take it now; clients retry without charge.
+    fn unavailable(e: Unavailable) -> Answer {
+        Answer::json(503, json!({"accepted": 0, "error": e.0}))
+    }
+
+    fn into_response(self) -> Response {
+        let ctype = if self.json {
+            "application/json"
+        } else {
+            "text/plain; charset=utf-8"
+        };
+        let code = self.code;
+        let mut resp = Response::new(code, ctype, self.body);
+        if code == 401 {
+            resp = resp.with_header("WWW-Authenticate", "Bearer");
+        }
+        if code == 503 {
+            resp = resp.with_header("Retry-After", "1");
+        }
+        resp
+    }
+}
+
+/// The endpoints: path → method.
+const ROUTES: &[(&str, &str)] = &[
+    ("/healthz", "GET"),
+    ("/hook", "POST"),
+    ("/hook/batch", "POST"),
+    ("/handoff", "GET"),
+];
+
+impl App {
+    /// Everything decided from the head alone: `Err` answers now.
+    fn check_head(&self, head: &Head) -> Result<Option<String>, Answer> {
+        let origin = self
+            .guard
+            .check_site(head)
+            .map_err(|r| Answer::error(r.code, r.message))?;
+        let path = head.path();
+        let Some((_, method)) = ROUTES.iter().find(|(p, _)| *p == path) else {
+            return Err(Answer::error(404, format!("no such endpoint: {path}")));
+        };
+        if head.method == "OPTIONS" && origin.is_some() {
+            // A CORS preflight from an allowed origin.
+            return Err(Answer::text(204, String::new()));
+        }
+        if head.method != *method {
+            return Err(Answer::error(405, format!("{path} accepts {method} only")));
+        }
+        if path != "/healthz" && !self.guard.authorized(head) {
+            return Err(Answer::error(
+                401,
+                "missing or wrong bearer token: send `Authorization: Bearer <token>` with the \
+                 server's token (AI_MEMORY_AUTH_TOKEN, or the file auth-token in its data dir)",
+            ));
+        }
+        if head.content_length > MAX_BODY_BYTES {
+            return Err(too_large());
+        }
+        Ok(origin)
+    }
+
+    /// Add the CORS headers an allowed origin needs.
+    fn finish(&self, head: &Head, answer: Answer) -> Response {
+        let mut resp = answer.into_response();
+        if let Ok(Some(origin)) = self.guard.check_site(head) {
+            resp = resp
+                .with_header("Access-Control-Allow-Origin", origin)
+                .with_header("Vary", "Origin");
+            if head.method == "OPTIONS" {
+                resp = resp
+                    .with_header("Access-Control-Allow-Methods", "GET, POST")
+                    .with_header(
+                        "Access-Control-Allow-Headers",
+                        "Authorization, Content-Type",
+                    )
+                    .with_header("Access-Control-Max-Age", "600");
+            }
+        }
+        resp
+    }
+
+    fn route(&self, head: &Head, body: &[u8]) -> Answer {
+        let path = head.path();
+        if path == "/healthz" {
+            return Answer::json(
+                200,
+                json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}),
+            );
+        }
+        let query = match Query::of_url(&head.target) {
+            Ok(q) => q,
+            Err(e) => return Answer::error(400, e),
+        };
+        match path {
+            "/handoff" => self.handoff(&query),
+            "/hook" => self.hook_one(&query, body),
+            _ => self.hook_batch(body),
+        }
+    }
+
+    fn hook_one(&self, query: &Query, body: &[u8]) -> Answer {
+        // Skipped members are not checked for UTF-8 by the typed reader: the
+        // whole body must be text first (the tree reader names a bad byte).
+        let prepared = match std::str::from_utf8(body) {
+            Ok(text) => ingest::prepare_text(query, text),
+            Err(_) => serde_json::from_slice::<Value>(body).map(|v| ingest::prepare(query, &v)),
+        };
+        let prepared = match prepared {
+            Ok(p) => p,
+            Err(e) => return Answer::error(400, format!("request body is not JSON: {e}")),
+        };
+        match prepared {
+            Err(msg) => Answer::error(400, msg),
+            Ok(Prepared::Skip(reason)) => Answer::json(
+                200,
+                json!({"accepted": 1, "stored": false, "reason": reason}),
+            ),
+            Ok(Prepared::Store(r)) => {
+                let key = r.key.clone();
+                match self.writer.insert(vec![*r]) {
+                    Ok(new) => Answer::json(
+                        200,
+                        json!({"accepted": 1, "stored": true, "new": new[0], "key": key}),
+                    ),
+                    Err(e) => Answer::unavailable(e),
+                }
+            }
+        }
+    }
+
+    fn hook_batch(&self, body: &[u8]) -> Answer {
+        let prepared = match ingest::fast_batch(body) {
+            Some(p) => p,
+            None => match ingest::tree_batch(body) {
+                Ok(p) => p,
+                Err(answer) => return answer,
+            },
+        };
+        let mut accepted = Vec::with_capacity(prepared.len());
+        let mut records = Vec::new();
+        let mut errors = Vec::new();
+        for (i, p) in prepared.into_iter().enumerate() {
+            match p {
+                Ok(Prepared::Store(r)) => {
+                    accepted.push(i);
+                    records.push(*r);
+                }
+                Ok(Prepared::Skip(_)) => accepted.push(i),
+                Err(msg) => errors.push(json!({"index": i, "error": msg})),
+            }
+        }
+        if let Err(e) = self.writer.insert(records) {
+            return Answer::unavailable(e);
+        }
+        let prefix = accepted
+            .iter()
+            .enumerate()
+            .take_while(|(n, i)| n == *i)
+            .count();
+        let mut reply = json!({ "accepted": prefix });
+        if prefix != accepted.len() {
+            reply["accepted_indices"] = json!(accepted);
+        }
+        if let Some(first) = errors.first() {
+            reply["failed_index"] = first["index"].clone();
+            reply["errors"] = Value::Array(errors);
+        }
+        Answer::json(200, reply)
+    }
+
+    /// `GET /handoff`: the session-start briefing for a scope (never consumes it).
+    fn handoff(&self, query: &Query) -> Answer {
+        for p in ["workspace", "project"] {
+            if let Some(v) = query.get(p) {
+                if let Err(e) = ingest::check_name(p, v) {
+                    return Answer::error(400, e);
+                }
+            }
+        }
+        let workspace = query.get("workspace").unwrap_or("default").to_string();
+        let project = match query.get("project").map(str::to_string).or_else(|| {
+            query
+                .get("cwd")
+                .and_then(|c| Path::new(c).file_name())
+                .and_then(|n| n.to_str())
+                .and_then(ingest::derive_name)
+        }) {
+            Some(p) => p,
+            None => {
+                return Answer::error(
+                    400,
+                    "query parameter `project` is required when `cwd` gives no usable name",
+                )
+            }
+        };
+        let store = {
+            let idle = self.readers.lock().map(|mut r| r.pop()).unwrap_or(None);
+            match idle {
+                Some(s) => s,
+                None => match Store::open(&self.data_dir) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        eprintln!("memhook serve: store error: {e}");
+                        return Answer::error(503, format!("the store is unavailable: {e}"));
+                    }
+                },
+            }
+        };
+        let text = crate::briefing::compose(
+            &store,
+            (&workspace, &project),
+            query.get("session_id"),
+            ingest::briefing_budget(query),
+            query.truthy("briefing"),
+        );
+        if let Ok(mut idle) = self.readers.lock() {
+            if idle.len() < KEPT_READERS {
+                idle.push(store);
+            }
+        }
+        match text {
+            Ok(text) => Answer::text(200, text.unwrap_or_default()),
+            Err(e) => {
+                eprintln!("memhook serve: no briefing for {workspace}/{project}: {e}");
+                Answer::error(
+                    503,
+                    "the store could not compose a briefing; see the server's log",
+                )
+            }
+        }
+    }
+}
+
+impl http::Handler for App {
+    fn check(&self, head: &Head) -> Result<(), Response> {
+        self.check_head(head)
+            .map(|_| ())
+            .map_err(|a| self.finish(head, a))
+    }
+
+    fn answer(&self, head: &Head, body: Vec<u8>) -> Response {
+        let answer = self.route(head, &body);
+        self.finish(head, answer)
+    }
+}
+
+fn too_large() -> Answer {
+    Answer::json(
+        413,
+        json!({"accepted": 0, "error": format!("request body over {MAX_BODY_BYTES} bytes")}),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_rule() {
+        assert!(listen_addr("127.0.0.1:0", false, false).is_ok());
+        assert!(listen_addr("127.0.0.1:0", false, true).is_ok());
+        assert!(listen_addr("[::1]:0", false, false).is_ok());
+        let e = listen_addr("0.0.0.0:0", false, false).unwrap_err();
+        assert!(e.contains("--allow-remote"), "{e}");
+        let e = listen_addr("0.0.0.0:0", true, true).unwrap_err();
+        assert!(e.contains("--no-auth") && e.contains("loopback"), "{e}");
+        assert!(listen_addr("0.0.0.0:0", true, false).is_ok());
+        assert!(listen_addr("nonsense", false, false).is_err());
+    }
+}
