@@ -226,7 +226,7 @@ fn hand_off<H: Handler>(
 
 /// Why no request head could be read.
 #[derive(Debug, PartialEq, Eq)]
-enum HeadError {
+pub(super) enum HeadError {
     /// The client closed, went idle, or the server is stopping: close silently.
     Closed,
     /// Over [`MAX_HEADER_BYTES`] or [`MAX_HEADERS`].
@@ -399,7 +399,7 @@ fn find_end(buf: &[u8], from: usize) -> Option<usize> {
 }
 
 /// Parse a head (without its final empty line).
-fn parse_head(raw: &[u8]) -> Result<Head, HeadError> {
+pub(super) fn parse_head(raw: &[u8]) -> Result<Head, HeadError> {
     let bad = |why: &str| HeadError::Bad(why.to_string());
     let text = std::str::from_utf8(raw).map_err(|_| bad("the head is not UTF-8"))?;
     let mut lines = text.split("\r\n");

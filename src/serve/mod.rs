@@ -454,6 +454,28 @@ fn too_large() -> Answer {
     )
 }
 
+/// Fuzzing entry (`fuzz/`, target `serve`): read one request the way the
+/// server does — its head, its target's query, and its body as a `/hook` and
+/// as a `/hook/batch` body — without a socket or a store. Not an API.
+#[doc(hidden)]
+pub fn fuzz_request(data: &[u8]) {
+    let (head, body) = match data.windows(4).position(|w| w == b"\r\n\r\n") {
+        Some(i) => (&data[..i], &data[i + 4..]),
+        None => (data, &[][..]),
+    };
+    let query = http::parse_head(head)
+        .ok()
+        .and_then(|h| crate::sink::http::wire::Query::of_url(&h.target).ok());
+    if let Ok(text) = std::str::from_utf8(body) {
+        let fallback = crate::sink::http::wire::Query::of_url("/hook?agent=claude-code");
+        if let Some(q) = query.or(fallback.ok()) {
+            let _ = ingest::prepare_text(&q, text);
+        }
+    }
+    let _ = ingest::fast_batch(body);
+    let _ = ingest::tree_batch(body);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

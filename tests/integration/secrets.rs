@@ -18,8 +18,8 @@ use std::process::Output;
 
 use serde_json::{json, Value};
 
-use crate::util::{contains, walk};
 use crate::serve::{request, Serve};
+use crate::util::{contains, walk};
 use crate::util::{fixture, memhook, run_with_stdin};
 
 /// Where a secret sits in an event.
