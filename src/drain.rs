@@ -40,9 +40,10 @@ use std::process::ExitCode;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{CmdResult, DrainArgs};
+use crate::cmd::CmdResult;
 use crate::data_dir;
 use crate::sink::{ItemOutcome, Sink};
 use crate::spool::{SinkTarget, Spool, SpoolEntry, SpoolError};
@@ -118,6 +119,20 @@ pub const DROP_INVALID: &str = "invalid";
 pub const DROP_MAX_AGE: &str = "max_age";
 pub const DROP_MAX_ATTEMPTS: &str = "max_attempts";
 pub use crate::spool::{DROP_SPOOL_FULL, DROP_SPOOL_WRITE_FAILED};
+
+#[derive(Debug, Args)]
+pub struct DrainArgs {
+    /// Stop after this many seconds even if records remain.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    pub budget_secs: u64,
+    /// Internal: run as the detached background drainer.
+    #[arg(long, hide = true)]
+    pub background: bool,
+    /// Start a detached background drainer (unless one is running) and
+    /// return at once, as the hook does after each event.
+    #[arg(long, conflicts_with = "background")]
+    pub detach: bool,
+}
 /// Pending records removed by `memhook forget` before delivery.
 pub const DROP_FORGOTTEN: &str = "forgotten";
 

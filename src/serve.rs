@@ -18,19 +18,31 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use clap::Args;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tiny_http::{Header, Method, Request, Response, Server};
 
-use crate::cli::{CmdResult, ServeArgs};
+use crate::cmd::CmdResult;
 use crate::names;
 use crate::record::{Record, RECORD_VERSION};
 use crate::scope;
 use crate::sink::http::wire::{self, Query};
 use crate::sink::http::MAX_BATCH_ITEMS;
 use crate::sink::store::Store;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Loopback unless you say otherwise.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:49374")]
+    pub listen: String,
+    /// Allow a non-loopback --listen address (requires a token in
+    /// AI_MEMORY_AUTH_TOKEN or <data dir>/auth-token).
+    #[arg(long)]
+    pub allow_remote: bool,
+}
 
 /// Largest request body accepted (413 beyond).
 pub const MAX_BODY_BYTES: u64 = 10 * 1024 * 1024;

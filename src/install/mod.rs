@@ -34,14 +34,62 @@ pub mod mcp;
 pub mod plugin;
 pub mod profile;
 
-use crate::cli::{
-    AgentArg, CmdResult, DoctorArgs, InstallArgs, InstallMcpArgs, StrategyArg, UninstallArgs,
-};
+use crate::cmd::{CmdResult, StrategyArg};
 use apply::{InstallError, Outcome};
+use clap::{Args, ValueEnum};
 use command::Baked;
+use doctor::DoctorArgs;
+use mcp::InstallMcpArgs;
 use profile::{Profile, Shape};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+/// The agents memhook can be installed into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AgentArg {
+    #[value(name = "claude-code", alias = "claude")]
+    ClaudeCode,
+    Codex,
+    #[value(alias = "open-code")]
+    Opencode,
+    #[value(name = "gemini-cli", alias = "gemini")]
+    GeminiCli,
+    Cursor,
+    /// Every supported agent found on this machine.
+    All,
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// The agent to wire.
+    #[arg(long, value_enum)]
+    pub agent: AgentArg,
+    /// Write the change (without it: print the diff and touch nothing).
+    #[arg(long)]
+    pub apply: bool,
+    /// Deliver to this ai-memory compatible server instead of the embedded store.
+    #[arg(long, value_name = "URL")]
+    pub server_url: Option<String>,
+    /// Project strategy baked into the hook command.
+    #[arg(long, value_enum, value_name = "STRATEGY")]
+    pub project_strategy: Option<StrategyArg>,
+    /// Edit this file instead of the agent's default configuration file.
+    #[arg(long, value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    /// The agent to unwire.
+    #[arg(long, value_enum)]
+    pub agent: AgentArg,
+    /// Write the change (without it: print the diff and touch nothing).
+    #[arg(long)]
+    pub apply: bool,
+    /// Edit this file instead of the agent's default configuration file.
+    #[arg(long, value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+}
 
 /// Environment variable holding a bearer token at install time; it is moved
 /// into the data dir's token file, never into an agent config.
@@ -302,7 +350,9 @@ fn install_one(p: &Profile, path: &Path, flags: &Flags, write: bool) -> Result<(
     match (&outcome, p.shape) {
         // The previous file was memhook's own generated plugin (install_text
         // refuses any other): no copy of it stays in the agent's plugin dir.
-        (Outcome::Updated { backup, .. }, Shape::Plugin) if std::fs::remove_file(backup).is_ok() => {
+        (Outcome::Updated { backup, .. }, Shape::Plugin)
+            if std::fs::remove_file(backup).is_ok() =>
+        {
             say!(
                 "updated {} ({}: memhook installed; the previous generated file is not kept)",
                 path.display(),
