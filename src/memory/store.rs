@@ -397,9 +397,7 @@ impl MemoryStore {
         if op != "unchanged" {
             data_dir::write_private_file(&host, new_bytes)
                 .map_err(io_err("writing the document"))?;
-            if let Ok(d) = File::open(&dir) {
-                let _ = d.sync_all();
-            }
+            data_dir::sync_dir(&dir);
         }
         let mut a = Answer::new(Outcome::Ok, &shown);
         a.op = Some(op);
