@@ -292,7 +292,7 @@ fn bad_input(args: &HookArgs, agent: &Agent, problem: &str) -> String {
         .unwrap_or(EventKind::Other);
     if args.check_capture {
         let state = match scope_input(args, None).and_then(|i| scope::resolve(&i)) {
-            Ok(s) => policy_state(&s.capture),
+            Ok(s) => capture::state_of(&s.capture),
             Err(_) => PolicyState::Invalid,
         };
         return unreadable_decision(state).to_json();
@@ -309,15 +309,6 @@ fn unreadable_decision(policy_state: PolicyState) -> Decision {
         path_count: 0,
         disposition: Disposition::Drop,
         extraction_state: ExtractionState::UnsupportedSchema,
-    }
-}
-
-fn policy_state(c: &CaptureConfig) -> PolicyState {
-    match c {
-        CaptureConfig::Absent => PolicyState::Absent,
-        CaptureConfig::Inactive { .. } => PolicyState::Inactive,
-        CaptureConfig::Active { .. } => PolicyState::Active,
-        CaptureConfig::Invalid { .. } => PolicyState::Invalid,
     }
 }
 
