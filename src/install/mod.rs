@@ -35,6 +35,7 @@ pub mod plugin;
 pub mod profile;
 
 use crate::cmd::{CmdResult, StrategyArg};
+use crate::sink::{AUTH_TOKEN_ENV, AUTH_TOKEN_FILE};
 use apply::{InstallError, Outcome};
 use clap::{Args, ValueEnum};
 use command::Baked;
@@ -91,12 +92,6 @@ pub struct UninstallArgs {
     pub config_file: Option<PathBuf>,
 }
 
-/// Environment variable holding a bearer token at install time; it is moved
-/// into the data dir's token file, never into an agent config.
-pub const TOKEN_ENV: &str = "AI_MEMORY_AUTH_TOKEN";
-/// The token file inside the data dir (mode 0600).
-pub const TOKEN_FILE: &str = "auth-token";
-
 pub fn run_install(args: &InstallArgs, data_dir: Option<&Path>) -> CmdResult {
     let profiles = select(args.agent, args.config_file.is_some())?;
     let data = crate::data_dir::resolve(data_dir)?;
@@ -114,22 +109,22 @@ pub fn run_install(args: &InstallArgs, data_dir: Option<&Path>) -> CmdResult {
         let path = config_path(p, args.config_file.as_deref())?;
         install_one(p, &path, &flags, args.apply)?;
     }
-    if let Some(token) = std::env::var(TOKEN_ENV)
+    if let Some(token) = std::env::var(AUTH_TOKEN_ENV)
         .ok()
         .filter(|t| !t.trim().is_empty())
     {
-        let file = data.join(TOKEN_FILE);
+        let file = data.join(AUTH_TOKEN_FILE);
         if args.apply {
             crate::data_dir::ensure_private_dir(&data)?;
             crate::data_dir::write_private_file(&file, token.trim().as_bytes())
                 .map_err(apply::io_err(&file))?;
             say!(
-                "token from {TOKEN_ENV} written to {} (mode 0600)",
+                "token from {AUTH_TOKEN_ENV} written to {} (mode 0600)",
                 file.display()
             );
         } else {
             say!(
-                "would write the token from {TOKEN_ENV} to {} (mode 0600)",
+                "would write the token from {AUTH_TOKEN_ENV} to {} (mode 0600)",
                 file.display()
             );
         }
