@@ -234,19 +234,29 @@ pub fn sync_dir(dir: &Path) {
     }
 }
 
-/// Open a file of the data dir for reading, trusting nothing about it: a
-/// symlink is refused (`O_NOFOLLOW`), a FIFO or device cannot block the open
-/// (`O_NONBLOCK`), and what was opened must be a regular file owned by this
-/// user.
-pub fn open_private_file(path: &Path) -> io::Result<fs::File> {
+/// Open a file of the data dir for reading without following a symlink
+/// (`O_NOFOLLOW`: a link fails with `ELOOP`) and without blocking
+/// (`O_NONBLOCK`: a FIFO or device opens at once, to be refused by type;
+/// `O_NOCTTY`: a terminal never becomes this process's). The caller checks
+/// what it opened; [`open_private_file`] checks type and owner.
+pub fn open_nofollow(path: &Path) -> io::Result<fs::File> {
     let mut opts = fs::OpenOptions::new();
     opts.read(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
+        // The standard library adds O_CLOEXEC to every open.
+        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
     }
-    let f = opts.open(path)?;
+    opts.open(path)
+}
+
+/// Open a file of the data dir for reading, trusting nothing about it: a
+/// symlink is refused (`O_NOFOLLOW`), a FIFO or device cannot block the open
+/// (`O_NONBLOCK`), and what was opened must be a regular file owned by this
+/// user.
+pub fn open_private_file(path: &Path) -> io::Result<fs::File> {
+    let f = open_nofollow(path)?;
     let meta = f.metadata()?;
     #[cfg(unix)]
     let foreign = {

@@ -475,20 +475,6 @@ pub struct Listing {
     pub not_regular: usize,
 }
 
-/// Open a file in the data dir for reading without following a symlink
-/// and without blocking (a FIFO or device opens at once, to be refused by
-/// type).
-pub fn open_nofollow(path: &Path) -> io::Result<fs::File> {
-    let mut opts = fs::OpenOptions::new();
-    opts.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
-    }
-    opts.open(path)
-}
-
 /// Read one entry file and check it as the drainer must before delivering
 /// it: a regular file owned by `uid`, at most [`MAX_ENTRY_BYTES`], a valid
 /// entry of [`ENTRY_VERSION`] whose every field is one the hook could have
@@ -500,7 +486,7 @@ pub fn load_as(path: &Path, uid: u32) -> Result<SpoolEntry, SpoolError> {
         path: path.to_path_buf(),
         problem: problem.to_string(),
     };
-    let f = match open_nofollow(path) {
+    let f = match data_dir::open_nofollow(path) {
         Ok(f) => f,
         #[cfg(unix)]
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(corrupt("a symlink")),

@@ -64,7 +64,7 @@ pub(super) const MAX_COUNTERS_BYTES: u64 = 1024 * 1024;
 
 pub(super) fn read_counters(path: &Path) -> Option<SinkCounters> {
     use std::io::Read;
-    let f = crate::spool::open_nofollow(path).ok()?;
+    let f = data_dir::open_nofollow(path).ok()?;
     if !f.metadata().ok()?.is_file() {
         return None;
     }

@@ -694,7 +694,7 @@ pub fn backoff_ms(failed_passes: u32) -> u64 {
 /// Only a sink a hook could have written counts (see [`SinkTarget::problem`]).
 fn sink_of_corrupt(path: &Path) -> Option<SinkTarget> {
     use std::io::Read;
-    let f = crate::spool::open_nofollow(path).ok()?;
+    let f = crate::data_dir::open_nofollow(path).ok()?;
     if !f.metadata().ok()?.is_file() {
         return None;
     }
