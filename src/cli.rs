@@ -1,18 +1,16 @@
-//! Command-line definitions (clap) and dispatch.
+//! Command-line assembly (clap) and dispatch.
 //!
-//! Every subcommand's arguments live here; the work lives in the module named
-//! after the command. Command runners return [`CmdResult`]; this module alone
-//! turns the outcome into an exit code. `memhook hook` is special: it always
-//! exits 0 (an agent treats exit 2 as "block"), so its runner never fails.
+//! Each command owns its arguments and its `run` (in the module named after
+//! the command); this module only assembles them into [`Command`] and
+//! dispatches. Command runners return [`CmdResult`](crate::cmd::CmdResult);
+//! this module alone turns the outcome into an exit code. `memhook hook` is
+//! special: it always exits 0 (an agent treats exit 2 as "block"), so its
+//! runner never fails.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-
-/// What a command runner returns: the exit code to use, or an error that
-/// `main` prints as `memhook: <error>` and turns into exit code 2.
-pub type CmdResult = Result<ExitCode, Box<dyn std::error::Error + Send + Sync>>;
+use clap::{Parser, Subcommand};
 
 /// memhook — durable, private project memory for coding agents.
 ///
@@ -41,29 +39,29 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Handle one agent lifecycle event read from stdin (run by agents).
-    Hook(HookArgs),
+    Hook(crate::hook::HookArgs),
     /// Print the workspace and project a directory belongs to.
-    Show(ShowArgs),
+    Show(crate::show::ShowArgs),
     /// Deliver every pending record now, in the foreground.
-    Drain(DrainArgs),
+    Drain(crate::drain::DrainArgs),
     /// Show pending records, deliveries, drops and the drainer's state.
-    Status(StatusArgs),
+    Status(crate::status::StatusArgs),
     /// List the newest captured records.
-    Recent(RecentArgs),
+    Recent(crate::status::RecentArgs),
     /// Full-text search over captured records.
-    Search(SearchArgs),
+    Search(crate::status::SearchArgs),
     /// Serve the embedded store over the ai-memory hook protocol.
-    Serve(ServeArgs),
+    Serve(crate::serve::ServeArgs),
     /// Wire memhook into an agent's hook configuration (dry run by default).
-    InstallHooks(InstallArgs),
+    InstallHooks(crate::install::InstallArgs),
     /// Remove memhook's entries from an agent's configuration (dry run by default).
-    UninstallHooks(UninstallArgs),
+    UninstallHooks(crate::install::UninstallArgs),
     /// Register `memhook mcp` with an agent's MCP configuration (dry run by default).
-    InstallMcp(InstallMcpArgs),
+    InstallMcp(crate::install::mcp::InstallMcpArgs),
     /// Check each agent's installation of memhook.
-    Doctor(DoctorArgs),
+    Doctor(crate::install::doctor::DoctorArgs),
     /// Run the project-memory MCP server on stdio.
-    Mcp(McpArgs),
+    Mcp(crate::mcp::McpArgs),
     /// Remove records for good: a record, a session, a project, or all before
     /// a date (a dry run without --yes).
     Forget(crate::forget::ForgetArgs),
@@ -71,229 +69,6 @@ pub enum Command {
     Trust(crate::trust::TrustArgs),
     /// Take back `memhook trust`: this checkout's events go to its quarantine.
     Untrust(crate::trust::TrustArgs),
-}
-
-/// Project naming strategy used when no marker decides the project.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StrategyArg {
-    /// The basename of the current directory.
-    Basename,
-    /// The name of the repository's main work tree.
-    #[value(alias = "repo_root")]
-    RepoRoot,
-}
-
-#[derive(Debug, Args)]
-pub struct HookArgs {
-    /// The lifecycle event, in any spelling the agent uses
-    /// (SessionStart, session-start, BeforeTool, postToolUse, …).
-    /// Without it the payload's `hook_event_name` is used.
-    #[arg(long, value_name = "EVENT")]
-    pub event: Option<String>,
-    /// The agent running the hook (claude-code, codex, opencode, gemini-cli,
-    /// cursor; other names use a generic schema).
-    #[arg(long, value_name = "AGENT", default_value = "generic")]
-    pub agent: String,
-    /// Deliver to this ai-memory compatible server instead of the embedded
-    /// store [env: AI_MEMORY_HOOK_URL].
-    #[arg(long, value_name = "URL")]
-    pub server_url: Option<String>,
-    /// Project strategy when the marker does not choose one.
-    #[arg(long, value_enum, value_name = "STRATEGY")]
-    pub project_strategy: Option<StrategyArg>,
-    /// Print the capture decision for the payload as one JSON object and
-    /// write nothing (no spool, no network, no state).
-    #[arg(long)]
-    pub check_capture: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct ScopeArgs {
-    /// Resolve the scope of this directory instead of the current one.
-    #[arg(long, value_name = "DIR")]
-    pub cwd: Option<PathBuf>,
-    /// Use this workspace (overrides AI_MEMORY_WORKSPACE and the marker).
-    #[arg(long, value_name = "NAME")]
-    pub workspace: Option<String>,
-    /// Use this project (overrides AI_MEMORY_PROJECT and the marker).
-    #[arg(long, value_name = "NAME")]
-    pub project: Option<String>,
-}
-
-#[derive(Debug, Args)]
-pub struct ShowArgs {
-    #[command(flatten)]
-    pub scope: ScopeArgs,
-    /// Project strategy when the marker does not choose one.
-    #[arg(long, value_enum, value_name = "STRATEGY")]
-    pub project_strategy: Option<StrategyArg>,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct DrainArgs {
-    /// Stop after this many seconds even if records remain.
-    #[arg(long, value_name = "SECS", default_value_t = 300)]
-    pub budget_secs: u64,
-    /// Internal: run as the detached background drainer.
-    #[arg(long, hide = true)]
-    pub background: bool,
-    /// Start a detached background drainer (unless one is running) and
-    /// return at once, as the hook does after each event.
-    #[arg(long, conflicts_with = "background")]
-    pub detach: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct StatusArgs {
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `--limit` of `recent` and `search`: 1 to the store's most rows per query,
-/// refused above it rather than silently cut.
-fn parse_limit(v: &str) -> Result<usize, String> {
-    let max = crate::sink::store::MAX_QUERY_LIMIT;
-    match v.trim().parse::<usize>() {
-        Ok(n) if (1..=max).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "{v:?} is not a number from 1 to {max} (one call lists at most {max} records; \
-             narrow it with --workspace/--project or `memhook search`)"
-        )),
-    }
-}
-
-#[derive(Debug, Args)]
-pub struct RecentArgs {
-    #[command(flatten)]
-    pub scope: ScopeArgs,
-    /// How many records to list (1 to 1,000).
-    #[arg(long, value_name = "N", default_value_t = 20, value_parser = parse_limit)]
-    pub limit: usize,
-    /// List records of every project, not only the current scope.
-    #[arg(long)]
-    pub all: bool,
-    /// One JSON object per line.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct SearchArgs {
-    /// Plain words to look for: a record matches when it holds every word;
-    /// punctuation only separates words (no query syntax).
-    pub query: String,
-    #[command(flatten)]
-    pub scope: ScopeArgs,
-    /// How many records to list (1 to 1,000).
-    #[arg(long, value_name = "N", default_value_t = 20, value_parser = parse_limit)]
-    pub limit: usize,
-    /// Search every project, not only the current scope.
-    #[arg(long)]
-    pub all: bool,
-    /// One JSON object per line.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct ServeArgs {
-    /// Address to listen on. Loopback unless you say otherwise.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:49374")]
-    pub listen: String,
-    /// Allow a non-loopback --listen address (clients there need the
-    /// server's token).
-    #[arg(long)]
-    pub allow_remote: bool,
-    /// Accept requests without a token (loopback only). Without it, the
-    /// server requires AI_MEMORY_AUTH_TOKEN or the token in
-    /// <data dir>/auth-token, written (mode 0600) on first start.
-    #[arg(long)]
-    pub no_auth: bool,
-    /// Accept requests from web pages of this origin
-    /// (e.g. http://localhost:3000; repeatable). Any other Origin gets 403.
-    #[arg(long, value_name = "ORIGIN")]
-    pub allow_origin: Vec<String>,
-}
-
-/// The agents memhook can be installed into.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AgentArg {
-    #[value(name = "claude-code", alias = "claude")]
-    ClaudeCode,
-    Codex,
-    #[value(alias = "open-code")]
-    Opencode,
-    #[value(name = "gemini-cli", alias = "gemini")]
-    GeminiCli,
-    Cursor,
-    /// Every supported agent found on this machine.
-    All,
-}
-
-#[derive(Debug, Args)]
-pub struct InstallArgs {
-    /// The agent to wire.
-    #[arg(long, value_enum)]
-    pub agent: AgentArg,
-    /// Write the change (without it: print the diff and touch nothing).
-    #[arg(long)]
-    pub apply: bool,
-    /// Deliver to this ai-memory compatible server instead of the embedded store.
-    #[arg(long, value_name = "URL")]
-    pub server_url: Option<String>,
-    /// Project strategy baked into the hook command.
-    #[arg(long, value_enum, value_name = "STRATEGY")]
-    pub project_strategy: Option<StrategyArg>,
-    /// Edit this file instead of the agent's default configuration file.
-    #[arg(long, value_name = "FILE")]
-    pub config_file: Option<PathBuf>,
-}
-
-#[derive(Debug, Args)]
-pub struct UninstallArgs {
-    /// The agent to unwire.
-    #[arg(long, value_enum)]
-    pub agent: AgentArg,
-    /// Write the change (without it: print the diff and touch nothing).
-    #[arg(long)]
-    pub apply: bool,
-    /// Edit this file instead of the agent's default configuration file.
-    #[arg(long, value_name = "FILE")]
-    pub config_file: Option<PathBuf>,
-}
-
-#[derive(Debug, Args)]
-pub struct InstallMcpArgs {
-    /// The agent to register the MCP server with.
-    #[arg(long, value_enum)]
-    pub agent: AgentArg,
-    /// Write the change (without it: print the diff and touch nothing).
-    #[arg(long)]
-    pub apply: bool,
-    /// Remove the registration instead of adding it.
-    #[arg(long)]
-    pub remove: bool,
-    /// Edit this file instead of the agent's default configuration file.
-    #[arg(long, value_name = "FILE")]
-    pub config_file: Option<PathBuf>,
-}
-
-#[derive(Debug, Args)]
-pub struct DoctorArgs {
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct McpArgs {
-    /// Serve the project memory of this directory instead of the current one.
-    #[arg(long, value_name = "DIR")]
-    pub cwd: Option<PathBuf>,
 }
 
 /// Parse the command line, run the command, and map the outcome to an exit

@@ -158,29 +158,97 @@ pub fn current_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// Write `bytes` to `path` atomically: a 0600 temp file beside it, fsync,
-/// rename over the target. The parent directory must already exist.
+/// Write `bytes` to `path` atomically, mode 0600: see [`write_atomic`]. The
+/// parent directory must already exist.
 pub fn write_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    use std::io::Write;
+    write_atomic(path, bytes, 0o600, &|| Ok(()))
+}
+
+/// Write `bytes` to `path` atomically: a new temp file beside it (mode
+/// `mode`, exactly), fsync, `before_rename` (a fault-injection point for
+/// tests), rename over `path`. On any error the temp file is removed and
+/// `path` is untouched. The directory is not fsynced (see [`sync_dir`]).
+pub fn write_atomic(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    before_rename: &dyn Fn() -> io::Result<()>,
+) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let mut rnd = [0u8; 6];
+    let _ = getrandom::fill(&mut rnd);
+    let suffix: String = rnd.iter().map(|b| format!("{b:02x}")).collect();
+    let tmp = dir.join(format!(".{name}.memhook-{suffix}.tmp"));
+    write_new_synced(&tmp, bytes, mode)?;
+    let res = before_rename().and_then(|_| fs::rename(&tmp, path));
+    if res.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// Create `tmp` holding `bytes` with mode `mode` exactly (the umask does not
+/// narrow it) and fsync it: the first half of an atomic write, whose caller
+/// renames `tmp` into place. A leftover file or link of that name (from a
+/// killed writer) is replaced, never written through. On error `tmp` is
+/// removed.
+pub fn write_new_synced(tmp: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    use std::io::Write;
     let mut opts = fs::OpenOptions::new();
     opts.write(true).create_new(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
+        opts.mode(mode);
     }
-    let _ = fs::remove_file(&tmp);
-    let mut f = opts.open(&tmp)?;
-    let res = f.write_all(bytes).and_then(|_| f.sync_all());
-    drop(f);
-    if let Err(e) = res.and_then(|_| fs::rename(&tmp, path)) {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
+    let mut f = match opts.open(tmp) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_file(tmp)?;
+            opts.open(tmp)?
+        }
+        Err(e) => return Err(e),
+    };
+    let res = (|| {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            f.set_permissions(fs::Permissions::from_mode(mode))?;
+        }
+        f.write_all(bytes)?;
+        f.sync_all()
+    })();
+    if res.is_err() {
+        drop(f);
+        let _ = fs::remove_file(tmp);
     }
-    Ok(())
+    res
+}
+
+/// Best effort: fsync the directory `dir`, so a rename into it survives a
+/// crash.
+pub fn sync_dir(dir: &Path) {
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Open a file of the data dir for reading without following a symlink
+/// (`O_NOFOLLOW`: a link fails with `ELOOP`) and without blocking
+/// (`O_NONBLOCK`: a FIFO or device opens at once, to be refused by type;
+/// `O_NOCTTY`: a terminal never becomes this process's). The caller checks
+/// what it opened; [`open_private_file`] checks type and owner.
+pub fn open_nofollow(path: &Path) -> io::Result<fs::File> {
+    let mut opts = fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // The standard library adds O_CLOEXEC to every open.
+        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    opts.open(path)
 }
 
 /// Open a file of the data dir for reading, trusting nothing about it: a
@@ -188,14 +256,7 @@ pub fn write_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// (`O_NONBLOCK`), and what was opened must be a regular file owned by this
 /// user.
 pub fn open_private_file(path: &Path) -> io::Result<fs::File> {
-    let mut opts = fs::OpenOptions::new();
-    opts.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
-    }
-    let f = opts.open(path)?;
+    let f = open_nofollow(path)?;
     let meta = f.metadata()?;
     #[cfg(unix)]
     let foreign = {
@@ -269,6 +330,46 @@ mod tests {
         // Must return at once (no writer would ever unblock a plain open).
         assert!(open_private_file(&fifo).is_err());
         assert!(open_private_file(t.path()).is_err());
+    }
+
+    /// Merged from three writers: the spool replaced a leftover temp file
+    /// of the same name, `write_private_file` removed it first, the
+    /// installer never met one (random names). Kept: a leftover file or
+    /// link is replaced (never written through) and the mode is exact.
+    #[test]
+    fn a_leftover_temp_file_or_link_is_replaced_not_written_through() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let tmp = t.path().join("leftover.tmp");
+        fs::write(&tmp, b"half a record from a killed writer").unwrap();
+        fs::set_permissions(&tmp, fs::Permissions::from_mode(0o644)).unwrap();
+        write_new_synced(&tmp, b"new", 0o600).unwrap();
+        assert_eq!(fs::read(&tmp).unwrap(), b"new");
+        assert_eq!(
+            fs::metadata(&tmp).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let outside = t.path().join("outside");
+        fs::write(&outside, b"keep").unwrap();
+        let link = t.path().join("link.tmp");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        write_new_synced(&link, b"new", 0o600).unwrap();
+        assert_eq!(fs::read(&outside).unwrap(), b"keep");
+        assert!(!fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+
+    #[test]
+    fn a_failed_atomic_write_leaves_the_old_file_and_no_temp_file() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("counters.json");
+        write_private_file(&f, b"old").unwrap();
+        let err = write_atomic(&f, b"new", 0o600, &|| Err(io::Error::other("crash")));
+        assert!(err.is_err());
+        assert_eq!(fs::read(&f).unwrap(), b"old");
+        assert_eq!(fs::read_dir(t.path()).unwrap().count(), 1);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use crate::cli::CmdResult;
+use crate::cmd::CmdResult;
 use crate::data_dir;
 use crate::drain;
 use crate::names;

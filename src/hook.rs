@@ -14,13 +14,38 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use serde_json::Value;
 
 use crate::capture::{self, Decision, Disposition, ExtractionState, PolicyState, ToolFamily};
-use crate::cli::HookArgs;
+use crate::cmd::StrategyArg;
 use crate::event::{self, Agent, Event, EventKind};
 use crate::scope::{self, CaptureConfig, Mode, Scope, ScopeInput, Strategy};
 use crate::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The lifecycle event, in any spelling the agent uses
+    /// (SessionStart, session-start, BeforeTool, postToolUse, …).
+    /// Without it the payload's `hook_event_name` is used.
+    #[arg(long, value_name = "EVENT")]
+    pub event: Option<String>,
+    /// The agent running the hook (claude-code, codex, opencode, gemini-cli,
+    /// cursor; other names use a generic schema).
+    #[arg(long, value_name = "AGENT", default_value = "generic")]
+    pub agent: String,
+    /// Deliver to this ai-memory compatible server instead of the embedded
+    /// store [env: AI_MEMORY_HOOK_URL].
+    #[arg(long, value_name = "URL")]
+    pub server_url: Option<String>,
+    /// Project strategy when the marker does not choose one.
+    #[arg(long, value_enum, value_name = "STRATEGY")]
+    pub project_strategy: Option<StrategyArg>,
+    /// Print the capture decision for the payload as one JSON object and
+    /// write nothing (no spool, no network, no state).
+    #[arg(long)]
+    pub check_capture: bool,
+}
 
 /// Largest payload read from stdin. Agents' payloads are a few KiB; a tool
 /// response can be large, but the record keeps at most a 2,000-byte
@@ -267,7 +292,7 @@ fn bad_input(args: &HookArgs, agent: &Agent, problem: &str) -> String {
         .unwrap_or(EventKind::Other);
     if args.check_capture {
         let state = match scope_input(args, None).and_then(|i| scope::resolve(&i)) {
-            Ok(s) => policy_state(&s.capture),
+            Ok(s) => capture::state_of(&s.capture),
             Err(_) => PolicyState::Invalid,
         };
         return unreadable_decision(state).to_json();
@@ -287,15 +312,6 @@ fn unreadable_decision(policy_state: PolicyState) -> Decision {
     }
 }
 
-fn policy_state(c: &CaptureConfig) -> PolicyState {
-    match c {
-        CaptureConfig::Absent => PolicyState::Absent,
-        CaptureConfig::Inactive { .. } => PolicyState::Inactive,
-        CaptureConfig::Active { .. } => PolicyState::Active,
-        CaptureConfig::Invalid { .. } => PolicyState::Invalid,
-    }
-}
-
 /// Parse the payload (see [`event::payload::parse`]: bounded, lone UTF-16
 /// surrogates accepted as U+FFFD). It must be a JSON object.
 pub fn parse_payload(bytes: &[u8]) -> Result<Value, String> {
@@ -307,8 +323,8 @@ pub fn parse_payload(bytes: &[u8]) -> Result<Value, String> {
 /// event's directory; `None` is the process's own.
 fn scope_input(args: &HookArgs, cwd: Option<&Path>) -> Result<ScopeInput, scope::ScopeError> {
     let strategy = args.project_strategy.map(|s| match s {
-        crate::cli::StrategyArg::Basename => Strategy::Basename,
-        crate::cli::StrategyArg::RepoRoot => Strategy::RepoRoot,
+        StrategyArg::Basename => Strategy::Basename,
+        StrategyArg::RepoRoot => Strategy::RepoRoot,
     });
     ScopeInput::from_env(Mode::Hook, cwd, None, None, strategy)
 }

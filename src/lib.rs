@@ -11,6 +11,7 @@
 pub mod briefing;
 pub mod capture;
 pub mod cli;
+pub mod cmd;
 pub mod data_dir;
 pub mod drain;
 pub mod envelope;

@@ -5,8 +5,22 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use crate::cli::{CmdResult, ShowArgs, StrategyArg};
+use clap::Args;
+
+use crate::cmd::{CmdResult, ScopeArgs, StrategyArg};
 use crate::scope::{self, binding, CaptureConfig, Mode, Scope, ScopeInput, Strategy};
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub scope: ScopeArgs,
+    /// Project strategy when the marker does not choose one.
+    #[arg(long, value_enum, value_name = "STRATEGY")]
+    pub project_strategy: Option<StrategyArg>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
 pub fn run(args: &ShowArgs, data_dir: Option<&Path>) -> CmdResult {
     let strategy = args.project_strategy.map(|s| match s {

@@ -2,7 +2,7 @@
 //!
 //! Enqueue writes `spool/tmp/<name>` (0600), fsyncs it and renames it to
 //! `spool/<name>.json`; it never takes a lock and never touches the network.
-//! Names sort oldest first. The drainer (see `drain.rs`) reads, delivers and
+//! Names sort oldest first. The drainer (see `src/drain/`) reads, delivers and
 //! deletes under the drain lock.
 //!
 //! Accounting: every enqueue appends one byte to `counters/<sink>.enqueued`
@@ -232,7 +232,7 @@ impl Spool {
             path: dest.clone(),
             problem: e.to_string(),
         })?;
-        if let Err(source) = write_synced(&tmp, &bytes) {
+        if let Err(source) = data_dir::write_new_synced(&tmp, &bytes, 0o600) {
             self.count_drop(&sink_id, LEDGER_WRITE_FAILED);
             return Err(SpoolError::WriteFailed { path: tmp, source });
         }
@@ -323,7 +323,7 @@ impl Spool {
         })?;
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("entry");
         let tmp = self.dir.join("tmp").join(format!("rewrite-{name}"));
-        write_synced(&tmp, &bytes).map_err(io_err(&tmp))?;
+        data_dir::write_new_synced(&tmp, &bytes, 0o600).map_err(io_err(&tmp))?;
         fs::rename(&tmp, path).map_err(io_err(path))
     }
 
@@ -475,20 +475,6 @@ pub struct Listing {
     pub not_regular: usize,
 }
 
-/// Open a file in the data dir for reading without following a symlink
-/// and without blocking (a FIFO or device opens at once, to be refused by
-/// type).
-pub fn open_nofollow(path: &Path) -> io::Result<fs::File> {
-    let mut opts = fs::OpenOptions::new();
-    opts.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
-    }
-    opts.open(path)
-}
-
 /// Read one entry file and check it as the drainer must before delivering
 /// it: a regular file owned by `uid`, at most [`MAX_ENTRY_BYTES`], a valid
 /// entry of [`ENTRY_VERSION`] whose every field is one the hook could have
@@ -500,7 +486,7 @@ pub fn load_as(path: &Path, uid: u32) -> Result<SpoolEntry, SpoolError> {
         path: path.to_path_buf(),
         problem: problem.to_string(),
     };
-    let f = match open_nofollow(path) {
+    let f = match data_dir::open_nofollow(path) {
         Ok(f) => f,
         #[cfg(unix)]
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(corrupt("a symlink")),
@@ -709,30 +695,6 @@ fn count_entries(dir: &Path, cap: usize) -> io::Result<usize> {
         }
     }
     Ok(n)
-}
-
-/// Create `path` (must not exist), write, fsync, close. Mode 0600.
-fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut opts = fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    let mut f = match opts.open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            fs::remove_file(path)?;
-            opts.open(path)?
-        }
-        Err(e) => return Err(e),
-    };
-    let res = f.write_all(bytes).and_then(|_| f.sync_data());
-    if res.is_err() {
-        let _ = fs::remove_file(path);
-    }
-    res
 }
 
 #[cfg(test)]

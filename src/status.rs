@@ -11,9 +11,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use clap::Args;
 use serde_json::json;
 
-use crate::cli::{CmdResult, RecentArgs, ScopeArgs, SearchArgs, StatusArgs};
+use crate::cmd::{CmdResult, ScopeArgs};
 use crate::data_dir;
 use crate::drain::{self, SinkCounters};
 use crate::scope::{self, Mode, Scope, ScopeInput};
@@ -21,6 +22,59 @@ use crate::sink::store::{Store, StoredRecord, STORE_FILE};
 use crate::spool::{SinkTarget, Spool};
 use crate::term;
 use crate::timefmt::{now_ms, rfc3339_ms};
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--limit` of `recent` and `search`: 1 to the store's most rows per query,
+/// refused above it rather than silently cut.
+fn parse_limit(v: &str) -> Result<usize, String> {
+    let max = crate::sink::store::MAX_QUERY_LIMIT;
+    match v.trim().parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{v:?} is not a number from 1 to {max} (one call lists at most {max} records; \
+             narrow it with --workspace/--project or `memhook search`)"
+        )),
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RecentArgs {
+    #[command(flatten)]
+    pub scope: ScopeArgs,
+    /// How many records to list (1 to 1,000).
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = parse_limit)]
+    pub limit: usize,
+    /// List records of every project, not only the current scope.
+    #[arg(long)]
+    pub all: bool,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// Plain words to look for: a record matches when it holds every word;
+    /// punctuation only separates words (no query syntax).
+    pub query: String,
+    #[command(flatten)]
+    pub scope: ScopeArgs,
+    /// How many records to list (1 to 1,000).
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = parse_limit)]
+    pub limit: usize,
+    /// Search every project, not only the current scope.
+    #[arg(long)]
+    pub all: bool,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// The accounting of one sink.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::cli::CmdResult;
+use crate::cmd::CmdResult;
 use crate::scope::binding::{self, Change, State};
 use crate::scope::{self, Mode, ScopeInput};
 

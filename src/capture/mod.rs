@@ -146,7 +146,8 @@ impl Decision {
     }
 }
 
-fn state_of(config: &CaptureConfig) -> PolicyState {
+/// The policy state of a scope's capture configuration.
+pub fn state_of(config: &CaptureConfig) -> PolicyState {
     match config {
         CaptureConfig::Absent => PolicyState::Absent,
         CaptureConfig::Inactive { .. } => PolicyState::Inactive,

@@ -13,10 +13,12 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::path::{self, Flavour, NormPath};
 
-/// Most patterns in `ignore_paths` (DESIGN §3).
-pub const MAX_PATTERNS: usize = 128;
-/// Longest pattern, in characters.
-pub const MAX_PATTERN_CHARS: usize = 1024;
+/// The bounds and the refused characters of `ignore_paths` (DESIGN §3) are
+/// the marker check's: one definition, in `scope::capture_config`.
+pub use crate::scope::capture_config::{
+    FORBIDDEN_CHARS, MAX_IGNORE_PATTERNS as MAX_PATTERNS,
+    MAX_IGNORE_PATTERN_CHARS as MAX_PATTERN_CHARS,
+};
 /// Most pattern×candidate character comparisons one call may spend.
 pub const MAX_MATCH_WORK: u64 = 1_000_000;
 /// The same, for checking the lines of one kept output (up to 8,000 bytes
@@ -136,7 +138,7 @@ impl Policy {
             if raw.chars().count() > MAX_PATTERN_CHARS {
                 return Err(PolicyError::PatternTooLong { index });
             }
-            if raw.contains(['[', ']', '{', '}', '!'])
+            if raw.contains(FORBIDDEN_CHARS)
                 || (raw.starts_with('~') && raw != "~" && !raw.starts_with("~/"))
             {
                 return Err(PolicyError::Syntax { index });
@@ -550,6 +552,15 @@ mod tests {
             assert!(
                 Policy::compile(&[bad.to_string()], &np("/r"), None).is_err(),
                 "{bad}"
+            );
+        }
+        // Every character the marker check refuses, this refuses too (it
+        // refused only `[]{}!` before the two sets became one).
+        for c in FORBIDDEN_CHARS {
+            assert_eq!(
+                Policy::compile(&[format!("a{c}b")], &np("/r"), None).err(),
+                Some(PolicyError::Syntax { index: 0 }),
+                "{c:?}"
             );
         }
         assert!(

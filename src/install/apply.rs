@@ -253,50 +253,18 @@ fn write_backup(
     )))
 }
 
-/// Temp file in the same directory, fsync, `before_rename` (a fault-injection
-/// point for tests), rename over `real`, fsync the directory. On any error the
-/// temp file is removed and `real` is untouched.
+/// [`data_dir::write_atomic`](crate::data_dir::write_atomic) (temp file
+/// beside `real`, fsync, `before_rename`, rename), then fsync the directory.
+/// On any error the temp file is removed and `real` is untouched.
 pub(crate) fn write_atomic(
     real: &Path,
     bytes: &[u8],
     mode: u32,
     before_rename: &dyn Fn() -> io::Result<()>,
 ) -> Result<(), InstallError> {
-    let dir = real.parent().unwrap_or(Path::new("/"));
-    let name = real.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let mut rnd = [0u8; 6];
-    let _ = getrandom::fill(&mut rnd);
-    let suffix: String = rnd.iter().map(|b| format!("{b:02x}")).collect();
-    let tmp = dir.join(format!(".{name}.memhook-{suffix}.tmp"));
-    let mut opts = fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(mode);
-    }
-    let res = (|| {
-        let mut f = opts.open(&tmp)?;
-        f.write_all(bytes)?;
-        #[cfg(unix)]
-        {
-            // The umask may have narrowed the mode: set it exactly.
-            use std::os::unix::fs::PermissionsExt;
-            f.set_permissions(fs::Permissions::from_mode(mode))?;
-        }
-        f.sync_all()?;
-        drop(f);
-        before_rename()?;
-        fs::rename(&tmp, real)?;
-        if let Ok(d) = fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    res.map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        io_err(real)(e)
-    })
+    crate::data_dir::write_atomic(real, bytes, mode, before_rename).map_err(io_err(real))?;
+    crate::data_dir::sync_dir(real.parent().unwrap_or(Path::new("/")));
+    Ok(())
 }
 
 pub fn type_name(v: &serde_json::Value) -> &'static str {

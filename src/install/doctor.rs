@@ -12,12 +12,20 @@
 use super::command::OwnedHook;
 use super::profile::{self, Profile, Shape};
 use super::{apply, config_path, hooks_json, jsonc, plugin};
-use crate::cli::{CmdResult, DoctorArgs};
+use crate::cmd::CmdResult;
+use clap::Args;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// How long doctor waits for `codex app-server` to list hooks.
 const CODEX_PROBE_TIMEOUT: Duration = Duration::from_secs(15);

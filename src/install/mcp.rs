@@ -9,12 +9,29 @@
 use super::apply::{self, type_name, InstallError, Outcome};
 use super::command::{parse_mcp_argv, Baked};
 use super::profile::{McpFormat, McpStyle, Profile};
-use super::{jsonc, ledger, print_dry_run, report, select};
-use crate::cli::{CmdResult, InstallMcpArgs};
+use super::{jsonc, ledger, print_dry_run, report, select, AgentArg};
+use crate::cmd::CmdResult;
+use clap::Args;
 use jsonc_parser::cst::CstInputValue;
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct InstallMcpArgs {
+    /// The agent to register the MCP server with.
+    #[arg(long, value_enum)]
+    pub agent: AgentArg,
+    /// Write the change (without it: print the diff and touch nothing).
+    #[arg(long)]
+    pub apply: bool,
+    /// Remove the registration instead of adding it.
+    #[arg(long)]
+    pub remove: bool,
+    /// Edit this file instead of the agent's default configuration file.
+    #[arg(long, value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+}
 
 /// The server's name in every agent's config.
 pub const SERVER_NAME: &str = "memhook";

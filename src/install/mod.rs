@@ -34,20 +34,63 @@ pub mod mcp;
 pub mod plugin;
 pub mod profile;
 
-use crate::cli::{
-    AgentArg, CmdResult, DoctorArgs, InstallArgs, InstallMcpArgs, StrategyArg, UninstallArgs,
-};
+use crate::cmd::{CmdResult, StrategyArg};
+use crate::sink::{AUTH_TOKEN_ENV, AUTH_TOKEN_FILE};
 use apply::{InstallError, Outcome};
+use clap::{Args, ValueEnum};
 use command::Baked;
+use doctor::DoctorArgs;
+use mcp::InstallMcpArgs;
 use profile::{Profile, Shape};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Environment variable holding a bearer token at install time; it is moved
-/// into the data dir's token file, never into an agent config.
-pub const TOKEN_ENV: &str = "AI_MEMORY_AUTH_TOKEN";
-/// The token file inside the data dir (mode 0600).
-pub const TOKEN_FILE: &str = "auth-token";
+/// The agents memhook can be installed into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AgentArg {
+    #[value(name = "claude-code", alias = "claude")]
+    ClaudeCode,
+    Codex,
+    #[value(alias = "open-code")]
+    Opencode,
+    #[value(name = "gemini-cli", alias = "gemini")]
+    GeminiCli,
+    Cursor,
+    /// Every supported agent found on this machine.
+    All,
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// The agent to wire.
+    #[arg(long, value_enum)]
+    pub agent: AgentArg,
+    /// Write the change (without it: print the diff and touch nothing).
+    #[arg(long)]
+    pub apply: bool,
+    /// Deliver to this ai-memory compatible server instead of the embedded store.
+    #[arg(long, value_name = "URL")]
+    pub server_url: Option<String>,
+    /// Project strategy baked into the hook command.
+    #[arg(long, value_enum, value_name = "STRATEGY")]
+    pub project_strategy: Option<StrategyArg>,
+    /// Edit this file instead of the agent's default configuration file.
+    #[arg(long, value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    /// The agent to unwire.
+    #[arg(long, value_enum)]
+    pub agent: AgentArg,
+    /// Write the change (without it: print the diff and touch nothing).
+    #[arg(long)]
+    pub apply: bool,
+    /// Edit this file instead of the agent's default configuration file.
+    #[arg(long, value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+}
 
 pub fn run_install(args: &InstallArgs, data_dir: Option<&Path>) -> CmdResult {
     let profiles = select(args.agent, args.config_file.is_some())?;
@@ -66,22 +109,22 @@ pub fn run_install(args: &InstallArgs, data_dir: Option<&Path>) -> CmdResult {
         let path = config_path(p, args.config_file.as_deref())?;
         install_one(p, &path, &flags, args.apply)?;
     }
-    if let Some(token) = std::env::var(TOKEN_ENV)
+    if let Some(token) = std::env::var(AUTH_TOKEN_ENV)
         .ok()
         .filter(|t| !t.trim().is_empty())
     {
-        let file = data.join(TOKEN_FILE);
+        let file = data.join(AUTH_TOKEN_FILE);
         if args.apply {
             crate::data_dir::ensure_private_dir(&data)?;
             crate::data_dir::write_private_file(&file, token.trim().as_bytes())
                 .map_err(apply::io_err(&file))?;
             say!(
-                "token from {TOKEN_ENV} written to {} (mode 0600)",
+                "token from {AUTH_TOKEN_ENV} written to {} (mode 0600)",
                 file.display()
             );
         } else {
             say!(
-                "would write the token from {TOKEN_ENV} to {} (mode 0600)",
+                "would write the token from {AUTH_TOKEN_ENV} to {} (mode 0600)",
                 file.display()
             );
         }

@@ -7,14 +7,23 @@
 //! stdout carries protocol messages only; diagnostics go to stderr.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::cli::{CmdResult, McpArgs};
+use clap::Args;
+
+use crate::cmd::CmdResult;
 use crate::memory::MemoryStore;
 use crate::scope::{self, Mode, ScopeInput};
 
 mod activity;
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Serve the project memory of this directory instead of the current one.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
 pub mod records;
 
 /// Characters of a record id as the briefing and the activity tools show it.

@@ -253,7 +253,7 @@ impl MemoryStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_err("checking the document")(e)),
         }
-        let mut f = match open_nofollow(host) {
+        let mut f = match data_dir::open_nofollow(host) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_err("opening the document")(e)),
@@ -397,9 +397,7 @@ impl MemoryStore {
         if op != "unchanged" {
             data_dir::write_private_file(&host, new_bytes)
                 .map_err(io_err("writing the document"))?;
-            if let Ok(d) = File::open(&dir) {
-                let _ = d.sync_all();
-            }
+            data_dir::sync_dir(&dir);
         }
         let mut a = Answer::new(Outcome::Ok, &shown);
         a.op = Some(op);
@@ -572,17 +570,6 @@ fn walk(dir: &Path, segs: Vec<String>, out: &mut Vec<Found>, truncated: &mut boo
             });
         }
     }
-}
-
-fn open_nofollow(path: &Path) -> io::Result<File> {
-    let mut opts = OpenOptions::new();
-    opts.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
-    }
-    opts.open(path)
 }
 
 fn mtime_ms(meta: &fs::Metadata) -> Option<u64> {

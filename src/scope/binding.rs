@@ -24,7 +24,7 @@
 //! that cannot be read fails closed: the claim is untrusted, with a warning.
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -654,19 +654,11 @@ fn encode(e: &Entry) -> Vec<u8> {
 /// 0600 temporary file is hard-linked to it (a racing creator's file wins;
 /// that is not an error).
 fn create_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut rnd = [0u8; 8];
     let _ = getrandom::fill(&mut rnd);
     let tmp = dir.join(format!(".owner.{}.{}.tmp", std::process::id(), hex(&rnd)));
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)?;
-    let written = f.write_all(bytes).and_then(|_| f.sync_all());
-    drop(f);
+    let written = crate::data_dir::write_new_synced(&tmp, bytes, 0o600);
     let linked = written.and_then(|_| fs::hard_link(&tmp, path));
     let _ = fs::remove_file(&tmp);
     match linked {

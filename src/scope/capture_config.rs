@@ -16,7 +16,7 @@ pub const MAX_IGNORE_PATTERN_CHARS: usize = 1024;
 /// Characters a pattern may not contain: only `*`, `?` and `**` are wildcards,
 /// and anything that looks like another glob dialect, a regex or a shell
 /// expansion is refused rather than silently read literally.
-const FORBIDDEN_CHARS: &[char] = &['!', '{', '}', '[', ']', '(', ')', '|', '^', '$', '%'];
+pub const FORBIDDEN_CHARS: &[char] = &['!', '{', '}', '[', ']', '(', ')', '|', '^', '$', '%'];
 
 /// Build the capture configuration of the marker at `marker` from its parsed
 /// top-level `capture` item (`None` when absent).

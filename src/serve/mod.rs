@@ -28,11 +28,31 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use crate::cli::{CmdResult, ServeArgs};
+use crate::cmd::CmdResult;
 use crate::sink::http::wire::Query;
 use crate::sink::store::Store;
 
 use self::http::{Head, Response};
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Loopback unless you say otherwise.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:49374")]
+    pub listen: String,
+    /// Allow a non-loopback --listen address (clients there need the
+    /// server's token).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Accept requests without a token (loopback only). Without it, the
+    /// server requires AI_MEMORY_AUTH_TOKEN or the token in
+    /// <data dir>/auth-token, written (mode 0600) on first start.
+    #[arg(long)]
+    pub no_auth: bool,
+    /// Accept requests from web pages of this origin
+    /// (e.g. http://localhost:3000; repeatable). Any other Origin gets 403.
+    #[arg(long, value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+}
 use self::ingest::Prepared;
 use self::writer::{Unavailable, Writer};
 

@@ -1,0 +1,248 @@
+//! `memhook drain`: the command's arguments, the foreground drain and the
+//! detached background drainer.
+
+use clap::Args;
+
+use std::collections::HashSet;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use super::lock::{named_lock_until, try_named_lock};
+use super::log::LOG_OF;
+use super::spawn::inherited_run_lock;
+use super::{
+    counter_sinks, drain_locked, load_counters, lock_until, sink_factory, spawn_detached, try_lock,
+    Options, Report, BACKGROUND_BUDGET, HOLDER_WAIT, HTTP_TIMEOUT, LOCK_FILE, RUN_LOCK_FILE,
+    WAIT_LOCK_FILE, WAIT_LOCK_WAIT,
+};
+use crate::cmd::CmdResult;
+use crate::data_dir;
+use crate::spool::Spool;
+use crate::timefmt::now_ms;
+
+#[derive(Debug, Args)]
+pub struct DrainArgs {
+    /// Stop after this many seconds even if records remain.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    pub budget_secs: u64,
+    /// Internal: run as the detached background drainer.
+    #[arg(long, hide = true)]
+    pub background: bool,
+    /// Start a detached background drainer (unless one is running) and
+    /// return at once, as the hook does after each event.
+    #[arg(long, conflicts_with = "background")]
+    pub detach: bool,
+}
+
+/// `memhook drain`: deliver in the foreground (or, with `--background`, run
+/// as the detached drainer). Exit 0 when the spool ends empty, 1 otherwise.
+pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
+    let dir = data_dir::resolve(data_dir)?;
+    if args.background {
+        run_background(&dir);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.detach {
+        let started =
+            spawn_detached(&dir, None).map_err(|e| format!("cannot start the drainer: {e}"))?;
+        println!(
+            "{}",
+            if started {
+                "started a background drainer"
+            } else {
+                "nothing started: the spool is empty, or a drainer is already running (or waiting to retry)"
+            }
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let spool = Spool::open(&dir)?;
+    let deadline = Instant::now() + Duration::from_secs(args.budget_secs);
+    let mut by_other = 0;
+    let lock = match try_lock(&dir).map_err(|e| lock_error(&dir, e))? {
+        Some(l) => l,
+        None => {
+            // Usually the background drainer a hook just started: what it
+            // delivers meanwhile is part of this command's answer.
+            eprintln!(
+                "memhook: a background drainer is already delivering; waiting for it \
+                 (at most {} s)",
+                args.budget_secs
+            );
+            let before = delivered_so_far(&dir);
+            let lock = lock_until(&dir, deadline)
+                .map_err(|e| lock_error(&dir, e))?
+                .ok_or("another drainer held the lock for the whole budget; try again later")?;
+            by_other = delivered_so_far(&dir).saturating_sub(before);
+            lock
+        }
+    };
+    let mut factory = sink_factory(&dir, HTTP_TIMEOUT);
+    let report = drain_locked(
+        &lock,
+        &spool,
+        &mut factory,
+        Options {
+            deadline,
+            only: None,
+            honour_backoff: false,
+            pipelined: true,
+        },
+    )?;
+    let mut summary = report.summary();
+    if by_other > 0 {
+        // One answer for the user: what was delivered since they asked,
+        // whichever drainer did it.
+        let own = format!("delivered {}", report.delivered);
+        let all = format!(
+            "delivered {} ({by_other} by the background drainer that was already running)",
+            report.delivered + by_other
+        );
+        summary = summary.replacen(&own, &all, 1);
+    }
+    if by_other == 0 && report == Report::default() {
+        summary = "nothing was pending: every record is already delivered".to_string();
+    }
+    println!("memhook drain: {summary}");
+    Ok(if report.remaining == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Records delivered so far, over every sink's counters.
+pub(super) fn delivered_so_far(dir: &Path) -> u64 {
+    counter_sinks(dir)
+        .iter()
+        .map(|id| load_counters(dir, id).delivered)
+        .sum()
+}
+
+pub(super) fn lock_error(dir: &Path, e: io::Error) -> String {
+    format!(
+        "{}: cannot open the drain lock: {e}",
+        dir.join(LOCK_FILE).display()
+    )
+}
+
+/// The detached drainer: drain until the spool is empty or the budget ends.
+/// It is on duty while it holds the run lock (handed over by the hook, or
+/// taken here; exits at once when another drainer is on duty) and waits for
+/// the drain lock up to [`HOLDER_WAIT`] each time it needs it. After each
+/// run it gives up the run lock, then looks at the spool: anything it did
+/// not see before the run (enqueued meanwhile, by a hook that found it on
+/// duty) means another run. When only backing-off destinations remain and
+/// their next try falls within the budget, it sleeps holding only the
+/// waiter lock, so a session start never waits behind it and a record for
+/// another destination gets a drainer of its own. Reports go to stderr,
+/// which is the drain log.
+pub fn run_background(dir: &Path) {
+    let deadline = Instant::now() + BACKGROUND_BUDGET;
+    let _ = LOG_OF.set(dir.to_path_buf());
+    let spool = match Spool::open(dir) {
+        Ok(s) => s,
+        Err(e) => {
+            log!("memhook: drain: {e}");
+            return;
+        }
+    };
+    let mut run = match inherited_run_lock(dir)
+        .map_or_else(|| try_named_lock(dir, RUN_LOCK_FILE), |l| Ok(Some(l)))
+    {
+        Ok(Some(l)) => l,
+        Ok(None) => return,
+        Err(e) => {
+            eprintln!("memhook: drain: {}", lock_error(dir, e));
+            return;
+        }
+    };
+    loop {
+        // What this run will look at; anything else found after it is new.
+        let seen: HashSet<PathBuf> = spool.pending().unwrap_or_default().into_iter().collect();
+        let lock = match lock_until(dir, (Instant::now() + HOLDER_WAIT).min(deadline)) {
+            Ok(Some(l)) => l,
+            Ok(None) => {
+                eprintln!(
+                    "memhook: drain {}: another process held the drain lock for {} s; \
+                     records stay queued for the next event or `memhook drain`",
+                    crate::timefmt::rfc3339_ms(now_ms()),
+                    HOLDER_WAIT.as_secs()
+                );
+                return;
+            }
+            Err(e) => {
+                log!("memhook: drain: {}", lock_error(dir, e));
+                return;
+            }
+        };
+        let mut factory = sink_factory(dir, HTTP_TIMEOUT);
+        let report = match drain_locked(
+            &lock,
+            &spool,
+            &mut factory,
+            Options {
+                deadline,
+                only: None,
+                honour_backoff: true,
+                pipelined: true,
+            },
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                log!("memhook: drain: {e}");
+                return;
+            }
+        };
+        if report.dropped_total() > 0 || !report.errors.is_empty() {
+            log!(
+                "memhook: drain {}: {}",
+                crate::timefmt::rfc3339_ms(now_ms()),
+                report.summary()
+            );
+        }
+        drop(lock);
+        if Instant::now() >= deadline {
+            return;
+        }
+        // Off duty: from here a hook that enqueues starts a drainer itself.
+        // What a hook enqueued while we were on duty is ours to deliver.
+        drop(run);
+        let left = spool.pending().unwrap_or_default();
+        if left.iter().any(|p| !seen.contains(p)) {
+            run = match try_named_lock(dir, RUN_LOCK_FILE) {
+                Ok(Some(l)) => l,
+                _ => return,
+            };
+            continue;
+        }
+        if left.is_empty() {
+            return;
+        }
+        match report.next_retry {
+            Some(at) if at < deadline => {
+                let wait = Instant::now() + WAIT_LOCK_WAIT;
+                let Ok(Some(waiting)) = named_lock_until(dir, WAIT_LOCK_FILE, wait) else {
+                    return;
+                };
+                std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                // Back on duty; when another drainer is on duty already, it
+                // delivers what is due (it looks at the spool before it exits).
+                run = match try_named_lock(dir, RUN_LOCK_FILE) {
+                    Ok(Some(l)) => l,
+                    _ => return,
+                };
+                drop(waiting);
+            }
+            _ => {
+                log!(
+                    "memhook: drain {}: {} record(s) left for later; `memhook status` shows why",
+                    crate::timefmt::rfc3339_ms(now_ms()),
+                    left.len()
+                );
+                return;
+            }
+        }
+    }
+}
