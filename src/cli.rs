@@ -91,7 +91,7 @@ pub struct HookArgs {
     #[arg(long, value_name = "EVENT")]
     pub event: Option<String>,
     /// The agent running the hook (claude-code, codex, opencode, gemini-cli,
-    /// cursor; other names use a generic schema).
+    /// cursor, qwen-code; other names use a generic schema).
     #[arg(long, value_name = "AGENT", default_value = "generic")]
     pub agent: String,
     /// Deliver to this ai-memory compatible server instead of the embedded
@@ -221,6 +221,8 @@ pub enum AgentArg {
     #[value(name = "gemini-cli", alias = "gemini")]
     GeminiCli,
     Cursor,
+    #[value(name = "qwen-code", alias = "qwen")]
+    QwenCode,
     /// Every supported agent found on this machine.
     All,
 }

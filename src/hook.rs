@@ -217,7 +217,8 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
     }
 
     let dropped = decision.disposition == Disposition::Drop
-        || (scope.settings.drop_subagent_captures && event.subagent);
+        || (scope.settings.drop_subagent_captures && event.subagent)
+        || event::is_repeat(&event);
     let sink = sink_target(args.server_url.as_deref());
     let data_dir = match crate::data_dir::resolve(data_dir_flag) {
         Ok(d) => Some(d),

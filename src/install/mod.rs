@@ -148,6 +148,7 @@ pub fn select(
         AgentArg::Opencode => "opencode",
         AgentArg::GeminiCli => "gemini-cli",
         AgentArg::Cursor => "cursor",
+        AgentArg::QwenCode => "qwen-code",
         AgentArg::All => {
             if has_config_file {
                 return Err(InstallError::Refused(
