@@ -7,7 +7,7 @@
 //!
 //! | agent        | session-start envelope |
 //! |--------------|------------------------|
-//! | claude-code, codex, gemini-cli, other | `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}` |
+//! | claude-code, codex, gemini-cli, qwen-code, other | `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}` |
 //! | cursor       | `{"additional_context":…}` |
 //! | opencode     | `{"additionalContext":…}` (read by memhook's own plugin) |
 //!
@@ -34,6 +34,9 @@ pub fn session_start_injection(agent: &Agent) -> Injection {
     match agent {
         Agent::ClaudeCode | Agent::Codex | Agent::GeminiCli => Injection::HookSpecificOutput,
         Agent::Cursor => Injection::TopLevel("additional_context"),
+        // Qwen Code 0.24 appends it to the system prompt (checked with the
+        // real CLI: tests/integration/agents.rs, qwen_code_end_to_end).
+        Agent::QwenCode => Injection::HookSpecificOutput,
         Agent::OpenCode => Injection::TopLevel("additionalContext"),
         // Unknown agents most often speak the Claude Code protocol (Cursor,
         // Gemini CLI and others read it); `{}` stays valid for all of them.
@@ -95,13 +98,19 @@ mod tests {
             Agent::OpenCode,
             Agent::GeminiCli,
             Agent::Cursor,
+            Agent::QwenCode,
             Agent::Other("kimi".into()),
         ]
     }
 
     #[test]
-    fn claude_codex_gemini_use_hook_specific_output() {
-        for a in [Agent::ClaudeCode, Agent::Codex, Agent::GeminiCli] {
+    fn claude_codex_gemini_qwen_use_hook_specific_output() {
+        for a in [
+            Agent::ClaudeCode,
+            Agent::Codex,
+            Agent::GeminiCli,
+            Agent::QwenCode,
+        ] {
             assert_eq!(
                 render(&a, EventKind::SessionStart, Some("brief \"q\"\nline")),
                 r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"brief \"q\"\nline"}}"#

@@ -31,7 +31,7 @@ pub struct HookArgs {
     #[arg(long, value_name = "EVENT")]
     pub event: Option<String>,
     /// The agent running the hook (claude-code, codex, opencode, gemini-cli,
-    /// cursor; other names use a generic schema).
+    /// cursor, qwen-code; other names use a generic schema).
     #[arg(long, value_name = "AGENT", default_value = "generic")]
     pub agent: String,
     /// Deliver to this ai-memory compatible server instead of the embedded
@@ -242,7 +242,8 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
     }
 
     let dropped = decision.disposition == Disposition::Drop
-        || (scope.settings.drop_subagent_captures && event.subagent);
+        || (scope.settings.drop_subagent_captures && event.subagent)
+        || event::is_repeat(&event);
     let sink = sink_target(args.server_url.as_deref());
     let data_dir = match crate::data_dir::resolve(data_dir_flag) {
         Ok(d) => Some(d),

@@ -281,6 +281,7 @@ struct OutcomeRules {
 ///   exit line on success.
 /// - OpenCode fires no `tool.execute.after` for a failed tool, but a failing
 ///   shell command does fire it and its exit status is not in the event.
+/// - Qwen Code: as Claude Code, plus Gemini CLI's `Exit Code: N` line.
 /// - Cursor and unknown agents: no documented sign.
 fn outcome_rules(agent: &Agent) -> OutcomeRules {
     use Outcome::*;
@@ -294,6 +295,14 @@ fn outcome_rules(agent: &Agent) -> OutcomeRules {
             exit_line: ExitLine::First("Exit code: "),
             shell_default: Unknown,
             default: Unknown,
+        },
+        // Qwen Code reports failures (a shell exit status other than 0
+        // too) as PostToolUseFailure; its shell `llmContent` ends in
+        // `Exit Code: N` as Gemini CLI's does.
+        Agent::QwenCode => OutcomeRules {
+            exit_line: ExitLine::Last("Exit Code: "),
+            shell_default: Success,
+            default: Success,
         },
         Agent::GeminiCli => OutcomeRules {
             exit_line: ExitLine::Last("Exit Code: "),
@@ -1105,6 +1114,30 @@ mod tests {
             let r = keep(&e);
             assert_eq!(r.tool.unwrap().outcome.as_deref(), Some(want), "{path}");
         }
+    }
+
+    /// Qwen Code: a plain PostToolUse succeeded, its failures (a missing
+    /// file, a shell exit status 3) are PostToolUseFailure events.
+    #[test]
+    fn qwen_code_outcomes_from_real_payloads() {
+        for (path, want) in [
+            ("PostToolUse-run_shell_command.json", "success"),
+            ("PostToolUse-read_file.json", "success"),
+            ("PostToolUse-write_file.json", "success"),
+            ("PostToolUseFailure-run_shell_command-exit3.json", "error"),
+            ("PostToolUseFailure-read_file-missing-file.json", "error"),
+        ] {
+            let r = keep(&ev(
+                "qwen-code",
+                fixture(&format!("qwen-code/0.24.4/{path}")),
+            ));
+            assert_eq!(r.tool.unwrap().outcome.as_deref(), Some(want), "{path}");
+        }
+        let r = keep(&ev(
+            "qwen-code",
+            fixture("qwen-code/0.24.4/PostToolUse-run_shell_command.json"),
+        ));
+        assert!(r.body.unwrap().contains("CAP-OUT"));
     }
 
     #[test]

@@ -197,12 +197,43 @@ const CURSOR_TOOLS: &[ToolSpec] = &[
     ),
 ];
 
+/// Qwen Code 0.24: the tool schemas its model requests carry, and the
+/// real payloads in fixtures/agents/qwen-code/0.24.4/.
+const QWEN_TOOLS: &[ToolSpec] = &[
+    t("read_file", File, paths(&["file_path"])),
+    t("write_file", File, paths(&["file_path"])),
+    t("edit", File, paths(&["file_path"])),
+    t("notebook_edit", File, paths(&["notebook_path"])),
+    t("glob", SearchList, N),
+    t("grep_search", SearchList, N),
+    t("list_directory", SearchList, N),
+    t(
+        "run_shell_command",
+        Shell,
+        Extract::Shell {
+            command: &["command"],
+            base: &["directory"],
+        },
+    ),
+    t("agent", Unknown, N),
+    t("skill", Unknown, N),
+    t("todo_write", Unknown, N),
+    t("save_memory", Unknown, N),
+    t("web_fetch", Unknown, N),
+    t("web_search", Unknown, N),
+    t("tool_search", Unknown, N),
+    t("get_goal", Unknown, N),
+    t("update_goal", Unknown, N),
+    t("list_agents", Unknown, N),
+];
+
 const AGENT_TABLES: &[&[ToolSpec]] = &[
     CLAUDE_TOOLS,
     CODEX_TOOLS,
     GEMINI_TOOLS,
     OPENCODE_TOOLS,
     CURSOR_TOOLS,
+    QWEN_TOOLS,
 ];
 
 fn table(agent: &Agent) -> &'static [&'static [ToolSpec]] {
@@ -212,6 +243,7 @@ fn table(agent: &Agent) -> &'static [&'static [ToolSpec]] {
         Agent::GeminiCli => &AGENT_TABLES[2..3],
         Agent::OpenCode => &AGENT_TABLES[3..4],
         Agent::Cursor => &AGENT_TABLES[4..5],
+        Agent::QwenCode => &AGENT_TABLES[5..6],
         Agent::Other(_) => AGENT_TABLES,
     }
 }
@@ -346,6 +378,38 @@ mod tests {
         let other = Agent::Other("x".into());
         assert_eq!(lookup(&other, "run_shell_command").unwrap().family, Shell);
         assert!(lookup(&other, "mcp__github__get_file").is_none());
+    }
+
+    /// Qwen Code's own names (its real payloads), paths from their
+    /// documented fields; the shell runs in `directory`.
+    #[test]
+    fn qwen_code_tools_are_its_own_table() {
+        let q = Agent::QwenCode;
+        for (name, family) in [
+            ("read_file", File),
+            ("write_file", File),
+            ("edit", File),
+            ("glob", SearchList),
+            ("grep_search", SearchList),
+            ("run_shell_command", Shell),
+            ("agent", Unknown),
+        ] {
+            assert_eq!(lookup(&q, name).unwrap().family, family, "{name}");
+        }
+        assert!(lookup(&q, "Read").is_none());
+        assert!(lookup(&q, "replace").is_none());
+        let e = lookup(&q, "edit").unwrap().extract;
+        assert_eq!(
+            file_paths(&e, Some(&json!({"file_path": "/p/a", "old_string": "x"}))).unwrap(),
+            ["/p/a"]
+        );
+        assert!(matches!(
+            lookup(&q, "run_shell_command").unwrap().extract,
+            Extract::Shell {
+                base: ["directory"],
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub enum Agent {
     OpenCode,
     GeminiCli,
     Cursor,
+    QwenCode,
     /// Anything else, sanitised to `[a-z0-9._-]`, at most 64 chars (`generic` when empty).
     Other(String),
 }
@@ -73,7 +74,7 @@ pub struct Event {
 
 pub mod payload;
 mod schema;
-pub use schema::{normalize, valid_call_id, MAX_CALL_ID_CHARS};
+pub use schema::{is_repeat, normalize, valid_call_id, MAX_CALL_ID_CHARS};
 
 /// Longest working directory accepted from a payload (Linux `PATH_MAX`);
 /// a longer one is ignored.
@@ -201,12 +202,14 @@ const AGENT_NAMES: &[(&str, Agent)] = &[
     ("geminicli", Agent::GeminiCli),
     ("gemini", Agent::GeminiCli),
     ("cursor", Agent::Cursor),
+    ("qwencode", Agent::QwenCode),
+    ("qwen", Agent::QwenCode),
 ];
 
 impl Agent {
     /// Parse an agent name with its usual aliases (`claude-code`,
     /// `claude_code`, `claude`, `codex`, `opencode`, `open-code`,
-    /// `gemini-cli`, `gemini`, `cursor`). Other names become
+    /// `gemini-cli`, `gemini`, `cursor`, `qwen-code`, `qwen`). Other names become
     /// [`Agent::Other`], sanitised.
     pub fn parse(name: &str) -> Agent {
         let folded = fold_name(name);
@@ -236,6 +239,7 @@ impl Agent {
             Agent::OpenCode => "opencode",
             Agent::GeminiCli => "gemini-cli",
             Agent::Cursor => "cursor",
+            Agent::QwenCode => "qwen-code",
             Agent::Other(s) => s,
         }
     }

@@ -155,6 +155,43 @@ const CURSOR: Schema = Schema {
     ],
 };
 
+/// Qwen Code 0.24 (fixtures/agents/qwen-code/): Claude-shaped payloads
+/// with Qwen's own tool names; `tool_use_id` is the id shared by a call's
+/// Pre/PostToolUse (`tool_call_id` is the model's id); a failure's `error`
+/// is the tool's text; Notification names its kind in `notification_type`.
+const QWEN: Schema = Schema {
+    event_name: &["/hook_event_name"],
+    nested_event: None,
+    session_id: &["/session_id"],
+    cwd: &["/cwd"],
+    tool_name: &["/tool_name"],
+    tool_input: &["/tool_input"],
+    call_id: &["/tool_use_id", "/tool_call_id"],
+    response: &["/tool_response"],
+    error: &["/error"],
+    exit_status: &[],
+    prompt: &["/prompt"],
+    message: &["/message"],
+    summary: &["/compact_summary", "/summary"],
+    detail: &["/source", "/trigger", "/reason", "/notification_type"],
+    subagent: SUBAGENT_MARKERS,
+    implied_tools: &[],
+};
+
+/// Agents that fire their prompt event again, with a blank prompt, when no
+/// user typed anything: Qwen Code sends `UserPromptSubmit` with
+/// `"prompt": ""` after every tool batch. Such an event is not a prompt and
+/// is not recorded ([`is_repeat`]).
+const BLANK_PROMPT_REPEATS: &[Agent] = &[Agent::QwenCode];
+
+/// Whether `ev` is an agent repeating its prompt event without a prompt
+/// (see [`BLANK_PROMPT_REPEATS`]): the hook records nothing for it.
+pub fn is_repeat(ev: &Event) -> bool {
+    ev.kind == EventKind::UserPrompt
+        && ev.prompt.is_none()
+        && BLANK_PROMPT_REPEATS.contains(&ev.agent)
+}
+
 /// Any other agent: the union of the common spellings.
 const GENERIC: Schema = Schema {
     event_name: &["/hook_event_name", "/event", "/hook"],
@@ -203,6 +240,7 @@ fn schema(agent: &Agent) -> &'static Schema {
         Agent::GeminiCli => &GEMINI,
         Agent::OpenCode => &OPENCODE,
         Agent::Cursor => &CURSOR,
+        Agent::QwenCode => &QWEN,
         Agent::Other(_) => &GENERIC,
     }
 }

@@ -378,3 +378,89 @@ fn a_cwd_longer_than_a_path_can_be_is_ignored() {
         None
     );
 }
+
+#[test]
+fn qwen_code_tool_events_from_the_real_payloads() {
+    let ev = normalize(
+        "qwen-code",
+        None,
+        &fixture("qwen-code/0.24.4/PostToolUse-run_shell_command.json"),
+    );
+    assert_eq!(ev.agent, Agent::QwenCode);
+    assert_eq!(ev.kind, EventKind::PostToolUse);
+    assert_eq!(ev.cwd.as_deref(), Some("/home/dev/projects/demo"));
+    assert_eq!(ev.tool_name.as_deref(), Some("run_shell_command"));
+    assert_eq!(ev.tool_input.as_ref().unwrap()["command"], "echo CAP-OUT");
+    // The id Pre and Post share, not the model's `call_3`.
+    assert_eq!(
+        ev.tool_call_id.as_deref(),
+        Some("toolu_1796142144228_g1zhpg4l8")
+    );
+    let pre = normalize(
+        "qwen",
+        None,
+        &fixture("qwen-code/0.24.4/PreToolUse-run_shell_command.json"),
+    );
+    assert_eq!(pre.tool_call_id, ev.tool_call_id);
+    assert!(ev.tool_response.as_ref().unwrap()["llmContent"]
+        .as_str()
+        .unwrap()
+        .contains("Output: CAP-OUT"));
+    let fail = normalize(
+        "qwen-code",
+        None,
+        &fixture("qwen-code/0.24.4/PostToolUseFailure-read_file-missing-file.json"),
+    );
+    assert_eq!(fail.kind, EventKind::PostToolUseFailure);
+    assert_eq!(
+        fail.tool_error,
+        Some(json!("File not found: /home/dev/projects/demo/missing.txt"))
+    );
+    let start = normalize(
+        "qwen-code",
+        None,
+        &fixture("qwen-code/0.24.4/SessionStart-startup.json"),
+    );
+    assert_eq!(
+        (start.kind, start.detail.as_deref()),
+        (EventKind::SessionStart, Some("startup"))
+    );
+}
+
+/// Qwen Code fires UserPromptSubmit again with `"prompt": ""` after every
+/// tool batch: those are repeats, the user's own prompt is not.
+#[test]
+fn qwen_code_blank_prompt_repeats_are_not_prompts() {
+    let first = normalize(
+        "qwen-code",
+        None,
+        &fixture("qwen-code/0.24.4/UserPromptSubmit.json"),
+    );
+    assert_eq!(first.prompt.as_deref(), Some("CAP-PROMPT exercise tools"));
+    assert!(!is_repeat(&first));
+    for n in ["", "-2", "-9"] {
+        let again = normalize(
+            "qwen-code",
+            Some("user-prompt-submit"),
+            &fixture(&format!(
+                "qwen-code/0.24.4/UserPromptSubmit-after-tool-batch{n}.json"
+            )),
+        );
+        assert_eq!(again.kind, EventKind::UserPrompt);
+        assert!(is_repeat(&again), "{n}");
+    }
+    // Another agent's blank prompt is still that agent's prompt event.
+    let claude = normalize(
+        "claude-code",
+        Some("UserPromptSubmit"),
+        &json!({"prompt": ""}),
+    );
+    assert!(!is_repeat(&claude));
+    // A tool event is never a repeat.
+    let tool = normalize(
+        "qwen-code",
+        None,
+        &fixture("qwen-code/0.24.4/PreToolUse-glob.json"),
+    );
+    assert!(!is_repeat(&tool));
+}

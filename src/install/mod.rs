@@ -56,6 +56,8 @@ pub enum AgentArg {
     #[value(name = "gemini-cli", alias = "gemini")]
     GeminiCli,
     Cursor,
+    #[value(name = "qwen-code", alias = "qwen")]
+    QwenCode,
     /// Every supported agent found on this machine.
     All,
 }
@@ -191,6 +193,7 @@ pub fn select(
         AgentArg::Opencode => "opencode",
         AgentArg::GeminiCli => "gemini-cli",
         AgentArg::Cursor => "cursor",
+        AgentArg::QwenCode => "qwen-code",
         AgentArg::All => {
             if has_config_file {
                 return Err(InstallError::Refused(

