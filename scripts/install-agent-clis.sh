@@ -3,8 +3,8 @@
 # project-local npm prefix (.agent-clis/, git-ignored). Pinned versions: the
 # end-to-end tests were written against exactly these builds.
 #
-#   bash scripts/install-agent-clis.sh            # all four
-#   bash scripts/install-agent-clis.sh claude     # only some (claude codex opencode gemini)
+#   bash scripts/install-agent-clis.sh            # all of them
+#   bash scripts/install-agent-clis.sh claude     # only some (claude codex opencode gemini copilot)
 #
 # The tests find the CLIs under .agent-clis/node_modules/.bin (or through
 # MEMHOOK_AGENT_CLIS=<prefix>). When one is absent its test fails with CI set
@@ -18,11 +18,16 @@ declare -A PKG=(
   [opencode]="opencode-ai@1.18.33"
   [gemini]="@google/gemini-cli@0.61.0"
 )
+# GitHub Copilot CLI: the npm package pulls the native linux-x64 build
+# (@github/copilot-linux-x64, about 190 MB); its first start unpacks about
+# 235 MB into $HOME/.cache/copilot, nothing is downloaded.
+PKG[copilot]="@github/copilot@1.0.102"
+
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(claude codex opencode gemini)
+[ ${#want[@]} -eq 0 ] && want=("${!PKG[@]}")
 pkgs=()
 for w in "${want[@]}"; do
-  [ -n "${PKG[$w]:-}" ] || { echo "unknown CLI '$w' (choose: claude codex opencode gemini)" >&2; exit 2; }
+  [ -n "${PKG[$w]:-}" ] || { echo "unknown CLI '$w' (choose: ${!PKG[*]})" >&2; exit 2; }
   pkgs+=("${PKG[$w]}")
 done
 mkdir -p "$PREFIX"
@@ -31,7 +36,7 @@ start=$(date +%s)
 npm install --prefix "$PREFIX" --no-audit --no-fund --loglevel=error "${pkgs[@]}"
 end=$(date +%s)
 echo "installed ${pkgs[*]} into $PREFIX in $((end - start)) s"
-for b in claude codex opencode gemini; do
+for b in "${!PKG[@]}"; do
   if [ -x "$PREFIX/node_modules/.bin/$b" ]; then
     printf '%-9s %s\n' "$b" "$("$PREFIX/node_modules/.bin/$b" --version 2>/dev/null | head -1)"
   fi

@@ -221,6 +221,8 @@ pub enum AgentArg {
     #[value(name = "gemini-cli", alias = "gemini")]
     GeminiCli,
     Cursor,
+    #[value(alias = "copilot-cli")]
+    Copilot,
     /// Every supported agent found on this machine.
     All,
 }

@@ -13,6 +13,8 @@ pub enum Agent {
     OpenCode,
     GeminiCli,
     Cursor,
+    /// GitHub Copilot CLI (`copilot`).
+    Copilot,
     /// Anything else, sanitised to `[a-z0-9._-]`, at most 64 chars (`generic` when empty).
     Other(String),
 }
@@ -92,6 +94,8 @@ const EVENT_NAMES: &[(&str, EventKind)] = &[
     // OpenCode: chat.message).
     ("userpromptsubmit", EventKind::UserPrompt),
     ("userprompt", EventKind::UserPrompt),
+    // Copilot CLI's camelCase name for it.
+    ("userpromptsubmitted", EventKind::UserPrompt),
     ("beforesubmitprompt", EventKind::UserPrompt),
     ("beforeagent", EventKind::UserPrompt),
     ("chatmessage", EventKind::UserPrompt),
@@ -127,6 +131,8 @@ const EVENT_NAMES: &[(&str, EventKind)] = &[
     ("stop", EventKind::Stop),
     ("afteragent", EventKind::Stop),
     ("sessionidle", EventKind::Stop),
+    // Copilot CLI's camelCase name for it.
+    ("agentstop", EventKind::Stop),
     ("subagentstart", EventKind::SubagentStart),
     ("subagentstop", EventKind::SubagentStop),
     ("subagentend", EventKind::SubagentStop),
@@ -201,12 +207,15 @@ const AGENT_NAMES: &[(&str, Agent)] = &[
     ("geminicli", Agent::GeminiCli),
     ("gemini", Agent::GeminiCli),
     ("cursor", Agent::Cursor),
+    ("copilotcli", Agent::Copilot),
+    ("copilot", Agent::Copilot),
+    ("githubcopilotcli", Agent::Copilot),
 ];
 
 impl Agent {
     /// Parse an agent name with its usual aliases (`claude-code`,
     /// `claude_code`, `claude`, `codex`, `opencode`, `open-code`,
-    /// `gemini-cli`, `gemini`, `cursor`). Other names become
+    /// `gemini-cli`, `gemini`, `cursor`, `copilot`, `copilot-cli`). Other names become
     /// [`Agent::Other`], sanitised.
     pub fn parse(name: &str) -> Agent {
         let folded = fold_name(name);
@@ -236,6 +245,7 @@ impl Agent {
             Agent::OpenCode => "opencode",
             Agent::GeminiCli => "gemini-cli",
             Agent::Cursor => "cursor",
+            Agent::Copilot => "copilot",
             Agent::Other(s) => s,
         }
     }

@@ -155,6 +155,35 @@ const CURSOR: Schema = Schema {
     ],
 };
 
+/// GitHub Copilot CLI (fixtures/agents/copilot/). memhook wires its
+/// PascalCase events, which send snake_case payloads with Claude tool names
+/// (`Bash`, `Read`, `Write`, `Edit`), but file tools keep Copilot's `path`
+/// field and the result is `tool_result.text_result_for_llm`; the
+/// camelCase events (`sessionId`, `toolName`, `toolArgs`,
+/// `toolResult.textResultForLlm`) are read too. No payload carries a call id.
+const COPILOT: Schema = Schema {
+    event_name: &["/hook_event_name", "/hookName"],
+    nested_event: None,
+    session_id: &["/session_id", "/sessionId"],
+    cwd: &["/cwd"],
+    tool_name: &["/tool_name", "/toolName"],
+    tool_input: &["/tool_input", "/toolArgs"],
+    call_id: &[],
+    response: &[
+        "/tool_result/text_result_for_llm",
+        "/toolResult/textResultForLlm",
+    ],
+    error: &["/error"],
+    exit_status: &[],
+    prompt: &["/prompt"],
+    message: &["/message"],
+    summary: &["/compact_summary", "/summary"],
+    detail: &["/source", "/trigger", "/reason"],
+    // camelCase events mark a subagent's payload with `agentId`/`agentType`.
+    subagent: &["/agent_id", "/agent_type", "/agentId", "/agentType"],
+    implied_tools: &[],
+};
+
 /// Any other agent: the union of the common spellings.
 const GENERIC: Schema = Schema {
     event_name: &["/hook_event_name", "/event", "/hook"],
@@ -203,6 +232,7 @@ fn schema(agent: &Agent) -> &'static Schema {
         Agent::GeminiCli => &GEMINI,
         Agent::OpenCode => &OPENCODE,
         Agent::Cursor => &CURSOR,
+        Agent::Copilot => &COPILOT,
         Agent::Other(_) => &GENERIC,
     }
 }

@@ -148,6 +148,7 @@ pub fn select(
         AgentArg::Opencode => "opencode",
         AgentArg::GeminiCli => "gemini-cli",
         AgentArg::Cursor => "cursor",
+        AgentArg::Copilot => "copilot",
         AgentArg::All => {
             if has_config_file {
                 return Err(InstallError::Refused(
@@ -263,10 +264,12 @@ fn install_one(p: &Profile, path: &Path, flags: &Flags, write: bool) -> Result<(
         startup_install_note(p, path);
         return Ok(());
     }
-    // A generated file is deleted by uninstall: so are the dirs made for it.
-    let new_dirs = match p.shape {
-        Shape::Plugin => plugin::dirs_to_create(&apply::resolve_target(path)?),
-        Shape::Nested | Shape::Flat => Vec::new(),
+    // A generated file, or one of memhook's own, is deleted by uninstall:
+    // so are the dirs made for it.
+    let new_dirs = if p.shape == Shape::Plugin || p.own_file {
+        plugin::dirs_to_create(&apply::resolve_target(path)?)
+    } else {
+        Vec::new()
     };
     let created = std::cell::RefCell::new(Vec::new());
     let outcome = apply::apply(path, |cur| {
@@ -302,7 +305,9 @@ fn install_one(p: &Profile, path: &Path, flags: &Flags, write: bool) -> Result<(
     match (&outcome, p.shape) {
         // The previous file was memhook's own generated plugin (install_text
         // refuses any other): no copy of it stays in the agent's plugin dir.
-        (Outcome::Updated { backup, .. }, Shape::Plugin) if std::fs::remove_file(backup).is_ok() => {
+        (Outcome::Updated { backup, .. }, Shape::Plugin)
+            if std::fs::remove_file(backup).is_ok() =>
+        {
             say!(
                 "updated {} ({}: memhook installed; the previous generated file is not kept)",
                 path.display(),
@@ -362,6 +367,12 @@ fn uninstall_text(
             let n = hooks_json::uninstall(&doc.root(), path, p.shape, &prune)?;
             if n == 0 {
                 return Ok((Some(text.to_string()), data_dir));
+            }
+            // memhook's own file with nothing of anyone else's left (not even
+            // a comment): gone.
+            let rest = doc.render();
+            if p.own_file && rest.split_whitespace().collect::<String>() == "{}" {
+                return Ok((None, data_dir));
             }
             Ok((Some(doc.render()), data_dir))
         }

@@ -36,9 +36,9 @@ mod scan;
 #[cfg(test)]
 mod tests;
 
-pub use rules::warm_rule;
 /// Whether [`clean`] removes a character (so no cleaned text holds it).
 pub(crate) use hygiene::is_stripped_control;
+pub use rules::warm_rule;
 
 /// Every kind a redaction marker can name, in rule order.
 pub const KINDS: &[&str] = &[
