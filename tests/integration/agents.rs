@@ -819,6 +819,32 @@ fn mcp_registration_read_by_real_clis() {
         // Claude starts the server and completes the MCP handshake with it.
         assert!(line.contains("Connected"), "{line}");
     }
+    if let Some(copilot_exe) = agent_cli("mcp_registration_read_by_real_clis", "copilot") {
+        let out = world
+            .memhook()
+            .args(["install-mcp", "--agent", "copilot", "--apply"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut c = world.agent(&copilot_exe);
+        c.args(["mcp", "get", "memhook"])
+            .env("COPILOT_OFFLINE", "true");
+        let out = run_bounded(c, Duration::from_secs(60));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("Command: "))
+            .unwrap_or_else(|| panic!("copilot mcp get memhook: {text}"));
+        assert!(
+            line.contains(&format!("{} --data-dir", real.display())) && line.ends_with(" mcp"),
+            "{line}"
+        );
+        assert!(text.contains("Status: Enabled"), "{text}");
+    }
 }
 
 fn gemini(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
