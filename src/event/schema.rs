@@ -164,7 +164,14 @@ const CURSOR: Schema = Schema {
 const COPILOT: Schema = Schema {
     event_name: &["/hook_event_name", "/hookName"],
     nested_event: None,
-    session_id: &["/session_id", "/sessionId"],
+    // A subagent's events carry its own id as `session_id` and the session
+    // that started it as `parent_agent_id`: they belong to that session.
+    session_id: &[
+        "/parent_agent_id",
+        "/parentAgentId",
+        "/session_id",
+        "/sessionId",
+    ],
     cwd: &["/cwd"],
     tool_name: &["/tool_name", "/toolName"],
     tool_input: &["/tool_input", "/toolArgs"],

@@ -470,4 +470,20 @@ fn copilot_events_from_the_real_payloads() {
         );
     }
     assert!(!ev.subagent);
+    // ... and belong to the session that started the subagent.
+    let main = normalize(
+        "copilot",
+        None,
+        &fixture(&format!("{dir}/PreToolUse-Agent.json")),
+    );
+    let sub = normalize(
+        "copilot",
+        None,
+        &fixture(&format!("{dir}/PostToolUse-Read-subagent.json")),
+    );
+    assert_eq!(
+        sub.session_id.as_deref(),
+        Some("a93158ba-303f-483f-a003-876b3b59f95d")
+    );
+    assert_eq!(sub.session_id, main.session_id);
 }
