@@ -257,27 +257,7 @@ fn claude_code_end_to_end() {
         "expected 5 scripted turns, got {tool_requests}"
     );
     // Claude ran the installed commands for every event of the session.
-    let log = assert_hooks_ran(
-        &calls,
-        "Claude Code",
-        "claude-code",
-        &[
-            "session-start",
-            "user-prompt-submit",
-            "pre-tool-use",
-            "post-tool-use",
-            "post-tool-use-failure",
-            "stop",
-            "session-end",
-        ],
-    );
-    assert_eq!(
-        log.lines()
-            .filter(|l| l.contains("--event pre-tool-use"))
-            .count(),
-        4,
-        "{log}"
-    );
+    assert_tool_session_hooks_ran(&calls, "Claude Code", "claude-code", 4);
 
     let all = world.records_text();
     assert!(
@@ -1014,6 +994,32 @@ fn gemini_cli_reads_commented_settings() {
     );
 }
 
+/// Assert that `who` ran memhook's hook for every event of a session with a
+/// failing tool call, and ran the pre-tool-use hook `pre_tool_uses` times.
+fn assert_tool_session_hooks_ran(calls: &Path, who: &str, agent: &str, pre_tool_uses: usize) {
+    let log = assert_hooks_ran(
+        calls,
+        who,
+        agent,
+        &[
+            "session-start",
+            "user-prompt-submit",
+            "pre-tool-use",
+            "post-tool-use",
+            "post-tool-use-failure",
+            "stop",
+            "session-end",
+        ],
+    );
+    assert_eq!(
+        log.lines()
+            .filter(|l| l.contains("--event pre-tool-use"))
+            .count(),
+        pre_tool_uses,
+        "{log}"
+    );
+}
+
 /// Assert that `who` ran memhook's hook for each of `events` (the calls log
 /// written by the wrapper), and return the log for further checks.
 fn assert_hooks_ran(calls: &Path, who: &str, agent: &str, events: &[&str]) -> String {
@@ -1107,27 +1113,7 @@ fn copilot_end_to_end() {
         user_ran.exists(),
         "the user's own hook file stopped running"
     );
-    let log = assert_hooks_ran(
-        &calls,
-        "Copilot CLI",
-        "copilot",
-        &[
-            "session-start",
-            "user-prompt-submit",
-            "pre-tool-use",
-            "post-tool-use",
-            "post-tool-use-failure",
-            "stop",
-            "session-end",
-        ],
-    );
-    assert_eq!(
-        log.lines()
-            .filter(|l| l.contains("--event pre-tool-use"))
-            .count(),
-        4,
-        "{log}"
-    );
+    assert_tool_session_hooks_ran(&calls, "Copilot CLI", "copilot", 4);
 
     // Session 1's records: in the marker's scope, prompt and output kept,
     // the excluded read nowhere in the data dir.
