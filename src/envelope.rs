@@ -10,6 +10,7 @@
 //! | claude-code, codex, gemini-cli, qwen-code, other | `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":…}}` |
 //! | cursor       | `{"additional_context":…}` |
 //! | opencode     | `{"additionalContext":…}` (read by memhook's own plugin) |
+//! | copilot      | `{"additionalContext":…}` (Copilot CLI ignores `hookSpecificOutput`) |
 //!
 //! Details and sources are in `docs/record.md` ("What the hook prints").
 
@@ -38,6 +39,9 @@ pub fn session_start_injection(agent: &Agent) -> Injection {
         // real CLI: tests/integration/agents.rs, qwen_code_end_to_end).
         Agent::QwenCode => Injection::HookSpecificOutput,
         Agent::OpenCode => Injection::TopLevel("additionalContext"),
+        // Checked with Copilot CLI 1.0.102: only a top-level
+        // `additionalContext` reaches the model, on every event spelling.
+        Agent::Copilot => Injection::TopLevel("additionalContext"),
         // Unknown agents most often speak the Claude Code protocol (Cursor,
         // Gemini CLI and others read it); `{}` stays valid for all of them.
         Agent::Other(_) => Injection::HookSpecificOutput,
@@ -99,6 +103,7 @@ mod tests {
             Agent::GeminiCli,
             Agent::Cursor,
             Agent::QwenCode,
+            Agent::Copilot,
             Agent::Other("kimi".into()),
         ]
     }
@@ -135,6 +140,14 @@ mod tests {
                 Some("b")
             ),
             r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"b"}}"#
+        );
+    }
+
+    #[test]
+    fn copilot_reads_only_a_top_level_additional_context() {
+        assert_eq!(
+            render(&Agent::Copilot, EventKind::SessionStart, Some("b")),
+            r#"{"additionalContext":"b"}"#
         );
     }
 

@@ -260,6 +260,13 @@ enum ExitLine {
     /// The last line starting with `<prefix>` (Gemini CLI's shell
     /// `llmContent`: `Exit Code: 1`).
     Last(&'static str),
+    /// The last line `<start>…<marker><code><end>` (Copilot CLI's shell
+    /// result: `<shellId: 1 completed with exit code 3>`).
+    LastWithin {
+        start: &'static str,
+        marker: &'static str,
+        end: &'static str,
+    },
 }
 
 /// How one agent reports a tool's outcome after the generic signs (failure
@@ -282,6 +289,9 @@ struct OutcomeRules {
 /// - OpenCode fires no `tool.execute.after` for a failed tool, but a failing
 ///   shell command does fire it and its exit status is not in the event.
 /// - Qwen Code: as Claude Code, plus Gemini CLI's `Exit Code: N` line.
+/// - Copilot CLI fires `postToolUseFailure` for a failed tool; a shell
+///   command's result ends `<shellId: N completed with exit code K>`, whatever
+///   K is, on a normal PostToolUse.
 /// - Cursor and unknown agents: no documented sign.
 fn outcome_rules(agent: &Agent) -> OutcomeRules {
     use Outcome::*;
@@ -311,6 +321,15 @@ fn outcome_rules(agent: &Agent) -> OutcomeRules {
         },
         Agent::OpenCode => OutcomeRules {
             exit_line: ExitLine::None,
+            shell_default: Unknown,
+            default: Success,
+        },
+        Agent::Copilot => OutcomeRules {
+            exit_line: ExitLine::LastWithin {
+                start: "<shellId: ",
+                marker: " with exit code ",
+                end: ">",
+            },
             shell_default: Unknown,
             default: Success,
         },
@@ -397,6 +416,10 @@ fn exit_code(text: &str, how: ExitLine) -> Option<i64> {
         ExitLine::None => None,
         ExitLine::First(p) => parse(text.lines().next()?, p),
         ExitLine::Last(p) => text.lines().rev().find_map(|l| parse(l, p)),
+        ExitLine::LastWithin { start, marker, end } => text.lines().rev().find_map(|l| {
+            let inner = l.trim_end().strip_prefix(start)?.strip_suffix(end)?;
+            inner.rsplit_once(marker)?.1.trim().parse::<i64>().ok()
+        }),
     }
 }
 
@@ -1106,6 +1129,26 @@ mod tests {
                 "opencode",
                 "opencode/1.18.33/tool.execute.after-bash.json",
                 "success",
+            ),
+            (
+                "copilot",
+                "copilot/1.0.102/PostToolUse-Bash.json",
+                "success",
+            ),
+            (
+                "copilot",
+                "copilot/1.0.102/PostToolUse-Bash-exit3.json",
+                "error",
+            ),
+            (
+                "copilot",
+                "copilot/1.0.102/PostToolUse-Write.json",
+                "success",
+            ),
+            (
+                "copilot",
+                "copilot/1.0.102/PostToolUseFailure-Edit-no-match.json",
+                "error",
             ),
         ];
         for (agent, path, want) in cases {

@@ -227,6 +227,39 @@ const QWEN_TOOLS: &[ToolSpec] = &[
     t("list_agents", Unknown, N),
 ];
 
+/// Copilot CLI: its PascalCase events name tools as Claude Code does
+/// (`Read`, `Write`, `Edit`, `Bash`, `Glob`, `Grep`, `Agent`), its
+/// camelCase events by their own names (`view`, `create`, `edit`, `bash`,
+/// …); both carry Copilot's arguments, whose file path is `path`.
+const COPILOT_SHELL: Extract = Extract::Shell {
+    command: &["command"],
+    base: &[],
+};
+const COPILOT_TOOLS: &[ToolSpec] = &[
+    t("Read", File, paths(&["path"])),
+    t("view", File, paths(&["path"])),
+    t("Write", File, paths(&["path"])),
+    t("create", File, paths(&["path"])),
+    t("Edit", File, paths(&["path"])),
+    t("Glob", SearchList, N),
+    t("Grep", SearchList, N),
+    t("Bash", Shell, COPILOT_SHELL),
+    t("powershell", Shell, COPILOT_SHELL),
+    t("read_bash", Unknown, N),
+    t("write_bash", Unknown, N),
+    t("stop_bash", Unknown, N),
+    t("list_bash", Unknown, N),
+    t("Agent", Unknown, N),
+    t("task", Unknown, N),
+    t("read_agent", Unknown, N),
+    t("write_agent", Unknown, N),
+    t("list_agents", Unknown, N),
+    t("sql", Unknown, N),
+    t("session_store_sql", Unknown, N),
+    t("skill", Unknown, N),
+    t("fetch_copilot_cli_documentation", Unknown, N),
+];
+
 const AGENT_TABLES: &[&[ToolSpec]] = &[
     CLAUDE_TOOLS,
     CODEX_TOOLS,
@@ -234,6 +267,7 @@ const AGENT_TABLES: &[&[ToolSpec]] = &[
     OPENCODE_TOOLS,
     CURSOR_TOOLS,
     QWEN_TOOLS,
+    COPILOT_TOOLS,
 ];
 
 fn table(agent: &Agent) -> &'static [&'static [ToolSpec]] {
@@ -244,6 +278,7 @@ fn table(agent: &Agent) -> &'static [&'static [ToolSpec]] {
         Agent::OpenCode => &AGENT_TABLES[3..4],
         Agent::Cursor => &AGENT_TABLES[4..5],
         Agent::QwenCode => &AGENT_TABLES[5..6],
+        Agent::Copilot => &AGENT_TABLES[6..7],
         Agent::Other(_) => AGENT_TABLES,
     }
 }
@@ -431,6 +466,24 @@ mod tests {
             ["a", "b/*.md"]
         );
         assert!(file_paths(&e, Some(&json!({"paths": ["a", 1]}))).is_err());
+    }
+
+    /// Copilot's file tools keep their path in `path` under both event
+    /// spellings (fixtures/agents/copilot/): a Claude-shaped reading
+    /// (`file_path`) would find none.
+    #[test]
+    fn copilot_file_tools_read_path() {
+        for name in ["Read", "view", "Write", "create", "Edit", "edit"] {
+            let e = lookup(&Agent::Copilot, name).unwrap().extract;
+            assert_eq!(
+                file_paths(&e, Some(&json!({"path": "/p/a", "file_path": "/p/b"}))).unwrap(),
+                ["/p/a"],
+                "{name}"
+            );
+        }
+        assert_eq!(lookup(&Agent::Copilot, "bash").unwrap().family, Shell);
+        assert_eq!(lookup(&Agent::Copilot, "Grep").unwrap().family, SearchList);
+        assert!(lookup(&Agent::Copilot, "read_file").is_none());
     }
 
     #[test]

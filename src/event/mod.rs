@@ -14,6 +14,8 @@ pub enum Agent {
     GeminiCli,
     Cursor,
     QwenCode,
+    /// GitHub Copilot CLI (`copilot`).
+    Copilot,
     /// Anything else, sanitised to `[a-z0-9._-]`, at most 64 chars (`generic` when empty).
     Other(String),
 }
@@ -93,6 +95,8 @@ const EVENT_NAMES: &[(&str, EventKind)] = &[
     // OpenCode: chat.message).
     ("userpromptsubmit", EventKind::UserPrompt),
     ("userprompt", EventKind::UserPrompt),
+    // Copilot CLI's camelCase name for it.
+    ("userpromptsubmitted", EventKind::UserPrompt),
     ("beforesubmitprompt", EventKind::UserPrompt),
     ("beforeagent", EventKind::UserPrompt),
     ("chatmessage", EventKind::UserPrompt),
@@ -128,6 +132,8 @@ const EVENT_NAMES: &[(&str, EventKind)] = &[
     ("stop", EventKind::Stop),
     ("afteragent", EventKind::Stop),
     ("sessionidle", EventKind::Stop),
+    // Copilot CLI's camelCase name for it.
+    ("agentstop", EventKind::Stop),
     ("subagentstart", EventKind::SubagentStart),
     ("subagentstop", EventKind::SubagentStop),
     ("subagentend", EventKind::SubagentStop),
@@ -204,12 +210,16 @@ const AGENT_NAMES: &[(&str, Agent)] = &[
     ("cursor", Agent::Cursor),
     ("qwencode", Agent::QwenCode),
     ("qwen", Agent::QwenCode),
+    ("copilotcli", Agent::Copilot),
+    ("copilot", Agent::Copilot),
+    ("githubcopilotcli", Agent::Copilot),
 ];
 
 impl Agent {
     /// Parse an agent name with its usual aliases (`claude-code`,
     /// `claude_code`, `claude`, `codex`, `opencode`, `open-code`,
     /// `gemini-cli`, `gemini`, `cursor`, `qwen-code`, `qwen`). Other names become
+    /// `gemini-cli`, `gemini`, `cursor`, `copilot`, `copilot-cli`). Other names become
     /// [`Agent::Other`], sanitised.
     pub fn parse(name: &str) -> Agent {
         let folded = fold_name(name);
@@ -240,6 +250,7 @@ impl Agent {
             Agent::GeminiCli => "gemini-cli",
             Agent::Cursor => "cursor",
             Agent::QwenCode => "qwen-code",
+            Agent::Copilot => "copilot",
             Agent::Other(s) => s,
         }
     }

@@ -178,6 +178,42 @@ const QWEN: Schema = Schema {
     implied_tools: &[],
 };
 
+/// GitHub Copilot CLI (fixtures/agents/copilot/). memhook wires its
+/// PascalCase events, which send snake_case payloads with Claude tool names
+/// (`Bash`, `Read`, `Write`, `Edit`), but file tools keep Copilot's `path`
+/// field and the result is `tool_result.text_result_for_llm`; the
+/// camelCase events (`sessionId`, `toolName`, `toolArgs`,
+/// `toolResult.textResultForLlm`) are read too. No payload carries a call id.
+const COPILOT: Schema = Schema {
+    event_name: &["/hook_event_name", "/hookName"],
+    nested_event: None,
+    // A subagent's events carry its own id as `session_id` and the session
+    // that started it as `parent_agent_id`: they belong to that session.
+    session_id: &[
+        "/parent_agent_id",
+        "/parentAgentId",
+        "/session_id",
+        "/sessionId",
+    ],
+    cwd: &["/cwd"],
+    tool_name: &["/tool_name", "/toolName"],
+    tool_input: &["/tool_input", "/toolArgs"],
+    call_id: &[],
+    response: &[
+        "/tool_result/text_result_for_llm",
+        "/toolResult/textResultForLlm",
+    ],
+    error: &["/error"],
+    exit_status: &[],
+    prompt: &["/prompt"],
+    message: &["/message"],
+    summary: &["/compact_summary", "/summary"],
+    detail: &["/source", "/trigger", "/reason"],
+    // camelCase events mark a subagent's payload with `agentId`/`agentType`.
+    subagent: &["/agent_id", "/agent_type", "/agentId", "/agentType"],
+    implied_tools: &[],
+};
+
 /// Agents that fire their prompt event again, with a blank prompt, when no
 /// user typed anything: Qwen Code sends `UserPromptSubmit` with
 /// `"prompt": ""` after every tool batch. Such an event is not a prompt and
@@ -241,6 +277,7 @@ fn schema(agent: &Agent) -> &'static Schema {
         Agent::OpenCode => &OPENCODE,
         Agent::Cursor => &CURSOR,
         Agent::QwenCode => &QWEN,
+        Agent::Copilot => &COPILOT,
         Agent::Other(_) => &GENERIC,
     }
 }

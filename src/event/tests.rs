@@ -464,3 +464,112 @@ fn qwen_code_blank_prompt_repeats_are_not_prompts() {
     );
     assert!(!is_repeat(&tool));
 }
+
+/// Copilot CLI, from its real payloads: the PascalCase events memhook wires
+/// (Claude tool names, Copilot's `path`, `tool_result`) and the camelCase
+/// ones (`sessionId`, `toolArgs`, `toolResult`) give the same event.
+#[test]
+fn copilot_events_from_the_real_payloads() {
+    let dir = "copilot/1.0.102";
+    let ev = normalize(
+        "copilot",
+        None,
+        &fixture(&format!("{dir}/PostToolUse-Bash.json")),
+    );
+    assert_eq!(ev.kind, EventKind::PostToolUse);
+    assert_eq!(ev.agent, Agent::Copilot);
+    assert_eq!(ev.cwd.as_deref(), Some("/home/dev/projects/demo"));
+    assert_eq!(ev.tool_name.as_deref(), Some("Bash"));
+    assert_eq!(
+        ev.tool_input.as_ref().unwrap()["command"],
+        "echo E2E-BASH-OUT"
+    );
+    assert_eq!(
+        ev.tool_response,
+        Some(json!(
+            "E2E-BASH-OUT\n<shellId: 0 completed with exit code 0>"
+        ))
+    );
+    let camel = normalize(
+        "copilot",
+        Some("postToolUse"),
+        &fixture(&format!("{dir}/camelCase/postToolUse-bash.json")),
+    );
+    assert_eq!(camel.kind, EventKind::PostToolUse);
+    assert_eq!(camel.session_id, ev.session_id);
+    assert_eq!(camel.tool_name.as_deref(), Some("bash"));
+    assert_eq!(camel.tool_input, ev.tool_input);
+    assert_eq!(camel.tool_response, ev.tool_response);
+
+    let fail = normalize(
+        "copilot",
+        None,
+        &fixture(&format!("{dir}/PostToolUseFailure-Read-missing-file.json")),
+    );
+    assert_eq!(fail.kind, EventKind::PostToolUseFailure);
+    assert_eq!(fail.tool_error, Some(json!("Path does not exist")));
+    assert_eq!(
+        fail.tool_input.as_ref().unwrap()["path"],
+        "/home/dev/projects/demo/missing.txt"
+    );
+    let prompt = normalize(
+        "copilot",
+        None,
+        &fixture(&format!("{dir}/UserPromptSubmit.json")),
+    );
+    assert_eq!(prompt.kind, EventKind::UserPrompt);
+    assert_eq!(prompt.prompt.as_deref(), Some("E2E-PROMPT exercise tools"));
+    let camel = normalize(
+        "copilot",
+        Some("userPromptSubmitted"),
+        &fixture(&format!("{dir}/camelCase/userPromptSubmitted.json")),
+    );
+    assert_eq!((camel.kind, camel.prompt), (prompt.kind, prompt.prompt));
+    let stop = normalize(
+        "copilot",
+        Some("agentStop"),
+        &fixture(&format!("{dir}/camelCase/agentStop.json")),
+    );
+    assert_eq!(stop.kind, EventKind::Stop);
+    let start = normalize(
+        "copilot",
+        None,
+        &fixture(&format!("{dir}/SessionStart-resume.json")),
+    );
+    assert_eq!(
+        (start.kind, start.detail.as_deref()),
+        (EventKind::SessionStart, Some("resume"))
+    );
+    // A subagent's events are marked in both spellings; the main session's are not.
+    for f in [
+        "PreToolUse-Read-subagent.json",
+        "camelCase/preToolUse-view-subagent.json",
+    ] {
+        assert!(
+            normalize(
+                "copilot",
+                Some("PreToolUse"),
+                &fixture(&format!("{dir}/{f}"))
+            )
+            .subagent,
+            "{f}"
+        );
+    }
+    assert!(!ev.subagent);
+    // ... and belong to the session that started the subagent.
+    let main = normalize(
+        "copilot",
+        None,
+        &fixture(&format!("{dir}/PreToolUse-Agent.json")),
+    );
+    let sub = normalize(
+        "copilot",
+        None,
+        &fixture(&format!("{dir}/PostToolUse-Read-subagent.json")),
+    );
+    assert_eq!(
+        sub.session_id.as_deref(),
+        Some("a93158ba-303f-483f-a003-876b3b59f95d")
+    );
+    assert_eq!(sub.session_id, main.session_id);
+}

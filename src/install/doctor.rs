@@ -166,6 +166,7 @@ fn check(p: &Profile, me: Option<&Path>) -> Value {
         "server_url": first.and_then(|b| b.server_url.clone()),
         "project_strategy": first.and_then(|b| b.strategy.clone()),
         "context": p.context,
+        "note": p.note.as_deref().map(str::trim),
         "codex_trust": trust,
         "startup_install": startup_install,
         "problems": problems,
@@ -228,6 +229,10 @@ fn print_text(r: &Value) {
                 ""
             }
         );
+    }
+    if let Some(note) = r["note"].as_str() {
+        let indent = "\n             ";
+        say!("  note:      {}", note.replace('\n', indent));
     }
     if let Some(t) = r["codex_trust"].as_object() {
         say!(

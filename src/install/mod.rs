@@ -58,6 +58,8 @@ pub enum AgentArg {
     Cursor,
     #[value(name = "qwen-code", alias = "qwen")]
     QwenCode,
+    #[value(alias = "copilot-cli")]
+    Copilot,
     /// Every supported agent found on this machine.
     All,
 }
@@ -194,6 +196,7 @@ pub fn select(
         AgentArg::GeminiCli => "gemini-cli",
         AgentArg::Cursor => "cursor",
         AgentArg::QwenCode => "qwen-code",
+        AgentArg::Copilot => "copilot",
         AgentArg::All => {
             if has_config_file {
                 return Err(InstallError::Refused(
@@ -309,10 +312,12 @@ fn install_one(p: &Profile, path: &Path, flags: &Flags, write: bool) -> Result<(
         startup_install_note(p, path);
         return Ok(());
     }
-    // A generated file is deleted by uninstall: so are the dirs made for it.
-    let new_dirs = match p.shape {
-        Shape::Plugin => plugin::dirs_to_create(&apply::resolve_target(path)?),
-        Shape::Nested | Shape::Flat => Vec::new(),
+    // A generated file, or one of memhook's own, is deleted by uninstall:
+    // so are the dirs made for it.
+    let new_dirs = if p.shape == Shape::Plugin || p.own_file {
+        plugin::dirs_to_create(&apply::resolve_target(path)?)
+    } else {
+        Vec::new()
     };
     let created = std::cell::RefCell::new(Vec::new());
     let outcome = apply::apply(path, |cur| {
@@ -410,6 +415,12 @@ fn uninstall_text(
             let n = hooks_json::uninstall(&doc.root(), path, p.shape, &prune)?;
             if n == 0 {
                 return Ok((Some(text.to_string()), data_dir));
+            }
+            // memhook's own file with nothing of anyone else's left (not even
+            // a comment): gone.
+            let rest = doc.render();
+            if p.own_file && rest.split_whitespace().collect::<String>() == "{}" {
+                return Ok((None, data_dir));
             }
             Ok((Some(doc.render()), data_dir))
         }

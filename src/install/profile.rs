@@ -114,6 +114,15 @@ pub struct Profile {
     pub events: Vec<[String; 2]>,
     pub context: String,
     pub notice: String,
+    /// What `doctor` always says about how this agent loads hooks (Copilot
+    /// CLI: repository hooks only in trusted folders).
+    #[serde(default)]
+    pub note: Option<String>,
+    /// The hook file is memhook's own among the user's hook files in one
+    /// directory: uninstall deletes it, and the directories install made
+    /// for it, once nothing but memhook's entries was in it.
+    #[serde(default)]
+    pub own_file: bool,
     #[serde(default)]
     pub startup_install: Option<StartupInstall>,
     pub mcp: McpProfile,
@@ -265,7 +274,8 @@ mod tests {
                 "opencode",
                 "gemini-cli",
                 "cursor",
-                "qwen-code"
+                "qwen-code",
+                "copilot"
             ]
         );
     }
@@ -377,6 +387,9 @@ mod tests {
         assert_eq!(d("codex"), (false, false, false));
         assert_eq!(d("cursor"), (false, false, false));
         assert_eq!(d("qwen-code"), (true, false, true));
+        assert_eq!(d("copilot"), (false, false, false));
+        let mcp = get("copilot").unwrap().mcp.json;
+        assert!(mcp.comments && mcp.trailing_commas && mcp.bom);
         let mcp = get("opencode").unwrap().mcp.json;
         assert!(mcp.comments && mcp.trailing_commas);
         assert_eq!(

@@ -63,7 +63,12 @@ impl World {
     }
     fn memhook(&self) -> Command {
         let mut c = memhook(self.home());
-        for v in ["CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME"] {
+        for v in [
+            "CLAUDE_CONFIG_DIR",
+            "CODEX_HOME",
+            "XDG_CONFIG_HOME",
+            "COPILOT_HOME",
+        ] {
             c.env_remove(v);
         }
         c.current_dir(self.proj());
@@ -252,27 +257,7 @@ fn claude_code_end_to_end() {
         "expected 5 scripted turns, got {tool_requests}"
     );
     // Claude ran the installed commands for every event of the session.
-    let log = assert_hooks_ran(
-        &calls,
-        "Claude Code",
-        "claude-code",
-        &[
-            "session-start",
-            "user-prompt-submit",
-            "pre-tool-use",
-            "post-tool-use",
-            "post-tool-use-failure",
-            "stop",
-            "session-end",
-        ],
-    );
-    assert_eq!(
-        log.lines()
-            .filter(|l| l.contains("--event pre-tool-use"))
-            .count(),
-        4,
-        "{log}"
-    );
+    assert_tool_session_hooks_ran(&calls, "Claude Code", "claude-code", 4);
 
     let all = world.records_text();
     assert!(
@@ -814,6 +799,32 @@ fn mcp_registration_read_by_real_clis() {
         // Claude starts the server and completes the MCP handshake with it.
         assert!(line.contains("Connected"), "{line}");
     }
+    if let Some(copilot_exe) = agent_cli("mcp_registration_read_by_real_clis", "copilot") {
+        let out = world
+            .memhook()
+            .args(["install-mcp", "--agent", "copilot", "--apply"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut c = world.agent(&copilot_exe);
+        c.args(["mcp", "get", "memhook"])
+            .env("COPILOT_OFFLINE", "true");
+        let out = run_bounded(c, Duration::from_secs(60));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("Command: "))
+            .unwrap_or_else(|| panic!("copilot mcp get memhook: {text}"));
+        assert!(
+            line.contains(&format!("{} --data-dir", real.display())) && line.ends_with(" mcp"),
+            "{line}"
+        );
+        assert!(text.contains("Status: Enabled"), "{text}");
+    }
 }
 
 fn gemini(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
@@ -980,6 +991,32 @@ fn gemini_cli_reads_commented_settings() {
         fs::read(&settings).unwrap(),
         orig,
         "uninstall did not give back the original bytes"
+    );
+}
+
+/// Assert that `who` ran memhook's hook for every event of a session with a
+/// failing tool call, and ran the pre-tool-use hook `pre_tool_uses` times.
+fn assert_tool_session_hooks_ran(calls: &Path, who: &str, agent: &str, pre_tool_uses: usize) {
+    let log = assert_hooks_ran(
+        calls,
+        who,
+        agent,
+        &[
+            "session-start",
+            "user-prompt-submit",
+            "pre-tool-use",
+            "post-tool-use",
+            "post-tool-use-failure",
+            "stop",
+            "session-end",
+        ],
+    );
+    assert_eq!(
+        log.lines()
+            .filter(|l| l.contains("--event pre-tool-use"))
+            .count(),
+        pre_tool_uses,
+        "{log}"
     );
 }
 
@@ -1187,4 +1224,168 @@ fn qwen_code_end_to_end() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(fs::read_to_string(&settings).unwrap(), QWEN_USER_SETTINGS);
+}
+
+fn copilot(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    let mut c = world.agent(exe);
+    c.args(["-p", prompt, "--allow-all-tools"])
+        // BYOK against the loopback stand-in, no GitHub access at all.
+        .env("COPILOT_OFFLINE", "true")
+        .env("COPILOT_AUTO_UPDATE", "false")
+        .env(
+            "COPILOT_PROVIDER_BASE_URL",
+            format!("http://127.0.0.1:{port}/v1"),
+        )
+        .env("COPILOT_PROVIDER_API_KEY", "sk-test-not-a-key")
+        .env("COPILOT_MODEL", "gpt-4.1")
+        .env("NO_COLOR", "1");
+    run_bounded(c, Duration::from_secs(180))
+}
+
+/// GitHub Copilot CLI: install-hooks writes ~/.copilot/hooks/memhook.json
+/// beside the user's own hook file and settings; `copilot -p` runs memhook's
+/// hooks for every event of the session, the records land in the marker's
+/// scope without any trace of the excluded read, the next session's model
+/// request carries the briefing (Copilot reads only a top-level
+/// `additionalContext`), and uninstall leaves the user's files as they were.
+#[test]
+fn copilot_end_to_end() {
+    let Some(exe) = agent_cli("copilot_end_to_end", "copilot") else {
+        return;
+    };
+    let world = World::new();
+    let home = world.home();
+    let hooks = home.join(".copilot/hooks");
+    fs::create_dir_all(&hooks).unwrap();
+    let user_settings = "{\n  \"autoUpdate\": false\n}\n";
+    fs::write(home.join(".copilot/settings.json"), user_settings).unwrap();
+    let user_ran = home.join("user-hook-ran");
+    let user_hook = json!({"version": 1, "hooks": {"sessionStart": [
+        {"type": "command", "bash": format!("touch '{}'", user_ran.display())}]}})
+    .to_string();
+    fs::write(hooks.join("user.json"), &user_hook).unwrap();
+    let calls = world.install_via_shim("copilot");
+    assert!(hooks.join("memhook.json").is_file());
+
+    let proj = world.proj();
+    let script = vec![
+        Step::Tool(
+            "bash",
+            json!({"command": "echo E2E-COPILOT-OUT", "description": "say"}),
+        ),
+        Step::Tool(
+            "create",
+            json!({"path": proj.join("notes.md").to_string_lossy(), "file_text": "E2E-COPILOT-NOTES\n"}),
+        ),
+        Step::Tool(
+            "view",
+            json!({"path": proj.join("secret/key.txt").to_string_lossy()}),
+        ),
+        Step::Tool(
+            "view",
+            json!({"path": proj.join("missing.txt").to_string_lossy()}),
+        ),
+        Step::Text("All done."),
+    ];
+    let mock = Mock::start(Api::OpenAiChat, script);
+    let out = copilot(&world, &exe, mock.port, "E2E-COPILOT-PROMPT run things");
+    assert!(
+        out.status.success(),
+        "copilot -p failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        fs::read_to_string(proj.join("notes.md")).unwrap_or_default(),
+        "E2E-COPILOT-NOTES\n",
+        "the scripted create did not run"
+    );
+    assert!(
+        user_ran.exists(),
+        "the user's own hook file stopped running"
+    );
+    assert_tool_session_hooks_ran(&calls, "Copilot CLI", "copilot", 4);
+
+    // Session 1's records: in the marker's scope, prompt and output kept,
+    // the excluded read nowhere in the data dir.
+    let records = world.records();
+    let ours: Vec<&Value> = records.iter().filter(|r| r["agent"] == "copilot").collect();
+    assert!(!ours.is_empty(), "no copilot records: {records:?}");
+    for r in &ours {
+        assert_eq!(r["project"], "demo", "{r}");
+    }
+    let all = world.records_text();
+    assert!(
+        all.contains("E2E-COPILOT-PROMPT"),
+        "prompt not captured: {all}"
+    );
+    assert!(
+        all.contains("E2E-COPILOT-OUT"),
+        "bash output not captured: {all}"
+    );
+    assert!(
+        all.contains("notes.md"),
+        "the create was not captured: {all}"
+    );
+    let mut files = Vec::new();
+    crate::util::walk(&home.join(".memhook-data"), &mut files);
+    assert!(!files.is_empty());
+    for (path, bytes) in &files {
+        for needle in ["TOPSECRET", "secret/key.txt"] {
+            assert!(
+                !crate::util::contains(bytes, needle),
+                "{needle} reached {}",
+                path.display()
+            );
+        }
+    }
+
+    // Session 2: the briefing about session 1 reaches the model.
+    let mock2 = Mock::start(Api::OpenAiChat, vec![Step::Text("Noted.")]);
+    let out = copilot(&world, &exe, mock2.port, "second session");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = mock2
+        .requests()
+        .into_iter()
+        .find(|(_, b)| b.get("tools").is_some())
+        .expect("the second session made a model request");
+    let briefing: Vec<String> = first.1["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(Value::to_string)
+        .filter(|m| m.contains("E2E-COPILOT-PROMPT"))
+        .collect();
+    assert!(
+        !briefing.is_empty(),
+        "no briefing about session 1 in the second session's request: {}",
+        first.1
+    );
+    assert!(!request_text(&first.1).contains("TOPSECRET"));
+
+    // Uninstall: memhook's file goes, the user's files stay byte for byte.
+    let out = world
+        .memhook()
+        .args(["uninstall-hooks", "--agent", "copilot", "--apply"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!hooks.join("memhook.json").exists());
+    assert_eq!(
+        fs::read_to_string(hooks.join("user.json")).unwrap(),
+        user_hook
+    );
+    assert_eq!(
+        fs::read_to_string(home.join(".copilot/settings.json")).unwrap(),
+        user_settings
+    );
 }

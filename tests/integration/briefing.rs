@@ -19,6 +19,7 @@ const SESSIONS: &[(&str, &str)] = &[
     ("codex", "0.171.0"),
     ("gemini-cli", "0.61.0"),
     ("opencode", "1.18.33"),
+    ("copilot", "1.0.102"),
 ];
 
 fn hook(home: &Path, agent: &str, event: Option<&str>, payload: &str, cwd: &Path) -> Vec<u8> {
@@ -98,6 +99,11 @@ fn briefing_after_replay(agent: &str, version: &str) -> String {
     let home_s = home.path().to_str().unwrap();
     for e in index.as_array().unwrap() {
         let file = e["file"].as_str().unwrap();
+        // Copilot CLI's camelCase payloads repeat its PascalCase ones (the
+        // capture wired both spellings); memhook wires only PascalCase.
+        if file.starts_with("camelCase/") {
+            continue;
+        }
         let text = std::fs::read_to_string(dir.join(file))
             .unwrap()
             .replace("/home/dev", home_s);

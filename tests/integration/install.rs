@@ -1586,3 +1586,204 @@ fn qwen_code_settings_dialect() {
     );
     assert_eq!(fs::read(&f).unwrap(), bad);
 }
+
+/// `memhook` for Copilot CLI: HOME only, unless `copilot_home` relocates it.
+fn copilot_mh(home: &Path, copilot_home: Option<&Path>) -> Command {
+    let mut c = mh(home);
+    c.env_remove("COPILOT_HOME");
+    if let Some(d) = copilot_home {
+        c.env("COPILOT_HOME", d);
+    }
+    c
+}
+
+fn copilot_ok(home: &Path, copilot_home: Option<&Path>, args: &[&str]) -> String {
+    let out = run(copilot_mh(home, copilot_home), args);
+    assert!(
+        out.status.success(),
+        "memhook {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Copilot CLI: memhook's hooks are a file of their own,
+/// ~/.copilot/hooks/memhook.json (strict JSON, flat `version: 1` shape, the
+/// PascalCase events). The dry run writes nothing; uninstall deletes the
+/// file and the directories install created, so a HOME without Copilot
+/// config is left exactly as it was.
+#[test]
+fn copilot_own_file_dry_run_install_uninstall_leaves_nothing() {
+    let h = home();
+    let data = h.path().join(".memhook-data");
+    let before = tree(h.path(), &data);
+    let dry = copilot_ok(h.path(), None, &["install-hooks", "--agent", "copilot"]);
+    assert!(
+        dry.contains("+++ ") && dry.contains("\"PostToolUseFailure\""),
+        "{dry}"
+    );
+    assert_eq!(tree(h.path(), &data), before, "the dry run wrote something");
+    let out = copilot_ok(
+        h.path(),
+        None,
+        &["install-hooks", "--agent", "copilot", "--apply"],
+    );
+    let f = h.path().join(".copilot/hooks/memhook.json");
+    assert!(
+        out.starts_with(&format!("created {}", f.display())),
+        "{out}"
+    );
+    let v = read_json(&f);
+    assert_eq!(v["version"], 1);
+    let events: Vec<&String> = v["hooks"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        events,
+        [
+            "SessionStart",
+            "UserPromptSubmit",
+            "PreToolUse",
+            "PostToolUse",
+            "PostToolUseFailure",
+            "PreCompact",
+            "Stop",
+            "SubagentStart",
+            "SubagentStop",
+            "SessionEnd"
+        ]
+    );
+    let cmd = v["hooks"]["PreToolUse"][0]["command"].as_str().unwrap();
+    assert!(
+        cmd.ends_with("hook --event pre-tool-use --agent copilot"),
+        "{cmd}"
+    );
+    assert_eq!(v["hooks"]["PreToolUse"][0]["type"], "command");
+    let again = copilot_ok(
+        h.path(),
+        None,
+        &["install-hooks", "--agent", "copilot", "--apply"],
+    );
+    assert!(again.contains("already up to date"), "{again}");
+    let dry = copilot_ok(h.path(), None, &["uninstall-hooks", "--agent", "copilot"]);
+    assert!(dry.contains("# and remove"), "{dry}");
+    assert!(f.is_file());
+    let out = copilot_ok(
+        h.path(),
+        None,
+        &["uninstall-hooks", "--agent", "copilot", "--apply"],
+    );
+    assert!(out.contains("deleted "), "{out}");
+    assert_eq!(
+        tree(h.path(), &data),
+        before,
+        "uninstall left something behind"
+    );
+}
+
+/// The user's own hook files and settings in ~/.copilot stay byte for byte;
+/// a hook the user added to memhook.json keeps the file alive after
+/// uninstall; COPILOT_HOME relocates everything.
+#[test]
+fn copilot_keeps_the_users_files_and_follows_copilot_home() {
+    for relocated in [false, true] {
+        let h = home();
+        let dir = if relocated {
+            h.path().join("cfg/copilot")
+        } else {
+            h.path().join(".copilot")
+        };
+        let ch = relocated.then_some(dir.as_path());
+        fs::create_dir_all(dir.join("hooks")).unwrap();
+        let user_hook = "{\"version\":1,\"hooks\":{\"sessionStart\":[{\"bash\":\"echo hi\"}]}}";
+        fs::write(dir.join("hooks/user.json"), user_hook).unwrap();
+        fs::write(dir.join("settings.json"), "{\"autoUpdate\": false}\n").unwrap();
+        copilot_ok(
+            h.path(),
+            ch,
+            &["install-hooks", "--agent", "copilot", "--apply"],
+        );
+        let f = dir.join("hooks/memhook.json");
+        assert!(f.is_file(), "relocated={relocated}");
+        assert!(!h.path().join(".copilot").exists() || !relocated);
+        copilot_ok(
+            h.path(),
+            ch,
+            &["uninstall-hooks", "--agent", "copilot", "--apply"],
+        );
+        assert!(!f.exists());
+        let names: Vec<PathBuf> = tree(&dir, &f).into_keys().collect();
+        assert_eq!(
+            names,
+            ["hooks", "hooks/user.json", "settings.json"].map(|n| dir.join(n))
+        );
+        assert_eq!(
+            fs::read_to_string(dir.join("hooks/user.json")).unwrap(),
+            user_hook
+        );
+
+        // A hook of the user's own inside memhook.json: the file stays with it.
+        copilot_ok(
+            h.path(),
+            ch,
+            &["install-hooks", "--agent", "copilot", "--apply"],
+        );
+        let mut v = read_json(&f);
+        v["hooks"]["Stop"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"type": "command", "command": "notify-send done"}));
+        fs::write(&f, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        copilot_ok(
+            h.path(),
+            ch,
+            &["uninstall-hooks", "--agent", "copilot", "--apply"],
+        );
+        assert_eq!(
+            read_json(&f),
+            json!({"version": 1, "hooks": {"Stop": [{"type": "command", "command": "notify-send done"}]}})
+        );
+    }
+}
+
+/// doctor says, for Copilot CLI, that repository hooks only load in
+/// trusted folders, installed or not.
+#[test]
+fn doctor_says_copilot_repo_hooks_need_a_trusted_folder() {
+    let h = home();
+    let mut c = copilot_mh(h.path(), None);
+    c.env("PATH", "/nonexistent");
+    let out = run(c, &["doctor"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let section = text
+        .split("\n\n")
+        .chain(text.split("GitHub Copilot CLI (copilot)").skip(1))
+        .last()
+        .unwrap();
+    assert!(
+        section.contains(".github/hooks/") && section.contains("trusted"),
+        "{text}"
+    );
+    let mut c = copilot_mh(h.path(), None);
+    c.env("PATH", "/nonexistent");
+    let v: Value = serde_json::from_slice(&run(c, &["doctor", "--json"]).stdout).unwrap();
+    let a = v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "copilot")
+        .unwrap();
+    assert!(a["note"].as_str().unwrap().contains("trusted"), "{a}");
+    assert!(a["file"]
+        .as_str()
+        .unwrap()
+        .ends_with(".copilot/hooks/memhook.json"));
+    assert_eq!(
+        v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["agent"] != "copilot")
+            .filter(|a| !a["note"].is_null())
+            .count(),
+        0
+    );
+}

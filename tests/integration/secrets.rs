@@ -117,10 +117,17 @@ const SHAPES: &[Shape] = &[
     shape("cursor", Stderr, Cursor( r#"{"hook_event_name":"postToolUse","tool_name":"Shell","tool_input":{"command":"make"},"tool_output":{"stdout":"","stderr":""}}"#, ), "/tool_output/stderr", "{}"),
     shape("cursor", FileContent, Cursor( r#"{"hook_event_name":"postToolUse","tool_name":"Read","tool_input":{"file_path":"src/app.py"},"tool_output":{"content":""}}"#, ), "/tool_output/content", "{}"),
     shape("cursor", Error, Cursor( r#"{"hook_event_name":"postToolUseFailure","tool_name":"Shell","tool_input":{"command":"make"},"error_message":""}"#, ), "/error_message", "{}"),
+    shape("copilot", Prompt, Fixture("copilot/1.0.102/UserPromptSubmit.json"), "/prompt", "{}"),
+    shape("copilot", Private, Fixture("copilot/1.0.102/UserPromptSubmit.json"), "/prompt", "{}"),
+    shape("copilot", ToolInput, Fixture("copilot/1.0.102/PreToolUse-Bash.json"), "/tool_input/command", "echo {}"),
+    shape("copilot", Stdout, Fixture("copilot/1.0.102/PostToolUse-Bash.json"), "/tool_result/text_result_for_llm", "{}\n<shellId: 0 completed with exit code 0>"),
+    shape("copilot", Stderr, Fixture("copilot/1.0.102/PostToolUse-Bash-exit3.json"), "/tool_result/text_result_for_llm", "{}\n<shellId: 1 completed with exit code 3>"),
+    shape("copilot", FileContent, Fixture("copilot/1.0.102/PostToolUse-Read-dir.json"), "/tool_result/text_result_for_llm", "{}"),
+    shape("copilot", Error, Fixture("copilot/1.0.102/PostToolUseFailure-Read-missing-file.json"), "/error", "{}"),
 ];
 
 /// The agents of the per-agent schema table; each must have every placement.
-const AGENTS: &[&str] = &[CC, "codex", "gemini-cli", "opencode", "cursor"];
+const AGENTS: &[&str] = &[CC, "codex", "gemini-cli", "opencode", "cursor", "copilot"];
 const PLACEMENTS: &[Placement] = &[
     Prompt,
     ToolInput,
