@@ -20,6 +20,7 @@ const SESSIONS: &[(&str, &str)] = &[
     ("gemini-cli", "0.61.0"),
     ("opencode", "1.18.33"),
     ("copilot", "1.0.102"),
+    ("qwen-code", "0.24.4"),
 ];
 
 fn hook(home: &Path, agent: &str, event: Option<&str>, payload: &str, cwd: &Path) -> Vec<u8> {

@@ -41,7 +41,8 @@ pub struct TouchedFile {
 
 impl Store {
     /// The session's first prompt and its last `last` prompts (oldest first;
-    /// the first one is not repeated), and how many prompts it had.
+    /// the first one is not repeated), and how many prompts it had. A
+    /// subagent's prompts are the agent's words, not the user's: not counted.
     pub fn session_prompts(
         &self,
         row: i64,
@@ -53,7 +54,7 @@ impl Store {
                 .conn
                 .prepare_cached(&format!(
                     "SELECT coalesce(title, substr(body, 1, 400)), occurred_ms, key FROM records
-                     WHERE session_row = ?1 AND event = 'user-prompt'
+                     WHERE session_row = ?1 AND event = 'user-prompt' AND subagent = 0
                      ORDER BY occurred_ms {order}, id {order} LIMIT ?2"
                 ))
                 .map_err(e)?;
@@ -77,7 +78,8 @@ impl Store {
         let count: u64 = self
             .conn
             .query_row(
-                "SELECT count(*) FROM records WHERE session_row = ?1 AND event = 'user-prompt'",
+                "SELECT count(*) FROM records
+                 WHERE session_row = ?1 AND event = 'user-prompt' AND subagent = 0",
                 [row],
                 |r| r.get(0),
             )
