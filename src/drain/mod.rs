@@ -238,7 +238,8 @@ pub fn sink_factory_until(
         SinkTarget::Store => Box::new(crate::sink::store::StoreSink::new(data_dir).until(deadline)),
         SinkTarget::Http { url } => Box::new(
             crate::sink::http::HttpSink::new(url, crate::sink::auth_token(data_dir), timeout)
-                .with_data_dir(data_dir),
+                .with_data_dir(data_dir)
+                .until(deadline),
         ),
     }
 }

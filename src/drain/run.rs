@@ -13,7 +13,7 @@ use super::lock::{named_lock_until, try_named_lock};
 use super::log::LOG_OF;
 use super::spawn::inherited_run_lock;
 use super::{
-    counter_sinks, drain_locked, load_counters, lock_until, sink_factory, spawn_detached, try_lock,
+    counter_sinks, drain_locked, load_counters, lock_until, sink_factory_until, spawn_detached, try_lock,
     Options, Report, BACKGROUND_BUDGET, HOLDER_WAIT, HTTP_TIMEOUT, LOCK_FILE, RUN_LOCK_FILE,
     WAIT_LOCK_FILE, WAIT_LOCK_WAIT,
 };
@@ -78,7 +78,9 @@ pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
             lock
         }
     };
-    let mut factory = sink_factory(&dir, HTTP_TIMEOUT);
+    // The budget is a deadline for every wait inside it, a request in flight
+    // included.
+    let mut factory = sink_factory_until(&dir, HTTP_TIMEOUT, Some(deadline));
     let report = drain_locked(
         &lock,
         &spool,
@@ -177,7 +179,7 @@ pub fn run_background(dir: &Path) {
                 return;
             }
         };
-        let mut factory = sink_factory(dir, HTTP_TIMEOUT);
+        let mut factory = sink_factory_until(dir, HTTP_TIMEOUT, Some(deadline));
         let report = match drain_locked(
             &lock,
             &spool,

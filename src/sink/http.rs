@@ -275,6 +275,8 @@ pub struct HttpSink {
     token: Option<String>,
     data_dir: Option<PathBuf>,
     timeout: Duration,
+    /// The caller's deadline: no request outlives it (see [`HttpSink::until`]).
+    until: Option<Instant>,
     batch: BatchSupport,
     unreachable: bool,
     /// The last batch body's buffer, reused for the next one.
@@ -291,10 +293,20 @@ impl HttpSink {
             token,
             data_dir: None,
             timeout,
+            until: None,
             batch: BatchSupport::Unknown,
             unreachable: false,
             buf: Vec::new(),
         }
+    }
+
+    /// Bound every delivery by `deadline` as well as by the per-call
+    /// timeout: a drain's budget is a deadline, and a request in flight must
+    /// not carry it past its end. Past the deadline nothing is sent and the
+    /// items are free retries.
+    pub fn until(mut self, deadline: Option<Instant>) -> HttpSink {
+        self.until = deadline;
+        self
     }
 
     /// Re-read the live token from this data dir (`sink::auth_token`) when the
@@ -535,7 +547,13 @@ impl Sink for HttpSink {
                 "server unreachable earlier in this pass; retrying later",
             );
         }
-        let deadline = Instant::now() + self.timeout;
+        let now = Instant::now();
+        let deadline = self
+            .until
+            .map_or(now + self.timeout, |u| u.min(now + self.timeout));
+        if deadline <= now {
+            return all_free(entries.len(), "the drain's budget ended; retrying later");
+        }
         let mut out = Vec::with_capacity(entries.len());
         while out.len() < entries.len() {
             let rest = &entries[out.len()..];

@@ -1205,3 +1205,50 @@ fn drain_reports_what_the_running_drainer_delivered_while_it_waited() {
         "{stdout}"
     );
 }
+
+/// `memhook drain --budget-secs N` is a deadline, a request in flight
+/// included: against a server that accepts and never answers, a 1 s budget
+/// ends after about 1 s (it used to wait out the 3 s request timeout), and
+/// the record stays pending, uncharged.
+#[test]
+fn drain_budget_is_a_deadline_even_for_a_request_in_flight() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = data(home.path());
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    l.set_nonblocking(true).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let th = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        let until = Instant::now() + Duration::from_secs(30);
+        while !s2.load(Ordering::Relaxed) && Instant::now() < until {
+            if let Ok((c, _)) = l.accept() {
+                held.push(c);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    enqueue(
+        &dir,
+        SinkTarget::Http { url },
+        record(&key(1), "api", "s", "user-prompt", now_ms()),
+        0,
+        now_ms(),
+    );
+    let t = Instant::now();
+    let out = memhook(home.path())
+        .args(["drain", "--budget-secs", "1"])
+        .output()
+        .unwrap();
+    let took = t.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    th.join().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // The request timeout is 3 s: finishing well before it shows the budget
+    // cut the request short (a hang guard with room for a loaded machine).
+    assert!(took < Duration::from_millis(2_700), "took {took:?}");
+    let pending = Spool::open(&dir).unwrap().pending().unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(Spool::load(&pending[0]).unwrap().attempts, 0);
+}
