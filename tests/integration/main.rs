@@ -7,6 +7,7 @@ mod agents;
 mod binding;
 mod briefing;
 mod cli;
+mod crash;
 mod delivery;
 mod deps;
 mod forget;
