@@ -19,3 +19,4 @@ mod records;
 mod scope;
 mod secrets;
 mod serve;
+mod session;
