@@ -220,7 +220,8 @@ impl Spool {
     ///    offset is the slot. Dying here: counted and dropped as
     ///    `enqueue_interrupted` (nothing of the event reached the disk).
     /// 2. `written`, `synced`: create `tmp/<name>.<sink>.<slot>` (0600,
-    ///    `flock`ed while the hook lives), write the entry, `fdatasync`.
+    ///    `flock`ed while the hook lives: created under a hidden name and
+    ///    renamed once locked), write the entry, `fdatasync`.
     /// 3. `tmp_dir_synced`: `fsync` the `tmp/` directory, so the temp
     ///    name survives a power cut before the count below does.
     /// 4. `counted`: set the slot to `.` and `fdatasync` the ledger.
@@ -970,10 +971,15 @@ fn count_entries(dir: &Path, cap: usize) -> io::Result<usize> {
     Ok(n)
 }
 
-/// Create `path` (must not exist, mode 0600) and take its `flock`: the
-/// drainer leaves a locked temp file alone (its writer is alive).
+/// Create `path` (must not exist, mode 0600) holding its `flock`: the
+/// drainer leaves a locked temp file alone (its writer is alive). The file
+/// is created under a hidden name (which the drainer never finishes, only
+/// removes when old) and renamed to `path` once locked, so no drainer can
+/// ever see `path` unlocked while its writer lives.
 fn create_locked(path: &Path) -> io::Result<fs::File> {
     use fs2::FileExt;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("entry");
+    let hidden = path.with_file_name(format!(".{name}"));
     let mut opts = fs::OpenOptions::new();
     opts.write(true).create_new(true);
     #[cfg(unix)]
@@ -981,10 +987,14 @@ fn create_locked(path: &Path) -> io::Result<fs::File> {
         use std::os::unix::fs::OpenOptionsExt;
         opts.mode(0o600).custom_flags(libc::O_NOFOLLOW);
     }
-    let f = opts.open(path)?;
-    // Fails only when a drainer took it in the instant since the create;
-    // that drainer then counts it as interrupted.
-    f.try_lock_exclusive()?;
+    let f = opts.open(&hidden)?;
+    let locked = f
+        .try_lock_exclusive()
+        .and_then(|_| fs::rename(&hidden, path));
+    if let Err(e) = locked {
+        let _ = fs::remove_file(&hidden);
+        return Err(e);
+    }
     Ok(f)
 }
 
@@ -1207,6 +1217,27 @@ pub(crate) mod tests {
             assert_eq!(parse_tmp_name(bad), None, "{bad}");
         }
         assert_eq!(parse_tmp_name("n.http-0a.7"), Some(("n", "http-0a", 7)));
+    }
+
+    /// A hook's temp file is locked under its final name and leaves no
+    /// hidden name behind. (The race this closes, a drainer sweeping
+    /// between create and lock, is what the concurrent delivery tests
+    /// caught: `delivery::concurrent_enqueues_…`, `serve::crash_restart_…`.)
+    #[test]
+    fn a_temp_file_has_its_final_name_only_once_locked() {
+        use fs2::FileExt;
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        let p = s.dir().join("tmp").join("1-2-3-abcd.store.0");
+        let held = create_locked(&p).unwrap();
+        let names: Vec<_> = fs::read_dir(s.dir().join("tmp"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["1-2-3-abcd.store.0"]);
+        assert!(fs::File::open(&p).unwrap().try_lock_exclusive().is_err());
+        assert_eq!(s.sweep_tmp(u64::MAX), 0);
+        drop(held);
     }
 
     #[test]
