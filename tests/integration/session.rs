@@ -6,25 +6,19 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::util::{fixture, memhook};
+use crate::util::{fixture, hook_with_stdin_file, memhook};
 
 const FIXTURES: &str = "agents/claude-code/2.1.328";
 
 /// Run the hook with `payload` (`/home/dev` already rewritten); returns
 /// its stdout.
 fn hook(home: &Path, payload: &Value, env: &[(&str, &str)]) -> Vec<u8> {
-    let mut f = tempfile::tempfile().unwrap();
-    f.write_all(payload.to_string().as_bytes()).unwrap();
-    std::io::Seek::rewind(&mut f).unwrap();
-    let mut c = memhook(home);
-    c.args(["hook", "--agent", "claude-code"])
-        .stdin(f)
-        .env("MEMHOOK_NO_HOOK_DELIVERY", "1")
+    let mut c = hook_with_stdin_file(home, "claude-code", payload.to_string().as_bytes());
+    c.env("MEMHOOK_NO_HOOK_DELIVERY", "1")
         .env(memhook::briefing::BUDGET_ENV, "10000");
     for (k, v) in env {
         c.env(k, v);
