@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::capture::{self, Decision, Disposition, ExtractionState, PolicyState, ToolFamily};
 use crate::cmd::StrategyArg;
 use crate::event::{self, Agent, Event, EventKind};
+use crate::scope::session::{ScopeFields, Session};
 use crate::scope::{self, CaptureConfig, Mode, Scope, ScopeInput, Strategy};
 use crate::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
 
@@ -241,9 +242,6 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
         return decision.to_json();
     }
 
-    let dropped = decision.disposition == Disposition::Drop
-        || (scope.settings.drop_subagent_captures && event.subagent)
-        || event::is_repeat(&event);
     let sink = sink_target(args.server_url.as_deref());
     let data_dir = match crate::data_dir::resolve(data_dir_flag) {
         Ok(d) => Some(d),
@@ -252,12 +250,33 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
             None
         }
     };
+    // A session stays in its scope unless a marker or env names another
+    // (scope/session.rs); the capture decision above is the event's own.
+    let session = data_dir
+        .as_deref()
+        .zip(event.session_id.as_deref())
+        .map(|(dir, id)| Session::new(dir, agent.as_str(), id));
+    let noted = session.as_ref().and_then(Session::read);
+    let sticky = session
+        .as_ref()
+        .and_then(|s| s.recall(noted.as_ref(), &mut scope));
     // DESIGN §11: a root claiming a scope another root bound writes to its
-    // own quarantine scope and gets no briefing.
-    let quarantined = data_dir.as_deref().is_some_and(|dir| {
-        let loud = event.kind == EventKind::SessionStart;
-        crate::scope::binding::enforce_hook(dir, &mut scope, loud)
+    // own quarantine scope and gets no briefing. A noted scope was checked
+    // when it was noted.
+    let quarantined = sticky.unwrap_or_else(|| {
+        let claimed = ScopeFields::of(&scope);
+        let quarantined = data_dir.as_deref().is_some_and(|dir| {
+            let loud = event.kind == EventKind::SessionStart;
+            crate::scope::binding::enforce_hook(dir, &mut scope, loud)
+        });
+        if let Some(s) = &session {
+            s.remember(noted.as_ref(), claimed, &scope, quarantined);
+        }
+        quarantined
     });
+    let dropped = decision.disposition == Disposition::Drop
+        || (scope.settings.drop_subagent_captures && event.subagent)
+        || event::is_repeat(&event);
     if let (false, Some(dir)) = (dropped, &data_dir) {
         enqueue(dir, &sink, &event, &scope, &decision);
     }

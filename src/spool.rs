@@ -1,19 +1,20 @@
 //! The durable outbox: one file per record under `<data>/spool/`.
 //!
-//! Enqueue writes `spool/tmp/<name>` (0600), fsyncs it and renames it to
-//! `spool/<name>.json`; it never takes a lock and never touches the network.
-//! Names sort oldest first. The drainer (see `src/drain/`) reads, delivers and
-//! deletes under the drain lock.
+//! Enqueue writes `spool/tmp/<name>.<sink>.<slot>` (0600), fsyncs it and
+//! renames it to `spool/<name>.json`; it never waits on a lock and never
+//! touches the network. Names sort oldest first. The drainer (see
+//! `src/drain/`) reads, delivers and deletes under the drain lock.
 //!
-//! Accounting: every enqueue appends one byte to `counters/<sink>.enqueued`
-//! before its entry becomes pending; a refusal because the spool is full
-//! also appends one byte to `counters/<sink>.full`, and a failed write (a
-//! full disk) one byte to `counters/<sink>.write_failed` (all `O_APPEND`,
-//! lock-free, never through a symlink). Each ledger keeps blocks allocated
-//! ahead of its end, so these counts are kept on a full disk too. The
-//! drainer keeps delivered and dropped counts in `counters/<sink>.json`
-//! under the drain lock. So per sink: `enqueued = delivered + pending +
-//! dropped`.
+//! Accounting: every enqueue attempt appends one byte, its slot, to
+//! `counters/<sink>.enqueued` (`O_APPEND`, lock-free, never through a
+//! symlink) before anything else, and sets it to the attempt's fate: `.`
+//! counted (pending, then delivered or dropped by the drainer), `x`
+//! interrupted, `w` write failed (a full disk), `f` spool full. The ledger
+//! keeps blocks allocated ahead of its end, so fates are kept on a full
+//! disk too. The drainer keeps delivered and dropped counts in
+//! `counters/<sink>.json` under the drain lock. So per sink: `enqueued
+//! (slots) = delivered + pending + dropped`, after a crash at any step
+//! too ([`Spool::enqueue`] has the argument).
 
 use std::fmt;
 use std::fs;
@@ -204,11 +205,43 @@ impl Spool {
     }
 
     /// Durably add `entry`. Refuses (and counts) when the spool is full.
+    ///
+    /// Crash consistency: `enqueued = delivered + pending + dropped` holds
+    /// after the process dies (or the power goes) between any two steps.
+    /// Every attempt owns one byte of `counters/<sink>.enqueued`, its
+    /// *slot*, whose value is the attempt's fate (`x` interrupted, `.`
+    /// counted, `w` write failed, `f` spool full); each fate counts once as
+    /// enqueued and every fate but `.` as one drop of its reason. Setting
+    /// a slot is one `pwrite` at a known offset, so it is atomic and
+    /// idempotent: the drainer can finish a dead hook's work without
+    /// knowing how far it got. The steps:
+    ///
+    /// 1. `reserved`: append `x` to the ledger (lock-free `O_APPEND`); the
+    ///    offset is the slot. Dying here: counted and dropped as
+    ///    `enqueue_interrupted` (nothing of the event reached the disk).
+    /// 2. `written`, `synced`: create `tmp/<name>.<sink>.<slot>` (0600,
+    ///    `flock`ed while the hook lives: created under a hidden name and
+    ///    renamed once locked), write the entry, `fdatasync`.
+    /// 3. `tmp_dir_synced`: `fsync` the `tmp/` directory, so the temp
+    ///    name survives a power cut before the count below does.
+    /// 4. `counted`: set the slot to `.` and `fdatasync` the ledger.
+    /// 5. `renamed`: rename to `spool/<name>.json` (now pending).
+    /// 6. `dir_synced`: `fsync` the spool directory, so the rename is on
+    ///    disk before any drainer deletes the delivered entry.
+    ///
+    /// A hook that dies after step 1 leaves a temp file whose lock is free
+    /// (or nothing). The drainer's [`Spool::sweep_tmp`] finishes it: a
+    /// whole entry gets its slot set to `.` and is renamed in (delivered
+    /// like any other); a torn or missing one leaves (or sets) `x` and is
+    /// removed. Either way the books balance, and until then `status`
+    /// shows the attempt as dropped (`x`), which is also balanced.
+    /// Crash points for tests: [`CRASH_AT_ENV`] names a step.
     pub fn enqueue(&self, entry: &SpoolEntry) -> Result<PathBuf, SpoolError> {
         let sink_id = entry.sink.id();
+        let ledger = self.ledger_path(&sink_id, LEDGER_ENQUEUED);
         let pending = count_entries(&self.dir, MAX_SPOOL_FILES).map_err(io_err(&self.dir))?;
         if pending >= MAX_SPOOL_FILES {
-            self.count_drop(&sink_id, LEDGER_FULL);
+            let _ = self.append_fate(&sink_id, SLOT_FULL);
             return Err(SpoolError::Full { pending });
         }
         // The key's first hex digits make names easy to match by eye; only
@@ -226,46 +259,145 @@ impl Spool {
             std::process::id(),
             SEQ.fetch_add(1, Ordering::Relaxed),
         );
-        let tmp = self.dir.join("tmp").join(&name);
         let dest = self.dir.join(format!("{name}.json"));
         let bytes = serde_json::to_vec(entry).map_err(|e| SpoolError::Corrupt {
             path: dest.clone(),
             problem: e.to_string(),
         })?;
-        if let Err(source) = data_dir::write_new_synced(&tmp, &bytes, 0o600) {
-            self.count_drop(&sink_id, LEDGER_WRITE_FAILED);
-            return Err(SpoolError::WriteFailed { path: tmp, source });
-        }
-        // Counted before it becomes pending: a count that fails after the
-        // rename would leave `status` off by one for good. A record that
-        // cannot be counted is not kept.
-        if let Err(e) = self.bump(&sink_id, LEDGER_ENQUEUED) {
+        // A record that cannot be counted is not kept.
+        let slot = self.reserve(&sink_id).map_err(io_err(&ledger))?;
+        crash_point("reserved");
+        let tmp_dir = self.dir.join("tmp");
+        let tmp = tmp_dir.join(format!("{name}.{sink_id}.{}", slot.offset));
+        let fail = |path: PathBuf, source: io::Error| {
             let _ = fs::remove_file(&tmp);
-            return Err(io_err(&self.ledger_path(&sink_id, LEDGER_ENQUEUED))(e));
+            let _ = slot.set_synced(SLOT_WRITE_FAILED);
+            SpoolError::WriteFailed { path, source }
+        };
+        let written = (|| {
+            let mut f = create_locked(&tmp)?;
+            f.write_all(&bytes)?;
+            crash_point("written");
+            f.sync_data()?;
+            crash_point("synced");
+            sync_dir(&tmp_dir)?;
+            crash_point("tmp_dir_synced");
+            Ok(f)
+        })();
+        // Held (with its lock) until the rename: a drainer leaves it alone.
+        let _file = match written {
+            Ok(f) => f,
+            Err(source) => return Err(fail(tmp.clone(), source)),
+        };
+        if let Err(source) = slot.set_synced(SLOT_COUNTED) {
+            return Err(fail(ledger, source));
         }
+        crash_point("counted");
         if let Err(source) = fs::rename(&tmp, &dest) {
-            let _ = fs::remove_file(&tmp);
-            let _ = self.bump(&sink_id, LEDGER_WRITE_FAILED);
-            return Err(SpoolError::WriteFailed { path: dest, source });
+            return Err(fail(dest, source));
         }
+        crash_point("renamed");
+        // The entry is counted and pending; a failed directory sync only
+        // means a power cut may bring back its temp name, which the
+        // drainer renames in again.
+        let _ = sync_dir(&self.dir);
+        crash_point("dir_synced");
         Ok(dest)
     }
 
-    /// Count an event refused at enqueue: enqueued, and dropped under the
-    /// ledger `kind`. Both appends land in each ledger's reserve
-    /// ([`LEDGER_RESERVE`]), so a full disk is counted too.
-    fn count_drop(&self, sink_id: &str, kind: &str) {
-        if self.bump(sink_id, LEDGER_ENQUEUED).is_ok() {
-            let _ = self.bump(sink_id, kind);
-        }
+    /// Append the fate byte of a new attempt to the `enqueued` ledger of
+    /// `sink_id`; returns the ledger (still appending) and the slot's
+    /// offset. The ledger keeps [`LEDGER_RESERVE`] bytes allocated ahead,
+    /// so this succeeds on a full disk too.
+    fn append_fate(&self, sink_id: &str, fate: u8) -> io::Result<(fs::File, u64)> {
+        use std::io::Seek;
+        let mut f = self.open_ledger(sink_id, LEDGER_ENQUEUED)?;
+        reserve_ahead(&f);
+        f.write_all(&[fate])?;
+        // O_APPEND leaves the offset just past this write, whatever other
+        // hooks appended meanwhile.
+        let end = f.stream_position()?;
+        Ok((f, end - 1))
     }
 
-    /// Drops counted by the hooks' ledgers, by reason (`status` adds them to
-    /// the drainer's counts).
+    /// Reserve a slot for a new attempt (fate `x` until it is counted).
+    fn reserve(&self, sink_id: &str) -> io::Result<Slot> {
+        let (file, offset) = self.append_fate(sink_id, SLOT_INTERRUPTED)?;
+        // A positioned write on an O_APPEND descriptor appends on Linux.
+        clear_append(&file)?;
+        Ok(Slot { file, offset })
+    }
+
+    /// The slot at `offset` of an existing `enqueued` ledger (for the
+    /// drainer's recovery): never through a symlink, never a non-file.
+    fn slot_at(&self, sink_id: &str, offset: u64) -> io::Result<Slot> {
+        let mut opts = fs::OpenOptions::new();
+        opts.write(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
+        }
+        let file = opts.open(self.ledger_path(sink_id, LEDGER_ENQUEUED))?;
+        let m = file.metadata()?;
+        if !m.is_file() {
+            return Err(io::Error::other("not a regular file"));
+        }
+        // A slot past what any hook could have reserved is no slot.
+        if offset >= m.len() + LEDGER_RESERVE {
+            return Err(io::Error::other("slot past the ledger's end"));
+        }
+        Ok(Slot { file, offset })
+    }
+
+    /// What the `enqueued` ledger of `sink_id` holds: attempts, and drops
+    /// by fate. A symlink or anything but a regular file holds nothing.
+    fn tally(&self, sink_id: &str) -> Tally {
+        use std::io::Read;
+        let mut t = Tally::default();
+        let Ok(f) = data_dir::open_nofollow(&self.ledger_path(sink_id, LEDGER_ENQUEUED)) else {
+            return t;
+        };
+        if !f.metadata().is_ok_and(|m| m.is_file()) {
+            return t;
+        }
+        let mut f = io::BufReader::with_capacity(64 * 1024, f);
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            let n = match f.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            for &b in &buf[..n] {
+                match b {
+                    SLOT_COUNTED => t.counted += 1,
+                    SLOT_INTERRUPTED => t.dropped[0] += 1,
+                    SLOT_FULL => t.dropped[1] += 1,
+                    SLOT_WRITE_FAILED => t.dropped[2] += 1,
+                    // A hole left by a lost reservation: no attempt.
+                    _ => {}
+                }
+            }
+        }
+        t
+    }
+
+    /// Drops counted at enqueue, by reason (`status` adds them to the
+    /// drainer's counts): the slots' fates, plus the refusal ledgers that
+    /// memhook before slots kept (`<sink>.full`, `<sink>.write_failed`).
     pub fn ledger_drops(&self, sink_id: &str) -> Vec<(&'static str, u64)> {
-        LEDGER_DROPS
+        let t = self.tally(sink_id);
+        SLOT_DROPS
             .iter()
-            .map(|(kind, reason)| (*reason, self.ledger(sink_id, kind)))
+            .zip(t.dropped)
+            .map(|((_, reason), n)| {
+                let legacy = LEGACY_LEDGERS
+                    .iter()
+                    .filter(|(_, r)| r == reason)
+                    .map(|(kind, _)| self.ledger(sink_id, kind))
+                    .sum::<u64>();
+                (*reason, n + legacy)
+            })
             .filter(|(_, n)| *n > 0)
             .collect()
     }
@@ -332,13 +464,28 @@ impl Spool {
         remove_file(path)
     }
 
-    /// Remove temp files older than `max_age_ms` left by killed writers.
+    /// Finish or account for what killed writers left in `tmp/` (the
+    /// drainer calls it under the drain lock). A hook's temp file
+    /// (`<name>.<sink>.<slot>`) whose lock is free has lost its writer: a
+    /// whole entry of that sink is counted in its slot and renamed in; a
+    /// torn one is removed and its slot says `enqueue_interrupted`. Other
+    /// temp files (rewrites) are removed once older than `max_age_ms`.
+    /// Returns how many files it finished or removed.
     pub fn sweep_tmp(&self, max_age_ms: u64) -> usize {
         let mut n = 0;
         let Ok(rd) = fs::read_dir(self.dir.join("tmp")) else {
             return 0;
         };
         for ent in rd.flatten() {
+            let path = ent.path();
+            let name = ent.file_name();
+            let slotted = name.to_str().and_then(parse_tmp_name);
+            if let Some((base, sink_id, offset)) = slotted {
+                if self.recover(&path, base, sink_id, offset) {
+                    n += 1;
+                    continue;
+                }
+            }
             let old = ent
                 .metadata()
                 .and_then(|m| m.modified())
@@ -346,11 +493,44 @@ impl Spool {
                 .and_then(|t| t.elapsed().ok())
                 .map(|d| d.as_millis() as u64 >= max_age_ms)
                 .unwrap_or(false);
-            if old && fs::remove_file(ent.path()).is_ok() {
+            if old && fs::remove_file(&path).is_ok() {
                 n += 1;
             }
         }
         n
+    }
+
+    /// Finish one hook's temp file if its writer is gone (see
+    /// [`Spool::sweep_tmp`]). Every step can be repeated: a drainer killed
+    /// here leaves work the next one finishes the same way.
+    fn recover(&self, path: &Path, base: &str, sink_id: &str, offset: u64) -> bool {
+        use fs2::FileExt;
+        let Ok(f) = data_dir::open_nofollow(path) else {
+            return false;
+        };
+        // Its hook holds the lock until the rename: alive, leave it.
+        if !f.metadata().is_ok_and(|m| m.is_file()) || f.try_lock_exclusive().is_err() {
+            return false;
+        }
+        let Ok(slot) = self.slot_at(sink_id, offset) else {
+            return false;
+        };
+        let whole = Spool::load(path).is_ok_and(|e| e.sink.id() == sink_id);
+        if !whole {
+            return slot.set_synced(SLOT_INTERRUPTED).is_ok() && remove_file(path).is_ok();
+        }
+        if slot.set_synced(SLOT_COUNTED).is_err() {
+            return false;
+        }
+        let dest = self.dir.join(format!("{base}.json"));
+        // Both names after a power cut: the entry is pending already.
+        let done = if fs::symlink_metadata(&dest).is_ok() {
+            remove_file(path).is_ok()
+        } else {
+            fs::rename(path, &dest).is_ok()
+        };
+        let _ = sync_dir(&self.dir);
+        done
     }
 
     /// Path of the counters directory.
@@ -358,9 +538,14 @@ impl Spool {
         self.data_dir.join("counters")
     }
 
-    /// Count of lock-free ledger bumps `kind` (`enqueued` or `full`) for `sink_id`.
-    /// A symlink or anything but a regular file counts nothing.
+    /// Count kept by the ledger `kind` of `sink_id`: enqueue attempts for
+    /// [`LEDGER_ENQUEUED`] (its slots), the length of a legacy refusal
+    /// ledger otherwise. A symlink or anything but a regular file counts
+    /// nothing.
     pub fn ledger(&self, sink_id: &str, kind: &str) -> u64 {
+        if kind == LEDGER_ENQUEUED {
+            return self.tally(sink_id).attempts();
+        }
         fs::symlink_metadata(self.ledger_path(sink_id, kind))
             .ok()
             .filter(fs::Metadata::is_file)
@@ -382,26 +567,6 @@ impl Spool {
         out
     }
 
-    /// Append one byte to a ledger; a symlink there is never followed
-    /// (the bump fails instead) and a FIFO never blocks. The ledger keeps
-    /// [`LEDGER_RESERVE`] bytes allocated past its end (topped up when
-    /// less than [`LEDGER_LOW`] is left), so an append needs no new block
-    /// and still succeeds on a full disk.
-    /// When the `enqueued` ledger's reserve is topped up, so are the
-    /// refusal ledgers' (created empty): the first refusal on a full disk
-    /// must find its room already there.
-    fn bump(&self, sink_id: &str, kind: &str) -> io::Result<()> {
-        let mut f = self.open_ledger(sink_id, kind)?;
-        if reserve_ahead(&f) && kind == LEDGER_ENQUEUED {
-            for (refusal, _) in LEDGER_DROPS {
-                if let Ok(r) = self.open_ledger(sink_id, refusal) {
-                    reserve_ahead(&r);
-                }
-            }
-        }
-        f.write_all(b".")
-    }
-
     /// Open (creating) a ledger for appending: never through a symlink,
     /// never blocking, only a regular file.
     fn open_ledger(&self, sink_id: &str, kind: &str) -> io::Result<fs::File> {
@@ -421,20 +586,103 @@ impl Spool {
     }
 }
 
-/// Ledger kinds (`counters/<sink>.<kind>`): every enqueue attempt, and the
-/// refusals among them.
+/// Ledger kinds (`counters/<sink>.<kind>`): the slots of every enqueue
+/// attempt, and the refusal ledgers memhook kept before slots (still read).
 pub const LEDGER_ENQUEUED: &str = "enqueued";
 pub const LEDGER_FULL: &str = "full";
 pub const LEDGER_WRITE_FAILED: &str = "write_failed";
-/// Drop reasons counted at enqueue: the spool was full, or writing the
-/// entry failed (a full disk, an I/O error).
+/// Drop reasons counted at enqueue: the spool was full, writing the entry
+/// failed (a full disk, an I/O error), or the hook died before the entry
+/// was whole.
 pub const DROP_SPOOL_FULL: &str = "spool_full";
 pub const DROP_SPOOL_WRITE_FAILED: &str = "spool_write_failed";
-/// Ledger kind → the drop reason it counts.
-const LEDGER_DROPS: [(&str, &str); 2] = [
+pub const DROP_ENQUEUE_INTERRUPTED: &str = "enqueue_interrupted";
+/// Fates of an attempt's slot (see [`Spool::enqueue`]).
+const SLOT_COUNTED: u8 = b'.';
+const SLOT_INTERRUPTED: u8 = b'x';
+const SLOT_FULL: u8 = b'f';
+const SLOT_WRITE_FAILED: u8 = b'w';
+/// Fate → the drop reason it counts (the order of [`Tally::dropped`]).
+const SLOT_DROPS: [(u8, &str); 3] = [
+    (SLOT_INTERRUPTED, DROP_ENQUEUE_INTERRUPTED),
+    (SLOT_FULL, DROP_SPOOL_FULL),
+    (SLOT_WRITE_FAILED, DROP_SPOOL_WRITE_FAILED),
+];
+/// Legacy refusal ledger → the drop reason it counts.
+const LEGACY_LEDGERS: [(&str, &str); 2] = [
     (LEDGER_FULL, DROP_SPOOL_FULL),
     (LEDGER_WRITE_FAILED, DROP_SPOOL_WRITE_FAILED),
 ];
+
+/// What an `enqueued` ledger holds.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Tally {
+    counted: u64,
+    /// By fate, in the order of [`SLOT_DROPS`].
+    dropped: [u64; 3],
+}
+
+impl Tally {
+    fn attempts(&self) -> u64 {
+        self.counted + self.dropped.iter().sum::<u64>()
+    }
+}
+
+/// One attempt's byte in an `enqueued` ledger (a descriptor without
+/// `O_APPEND`, so a positioned write lands at the slot).
+struct Slot {
+    file: fs::File,
+    offset: u64,
+}
+
+impl Slot {
+    /// Set the fate and make it durable: one `pwrite` (atomic, and the
+    /// same result however often it is repeated) and an `fdatasync`.
+    fn set_synced(&self, fate: u8) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.file.write_all_at(&[fate], self.offset)?;
+        self.file.sync_data()
+    }
+}
+
+/// Clear `O_APPEND` on `f`.
+fn clear_append(f: &fs::File) -> io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    let fd = f.as_raw_fd();
+    // SAFETY: fcntl on a valid open descriptor, no pointers.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_APPEND) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `fsync` a directory so the names in it survive a power cut. A file
+/// system that cannot sync directories (`EINVAL`) is taken as it is.
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    match fs::File::open(dir).and_then(|d| d.sync_all()) {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+        other => other,
+    }
+}
+
+/// Split a hook's temp name `<name>.<sink id>.<slot>`; anything else
+/// (a rewrite, a name from before slots) is `None`.
+fn parse_tmp_name(name: &str) -> Option<(&str, &str, u64)> {
+    let mut parts = name.rsplitn(3, '.');
+    let offset = parts.next()?;
+    let sink_id = parts.next()?;
+    let base = parts.next()?;
+    let sink_ok = !sink_id.is_empty()
+        && sink_id.len() <= 32
+        && sink_id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    let offset_ok = !offset.is_empty() && offset.bytes().all(|b| b.is_ascii_digit());
+    let base_ok = !base.is_empty() && !base.starts_with('.') && !base.contains('.');
+    (sink_ok && offset_ok && base_ok).then_some((base, sink_id, offset.parse().ok()?))
+}
+
 /// Bytes kept allocated past a ledger's end: this many events can still be
 /// counted on a full disk.
 pub const LEDGER_RESERVE: u64 = 64 * 1024;
@@ -673,6 +921,18 @@ impl SpoolEntry {
     }
 }
 
+/// Variable naming an enqueue step after which a debug build aborts
+/// (fault injection for the crash tests; release builds never read it).
+pub const CRASH_AT_ENV: &str = "MEMHOOK_TEST_CRASH_AT";
+
+/// Abort the process right after `step` when [`CRASH_AT_ENV`] names it
+/// (debug builds only): a crash with the page cache intact.
+fn crash_point(step: &str) {
+    if cfg!(debug_assertions) && std::env::var_os(CRASH_AT_ENV).is_some_and(|v| v == step) {
+        std::process::abort();
+    }
+}
+
 /// Delete an entry file; one already gone is fine.
 pub fn remove_file(path: &Path) -> Result<(), SpoolError> {
     match fs::remove_file(path) {
@@ -695,6 +955,33 @@ fn count_entries(dir: &Path, cap: usize) -> io::Result<usize> {
         }
     }
     Ok(n)
+}
+
+/// Create `path` (must not exist, mode 0600) holding its `flock`: the
+/// drainer leaves a locked temp file alone (its writer is alive). The file
+/// is created under a hidden name (which the drainer never finishes, only
+/// removes when old) and renamed to `path` once locked, so no drainer can
+/// ever see `path` unlocked while its writer lives.
+fn create_locked(path: &Path) -> io::Result<fs::File> {
+    use fs2::FileExt;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("entry");
+    let hidden = path.with_file_name(format!(".{name}"));
+    let mut opts = fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    let f = opts.open(&hidden)?;
+    let locked = f
+        .try_lock_exclusive()
+        .and_then(|_| fs::rename(&hidden, path));
+    if let Err(e) = locked {
+        let _ = fs::remove_file(&hidden);
+        return Err(e);
+    }
+    Ok(f)
 }
 
 #[cfg(test)]
@@ -745,7 +1032,7 @@ pub(crate) mod tests {
         }
         let err = s.enqueue(&sample(&"c".repeat(32))).unwrap_err();
         assert!(matches!(err, SpoolError::Full { pending } if pending == MAX_SPOOL_FILES));
-        assert_eq!(s.ledger("store", "full"), 1);
+        assert_eq!(s.ledger_drops("store"), vec![(DROP_SPOOL_FULL, 1)]);
         assert_eq!(s.ledger("store", "enqueued"), 1);
         fs::remove_file(s.dir().join("0000000000000-x.json")).unwrap();
         s.enqueue(&sample(&"d".repeat(32))).unwrap();
@@ -783,12 +1070,6 @@ pub(crate) mod tests {
             return;
         }
         assert!(m.blocks() * 512 >= LEDGER_RESERVE, "{}", m.blocks());
-        // The refusal ledgers are ready too, empty (a count of 0).
-        for kind in [LEDGER_FULL, LEDGER_WRITE_FAILED] {
-            let m = fs::metadata(s.ledger_path("store", kind)).unwrap();
-            assert_eq!(m.len(), 0);
-            assert!(m.blocks() * 512 >= LEDGER_RESERVE, "{kind}");
-        }
     }
 
     #[test]
@@ -804,6 +1085,121 @@ pub(crate) mod tests {
         assert_eq!(s.ledger("store", LEDGER_ENQUEUED), 1);
         assert_eq!(s.ledger_drops("store"), vec![(DROP_SPOOL_WRITE_FAILED, 1)]);
         assert!(s.pending().unwrap().is_empty());
+    }
+
+    /// A temp file as a hook killed after reserving `fate`'s slot and
+    /// writing `bytes` leaves it; returns its path.
+    fn orphan(s: &Spool, bytes: &[u8]) -> PathBuf {
+        let (_, offset) = s.append_fate("store", SLOT_INTERRUPTED).unwrap();
+        let p = s.dir().join("tmp").join(format!(
+            "1700000000000-0000000001-{offset:08x}-abcd.store.{offset}"
+        ));
+        fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    /// The books of the store sink: (enqueued, pending, drops at enqueue).
+    fn books(s: &Spool) -> (u64, usize, Vec<(&'static str, u64)>) {
+        (
+            s.ledger("store", LEDGER_ENQUEUED),
+            s.pending().unwrap().len(),
+            s.ledger_drops("store"),
+        )
+    }
+
+    #[test]
+    fn a_dead_writers_whole_entry_is_counted_and_renamed_in_once() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        let e = sample(&"a".repeat(32));
+        let p = orphan(&s, &serde_json::to_vec(&e).unwrap());
+        // Until a drainer looks, the attempt counts as interrupted.
+        assert_eq!(books(&s), (1, 0, vec![(DROP_ENQUEUE_INTERRUPTED, 1)]));
+        assert_eq!(s.sweep_tmp(u64::MAX), 1);
+        assert_eq!(books(&s), (1, 1, vec![]));
+        assert_eq!(Spool::load(&s.pending().unwrap()[0]).unwrap(), e);
+        assert!(!p.exists());
+        // A power cut that kept both names: the pending one stays, once.
+        fs::write(&p, serde_json::to_vec(&e).unwrap()).unwrap();
+        assert_eq!(s.sweep_tmp(u64::MAX), 1);
+        assert_eq!(books(&s), (1, 1, vec![]));
+        assert!(!p.exists());
+    }
+
+    #[test]
+    fn a_dead_writers_torn_entry_is_dropped_as_interrupted() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        // Counted already (the hook died after the count, the disk lost
+        // the data): the fate goes back to interrupted.
+        let p = orphan(&s, b"{\"v\":1,\"sink");
+        let offset: u64 = p
+            .to_str()
+            .unwrap()
+            .rsplit('.')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        s.slot_at("store", offset)
+            .unwrap()
+            .set_synced(SLOT_COUNTED)
+            .unwrap();
+        assert_eq!(books(&s), (1, 0, vec![]));
+        assert_eq!(s.sweep_tmp(u64::MAX), 1);
+        assert_eq!(books(&s), (1, 0, vec![(DROP_ENQUEUE_INTERRUPTED, 1)]));
+        assert!(!p.exists());
+    }
+
+    #[test]
+    fn a_live_writers_temp_file_and_odd_names_are_left_alone() {
+        use fs2::FileExt;
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        let p = orphan(&s, b"");
+        let held = fs::File::open(&p).unwrap();
+        held.try_lock_exclusive().unwrap();
+        assert_eq!(s.sweep_tmp(u64::MAX), 0);
+        assert!(p.exists());
+        drop(held);
+        assert_eq!(s.sweep_tmp(u64::MAX), 1);
+        // A slot no hook could have reserved is never written.
+        let far = s.dir().join("tmp").join("1-2-3-x.store.99999999999");
+        fs::write(&far, b"").unwrap();
+        assert_eq!(s.sweep_tmp(u64::MAX), 0);
+        assert_eq!(books(&s).0, 1);
+        for bad in [
+            "a.b",
+            "a.Store.1",
+            "a..1",
+            ".a.store.1",
+            "a.store.",
+            "a.b.store.1",
+        ] {
+            assert_eq!(parse_tmp_name(bad), None, "{bad}");
+        }
+        assert_eq!(parse_tmp_name("n.http-0a.7"), Some(("n", "http-0a", 7)));
+    }
+
+    /// A hook's temp file is locked under its final name and leaves no
+    /// hidden name behind. (The race this closes, a drainer sweeping
+    /// between create and lock, is what the concurrent delivery tests
+    /// caught: `delivery::concurrent_enqueues_…`, `serve::crash_restart_…`.)
+    #[test]
+    fn a_temp_file_has_its_final_name_only_once_locked() {
+        use fs2::FileExt;
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        let p = s.dir().join("tmp").join("1-2-3-abcd.store.0");
+        let held = create_locked(&p).unwrap();
+        let names: Vec<_> = fs::read_dir(s.dir().join("tmp"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["1-2-3-abcd.store.0"]);
+        assert!(fs::File::open(&p).unwrap().try_lock_exclusive().is_err());
+        assert_eq!(s.sweep_tmp(u64::MAX), 0);
+        drop(held);
     }
 
     #[test]

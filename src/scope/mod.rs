@@ -9,7 +9,8 @@ use std::fmt;
 use std::path::PathBuf;
 
 /// Where a resolved field came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Source {
     Flag,
     Env,
@@ -65,7 +66,7 @@ pub const MAX_MARKER_BYTES: u64 = 64 * 1024;
 pub const MARKER_FILE: &str = ".ai-memory.toml";
 
 /// Settings a marker can declare besides names.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Settings {
     pub drop_subagent_captures: bool,
     pub default_global: bool,
@@ -185,6 +186,7 @@ mod note;
 pub mod paths;
 mod resolve;
 pub mod root;
+pub mod session;
 pub mod walk;
 
 pub use env::is_truthy;

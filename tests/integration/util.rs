@@ -70,3 +70,15 @@ pub fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
 pub fn contains(hay: &[u8], needle: &str) -> bool {
     hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
+
+/// `memhook hook --agent AGENT` reading `payload` from a file (so a loaded
+/// machine cannot starve a writer thread past the hook's stdin bound).
+pub fn hook_with_stdin_file(home: &Path, agent: &str, payload: &[u8]) -> Command {
+    use std::io::{Seek, Write};
+    let mut f = tempfile::tempfile().unwrap();
+    f.write_all(payload).unwrap();
+    f.rewind().unwrap();
+    let mut c = memhook(home);
+    c.args(["hook", "--agent", agent]).stdin(f);
+    c
+}
