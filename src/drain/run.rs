@@ -13,9 +13,9 @@ use super::lock::{named_lock_until, try_named_lock};
 use super::log::LOG_OF;
 use super::spawn::inherited_run_lock;
 use super::{
-    counter_sinks, drain_locked, load_counters, lock_until, sink_factory_until, spawn_detached, try_lock,
-    Options, Report, BACKGROUND_BUDGET, HOLDER_WAIT, HTTP_TIMEOUT, LOCK_FILE, RUN_LOCK_FILE,
-    WAIT_LOCK_FILE, WAIT_LOCK_WAIT,
+    counter_sinks, drain_locked, load_counters, lock_until, sink_factory_until, spawn_detached,
+    try_lock, Options, Report, BACKGROUND_BUDGET, HOLDER_WAIT, HTTP_TIMEOUT, LOCK_FILE,
+    RUN_LOCK_FILE, WAIT_LOCK_FILE, WAIT_LOCK_WAIT,
 };
 use crate::cmd::CmdResult;
 use crate::data_dir;

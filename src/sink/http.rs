@@ -552,7 +552,7 @@ impl Sink for HttpSink {
             .until
             .map_or(now + self.timeout, |u| u.min(now + self.timeout));
         if deadline <= now {
-            return all_free(entries.len(), "the drain's budget ended; retrying later");
+            return all_free(entries.len(), NO_TIME);
         }
         let mut out = Vec::with_capacity(entries.len());
         while out.len() < entries.len() {
