@@ -68,6 +68,6 @@ PY
 for t in "${targets[@]}"; do
   seed "$t"
   echo "== fuzz $t for ${secs}s ($(ls fuzz/corpus/$t | wc -l) seeds)"
-  (cd fuzz && cargo +nightly fuzz run "$t" -- -max_total_time="$secs" -rss_limit_mb=1024 -timeout=10 2>&1 \
+  (cd fuzz && cargo +nightly fuzz run -O "$t" -- -max_total_time="$secs" -rss_limit_mb=1024 -timeout=10 2>&1 \
      | tee "../fuzz/last-$t.log" | grep -E '^(#[0-9]+ +DONE|==[0-9]+==|SUMMARY|Done)|panicked' || true)
 done
