@@ -39,7 +39,29 @@ pub fn run(args: &McpArgs, data_dir: Option<&Path>) -> CmdResult {
         eprintln!("memhook: {w}");
     }
     // DESIGN §11: an untrusted checkout gets its own quarantine's memory.
-    scope::binding::enforce_client(&data_dir, &mut scope, scope::binding::Access::Bind);
+    let binding =
+        scope::binding::enforce_client(&data_dir, &mut scope, scope::binding::Access::Bind);
+    // DESIGN §11: a marker in a checkout (someone else's repository, maybe)
+    // that names no scope is bound by nothing, so it cannot open every
+    // project's records to the model. To recall across projects, name the
+    // scope in the marker (the checkout then owns it) or put the setting in
+    // a marker outside any checkout (e.g. ~/.ai-memory.toml).
+    if scope.settings.default_global
+        && binding.state == scope::binding::State::Derived
+        && scope
+            .marker
+            .as_deref()
+            .and_then(Path::parent)
+            .is_some_and(in_checkout)
+    {
+        eprintln!(
+            "memhook: mcp: [recall] default_global in {} is ignored: a marker inside a \
+             repository must name its workspace/project for the model to recall across \
+             projects",
+            scope.marker.as_deref().map(Path::display).unwrap()
+        );
+        scope.settings.default_global = false;
+    }
     let store = MemoryStore::new(&data_dir, &scope.workspace, &scope.project)?;
     let records = records::StoreRecords::new(&data_dir);
     eprintln!(
@@ -57,4 +79,10 @@ pub fn run(args: &McpArgs, data_dir: Option<&Path>) -> CmdResult {
     let stdout = io::stdout();
     rpc::Server::new(ctx).serve(&mut stdin.lock(), &mut stdout.lock())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `dir` or one of its ancestors holds `.git` (a checkout).
+fn in_checkout(dir: &Path) -> bool {
+    dir.ancestors()
+        .any(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())
 }

@@ -618,3 +618,74 @@ fn memory_index_written_over_mcp_reaches_the_briefing() {
     assert!(context.contains("the flaky test needs one thread"));
     assert_eq!(context.matches("</memhook-memory-index>").count(), 1);
 }
+
+/// A marker inside a repository that names no scope cannot open every
+/// project's records to the model with `[recall] default_global`: a cloned
+/// repository could otherwise read all of the user's memory. The same marker
+/// outside any checkout (the user's own) still can.
+#[test]
+fn a_cloned_repositorys_marker_cannot_turn_on_recall_across_projects() {
+    let home = tempfile::tempdir().unwrap();
+    let other = home.path().join("private-work");
+    std::fs::create_dir_all(&other).unwrap();
+    let prompt = json!({"session_id": "s1", "cwd": other, "prompt": "zebraplans for the merger"});
+    let mut c = memhook(home.path());
+    c.args([
+        "hook",
+        "--agent",
+        "claude-code",
+        "--event",
+        "UserPromptSubmit",
+    ])
+    .current_dir(&other)
+    .env("MEMHOOK_NO_HOOK_DELIVERY", "1");
+    assert!(run_with_stdin(c, prompt.to_string().as_bytes())
+        .status
+        .success());
+    assert!(memhook(home.path())
+        .arg("drain")
+        .status()
+        .unwrap()
+        .success());
+
+    let marker = "[recall]\ndefault_global = true\n";
+    let clone = home.path().join("clone");
+    std::fs::create_dir_all(clone.join(".git")).unwrap();
+    std::fs::write(clone.join(".ai-memory.toml"), marker).unwrap();
+    let plain = home.path().join("notes");
+    std::fs::create_dir_all(&plain).unwrap();
+    std::fs::write(plain.join(".ai-memory.toml"), marker).unwrap();
+
+    let hits = |dir: &Path| -> (usize, Value) {
+        let r = converse(
+            home.path(),
+            dir,
+            &[
+                init(1),
+                call(2, "memory_search", json!({"query": "zebraplans"})),
+                call(
+                    3,
+                    "activity_search",
+                    json!({"query": "zebraplans", "scope": "all"}),
+                ),
+            ],
+        );
+        let search = r[1]["result"]["structuredContent"]["entries"]
+            .as_array()
+            .map_or(0, Vec::len);
+        (search, r[2]["result"]["structuredContent"].clone())
+    };
+    let (n, activity) = hits(&clone);
+    assert_eq!(n, 0, "the clone's marker read another project's records");
+    assert_eq!(activity["reason"], "scope_not_allowed", "{activity}");
+    let (n, activity) = hits(&plain);
+    assert_eq!(
+        n, 1,
+        "the user's own marker outside a checkout recalls across projects"
+    );
+    assert_eq!(
+        activity["records"].as_array().unwrap().len(),
+        1,
+        "{activity}"
+    );
+}
