@@ -40,6 +40,10 @@ fn store(data_dir: Option<&Path>, file: &Path, map: &Map<String, Value>) -> std:
     crate::data_dir::write_private_file(file, text.as_bytes())
 }
 
+/// The entry of [`record`]'s list that says install created the file
+/// itself (it did not exist before).
+pub const CREATED_FILE: &str = "#file";
+
 /// Add `created` to what is recorded for `config`.
 pub fn record(data_dir: Option<&Path>, config: &Path, created: &[String]) -> std::io::Result<()> {
     let Some(file) = ledger_path(data_dir) else {

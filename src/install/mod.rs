@@ -328,6 +328,11 @@ fn install_one(p: &Profile, path: &Path, flags: &Flags, write: bool) -> Result<(
     let baked = flags.baked(None);
     let mut created = created.into_inner();
     created.extend(new_dirs);
+    // The file itself did not exist: uninstall may delete it again once
+    // nothing but memhook's entries was ever in it.
+    if current.is_none() && outcome == Outcome::Created && p.shape != Shape::Plugin {
+        created.push(ledger::CREATED_FILE.to_string());
+    }
     if !created.is_empty() && outcome != Outcome::UpToDate {
         if let Err(e) = ledger::record(baked.data_dir.as_deref(), path, &created) {
             eprintln!("memhook: warning: could not record which containers were created: {e}");
@@ -418,8 +423,12 @@ fn uninstall_text(
             }
             // memhook's own file with nothing of anyone else's left (not even
             // a comment): gone.
+            // So is a file install created, in the same state.
             let rest = doc.render();
-            if p.own_file && rest.split_whitespace().collect::<String>() == "{}" {
+            let created_file = created
+                .as_ref()
+                .is_some_and(|c| c.iter().any(|k| k == ledger::CREATED_FILE));
+            if (p.own_file || created_file) && rest.split_whitespace().collect::<String>() == "{}" {
                 return Ok((None, data_dir));
             }
             Ok((Some(doc.render()), data_dir))

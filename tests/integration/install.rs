@@ -852,8 +852,8 @@ fn check_27_uninstall_dry_run_then_nothing_to_remove() {
         &["uninstall-hooks", "--agent", "cursor", "--apply"],
     );
     assert!(again.contains("nothing to remove"), "{again}");
-    // The file memhook created is left as an empty object.
-    assert_eq!(read_json(&f), json!({}));
+    // The file memhook created is gone again.
+    assert!(!f.exists());
 }
 
 // check 28: Codex trust is surfaced after a change.
@@ -1786,4 +1786,40 @@ fn doctor_says_copilot_repo_hooks_need_a_trusted_folder() {
             .count(),
         0
     );
+}
+
+/// A settings file that install created (it did not exist) is deleted again
+/// by uninstall when nothing else was ever put in it: no `{}` and no backup
+/// left behind (it used to leave Cursor a `hooks.json` of `{}` and a backup
+/// where the user had none). A file the user had stays, with its content.
+#[test]
+fn uninstall_deletes_a_settings_file_install_created() {
+    for (agent, rel) in [
+        ("cursor", ".cursor/hooks.json"),
+        ("claude-code", ".claude/settings.json"),
+        ("gemini-cli", ".gemini/settings.json"),
+    ] {
+        let h = home();
+        let file = h.path().join(rel);
+        let dir = file.parent().unwrap().to_path_buf();
+        fs::create_dir_all(&dir).unwrap();
+        ok(h.path(), &["install-hooks", "--agent", agent, "--apply"]);
+        assert!(file.exists(), "{agent}");
+        let out = ok(h.path(), &["uninstall-hooks", "--agent", agent, "--apply"]);
+        assert!(out.starts_with("deleted "), "{agent}: {out}");
+        assert!(!file.exists(), "{agent}: {rel} left behind");
+        assert!(backups(&dir).is_empty(), "{agent}: backups left behind");
+        // The agent's own directory is the agent's: it stays.
+        assert!(dir.is_dir(), "{agent}");
+
+        // A file the user already had keeps its content.
+        fs::write(&file, "{\"theme\": \"dark\"}\n").unwrap();
+        ok(h.path(), &["install-hooks", "--agent", agent, "--apply"]);
+        ok(h.path(), &["uninstall-hooks", "--agent", agent, "--apply"]);
+        assert_eq!(
+            fs::read_to_string(&file).unwrap(),
+            "{\"theme\": \"dark\"}\n",
+            "{agent}"
+        );
+    }
 }
