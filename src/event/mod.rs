@@ -218,9 +218,8 @@ const AGENT_NAMES: &[(&str, Agent)] = &[
 impl Agent {
     /// Parse an agent name with its usual aliases (`claude-code`,
     /// `claude_code`, `claude`, `codex`, `opencode`, `open-code`,
-    /// `gemini-cli`, `gemini`, `cursor`, `qwen-code`, `qwen`). Other names become
-    /// `gemini-cli`, `gemini`, `cursor`, `copilot`, `copilot-cli`). Other names become
-    /// [`Agent::Other`], sanitised.
+    /// `gemini-cli`, `gemini`, `cursor`, `qwen-code`, `qwen`, `copilot`,
+    /// `copilot-cli`). Other names become [`Agent::Other`], sanitised.
     pub fn parse(name: &str) -> Agent {
         let folded = fold_name(name);
         if let Some((_, a)) = AGENT_NAMES.iter().find(|(n, _)| *n == folded) {

@@ -1823,3 +1823,19 @@ fn uninstall_deletes_a_settings_file_install_created() {
         );
     }
 }
+
+/// The short agent names docs/install.md promises are accepted.
+#[test]
+fn agent_aliases_are_accepted() {
+    let h = home();
+    for alias in ["claude", "open-code", "gemini", "qwen", "copilot-cli"] {
+        let out = run(mh(h.path()), &["install-hooks", "--agent", alias]);
+        assert!(
+            out.status.success(),
+            "{alias}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = run(mh(h.path()), &["install-hooks", "--agent", "claud"]);
+    assert_eq!(out.status.code(), Some(2));
+}
