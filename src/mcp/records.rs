@@ -153,19 +153,14 @@ impl RecordSearch for StoreRecords {
         query: &str,
         limit: usize,
     ) -> Result<Vec<RecordHit>, String> {
-        let mut slot = self.store.borrow_mut();
-        if slot.is_none() {
-            if std::fs::symlink_metadata(self.data_dir.join(STORE_FILE)).is_err() {
-                return Ok(Vec::new());
-            }
-            *slot = Some(Store::open(&self.data_dir).map_err(|e| e.to_string())?);
-        }
-        let store = slot.as_ref().expect("opened above");
         let words = crate::memory::search::terms(query);
-        let found = store
-            .search(scope, query, limit)
-            .map_err(|e| e.to_string())?;
-        Ok(found.iter().map(|r| hit(r, &words)).collect())
+        self.with(|store| {
+            let found = store
+                .search(scope, query, limit)
+                .map_err(|e| e.to_string())?;
+            Ok(found.iter().map(|r| hit(r, &words)).collect())
+        })
+        .map(Option::unwrap_or_default)
     }
 }
 
