@@ -69,6 +69,15 @@ pub enum Command {
     Trust(crate::trust::TrustArgs),
     /// Take back `memhook trust`: this checkout's events go to its quarantine.
     Untrust(crate::trust::TrustArgs),
+    /// Turn capture and briefing on for the project of a directory (opts it
+    /// in under allowlist mode).
+    Enable(crate::switches::SwitchArgs),
+    /// Turn capture and briefing off for the project of a directory.
+    Disable(crate::switches::SwitchArgs),
+    /// Pause capture for every project (until `memhook resume`, or --for).
+    Pause(crate::switches::PauseArgs),
+    /// End a pause.
+    Resume,
 }
 
 /// Parse the command line, run the command, and map the outcome to an exit
@@ -110,6 +119,10 @@ pub fn main() -> ExitCode {
         Command::Forget(args) => crate::forget::run(&args, data_dir.as_deref()),
         Command::Trust(args) => crate::trust::run_trust(&args, data_dir.as_deref()),
         Command::Untrust(args) => crate::trust::run_untrust(&args, data_dir.as_deref()),
+        Command::Enable(args) => crate::switches::run_switch(&args, data_dir.as_deref(), true),
+        Command::Disable(args) => crate::switches::run_switch(&args, data_dir.as_deref(), false),
+        Command::Pause(args) => crate::switches::run_pause(&args, data_dir.as_deref()),
+        Command::Resume => crate::switches::run_resume(data_dir.as_deref()),
     };
     match result {
         Ok(code) => code,

@@ -274,9 +274,17 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
         }
         quarantined
     });
+    // Opt-in and pause (switches.rs): the user's own switches, checked once
+    // the scope is final.
+    let gate = data_dir
+        .as_deref()
+        .map_or(crate::switches::Gate::Open, |dir| {
+            crate::switches::gate(dir, &scope, crate::timefmt::now_ms())
+        });
     let dropped = decision.disposition == Disposition::Drop
         || (scope.settings.drop_subagent_captures && event.subagent)
-        || event::is_repeat(&event);
+        || event::is_repeat(&event)
+        || !gate.captures();
     if let (false, Some(dir)) = (dropped, &data_dir) {
         enqueue(dir, &sink, &event, &scope, &decision);
     }
@@ -289,7 +297,7 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
             let budget = budget
                 .saturating_sub(session_start_reserve(budget))
                 .saturating_sub(started.elapsed());
-            let briefing = (!quarantined)
+            let briefing = (!quarantined && gate.briefs())
                 .then(|| crate::briefing::session_start(dir, &sink, &scope, &event, budget))
                 .flatten();
             // Whatever the bounded delivery left behind goes to the drainer.

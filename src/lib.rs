@@ -30,6 +30,7 @@ pub mod show;
 pub mod sink;
 pub mod spool;
 pub mod status;
+pub mod switches;
 pub mod term;
 pub mod timefmt;
 pub mod trust;

@@ -41,18 +41,26 @@ pub fn run(args: &ShowArgs, data_dir: Option<&Path>) -> CmdResult {
     // DESIGN §11: who may use the scope (read only: show binds nothing).
     let binding = crate::data_dir::resolve(data_dir)
         .map(|d| binding::check(&d, &scope, binding::Access::ReadOnly));
+    // Opt-in and pause: a project turned off, not opted in, or a pause.
+    let switch = crate::data_dir::resolve(data_dir)
+        .ok()
+        .and_then(|d| crate::switches::describe(&d, Some(&scope)));
     if args.json {
         let mut v = to_json(&scope);
         v["binding"] = match &binding {
             Ok(b) => b.to_json(),
             Err(e) => json!({ "state": "unknown", "reason": e.to_string() }),
         };
+        v["switch"] = json!(switch);
         println!("{v}");
     } else {
         print!("{}", to_text(&scope));
         match &binding {
             Ok(b) => println!("{:<10} {}", "binding", b.describe()),
             Err(e) => println!("{:<10} unknown ({e})", "binding"),
+        }
+        if let Some(sw) = &switch {
+            println!("{:<10} {sw}", "switch");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -122,6 +122,8 @@ pub struct Status {
     pub unreadable_pending: u64,
     /// Why the last session-start briefing could not be composed, and when.
     pub last_briefing_error: Option<(u64, String)>,
+    /// A pause of capture in force (`memhook pause`), in words.
+    pub paused: Option<String>,
     /// `*.json` names in the spool that are not regular files (FIFOs,
     /// directories, …): skipped by every drain, never counted as records.
     pub not_regular: u64,
@@ -139,6 +141,7 @@ pub fn collect(dir: &Path) -> Result<Status, crate::spool::SpoolError> {
             unreadable_pending: 0,
             last_briefing_error: None,
             not_regular: 0,
+            paused: None,
         });
     }
     let spool = Spool::open(dir)?;
@@ -196,6 +199,7 @@ pub fn collect(dir: &Path) -> Result<Status, crate::spool::SpoolError> {
         corrupt_unattributed,
         unreadable_pending: unreadable,
         last_briefing_error: crate::briefing::last_failure(dir),
+        paused: crate::switches::describe(dir, None),
         not_regular: listing.not_regular as u64,
     })
 }
@@ -247,6 +251,7 @@ impl Status {
             "sinks": sinks,
             "corrupt_unattributed": self.corrupt_unattributed,
             "unreadable_pending": self.unreadable_pending,
+            "paused": self.paused,
             "last_briefing_error": self.last_briefing_error.as_ref().map(|(_, e)| e),
             "last_briefing_error_at": self.last_briefing_error.as_ref().map(|(ms, _)| rfc3339_ms(*ms)),
             "not_regular": self.not_regular,
@@ -264,6 +269,9 @@ impl Status {
                 "idle"
             }
         );
+        if let Some(p) = &self.paused {
+            o.push_str(&format!("{p}\n"));
+        }
         if self.sinks.is_empty() {
             o.push_str("nothing captured yet\n");
         }
@@ -565,6 +573,7 @@ mod tests {
             unreadable_pending: 0,
             last_briefing_error: Some((0, hostile.into())),
             not_regular: 0,
+            paused: None,
         };
         assert!(st.to_text().contains("last briefing error"));
         let report = drain::Report {

@@ -81,6 +81,18 @@ pub struct InstallArgs {
     /// Edit this file instead of the agent's default configuration file.
     #[arg(long, value_name = "FILE")]
     pub config_file: Option<PathBuf>,
+    /// Capture everywhere but what markers exclude (denylist, the default),
+    /// or only where a marker exists or `memhook enable` opted in
+    /// (allowlist). Stored once in <data dir>/capture-mode.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub capture_mode: Option<CaptureModeArg>,
+}
+
+/// `--capture-mode` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CaptureModeArg {
+    Denylist,
+    Allowlist,
 }
 
 #[derive(Debug, Args)]
@@ -112,6 +124,34 @@ pub fn run_install(args: &InstallArgs, data_dir: Option<&Path>) -> CmdResult {
     for p in profiles {
         let path = config_path(p, args.config_file.as_deref())?;
         install_one(p, &path, &flags, args.apply)?;
+    }
+    if let Some(mode) = args.capture_mode {
+        let word = match mode {
+            CaptureModeArg::Denylist => "denylist",
+            CaptureModeArg::Allowlist => "allowlist",
+        };
+        let file = data.join(crate::switches::CAPTURE_MODE_FILE);
+        if args.apply {
+            crate::data_dir::ensure_private_dir(&data)?;
+            crate::data_dir::write_private_file(&file, format!("{word}\n").as_bytes())
+                .map_err(apply::io_err(&file))?;
+        } else {
+            say!(
+                "# dry run: --apply would write {word} to {}",
+                file.display()
+            );
+        }
+    }
+    if args.apply {
+        let mode = match crate::switches::capture_mode(&data) {
+            crate::switches::CaptureMode::Allowlist => {
+                "allowlist (only projects with a marker or `memhook enable`)"
+            }
+            crate::switches::CaptureMode::Denylist => {
+                "denylist (every project, minus what markers exclude)"
+            }
+        };
+        say!("capture mode: {mode}");
     }
     if let Some(token) = std::env::var(AUTH_TOKEN_ENV)
         .ok()

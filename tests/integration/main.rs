@@ -21,3 +21,4 @@ mod scope;
 mod secrets;
 mod serve;
 mod session;
+mod switches;

@@ -298,6 +298,11 @@ fn replay_client(case: &Value, w: &World) -> Result<(), String> {
         return Err(format!("{name}: no binding object in {stdout}"));
     }
     got.remove("binding");
+    // ... and the opt-in/pause switch in force (null here; tests in
+    // switches.rs and cli.rs).
+    if got.remove("switch") != Some(Value::Null) {
+        return Err(format!("{name}: switch is not null in {stdout}"));
+    }
     check_result(name, w, got, want)?;
     for s in case["stderr"].as_array().into_iter().flatten() {
         let s = w.sub(s.as_str().unwrap());
