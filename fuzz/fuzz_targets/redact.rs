@@ -18,5 +18,11 @@ fuzz_target!(|data: &[u8]| {
     }
     let with = format!("{text} token={SECRET} ");
     let out = memhook::record::clean_capped(&with, 1 << 20);
-    assert!(!out.contains(&SECRET[8..]), "secret survived after: {text:?}");
+    // The fuzzer learns the secret's bytes and may put pieces of it into the
+    // text itself, where they are not a token: only the appended copy must go.
+    let middle = &SECRET[8..];
+    assert!(
+        out.matches(middle).count() <= text.matches(middle).count(),
+        "secret survived after: {text:?}"
+    );
 });

@@ -189,13 +189,19 @@ pub fn scan_tokens(text: &str) -> Vec<(&str, bool)> {
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
+        // `${NAME}` stays one token; an unclosed `${` (or one whose `}` is
+        // past a blank or a line break) is ordinary text, so it cannot hide
+        // the rest of the command from the scan.
         if c == b'$' && b.get(i + 1) == Some(&b'{') {
-            start.get_or_insert(i);
-            i = b[i..]
+            let close = b[i..]
                 .iter()
-                .position(|&d| d == b'}')
-                .map_or(b.len(), |p| i + p + 1);
-            continue;
+                .position(|&d| d == b'}' || d.is_ascii_whitespace())
+                .filter(|&p| b[i + p] == b'}');
+            if let Some(p) = close {
+                start.get_or_insert(i);
+                i += p + 1;
+                continue;
+            }
         }
         let (delim, width) = if c < 128 {
             let drive = c == b':'
@@ -938,6 +944,19 @@ mod tests {
         }
         assert_eq!(brace_group("a{b}c"), None);
         assert_eq!(unescape("C:\\x\\\\y"), "C:x\\y");
+    }
+
+    /// Found by fuzzing (fuzz/ target `shell`): an unclosed `${` swallowed
+    /// the rest of the command, line breaks included, into one token.
+    #[test]
+    fn an_unclosed_parameter_reference_hides_nothing() {
+        let toks: Vec<&str> = scan_tokens("x \"${HOME9\"\ncat secret/key.txt")
+            .into_iter()
+            .map(|t| t.0)
+            .collect();
+        assert!(toks.contains(&"secret/key.txt"), "{toks:?}");
+        let toks: Vec<&str> = scan_tokens("${A B} ${HOME}/k").into_iter().map(|t| t.0).collect();
+        assert!(toks.contains(&"${HOME}/k"), "{toks:?}");
     }
 
     #[test]
