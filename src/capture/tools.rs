@@ -275,7 +275,7 @@ fn table(agent: &Agent) -> &'static [&'static [ToolSpec]] {
         Agent::ClaudeCode => &AGENT_TABLES[0..1],
         Agent::Codex => &AGENT_TABLES[1..2],
         Agent::GeminiCli => &AGENT_TABLES[2..3],
-        Agent::OpenCode => &AGENT_TABLES[3..4],
+        Agent::OpenCode | Agent::Kilo => &AGENT_TABLES[3..4],
         Agent::Cursor => &AGENT_TABLES[4..5],
         Agent::QwenCode => &AGENT_TABLES[5..6],
         Agent::Copilot => &AGENT_TABLES[6..7],

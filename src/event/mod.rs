@@ -16,6 +16,9 @@ pub enum Agent {
     QwenCode,
     /// GitHub Copilot CLI (`copilot`).
     Copilot,
+    /// Kilo CLI (`kilo`), an OpenCode fork running memhook's OpenCode
+    /// plugin: every per-agent table gives it OpenCode's row.
+    Kilo,
     /// Anything else, sanitised to `[a-z0-9._-]`, at most 64 chars (`generic` when empty).
     Other(String),
 }
@@ -213,13 +216,16 @@ const AGENT_NAMES: &[(&str, Agent)] = &[
     ("copilotcli", Agent::Copilot),
     ("copilot", Agent::Copilot),
     ("githubcopilotcli", Agent::Copilot),
+    ("kilo", Agent::Kilo),
+    ("kilocli", Agent::Kilo),
+    ("kilocode", Agent::Kilo),
 ];
 
 impl Agent {
     /// Parse an agent name with its usual aliases (`claude-code`,
     /// `claude_code`, `claude`, `codex`, `opencode`, `open-code`,
     /// `gemini-cli`, `gemini`, `cursor`, `qwen-code`, `qwen`, `copilot`,
-    /// `copilot-cli`). Other names become [`Agent::Other`], sanitised.
+    /// `copilot-cli`, `kilo`, `kilocode`). Other names become [`Agent::Other`], sanitised.
     pub fn parse(name: &str) -> Agent {
         let folded = fold_name(name);
         if let Some((_, a)) = AGENT_NAMES.iter().find(|(n, _)| *n == folded) {
@@ -250,6 +256,7 @@ impl Agent {
             Agent::Cursor => "cursor",
             Agent::QwenCode => "qwen-code",
             Agent::Copilot => "copilot",
+            Agent::Kilo => "kilo",
             Agent::Other(s) => s,
         }
     }

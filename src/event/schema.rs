@@ -274,7 +274,7 @@ fn schema(agent: &Agent) -> &'static Schema {
         Agent::ClaudeCode => &CLAUDE,
         Agent::Codex => &CODEX,
         Agent::GeminiCli => &GEMINI,
-        Agent::OpenCode => &OPENCODE,
+        Agent::OpenCode | Agent::Kilo => &OPENCODE,
         Agent::Cursor => &CURSOR,
         Agent::QwenCode => &QWEN,
         Agent::Copilot => &COPILOT,

@@ -137,6 +137,9 @@ fn agent_aliases_and_sanitised_others() {
         ("gemini-cli", "gemini-cli"),
         ("gemini", "gemini-cli"),
         ("cursor", "cursor"),
+        ("kilo", "kilo"),
+        ("kilo-cli", "kilo"),
+        ("kilocode", "kilo"),
         ("My Agent!", "myagent"),
         ("", "generic"),
         ("/$%", "generic"),
@@ -312,6 +315,44 @@ fn opencode_plugin_shape() {
     );
     assert_eq!(ev.kind, EventKind::UserPrompt);
     assert_eq!(ev.prompt.as_deref(), Some("\"exercise the tools\""));
+}
+
+/// Kilo CLI runs memhook's OpenCode plugin, so its payloads are OpenCode's:
+/// every OpenCode fixture reads the same as `kilo` (only the agent differs),
+/// where the generic schema would miss the tool and its arguments.
+#[test]
+fn kilo_reads_opencode_payloads() {
+    for (event, file) in [
+        ("tool.execute.before", "tool.execute.before-edit.json"),
+        ("tool.execute.after", "tool.execute.after-bash.json"),
+        ("event", "event-session.created.json"),
+        ("chat.message", "chat.message.json"),
+    ] {
+        let p = fixture(&format!("opencode/1.18.33/{file}"));
+        let oc = normalize("opencode", Some(event), &p);
+        let kilo = normalize("kilo", Some(event), &p);
+        assert_eq!(kilo.agent, Agent::Kilo, "{file}");
+        assert_eq!(
+            (
+                &kilo.kind,
+                &kilo.tool_name,
+                &kilo.tool_input,
+                &kilo.session_id
+            ),
+            (&oc.kind, &oc.tool_name, &oc.tool_input, &oc.session_id),
+            "{file}"
+        );
+        assert_eq!(
+            (&kilo.cwd, &kilo.prompt, &kilo.tool_response),
+            (&oc.cwd, &oc.prompt, &oc.tool_response),
+            "{file}"
+        );
+    }
+    let p = fixture("opencode/1.18.33/tool.execute.before-edit.json");
+    assert_ne!(
+        normalize("kilo", Some("tool.execute.before"), &p).tool_input,
+        normalize("some-fork", Some("tool.execute.before"), &p).tool_input
+    );
 }
 
 #[test]

@@ -71,7 +71,7 @@ fn check(p: &Profile, me: Option<&Path>) -> Value {
     };
     let owned: Vec<OwnedHook> = match (p.shape, text.as_deref()) {
         (_, None) => Vec::new(),
-        (Shape::Plugin, Some(t)) => plugin::baked_of(t)
+        (Shape::Plugin, Some(t)) => plugin::baked_of(t, &p.id)
             .map(|baked| {
                 vec![OwnedHook {
                     baked,

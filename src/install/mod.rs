@@ -60,6 +60,9 @@ pub enum AgentArg {
     QwenCode,
     #[value(alias = "copilot-cli")]
     Copilot,
+    /// Kilo CLI (`kilo`), an OpenCode fork: the same generated plugin.
+    #[value(alias = "kilo-cli", alias = "kilocode")]
+    Kilo,
     /// Every supported agent found on this machine.
     All,
 }
@@ -237,6 +240,7 @@ pub fn select(
         AgentArg::Cursor => "cursor",
         AgentArg::QwenCode => "qwen-code",
         AgentArg::Copilot => "copilot",
+        AgentArg::Kilo => "kilo",
         AgentArg::All => {
             if has_config_file {
                 return Err(InstallError::Refused(
@@ -311,17 +315,17 @@ fn install_text(
     match p.shape {
         Shape::Plugin => {
             let existing = match current {
-                Some(text) if !plugin::is_ours(text) => {
+                Some(text) if !plugin::is_ours(text, &p.id) => {
                     return Err(InstallError::Refused(format!(
                         "{} exists and was not written by memhook; move it away (or pass --config-file) and re-run",
                         path.display()
                     )))
                 }
-                Some(text) => plugin::baked_of(text),
+                Some(text) => plugin::baked_of(text, &p.id),
                 None => None,
             };
             Ok((
-                Some(plugin::render(&flags.baked(existing.as_ref()))),
+                Some(plugin::render(&p.id, &flags.baked(existing.as_ref()))),
                 Vec::new(),
             ))
         }
@@ -436,8 +440,8 @@ fn uninstall_text(
     };
     match p.shape {
         Shape::Plugin => {
-            if plugin::is_ours(text) {
-                let dd = plugin::baked_of(text).and_then(|b| b.data_dir);
+            if plugin::is_ours(text, &p.id) {
+                let dd = plugin::baked_of(text, &p.id).and_then(|b| b.data_dir);
                 Ok((None, dd))
             } else {
                 eprintln!(

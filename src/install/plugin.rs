@@ -1,7 +1,9 @@
 //! The generated OpenCode plugin: rendered from `hooks/opencode/memhook.js`
-//! with the absolute binary and baked flags filled in, and recognised later by
-//! its first line and its agent constant (so a user's own `memhook.js` is
-//! never replaced or removed).
+//! with the agent's id (OpenCode, or a fork that loads OpenCode plugins such
+//! as Kilo CLI), the absolute binary and baked flags filled in, and
+//! recognised later by its first line and its agent constant (so a user's own
+//! `memhook.js`, or another agent's generated one, is never replaced or
+//! removed).
 //!
 //! The plugin is a file memhook owns outright, so an uninstall deletes it and
 //! the directories the install created for it (recorded in the install
@@ -13,15 +15,26 @@ use std::path::{Path, PathBuf};
 
 const TEMPLATE: &str = include_str!("../../hooks/opencode/memhook.js");
 const ARGV_SLOT: &str = "__MEMHOOK_ARGV__";
-const AGENT_LINE: &str = "const AGENT = \"opencode\";";
+const AGENT_SLOT: &str = "__MEMHOOK_AGENT__";
 const ARGV_PREFIX: &str = "const MEMHOOK = ";
 
-fn banner() -> &'static str {
-    TEMPLATE.lines().next().unwrap_or_default()
+/// `text` (of the template) with `agent` (a profile id) filled in.
+fn for_agent(text: &str, agent: &str) -> String {
+    text.replace(AGENT_SLOT, agent)
 }
 
-/// The plugin source for these baked settings.
-pub fn render(baked: &Baked) -> String {
+/// The first line of the plugin generated for `agent`.
+fn banner(agent: &str) -> String {
+    for_agent(TEMPLATE.lines().next().unwrap_or_default(), agent)
+}
+
+/// The line that names the agent the plugin reports as.
+fn agent_line(agent: &str) -> String {
+    format!("const AGENT = \"{agent}\";")
+}
+
+/// The plugin source for `agent` (a profile id) and these baked settings.
+pub fn render(agent: &str, baked: &Baked) -> String {
     // Everything but `--agent`/`--event`, which the plugin appends per call.
     let mut argv = vec![baked.exe.to_string_lossy().into_owned()];
     let mut args = baked.hook_args("E", "A");
@@ -33,22 +46,25 @@ pub fn render(baked: &Baked) -> String {
     args.drain(hook_at + 1..hook_at + 5);
     argv.extend(args);
     let json = serde_json::to_string(&argv).expect("strings serialise");
-    TEMPLATE.replacen(ARGV_SLOT, &json, 1)
+    for_agent(TEMPLATE, agent).replacen(ARGV_SLOT, &json, 1)
 }
 
-/// Whether `text` is a plugin memhook generated (banner and agent constant).
-pub fn is_ours(text: &str) -> bool {
-    text.lines().next() == Some(banner()) && text.lines().any(|l| l.trim() == AGENT_LINE)
+/// Whether `text` is a plugin memhook generated for `agent` (banner and
+/// agent constant).
+pub fn is_ours(text: &str, agent: &str) -> bool {
+    let line = agent_line(agent);
+    text.lines().next() == Some(banner(agent).as_str()) && text.lines().any(|l| l.trim() == line)
 }
 
-/// The settings baked into a generated plugin, when it is ours and intact.
-pub fn baked_of(text: &str) -> Option<Baked> {
-    if !is_ours(text) {
+/// The settings baked into a plugin generated for `agent`, when it is ours
+/// and intact.
+pub fn baked_of(text: &str, agent: &str) -> Option<Baked> {
+    if !is_ours(text, agent) {
         return None;
     }
     let line = text.lines().find_map(|l| l.strip_prefix(ARGV_PREFIX))?;
     let mut argv: Vec<String> = serde_json::from_str(line.trim_end().strip_suffix(';')?).ok()?;
-    argv.extend(["--agent", "opencode", "--event", "x"].map(String::from));
+    argv.extend(["--agent", agent, "--event", "x"].map(String::from));
     parse_hook_argv(&argv).map(|o| o.baked)
 }
 
@@ -98,25 +114,57 @@ mod tests {
             server_url: Some("http://127.0.0.1:1".into()),
             strategy: Some("repo-root".into()),
         };
-        let src = render(&b);
-        assert!(is_ours(&src));
-        assert_eq!(baked_of(&src), Some(b));
+        let src = render("opencode", &b);
+        assert!(is_ours(&src, "opencode"));
+        assert_eq!(baked_of(&src, "opencode"), Some(b));
         assert!(!src.contains(ARGV_SLOT));
+        assert!(!src.contains(AGENT_SLOT));
         // A user's own plugin with the same name is not ours.
-        assert!(!is_ours("export const X = async () => ({});\n"));
+        assert!(!is_ours("export const X = async () => ({});\n", "opencode"));
         assert!(!is_ours(
-            &src.replace(AGENT_LINE, "const AGENT = \"other\";")
+            &src.replace(&agent_line("opencode"), "const AGENT = \"other\";"),
+            "opencode"
         ));
+    }
+
+    /// One template serves every agent that loads OpenCode plugins: Kilo's
+    /// plugin reports as `kilo` (the agent constant and the help lines name
+    /// it), and neither agent takes the other's file for its own.
+    #[test]
+    fn render_fills_in_the_agent() {
+        let b = Baked {
+            exe: PathBuf::from("/usr/bin/memhook"),
+            data_dir: None,
+            server_url: None,
+            strategy: None,
+        };
+        let kilo = render("kilo", &b);
+        assert!(kilo.contains("const AGENT = \"kilo\";"));
+        assert!(kilo
+            .lines()
+            .next()
+            .unwrap()
+            .contains("--agent kilo --apply"));
+        assert!(!kilo.contains("opencode --apply"));
+        assert!(is_ours(&kilo, "kilo"));
+        assert_eq!(baked_of(&kilo, "kilo"), Some(b.clone()));
+        assert!(!is_ours(&kilo, "opencode"));
+        assert!(!is_ours(&render("opencode", &b), "kilo"));
     }
 
     #[test]
     fn plugin_handles_every_profile_event() {
-        let p = crate::install::profile::get("opencode").unwrap();
-        for e in p.native_events() {
-            assert!(
-                TEMPLATE.contains(&format!("\"{e}\"")),
-                "{e} not handled by the plugin"
-            );
+        for p in crate::install::profile::all()
+            .iter()
+            .filter(|p| p.shape == crate::install::profile::Shape::Plugin)
+        {
+            for e in p.native_events() {
+                assert!(
+                    TEMPLATE.contains(&format!("\"{e}\"")),
+                    "{e} ({}) not handled by the plugin",
+                    p.id
+                );
+            }
         }
     }
 

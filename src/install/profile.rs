@@ -275,7 +275,8 @@ mod tests {
                 "gemini-cli",
                 "cursor",
                 "qwen-code",
-                "copilot"
+                "copilot",
+                "kilo"
             ]
         );
     }
@@ -300,8 +301,8 @@ mod tests {
     }
 
     /// OpenCode's startup install is checked in the config dir that holds
-    /// `plugins/`, wherever the plugin file is (`--config-file` too), and is
-    /// the only agent with one.
+    /// `plugins/`, wherever the plugin file is (`--config-file` too); only
+    /// the agents that load OpenCode plugins (OpenCode, Kilo CLI) have one.
     #[test]
     fn startup_install_is_checked_in_the_plugins_config_dir() {
         let oc = get("opencode").unwrap();
@@ -320,9 +321,17 @@ mod tests {
         std::fs::create_dir_all(done.parent().unwrap()).unwrap();
         std::fs::write(&done, "{}").unwrap();
         assert_eq!(oc.pending_startup_install(&file), None);
-        for p in all().iter().filter(|p| p.id != "opencode") {
-            assert!(p.startup_install.is_none(), "{}", p.id);
+        for p in all() {
+            assert_eq!(
+                p.startup_install.is_some(),
+                p.shape == Shape::Plugin,
+                "{}",
+                p.id
+            );
         }
+        let kilo = get("kilo").unwrap().startup_install.as_ref().unwrap();
+        assert!(kilo.done.contains("@kilocode/plugin"), "{}", kilo.done);
+        assert!(kilo.note.contains("`kilo`"), "{}", kilo.note);
     }
 
     #[test]

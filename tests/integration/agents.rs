@@ -144,6 +144,22 @@ impl World {
             .current_dir(self.proj());
         c
     }
+    /// No file in the data dir holds the excluded file's content or path
+    /// (and the data dir is not empty: something was captured).
+    fn assert_no_trace_of_the_excluded_file(&self) {
+        let mut files = Vec::new();
+        crate::util::walk(&self.home().join(".memhook-data"), &mut files);
+        assert!(!files.is_empty());
+        for (path, bytes) in &files {
+            for needle in ["TOPSECRET", "secret/key.txt"] {
+                assert!(
+                    !crate::util::contains(bytes, needle),
+                    "{needle} reached {}",
+                    path.display()
+                );
+            }
+        }
+    }
     /// Every captured record as one text, for `contains` checks.
     fn records_text(&self) -> String {
         self.records()
@@ -512,16 +528,49 @@ fn bundled_rg() -> Option<PathBuf> {
     None
 }
 
-fn opencode(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+/// An OpenCode-family CLI: OpenCode itself, or a fork that loads OpenCode
+/// plugins (Kilo CLI), with its project config file, the prefix of its
+/// environment switches and where it logs.
+struct OpenCodeFamily {
+    config: &'static str,
+    schema: &'static str,
+    env: &'static str,
+    log_dir: &'static str,
+}
+
+const OPENCODE: OpenCodeFamily = OpenCodeFamily {
+    config: "opencode.json",
+    schema: "https://opencode.ai/config.json",
+    env: "OPENCODE",
+    log_dir: ".local/share/opencode/log",
+};
+
+const KILO: OpenCodeFamily = OpenCodeFamily {
+    config: "kilo.json",
+    schema: "https://app.kilo.ai/config.json",
+    env: "KILO",
+    log_dir: ".local/share/kilo/log",
+};
+
+/// `<cli> run <prompt>` against the OpenAI chat stand-in, offline.
+fn opencode_family(
+    cli: &OpenCodeFamily,
+    world: &World,
+    exe: &Path,
+    port: u16,
+    prompt: &str,
+) -> Output {
     let cfg = json!({
-        "$schema": "https://opencode.ai/config.json",
+        "$schema": cli.schema,
         "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
             "options": {"baseURL": format!("http://127.0.0.1:{port}/v1"), "apiKey": "sk-test"},
             "models": {"mock-model": {"name": "Mock Model", "tool_call": true}}}},
         "model": "mock/mock-model",
+        "autoupdate": false,
+        "share": "disabled",
         "permission": {"edit": "allow", "bash": "allow"}
     });
-    fs::write(world.proj().join("opencode.json"), cfg.to_string()).unwrap();
+    fs::write(world.proj().join(cli.config), cfg.to_string()).unwrap();
     let mut path = std::env::var("PATH").unwrap_or_default();
     if let Some(rg) = bundled_rg() {
         path = format!("{}:{path}", rg.display());
@@ -530,12 +579,73 @@ fn opencode(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
     c.args(["run", prompt])
         .env("PATH", path)
         // Offline: the npm registry refuses connections (nothing listens on
-        // the loopback discard port), as it does for OpenCode's own install.
-        .env("npm_config_registry", "http://127.0.0.1:9/")
-        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
-        .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
-        .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "1");
+        // the loopback discard port), as it does for the CLI's own install.
+        .env("npm_config_registry", "http://127.0.0.1:9/");
+    for switch in [
+        "DISABLE_MODELS_FETCH",
+        "DISABLE_AUTOUPDATE",
+        "DISABLE_LSP_DOWNLOAD",
+    ] {
+        c.env(format!("{}_{switch}", cli.env), "1");
+    }
     run_bounded(c, Duration::from_secs(240))
+}
+
+fn opencode(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    opencode_family(&OPENCODE, world, exe, port, prompt)
+}
+
+/// The names in directory `d`, sorted (none when it does not exist).
+fn listing(d: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(d)
+        .map(|r| {
+            r.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Run the startup-install remedy install-hooks printed (the line with
+/// `fetch-retries=0`) as printed.
+fn run_startup_install_remedy(installed: &str) {
+    let remedy = installed
+        .lines()
+        .map(str::trim)
+        .find(|l| l.contains("fetch-retries=0"))
+        .unwrap_or_else(|| panic!("install-hooks printed no remedy: {installed}"));
+    let ran = Command::new("sh").args(["-c", remedy]).status().unwrap();
+    assert!(ran.success(), "{remedy}");
+}
+
+/// The CLI tried its own npm install into `cfg`, offline, and (with the
+/// remedy in place) gave up at once: npm's default retries alone wait 70 s.
+fn assert_startup_install_gave_up(cli: &OpenCodeFamily, world: &World, cfg: &Path) {
+    let dir = world.home().join(cli.log_dir);
+    let log: String = listing(&dir)
+        .iter()
+        .map(|f| fs::read_to_string(dir.join(f)).unwrap())
+        .collect();
+    let failed = log
+        .lines()
+        .find(|l| l.contains("background dependency install failed"))
+        .unwrap_or_else(|| panic!("{} did not try its install offline: {log}", cli.env));
+    assert!(failed.contains(&cfg.display().to_string()), "{failed}");
+    let began = log.lines().find_map(log_seconds).unwrap();
+    let gave_up = (log_seconds(failed).unwrap() - began).rem_euclid(86_400.0);
+    assert!(gave_up < 30.0, "the install took {gave_up} s to fail");
+}
+
+/// The system messages of a chat-completions request body, as JSON text.
+fn system_messages(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "system")
+        .map(Value::to_string)
+        .collect()
 }
 
 /// Seconds of the day of an OpenCode log line's `timestamp=…T12:34:56.789Z`.
@@ -570,28 +680,12 @@ fn opencode_end_to_end() {
     let world = World::new();
     let installed = world.install("opencode");
     let cfg = world.home().join(".config/opencode");
-    let listing = |d: &Path| -> Vec<String> {
-        let mut v: Vec<String> = fs::read_dir(d)
-            .map(|r| {
-                r.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        v.sort();
-        v
-    };
     assert_eq!(
         listing(&cfg),
         ["plugins"],
         "install wrote more than the plugin"
     );
-    let remedy = installed
-        .lines()
-        .map(str::trim)
-        .find(|l| l.contains("fetch-retries=0"))
-        .unwrap_or_else(|| panic!("install-hooks printed no remedy: {installed}"));
-    let ran = Command::new("sh").args(["-c", remedy]).status().unwrap();
-    assert!(ran.success(), "{remedy}");
+    run_startup_install_remedy(&installed);
     let plugin = cfg.join("plugins/memhook.js");
     let src = fs::read_to_string(&plugin).unwrap();
     let shim_dir = world.home().join("shim");
@@ -674,13 +768,7 @@ fn opencode_end_to_end() {
         .filter(|b| b.get("tools").is_some())
         .collect();
     assert!(!tool_requests.is_empty());
-    let system: String = tool_requests[0]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "system")
-        .map(Value::to_string)
-        .collect();
+    let system = system_messages(&tool_requests[0]);
     let start: Value =
         serde_json::from_str(&fs::read_to_string(format!("{}.start", log.display())).unwrap())
             .unwrap();
@@ -706,22 +794,8 @@ fn opencode_end_to_end() {
     );
     assert!(!all.contains("TOPSECRET"), "excluded read leaked");
 
-    // OpenCode tried its own install, offline, and gave up at once: npm's
-    // default retries alone wait 70 s.
-    let log: String = listing(&world.home().join(".local/share/opencode/log"))
-        .iter()
-        .map(|f| {
-            fs::read_to_string(world.home().join(".local/share/opencode/log").join(f)).unwrap()
-        })
-        .collect();
-    let failed = log
-        .lines()
-        .find(|l| l.contains("background dependency install failed"))
-        .unwrap_or_else(|| panic!("OpenCode did not try its install offline: {log}"));
-    assert!(failed.contains(&cfg.display().to_string()), "{failed}");
-    let began = log.lines().find_map(log_seconds).unwrap();
-    let gave_up = (log_seconds(failed).unwrap() - began).rem_euclid(86_400.0);
-    assert!(gave_up < 30.0, "the install took {gave_up} s to fail");
+    // OpenCode tried its own install, offline, and gave up at once.
+    assert_startup_install_gave_up(&OPENCODE, &world, &cfg);
 
     // Uninstall removes the plugin and the plugins dir install made; what
     // OpenCode (and the user, following the remedy) put there stays.
@@ -733,6 +807,131 @@ fn opencode_end_to_end() {
         .output()
         .unwrap();
     assert!(out.status.success());
+    let mut left = theirs.clone();
+    left.retain(|f| f != "plugins");
+    assert_eq!(listing(&cfg), left);
+    assert!(left.contains(&".npmrc".to_string()), "{left:?}");
+}
+
+/// Kilo CLI (an OpenCode fork): install-hooks writes the same generated
+/// plugin into ~/.config/kilo/plugins, reporting as `kilo`; `kilo run` loads
+/// it, session 1's records land in the marker's scope with agent `kilo` and
+/// no trace of the excluded read, session 2's model request carries the
+/// briefing in its system prompt, and uninstall removes what install made.
+///
+/// Kilo inherits OpenCode's npm install at startup (of @kilocode/plugin):
+/// install-hooks prints the same one-line remedy, which the test runs as
+/// printed, and Kilo's log shows the install giving up at once. The plugin's
+/// binary is then swapped for a logging shim (from a path with a space and
+/// non-ASCII characters) to see which hooks Kilo ran.
+#[test]
+fn kilo_end_to_end() {
+    let Some(exe) = agent_cli("kilo_end_to_end", "kilo") else {
+        return;
+    };
+    let world = World::new();
+    let installed = world.install("kilo");
+    let cfg = world.home().join(".config/kilo");
+    assert_eq!(
+        listing(&cfg),
+        ["plugins"],
+        "install wrote more than the plugin"
+    );
+    run_startup_install_remedy(&installed);
+    let calls = world.install_via_shim("kilo");
+    let plugin = cfg.join("plugins/memhook.js");
+    let src = fs::read_to_string(&plugin).unwrap();
+    assert!(src.contains("const AGENT = \"kilo\";"), "{src}");
+    assert!(src.contains("My Tööls"), "the shim is not baked in");
+
+    let proj = world.proj();
+    let script = vec![
+        Step::Tool(
+            "bash",
+            json!({"command": "echo E2E-KILO-OUT", "description": "say"}),
+        ),
+        Step::Tool(
+            "read",
+            json!({"filePath": proj.join("secret/key.txt").to_string_lossy()}),
+        ),
+        Step::Text("Done."),
+    ];
+    let mock = Mock::start(Api::OpenAiChat, script);
+    let out = opencode_family(&KILO, &world, &exe, mock.port, "E2E-KILO-PROMPT hello");
+    assert!(
+        out.status.success(),
+        "kilo run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = fs::read_to_string(&calls).expect("the plugin never ran memhook");
+    for event in [
+        "session.created",
+        "chat.message",
+        "tool.execute.before",
+        "tool.execute.after",
+        "session.idle",
+    ] {
+        assert!(
+            log.lines()
+                .any(|l| l.ends_with(&format!("--agent kilo --event {event}"))),
+            "{event} was not piped to memhook: {log}"
+        );
+    }
+    assert_startup_install_gave_up(&KILO, &world, &cfg);
+
+    // Session 1's records: agent kilo, in the marker's scope, prompt and
+    // output kept, the excluded read nowhere in the data dir.
+    let records = world.records();
+    assert!(!records.is_empty());
+    for r in &records {
+        assert_eq!(r["agent"], "kilo", "{r}");
+        assert_eq!(r["project"], "demo", "{r}");
+    }
+    let all = world.records_text();
+    assert!(
+        all.contains("E2E-KILO-PROMPT"),
+        "prompt not captured: {all}"
+    );
+    assert!(
+        all.contains("E2E-KILO-OUT"),
+        "bash output not captured: {all}"
+    );
+    world.assert_no_trace_of_the_excluded_file();
+
+    // Session 2: the briefing about session 1 is in the system prompt.
+    let mock2 = Mock::start(Api::OpenAiChat, vec![Step::Text("Noted.")]);
+    let out = opencode_family(&KILO, &world, &exe, mock2.port, "second session");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = mock2
+        .requests()
+        .into_iter()
+        .find(|(_, b)| b.get("tools").is_some())
+        .expect("the second session made a model request");
+    let system = system_messages(&first.1);
+    assert!(
+        system.contains("E2E-KILO-PROMPT"),
+        "no briefing about session 1 in the second session's system prompt: {}",
+        first.1
+    );
+    assert!(!request_text(&first.1).contains("TOPSECRET"));
+
+    // Uninstall removes the plugin and the plugins dir install made; what
+    // Kilo (and the user, following the remedy) put there stays.
+    let theirs = listing(&cfg);
+    let out = world
+        .memhook()
+        .args(["uninstall-hooks", "--agent", "kilo", "--apply"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut left = theirs.clone();
     left.retain(|f| f != "plugins");
     assert_eq!(listing(&cfg), left);
@@ -1178,18 +1377,7 @@ fn qwen_code_end_to_end() {
         assert!(all.contains(needle), "{what} was not captured: {all}");
     }
     assert!(!all.contains("memory extraction"), "{all}");
-    let mut files = Vec::new();
-    crate::util::walk(&world.home().join(".memhook-data"), &mut files);
-    assert!(!files.is_empty());
-    for (path, bytes) in &files {
-        for leaked in ["TOPSECRET", "secret/key.txt"] {
-            assert!(
-                !crate::util::contains(bytes, leaked),
-                "{leaked} in {}",
-                path.display()
-            );
-        }
-    }
+    world.assert_no_trace_of_the_excluded_file();
 
     // Session 2: the briefing about session 1 is in its first model request.
     let mock2 = Mock::start(Api::OpenAiChat, vec![Step::Text("Noted.")]);
@@ -1327,18 +1515,7 @@ fn copilot_end_to_end() {
         all.contains("notes.md"),
         "the create was not captured: {all}"
     );
-    let mut files = Vec::new();
-    crate::util::walk(&home.join(".memhook-data"), &mut files);
-    assert!(!files.is_empty());
-    for (path, bytes) in &files {
-        for needle in ["TOPSECRET", "secret/key.txt"] {
-            assert!(
-                !crate::util::contains(bytes, needle),
-                "{needle} reached {}",
-                path.display()
-            );
-        }
-    }
+    world.assert_no_trace_of_the_excluded_file();
 
     // Session 2: the briefing about session 1 reaches the model.
     let mock2 = Mock::start(Api::OpenAiChat, vec![Step::Text("Noted.")]);

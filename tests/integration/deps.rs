@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The agent CLIs the real-agent tests drive, by executable name.
-pub const AGENT_CLIS: [&str; 6] = ["claude", "codex", "opencode", "gemini", "qwen", "copilot"];
+pub const AGENT_CLIS: [&str; 7] = [
+    "claude", "codex", "opencode", "gemini", "qwen", "copilot", "kilo",
+];
 const INSTALL_CLIS: &str =
     "run `bash scripts/install-agent-clis.sh`, or set MEMHOOK_AGENT_CLIS to its prefix";
 const INSTALL_SDK: &str = "run `bash scripts/test-deps.sh` to install it into .venv";

@@ -18,6 +18,7 @@ const AGENTS: &[(&str, &str)] = &[
     ("opencode", ".config/opencode/plugins/memhook.js"),
     ("gemini-cli", ".gemini/settings.json"),
     ("cursor", ".cursor/hooks.json"),
+    ("kilo", ".config/kilo/plugins/memhook.js"),
 ];
 
 fn home() -> tempfile::TempDir {
@@ -930,6 +931,7 @@ fn mcp_register_every_agent() {
         ("opencode", ".config/opencode/opencode.json", "mcp"),
         ("gemini-cli", ".gemini/settings.json", "mcpServers"),
         ("cursor", ".cursor/mcp.json", "mcpServers"),
+        ("kilo", ".config/kilo/kilo.json", "mcp"),
     ] {
         let h = home();
         let f = h.path().join(rel);
