@@ -955,7 +955,10 @@ mod tests {
             .map(|t| t.0)
             .collect();
         assert!(toks.contains(&"secret/key.txt"), "{toks:?}");
-        let toks: Vec<&str> = scan_tokens("${A B} ${HOME}/k").into_iter().map(|t| t.0).collect();
+        let toks: Vec<&str> = scan_tokens("${A B} ${HOME}/k")
+            .into_iter()
+            .map(|t| t.0)
+            .collect();
         assert!(toks.contains(&"${HOME}/k"), "{toks:?}");
     }
 
