@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crate::drain;
 use crate::event::Event;
 use crate::scope::Scope;
-use crate::sink::store::{Prompt, SessionSummary, Store, StoreError, StoredRecord};
+use crate::sink::store::{Prompt, SessionSummary, Store, StoreError, TailEvent};
 use crate::spool::{SinkTarget, Spool};
 
 /// Hard budget of the whole session-start path (delivery + composition).
@@ -374,7 +374,7 @@ fn handoff_section(
     older: &[SessionSummary],
     store: &Store,
 ) -> Result<Section, StoreError> {
-    let act = store.activity(&[last.row], MAX_FILES)?;
+    let act = store.outcomes(&[last.row], MAX_FILES)?;
     let (first, tail, prompt_count) = store.session_prompts(last.row, LAST_PROMPTS)?;
     let root = store.session_root(last.row)?;
     let mut s = Section::new(&format!(
@@ -543,7 +543,7 @@ fn relative(path: &str, root: Option<&str>) -> String {
 /// What happened after the last prompt: the tools used (failures counted)
 /// and how the session ended — the agent finished its turn, the session
 /// ended, or it stopped in the middle of a tool call.
-fn after_line(records: &[StoredRecord]) -> String {
+fn after_line(records: &[TailEvent]) -> String {
     let mut tools: Vec<(String, u64, u64)> = Vec::new();
     // Calls announced (pre-tool-use) and not answered yet. Only one still
     // open at the very end means the session stopped mid-call: an agent
@@ -920,25 +920,12 @@ mod tests {
     #[test]
     fn the_end_of_a_session_is_told() {
         let r = |event: &str, tool: Option<&str>, call: Option<&str>, outcome: Option<&str>| {
-            StoredRecord {
-                key: "k".into(),
-                occurred_ms: 1,
-                agent: "claude-code".into(),
+            TailEvent {
                 event: event.into(),
-                native_event: event.into(),
-                workspace: "w".into(),
-                project: "p".into(),
-                session_id: None,
-                cwd: None,
-                subagent: false,
-                tool_family: None,
                 tool_name: tool.map(str::to_string),
+                tool_family: None,
                 tool_call_id: call.map(str::to_string),
                 outcome: outcome.map(str::to_string),
-                disposition: "keep".into(),
-                title: None,
-                body: None,
-                files: vec![],
             }
         };
         let done = [

@@ -131,7 +131,11 @@ fn has_marker(scope: &Scope) -> bool {
 
 /// The gate for an event of `scope`, at `now`.
 pub fn gate(dir: &Path, scope: &Scope, now: u64) -> Gate {
-    let s = load(dir);
+    gate_of(dir, &load(dir), scope, now)
+}
+
+/// [`gate`] with the switches already loaded.
+fn gate_of(dir: &Path, s: &Switches, scope: &Scope, now: u64) -> Gate {
     let k = key(scope);
     if s.disabled.contains(&k) {
         return Gate::Disabled;
@@ -262,7 +266,7 @@ pub fn describe(dir: &Path, scope: Option<&Scope>) -> Option<String> {
     let s = load(dir);
     let now = now_ms();
     if let Some(sc) = scope {
-        match gate(dir, sc, now) {
+        match gate_of(dir, &s, sc, now) {
             Gate::Disabled => {
                 return Some(format!(
                     "{} is disabled (`memhook disable`): nothing captured or briefed; \

@@ -26,7 +26,7 @@ mod forget;
 mod handoff;
 pub use activity::MIN_ID_PREFIX;
 pub use forget::{ForgetError, Forgotten, LogEntry, Selector, MIN_KEY_PREFIX};
-pub use handoff::{Prompt, TouchedFile, MAX_SESSION_FILES, MAX_TAIL_RECORDS};
+pub use handoff::{Prompt, TailEvent, TouchedFile, MAX_SESSION_FILES, MAX_TAIL_RECORDS};
 
 /// File name of the store inside the data dir.
 pub const STORE_FILE: &str = "store.sqlite3";
@@ -226,9 +226,6 @@ pub struct SessionSummary {
 /// What a set of sessions did, aggregated in SQL (the briefing's input).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Activity {
-    /// First `max_list` prompts (title, else the body's start), oldest first.
-    pub prompts: Vec<String>,
-    pub prompt_count: u64,
     /// Tool results per family: (family, calls, failed), most used first.
     pub families: Vec<(String, u64, u64)>,
     /// Tool results per tool name (family when unnamed), most used first.
@@ -239,6 +236,13 @@ pub struct Activity {
     pub files: Vec<(String, u64)>,
     /// Distinct files touched.
     pub file_count: u64,
+}
+
+/// `session_row IN (…)` for `rows` (integers from our own queries: safe to
+/// inline); `None` for no rows.
+fn within(rows: &[i64]) -> Option<String> {
+    let ids: Vec<String> = rows.iter().map(i64::to_string).collect();
+    (!ids.is_empty()).then(|| format!("session_row IN ({})", ids.join(",")))
 }
 
 /// Tool result events, as an SQL list.
@@ -618,39 +622,48 @@ impl Store {
     /// What the sessions `rows` (from [`Store::sessions`]) did; each list is
     /// cut at `max_list` entries.
     pub fn activity(&self, rows: &[i64], max_list: usize) -> Result<Activity, StoreError> {
-        if rows.is_empty() {
-            return Ok(Activity::default());
-        }
-        // Row ids are integers from our own query: safe to inline.
-        let ids = rows
-            .iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
-        let within = format!("session_row IN ({ids})");
+        let mut a = self.outcomes(rows, max_list)?;
+        let Some(within) = within(rows) else {
+            return Ok(a);
+        };
         let lim = max_list.min(MAX_QUERY_LIMIT) as i64;
         let e = |e| self.err(e);
-        let mut a = Activity::default();
         let mut st = self
             .conn
             .prepare(&format!(
-                "SELECT coalesce(title, substr(body, 1, 400)) FROM records
-                 WHERE {within} AND event = 'user-prompt'
-                 ORDER BY occurred_ms, id LIMIT ?1"
+                "SELECT coalesce(tool_name, tool_family, 'unknown'), count(*) FROM records
+                 WHERE {within} AND event IN {TOOL_RESULT_EVENTS}
+                 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?1"
             ))
             .map_err(e)?;
-        a.prompts = collect(st.query_map([lim], |r| {
-            Ok(r.get::<_, Option<String>>(0)?.unwrap_or_default())
-        }))
-        .map_err(e)?;
-        a.prompt_count = self
-            .conn
-            .query_row(
-                &format!("SELECT count(*) FROM records WHERE {within} AND event = 'user-prompt'"),
-                [],
-                |r| r.get(0),
-            )
+        a.tools = collect(st.query_map([lim], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))))
             .map_err(e)?;
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT j.value, count(*) FROM records r, json_each(r.files) j
+                 WHERE r.{within} AND r.files IS NOT NULL
+                 GROUP BY 1 ORDER BY 2 DESC, 1"
+            ))
+            .map_err(e)?;
+        let files: Vec<(String, u64)> =
+            collect(st.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))))
+                .map_err(e)?;
+        a.file_count = files.len() as u64;
+        a.files = files.into_iter().take(max_list).collect();
+        Ok(a)
+    }
+
+    /// Only the tool outcomes of [`Store::activity`] (`families` and
+    /// `failures`; the other fields stay empty): what the handoff needs,
+    /// without the tool and file aggregates it does not show.
+    pub fn outcomes(&self, rows: &[i64], max_list: usize) -> Result<Activity, StoreError> {
+        let Some(within) = within(rows) else {
+            return Ok(Activity::default());
+        };
+        let lim = max_list.min(MAX_QUERY_LIMIT) as i64;
+        let e = |e| self.err(e);
+        let mut a = Activity::default();
         let mut st = self
             .conn
             .prepare(&format!(
@@ -667,16 +680,6 @@ impl Store {
             ))
         }))
         .map_err(e)?;
-        let mut st = self
-            .conn
-            .prepare(&format!(
-                "SELECT coalesce(tool_name, tool_family, 'unknown'), count(*) FROM records
-                 WHERE {within} AND event IN {TOOL_RESULT_EVENTS}
-                 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?1"
-            ))
-            .map_err(e)?;
-        a.tools = collect(st.query_map([lim], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))))
-            .map_err(e)?;
         let b = "ltrim(body, char(10, 13, 32, 9))";
         let mut st = self
             .conn
@@ -692,19 +695,6 @@ impl Store {
             Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))
         }))
         .map_err(e)?;
-        let mut st = self
-            .conn
-            .prepare(&format!(
-                "SELECT j.value, count(*) FROM records r, json_each(r.files) j
-                 WHERE r.{within} AND r.files IS NOT NULL
-                 GROUP BY 1 ORDER BY 2 DESC, 1"
-            ))
-            .map_err(e)?;
-        let files: Vec<(String, u64)> =
-            collect(st.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))))
-                .map_err(e)?;
-        a.file_count = files.len() as u64;
-        a.files = files.into_iter().take(max_list).collect();
         Ok(a)
     }
 
@@ -1347,8 +1337,15 @@ pub(crate) mod tests {
         s.insert(&rec("ok", 4, "p", "s", "post-tool-use")).unwrap();
         let row = s.sessions(("default", "p"), None, 1).unwrap()[0].row;
         let a = s.activity(&[row], 10).unwrap();
-        assert_eq!(a.prompts, vec!["first line\nsecond".to_string()]);
-        assert_eq!(a.prompt_count, 1);
+        // The prompts come from `session_prompts` (the handoff's query).
+        let (first, tail, count) = s.session_prompts(row, 5).unwrap();
+        assert_eq!(first.unwrap().text, "first line\nsecond");
+        assert!(tail.is_empty());
+        assert_eq!(count, 1);
+        // `outcomes` is the same families and failures, and nothing else.
+        let o = s.outcomes(&[row], 10).unwrap();
+        assert_eq!((&o.families, &o.failures), (&a.families, &a.failures));
+        assert!(o.tools.is_empty() && o.files.is_empty());
         assert_eq!(a.families, vec![("file".to_string(), 3, 2)]);
         assert_eq!(a.tools, vec![("Edit".to_string(), 3)]);
         // Grouped by tool and the excerpt's first non-blank line.

@@ -117,6 +117,22 @@ fn pause_for_a_while_then_resume() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// `install-hooks --agent claude-code --apply --capture-mode MODE`.
+fn set_mode(home: &Path, mode: &str) -> String {
+    run(
+        home,
+        home,
+        &[
+            "install-hooks",
+            "--agent",
+            "claude-code",
+            "--apply",
+            "--capture-mode",
+            mode,
+        ],
+    )
+}
+
 #[test]
 fn allowlist_captures_only_marked_or_enabled_projects() {
     let home = tempfile::tempdir().unwrap();
@@ -125,18 +141,7 @@ fn allowlist_captures_only_marked_or_enabled_projects() {
     std::fs::create_dir_all(&plain).unwrap();
     std::fs::create_dir_all(&marked).unwrap();
     std::fs::write(marked.join(".ai-memory.toml"), "project = \"marked\"\n").unwrap();
-    let out = run(
-        home.path(),
-        home.path(),
-        &[
-            "install-hooks",
-            "--agent",
-            "claude-code",
-            "--apply",
-            "--capture-mode",
-            "allowlist",
-        ],
-    );
+    let out = set_mode(home.path(), "allowlist");
     assert!(out.contains("capture mode: allowlist"), "{out}");
     let mode = home.path().join(".memhook-data/capture-mode");
     assert_eq!(std::fs::read_to_string(&mode).unwrap().trim(), "allowlist");
@@ -154,18 +159,7 @@ fn allowlist_captures_only_marked_or_enabled_projects() {
     prompt(home.path(), &plain, "p2", "opted in");
     assert_eq!(stored(home.path(), &plain).len(), 2);
 
-    run(
-        home.path(),
-        home.path(),
-        &[
-            "install-hooks",
-            "--agent",
-            "claude-code",
-            "--apply",
-            "--capture-mode",
-            "denylist",
-        ],
-    );
+    set_mode(home.path(), "denylist");
     let other = home.path().join("other");
     std::fs::create_dir_all(&other).unwrap();
     prompt(home.path(), &other, "o1", "denylist again");

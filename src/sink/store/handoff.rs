@@ -3,7 +3,7 @@
 
 use rusqlite::params;
 
-use super::{row_to_record, Store, StoreError, StoredRecord, RECORD_COLUMNS};
+use super::{Store, StoreError};
 
 /// Most records read after a session's last prompt.
 pub const MAX_TAIL_RECORDS: usize = 2_000;
@@ -28,6 +28,17 @@ pub struct Prompt {
     pub text: String,
     pub ms: u64,
     pub key: String,
+}
+
+/// What one record says about the end of a session: only the fields the
+/// handoff's "after it" line reads (no text).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TailEvent {
+    pub event: String,
+    pub tool_name: Option<String>,
+    pub tool_family: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub outcome: Option<String>,
 }
 
 /// A file a session touched.
@@ -88,20 +99,25 @@ impl Store {
     }
 
     /// The session's records from `from_ms` on, oldest first (at most
-    /// [`MAX_TAIL_RECORDS`], the newest kept).
-    pub fn session_tail(&self, row: i64, from_ms: u64) -> Result<Vec<StoredRecord>, StoreError> {
+    /// [`MAX_TAIL_RECORDS`], the newest kept), as [`TailEvent`]s.
+    pub fn session_tail(&self, row: i64, from_ms: u64) -> Result<Vec<TailEvent>, StoreError> {
         let mut st = self
             .conn
-            .prepare_cached(&format!(
-                "SELECT {RECORD_COLUMNS} FROM records r JOIN projects p ON p.id = r.project_id
-                 WHERE r.session_row = ?1 AND r.occurred_ms >= ?2
-                 ORDER BY r.occurred_ms DESC, r.id DESC LIMIT ?3"
-            ))
+            .prepare_cached(
+                "SELECT event, tool_name, tool_family, tool_call_id, outcome FROM records
+                 WHERE session_row = ?1 AND occurred_ms >= ?2
+                 ORDER BY occurred_ms DESC, id DESC LIMIT ?3",
+            )
             .map_err(|x| self.err(x))?;
-        let rows = st.query_map(
-            params![row, from_ms as i64, MAX_TAIL_RECORDS as i64],
-            row_to_record,
-        );
+        let rows = st.query_map(params![row, from_ms as i64, MAX_TAIL_RECORDS as i64], |r| {
+            Ok(TailEvent {
+                event: r.get(0)?,
+                tool_name: r.get(1)?,
+                tool_family: r.get(2)?,
+                tool_call_id: r.get(3)?,
+                outcome: r.get(4)?,
+            })
+        });
         let mut out = super::collect(rows).map_err(|x| self.err(x))?;
         out.reverse();
         Ok(out)
