@@ -801,15 +801,31 @@ fn opencode_end_to_end() {
     // OpenCode (and the user, following the remedy) put there stays.
     let theirs = listing(&cfg);
     assert!(!theirs.contains(&"node_modules".to_string()), "{theirs:?}");
+    uninstall_leaves_the_agents_own_files(&world, "opencode", &cfg, theirs);
+}
+
+/// `uninstall-hooks --agent AGENT --apply` removes the generated plugin and
+/// the `plugins` dir install made; what the agent (and the user, following
+/// the printed remedy: `.npmrc`) put into `cfg` stays.
+fn uninstall_leaves_the_agents_own_files(
+    world: &World,
+    agent: &str,
+    cfg: &Path,
+    theirs: Vec<String>,
+) {
     let out = world
         .memhook()
-        .args(["uninstall-hooks", "--agent", "opencode", "--apply"])
+        .args(["uninstall-hooks", "--agent", agent, "--apply"])
         .output()
         .unwrap();
-    assert!(out.status.success());
-    let mut left = theirs.clone();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut left = theirs;
     left.retain(|f| f != "plugins");
-    assert_eq!(listing(&cfg), left);
+    assert_eq!(listing(cfg), left);
     assert!(left.contains(&".npmrc".to_string()), "{left:?}");
 }
 
@@ -922,20 +938,7 @@ fn kilo_end_to_end() {
     // Uninstall removes the plugin and the plugins dir install made; what
     // Kilo (and the user, following the remedy) put there stays.
     let theirs = listing(&cfg);
-    let out = world
-        .memhook()
-        .args(["uninstall-hooks", "--agent", "kilo", "--apply"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut left = theirs.clone();
-    left.retain(|f| f != "plugins");
-    assert_eq!(listing(&cfg), left);
-    assert!(left.contains(&".npmrc".to_string()), "{left:?}");
+    uninstall_leaves_the_agents_own_files(&world, "kilo", &cfg, theirs);
 }
 
 /// install-mcp writes entries the real CLIs read: `codex mcp list` and
