@@ -803,6 +803,7 @@ mod tests {
                 default_global: false,
                 inject_on_session_start: true,
                 max_chars: 6000,
+                enabled: true,
             },
             capture: CaptureConfig::Absent,
             warnings: vec![],

@@ -137,7 +137,7 @@ pub fn gate(dir: &Path, scope: &Scope, now: u64) -> Gate {
 /// [`gate`] with the switches already loaded.
 fn gate_of(dir: &Path, s: &Switches, scope: &Scope, now: u64) -> Gate {
     let k = key(scope);
-    if s.disabled.contains(&k) {
+    if s.disabled.contains(&k) || !scope.settings.enabled {
         return Gate::Disabled;
     }
     if capture_mode(dir) == CaptureMode::Allowlist && !has_marker(scope) && !s.enabled.contains(&k)
@@ -169,6 +169,12 @@ pub fn parse_duration_ms(text: &str) -> Option<u64> {
 pub struct SwitchArgs {
     #[command(flatten)]
     pub scope: ScopeArgs,
+    /// Also write `enabled = true|false` into the project's marker
+    /// (.ai-memory.toml; created at the checkout's top level when there is
+    /// none), keeping its comments and formatting, so that every clone and
+    /// machine follows. Without it no file in the repository is touched.
+    #[arg(long)]
+    pub marker: bool,
 }
 
 #[derive(Debug, Args)]
@@ -204,6 +210,32 @@ pub fn run_switch(args: &SwitchArgs, data_dir: Option<&Path>, on: bool) -> CmdRe
         s.disabled.insert(k.clone());
     }
     save(&dir, &s).map_err(|e| format!("{}: {e}", dir.join(SWITCHES_FILE).display()))?;
+    if args.marker {
+        use crate::scope::marker_edit::{self, Edited};
+        let cwd = match &args.scope.cwd {
+            Some(c) => crate::scope::paths::absolute(c, None),
+            None => crate::scope::paths::logical_current_dir(),
+        }
+        .map_err(|e| format!("the current directory: {e}"))?;
+        let path = marker_edit::target(scope.marker.as_deref(), &cwd);
+        let what = match marker_edit::set_enabled(&path, on)? {
+            Edited::Created => "created",
+            Edited::Changed => "updated",
+            Edited::Unchanged => "already says so:",
+        };
+        println!("memhook: {what} {} (enabled = {on})", path.display());
+    }
+    if on && !args.marker && !scope.settings.enabled {
+        let m = scope
+            .marker
+            .as_deref()
+            .map_or("?".into(), |m| m.display().to_string());
+        return Err(format!(
+            "{k} stays disabled: its marker {m} says `enabled = false`, which wins over \
+             `memhook enable`; run `memhook enable --marker` to change the marker"
+        )
+        .into());
+    }
     if on {
         println!("memhook: {k} is enabled: its events are captured and briefed");
     } else {
@@ -267,6 +299,16 @@ pub fn describe(dir: &Path, scope: Option<&Scope>) -> Option<String> {
     let now = now_ms();
     if let Some(sc) = scope {
         match gate_of(dir, &s, sc, now) {
+            Gate::Disabled if !sc.settings.enabled && !s.disabled.contains(&key(sc)) => {
+                return Some(format!(
+                    "{} is disabled by its marker ({}: enabled = false): nothing captured or \
+                     briefed; `memhook enable --marker` turns it on",
+                    key(sc),
+                    sc.marker
+                        .as_deref()
+                        .map_or("?".into(), |m| m.display().to_string())
+                ))
+            }
             Gate::Disabled => {
                 return Some(format!(
                     "{} is disabled (`memhook disable`): nothing captured or briefed; \

@@ -43,6 +43,7 @@ const SCOPE_KEYS: &[&str] = &[
     "project",
     "project_strategy",
     "drop_subagent_captures",
+    "enabled",
 ];
 
 /// Read and parse the marker at `path`. Never fails: problems are recorded in
@@ -135,6 +136,7 @@ fn declare(table: &Table, path: &Path, warnings: &mut Vec<String>) -> Result<Dec
             "project" => d.project = Some(name(key, value)?),
             "project_strategy" => d.strategy = Some(strategy(value)?),
             "drop_subagent_captures" => d.settings.drop_subagent_captures = truthy(key, value)?,
+            "enabled" => d.settings.enabled = truthy(key, value)?,
             "recall" => {
                 let t = section(key, value)?;
                 for (k, v) in t {
@@ -304,7 +306,8 @@ mod tests {
                 drop_subagent_captures: true,
                 default_global: true,
                 inject_on_session_start: true,
-                max_chars: 7000
+                max_chars: 7000,
+                enabled: true,
             }
         );
     }
@@ -328,6 +331,22 @@ mod tests {
         ] {
             assert!(parse(src).0.unwrap().declares_scope, "{src}");
         }
+    }
+
+    #[test]
+    fn enabled_is_a_setting_that_decides_the_scope() {
+        assert!(Settings::default().enabled);
+        for (src, want) in [
+            ("enabled = false", false),
+            ("enabled = 'no'", false),
+            ("enabled = 'on'", true),
+        ] {
+            let (d, w) = parse(src);
+            let d = d.unwrap();
+            assert_eq!(d.settings.enabled, want, "{src}");
+            assert!(d.declares_scope && w.is_empty(), "{src}: {w:?}");
+        }
+        assert!(parse("enabled = 1.5").0.is_err());
     }
 
     #[test]

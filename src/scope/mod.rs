@@ -72,6 +72,9 @@ pub struct Settings {
     pub default_global: bool,
     pub inject_on_session_start: bool,
     pub max_chars: usize,
+    /// `enabled = false`: memhook captures and briefs nothing for this tree
+    /// (`memhook disable --marker` writes it).
+    pub enabled: bool,
 }
 
 impl Default for Settings {
@@ -81,6 +84,7 @@ impl Default for Settings {
             default_global: false,
             inject_on_session_start: false,
             max_chars: MAX_CHARS_DEFAULT,
+            enabled: true,
         }
     }
 }
@@ -182,6 +186,7 @@ pub mod capture_config;
 pub mod env;
 pub mod git;
 pub mod marker;
+pub mod marker_edit;
 mod note;
 pub mod paths;
 mod resolve;

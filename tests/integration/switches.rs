@@ -165,3 +165,100 @@ fn allowlist_captures_only_marked_or_enabled_projects() {
     prompt(home.path(), &other, "o1", "denylist again");
     assert_eq!(stored(home.path(), &other).len(), 3);
 }
+
+/// `--marker` writes the switch into the repository's marker, keeping its
+/// comments; without it the marker is untouched. The marker's
+/// `enabled = false` holds in every clone, beats a local `enable`, and
+/// `enable --marker` turns it back on.
+#[test]
+fn disable_and_enable_with_the_marker() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = home.path().join("shop");
+    let sub = repo.join("src/cart");
+    std::fs::create_dir_all(&sub).unwrap();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&repo)
+        .status()
+        .unwrap();
+    assert!(git.success());
+    let marker = repo.join(".ai-memory.toml");
+    let original = "# shared with the team\nproject = \"shop\"   # pinned\n\n[capture]\n# never the keys\nignore_paths = [\"secrets/**\"]\n";
+    std::fs::write(&marker, original).unwrap();
+
+    // Without --marker the tracked file is not touched.
+    run(home.path(), &sub, &["disable"]);
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), original);
+    run(home.path(), &sub, &["enable"]);
+
+    let out = run(home.path(), &sub, &["disable", "--marker"]);
+    assert!(
+        out.contains("updated") && out.contains(".ai-memory.toml"),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(&marker).unwrap();
+    assert!(
+        text.starts_with("# shared with the team\nproject = \"shop\"   # pinned\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("enabled = false") && text.contains("# never the keys\n"),
+        "{text}"
+    );
+
+    // A fresh data dir (another machine, another clone) follows the marker:
+    // nothing captured or briefed, and show says why.
+    let other = tempfile::tempdir().unwrap();
+    prompt(other.path(), &sub, "o1", "on another machine");
+    assert!(stored(other.path(), &sub).is_empty());
+    let show = run(other.path(), &sub, &["show"]);
+    assert!(show.contains("disabled by its marker"), "{show}");
+    // A plain `enable` cannot override the marker and says so.
+    let out = memhook(other.path())
+        .arg("enable")
+        .current_dir(&sub)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("enable --marker"),
+        "{out:?}"
+    );
+
+    let out = run(other.path(), &sub, &["enable", "--marker"]);
+    assert!(out.contains("updated"), "{out}");
+    let text = std::fs::read_to_string(&marker).unwrap();
+    assert!(
+        text.contains("enabled = true") && text.contains("# pinned"),
+        "{text}"
+    );
+    prompt(other.path(), &sub, "o2", "back on");
+    assert_eq!(stored(other.path(), &sub), ["back on"]);
+}
+
+/// Under allowlist, `enable --marker` in a repository without a marker
+/// creates one at the checkout's top level, which opts the tree in for
+/// every install.
+#[test]
+fn enable_with_the_marker_creates_one_at_the_top_level() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = home.path().join("notes");
+    let sub = repo.join("docs");
+    std::fs::create_dir_all(&sub).unwrap();
+    assert!(std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&repo)
+        .status()
+        .unwrap()
+        .success());
+    let out = run(home.path(), &sub, &["enable", "--marker"]);
+    assert!(out.contains("created"), "{out}");
+    let text = std::fs::read_to_string(repo.join(".ai-memory.toml")).unwrap();
+    assert!(text.contains("enabled = true"), "{text}");
+    assert!(!sub.join(".ai-memory.toml").exists());
+
+    let other = tempfile::tempdir().unwrap();
+    set_mode(other.path(), "allowlist");
+    prompt(other.path(), &sub, "n1", "opted in by the marker");
+    assert_eq!(stored(other.path(), &sub), ["opted in by the marker"]);
+}
