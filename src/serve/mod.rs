@@ -283,7 +283,7 @@ impl App {
     }
 
     /// Everything decided from the head alone: `Err` answers now. `Ok`
-    /// carries who sent it (for `/healthz` and CORS preflights: nobody).
+    /// carries who sent it (for `/healthz`: nobody).
     fn check_head(&self, head: &Head) -> Result<Caller, Answer> {
         let origin = self
             .guard
