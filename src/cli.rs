@@ -52,6 +52,12 @@ pub enum Command {
     Search(crate::status::SearchArgs),
     /// Serve the embedded store over the ai-memory hook protocol.
     Serve(crate::serve::ServeArgs),
+    /// Named tokens for a team server: add, list, revoke.
+    Token(crate::token::TokenArgs),
+    /// Write stored records as JSON lines (to move them to another machine).
+    Export(crate::transfer::export::ExportArgs),
+    /// Read records written by `memhook export` into this store or a server.
+    Import(crate::transfer::import::ImportArgs),
     /// Wire memhook into an agent's hook configuration (dry run by default).
     InstallHooks(crate::install::InstallArgs),
     /// Remove memhook's entries from an agent's configuration (dry run by default).
@@ -111,6 +117,9 @@ pub fn main() -> ExitCode {
         Command::Recent(args) => crate::status::run_recent(&args, data_dir.as_deref()),
         Command::Search(args) => crate::status::run_search(&args, data_dir.as_deref()),
         Command::Serve(args) => crate::serve::run(&args, data_dir.as_deref()),
+        Command::Token(args) => crate::token::run(&args, data_dir.as_deref()),
+        Command::Export(args) => crate::transfer::export::run(&args, data_dir.as_deref()),
+        Command::Import(args) => crate::transfer::import::run(&args, data_dir.as_deref()),
         Command::InstallHooks(args) => crate::install::run_install(&args, data_dir.as_deref()),
         Command::UninstallHooks(args) => crate::install::run_uninstall(&args),
         Command::InstallMcp(args) => crate::install::run_install_mcp(&args, data_dir.as_deref()),

@@ -33,4 +33,6 @@ pub mod status;
 pub mod switches;
 pub mod term;
 pub mod timefmt;
+pub mod token;
+pub mod transfer;
 pub mod trust;

@@ -424,6 +424,7 @@ mod tests {
             title: None,
             body: Some(format!("\n\nerror: exit 1 {}\nmore", "y".repeat(300))),
             files: vec![],
+            token_name: None,
         };
         let v = row(&stored);
         let line = v["line"].as_str().unwrap();

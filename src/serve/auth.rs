@@ -1,6 +1,8 @@
-//! Who may talk to `memhook serve`: the bearer token (on by default, kept
-//! in a 0600 file in the data dir), and the `Host` and `Origin` checks that
-//! keep web pages out (DNS rebinding, cross-origin posts).
+//! Who may talk to `memhook serve`: the server's own bearer token (on by
+//! default, kept in a 0600 file in the data dir; its records are named
+//! [`OWNER`]) or any named token not revoked (`memhook token`, looked up in
+//! the store on every request that needs it), and the `Host` and `Origin`
+//! checks that keep web pages out (DNS rebinding, cross-origin posts).
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -12,9 +14,7 @@ use sha2::{Digest, Sha256};
 
 use super::http::Head;
 use crate::sink::{usable_token, AUTH_TOKEN_ENV, AUTH_TOKEN_FILE, MAX_AUTH_TOKEN_BYTES};
-
-/// Random bytes in a generated token (shown as twice as many hex digits).
-pub const TOKEN_BYTES: usize = 32;
+use crate::token::{ct_eq, random_token, OWNER};
 
 /// Where the server's token came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,9 +142,7 @@ fn read_token_file(path: &Path) -> Result<Option<String>, String> {
 /// Write a fresh random token to `path`: created exclusively (never over a
 /// file or through a symlink), mode 0600, synced.
 fn create_token_file(path: &Path) -> std::io::Result<String> {
-    let mut bytes = [0u8; TOKEN_BYTES];
-    getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
-    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let token = random_token()?;
     let mut f = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -244,14 +242,53 @@ impl Guard {
         }
     }
 
-    /// Whether the request carries the token (always, with auth off).
-    pub fn authorized(&self, head: &Head) -> bool {
+    /// Who sent the request: the server's own token ([`OWNER`]), else the
+    /// named token `named` finds live for the bearer credentials (asked
+    /// only then, once per request: a revocation holds from the next
+    /// request on). With auth off every request is let in, unnamed.
+    pub fn caller<E: std::fmt::Display>(
+        &self,
+        head: &Head,
+        named: impl FnOnce(&str) -> Result<Option<String>, E>,
+    ) -> Result<Caller, Denied> {
         let Some(expected) = &self.digest else {
-            return true;
+            return Ok(Caller { token_name: None });
         };
         let given = head.header("Authorization").and_then(bearer).unwrap_or("");
-        digest_eq(&Sha256::digest(given.as_bytes()), expected)
+        if ct_eq(&Sha256::digest(given.as_bytes()), expected) {
+            return Ok(Caller {
+                token_name: Some(OWNER.to_string()),
+            });
+        }
+        if given.is_empty() || given.len() as u64 > MAX_AUTH_TOKEN_BYTES {
+            return Err(Denied::Unauthorized);
+        }
+        match named(given) {
+            Ok(Some(name)) => Ok(Caller {
+                token_name: Some(name),
+            }),
+            Ok(None) => Err(Denied::Unauthorized),
+            Err(e) => Err(Denied::Unavailable(format!(
+                "cannot check the token against the store: {e}"
+            ))),
+        }
     }
+}
+
+/// Who sent an authenticated request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The token's name ([`OWNER`] for the server's own); `None` with auth off.
+    pub token_name: Option<String>,
+}
+
+/// Why a request was not let in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Denied {
+    /// No token, a wrong one, or a revoked one: 401.
+    Unauthorized,
+    /// The store that holds the named tokens cannot answer now: 503.
+    Unavailable(String),
 }
 
 /// `Host` names the listen address or `localhost`, with its port if any.
@@ -297,11 +334,6 @@ pub fn check_origin_arg(o: &str) -> Result<String, String> {
     }
 }
 
-/// Constant-time comparison of two digests.
-fn digest_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,12 +350,46 @@ mod tests {
         assert_eq!(bearer("Bearerabc"), None);
     }
 
+    fn head(auth: Option<&str>) -> Head {
+        let mut text = "GET /handoff HTTP/1.1\r\nHost: 127.0.0.1:1".to_string();
+        if let Some(a) = auth {
+            text.push_str(&format!("\r\nAuthorization: {a}"));
+        }
+        super::super::http::parse_head(text.as_bytes()).unwrap()
+    }
+
     #[test]
-    fn digests_compare_whole() {
-        let a = Sha256::digest(b"x");
-        assert!(digest_eq(&a, &Sha256::digest(b"x")));
-        assert!(!digest_eq(&a, &Sha256::digest(b"y")));
-        assert!(!digest_eq(&a, &a[..31]));
+    fn callers_are_the_owner_a_named_token_or_nobody() {
+        let listen: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let g = Guard::new(Some("owner-secret"), listen, vec![]);
+        let table = |t: &str| -> Result<Option<String>, String> {
+            Ok((t == "alice-secret").then(|| "alice".to_string()))
+        };
+        let owner = g.caller(&head(Some("Bearer owner-secret")), table);
+        assert_eq!(owner.unwrap().token_name.as_deref(), Some(OWNER));
+        let alice = g.caller(&head(Some("bearer alice-secret")), table);
+        assert_eq!(alice.unwrap().token_name.as_deref(), Some("alice"));
+        for bad in [None, Some("Bearer nope"), Some("Basic owner-secret")] {
+            assert_eq!(g.caller(&head(bad), table), Err(Denied::Unauthorized));
+        }
+        // No credentials, or credentials too long to be a token: the store
+        // is not asked.
+        let never = |_: &str| -> Result<Option<String>, String> { panic!("asked") };
+        assert_eq!(g.caller(&head(None), never), Err(Denied::Unauthorized));
+        let long = format!("Bearer {}", "a".repeat(MAX_AUTH_TOKEN_BYTES as usize + 1));
+        assert_eq!(
+            g.caller(&head(Some(&long)), never),
+            Err(Denied::Unauthorized)
+        );
+        // A store that cannot answer is a 503, not a 401 (drainers retry free).
+        let down = |_: &str| -> Result<Option<String>, String> { Err("locked".into()) };
+        assert!(matches!(
+            g.caller(&head(Some("Bearer x")), down),
+            Err(Denied::Unavailable(_))
+        ));
+        // Auth off: everyone, unnamed.
+        let open = Guard::new(None, listen, vec![]);
+        assert_eq!(open.caller(&head(None), never).unwrap().token_name, None);
     }
 
     #[test]
@@ -372,7 +438,7 @@ mod tests {
         let path = t.path().join(AUTH_TOKEN_FILE);
         assert_eq!(read_token_file(&path), Ok(None));
         let tok = create_token_file(&path).unwrap();
-        assert_eq!(tok.len(), TOKEN_BYTES * 2);
+        assert_eq!(tok.len(), crate::token::TOKEN_BYTES * 2);
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         assert_eq!(read_token_file(&path), Ok(Some(tok.clone())));

@@ -120,12 +120,16 @@ impl Response {
 
 /// The application behind the server.
 pub trait Handler: Send + Sync + 'static {
-    /// Look at a head before its body is read: `Ok(())` to read the body
-    /// (the handler has checked its size) and call [`Handler::answer`],
-    /// `Err` to answer now (the body is never read).
-    fn check(&self, head: &Head) -> Result<(), Response>;
+    /// What [`Handler::check`] learnt about a request that the answer needs
+    /// (who sent it).
+    type Ticket;
+    /// Look at a head before its body is read: `Ok(ticket)` to read the
+    /// body (the handler has checked its size) and call
+    /// [`Handler::answer`] with the ticket, `Err` to answer now (the body
+    /// is never read).
+    fn check(&self, head: &Head) -> Result<Self::Ticket, Response>;
     /// Answer a request whose body was read.
-    fn answer(&self, head: &Head, body: Vec<u8>) -> Response;
+    fn answer(&self, head: &Head, ticket: Self::Ticket, body: Vec<u8>) -> Response;
 }
 
 /// Accept connections until `stop` is set, then give the requests in hand
@@ -278,7 +282,7 @@ fn connection<H: Handler>(
         };
         let (resp, body_read) = match handler.check(&head) {
             Err(resp) => (resp, head.content_length == 0),
-            Ok(()) => {
+            Ok(ticket) => {
                 let len = head.content_length as usize;
                 if len > buf.len()
                     && head
@@ -289,7 +293,7 @@ fn connection<H: Handler>(
                     return;
                 }
                 match read_body(&mut stream, &mut buf, len) {
-                    Ok(body) => (handler.answer(&head, body), true),
+                    Ok(body) => (handler.answer(&head, ticket, body), true),
                     Err(timed_out) => {
                         if timed_out {
                             let resp = Response::plain(408, "request body not sent in time\n");

@@ -248,8 +248,13 @@ fn prepare_body(query: &Query, body: Body) -> Result<Prepared, String> {
     if drop_subagent && (record.subagent || subagent_payload) {
         return Ok(Prepared::Skip("subagent capture dropped"));
     }
+    strip_metadata_only(&mut record);
+    Ok(Prepared::Store(Box::new(record)))
+}
+
+/// Whatever a client sent, a metadata-only record carries no text.
+fn strip_metadata_only(record: &mut Record) {
     if record.disposition == "metadata-only" {
-        // Whatever a client sent, a metadata-only record carries no text.
         record.title = None;
         record.body = None;
         record.files.clear();
@@ -257,7 +262,16 @@ fn prepare_body(query: &Query, body: Body) -> Result<Prepared, String> {
             t.name = None;
         }
     }
-    Ok(Prepared::Store(Box::new(record)))
+}
+
+/// A record read from a file by `memhook import` (hostile input, like a
+/// client's body): the checks and cleaning a memhook client's record gets
+/// here — key, names, bounds, then redaction and hygiene of every text —
+/// and a metadata-only record stripped of text. `Err` names the problem.
+pub(crate) fn check_imported(record: Record) -> Result<Record, String> {
+    let mut r = checked_record(&Query::default(), record)?;
+    strip_metadata_only(&mut r);
+    Ok(r)
 }
 
 /// A memhook client's exact record, checked: version, key, names, bounds,

@@ -17,7 +17,7 @@
 
 mod auth;
 mod http;
-mod ingest;
+pub(crate) mod ingest;
 mod writer;
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
@@ -32,6 +32,7 @@ use crate::cmd::CmdResult;
 use crate::sink::http::wire::Query;
 use crate::sink::store::Store;
 
+use self::auth::{Caller, Denied};
 use self::http::{Head, Response};
 
 #[derive(Debug, clap::Args)]
@@ -252,8 +253,38 @@ const ROUTES: &[(&str, &str)] = &[
 ];
 
 impl App {
-    /// Everything decided from the head alone: `Err` answers now.
-    fn check_head(&self, head: &Head) -> Result<Option<String>, Answer> {
+    /// A store connection for reading: an idle one, or a new one.
+    fn reader(&self) -> Result<Store, crate::sink::store::StoreError> {
+        let idle = self.readers.lock().map(|mut r| r.pop()).unwrap_or(None);
+        match idle {
+            Some(s) => Ok(s),
+            None => Store::open(&self.data_dir),
+        }
+    }
+
+    /// Give a reader back for the next request (up to [`KEPT_READERS`]).
+    fn give_back(&self, store: Store) {
+        if let Ok(mut idle) = self.readers.lock() {
+            if idle.len() < KEPT_READERS {
+                idle.push(store);
+            }
+        }
+    }
+
+    /// The name of the live named token `given` is (one store query, no cache).
+    fn named_token(&self, given: &str) -> Result<Option<String>, String> {
+        let store = self.reader().map_err(|e| e.to_string())?;
+        let found = crate::token::verify(&store, given).map_err(|e| e.to_string());
+        // A connection whose query failed may be broken: not kept.
+        if found.is_ok() {
+            self.give_back(store);
+        }
+        found
+    }
+
+    /// Everything decided from the head alone: `Err` answers now. `Ok`
+    /// carries who sent it (for `/healthz`: nobody).
+    fn check_head(&self, head: &Head) -> Result<Caller, Answer> {
         let origin = self
             .guard
             .check_site(head)
@@ -269,17 +300,29 @@ impl App {
         if head.method != *method {
             return Err(Answer::error(405, format!("{path} accepts {method} only")));
         }
-        if path != "/healthz" && !self.guard.authorized(head) {
-            return Err(Answer::error(
-                401,
-                "missing or wrong bearer token: send `Authorization: Bearer <token>` with the \
-                 server's token (AI_MEMORY_AUTH_TOKEN, or the file auth-token in its data dir)",
-            ));
-        }
+        let caller = if path == "/healthz" {
+            Caller { token_name: None }
+        } else {
+            match self.guard.caller(head, |t| self.named_token(t)) {
+                Ok(c) => c,
+                Err(Denied::Unauthorized) => {
+                    return Err(Answer::error(
+                        401,
+                        "missing, wrong or revoked bearer token: send `Authorization: Bearer \
+                         <token>` with the server's token (AI_MEMORY_AUTH_TOKEN, or the file \
+                         auth-token in its data dir) or a token from `memhook token add`",
+                    ))
+                }
+                Err(Denied::Unavailable(why)) => {
+                    eprintln!("memhook serve: {why}");
+                    return Err(Answer::unavailable(Unavailable(why)));
+                }
+            }
+        };
         if head.content_length > MAX_BODY_BYTES {
             return Err(too_large());
         }
-        Ok(origin)
+        Ok(caller)
     }
 
     /// Add the CORS headers an allowed origin needs.
@@ -302,7 +345,7 @@ impl App {
         resp
     }
 
-    fn route(&self, head: &Head, body: &[u8]) -> Answer {
+    fn route(&self, head: &Head, caller: Caller, body: &[u8]) -> Answer {
         let path = head.path();
         if path == "/healthz" {
             return Answer::json(
@@ -316,12 +359,12 @@ impl App {
         };
         match path {
             "/handoff" => self.handoff(&query),
-            "/hook" => self.hook_one(&query, body),
-            _ => self.hook_batch(body),
+            "/hook" => self.hook_one(&query, body, caller.token_name),
+            _ => self.hook_batch(body, caller.token_name),
         }
     }
 
-    fn hook_one(&self, query: &Query, body: &[u8]) -> Answer {
+    fn hook_one(&self, query: &Query, body: &[u8], token_name: Option<String>) -> Answer {
         // Skipped members are not checked for UTF-8 by the typed reader: the
         // whole body must be text first (the tree reader names a bad byte).
         let prepared = match std::str::from_utf8(body) {
@@ -340,7 +383,7 @@ impl App {
             ),
             Ok(Prepared::Store(r)) => {
                 let key = r.key.clone();
-                match self.writer.insert(vec![*r]) {
+                match self.writer.insert(vec![*r], token_name) {
                     Ok(new) => Answer::json(
                         200,
                         json!({"accepted": 1, "stored": true, "new": new[0], "key": key}),
@@ -351,7 +394,7 @@ impl App {
         }
     }
 
-    fn hook_batch(&self, body: &[u8]) -> Answer {
+    fn hook_batch(&self, body: &[u8], token_name: Option<String>) -> Answer {
         let prepared = match ingest::fast_batch(body) {
             Some(p) => p,
             None => match ingest::tree_batch(body) {
@@ -372,7 +415,7 @@ impl App {
                 Err(msg) => errors.push(json!({"index": i, "error": msg})),
             }
         }
-        if let Err(e) = self.writer.insert(records) {
+        if let Err(e) = self.writer.insert(records, token_name) {
             return Answer::unavailable(e);
         }
         let prefix = accepted
@@ -416,17 +459,11 @@ impl App {
                 )
             }
         };
-        let store = {
-            let idle = self.readers.lock().map(|mut r| r.pop()).unwrap_or(None);
-            match idle {
-                Some(s) => s,
-                None => match Store::open(&self.data_dir) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        eprintln!("memhook serve: store error: {e}");
-                        return Answer::error(503, format!("the store is unavailable: {e}"));
-                    }
-                },
+        let store = match self.reader() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("memhook serve: store error: {e}");
+                return Answer::error(503, format!("the store is unavailable: {e}"));
             }
         };
         let text = crate::briefing::compose(
@@ -436,11 +473,7 @@ impl App {
             ingest::briefing_budget(query),
             query.truthy("briefing"),
         );
-        if let Ok(mut idle) = self.readers.lock() {
-            if idle.len() < KEPT_READERS {
-                idle.push(store);
-            }
-        }
+        self.give_back(store);
         match text {
             Ok(text) => Answer::text(200, text.unwrap_or_default()),
             Err(e) => {
@@ -455,14 +488,14 @@ impl App {
 }
 
 impl http::Handler for App {
-    fn check(&self, head: &Head) -> Result<(), Response> {
-        self.check_head(head)
-            .map(|_| ())
-            .map_err(|a| self.finish(head, a))
+    type Ticket = Caller;
+
+    fn check(&self, head: &Head) -> Result<Caller, Response> {
+        self.check_head(head).map_err(|a| self.finish(head, a))
     }
 
-    fn answer(&self, head: &Head, body: Vec<u8>) -> Response {
-        let answer = self.route(head, &body);
+    fn answer(&self, head: &Head, caller: Caller, body: Vec<u8>) -> Response {
+        let answer = self.route(head, caller, &body);
         self.finish(head, answer)
     }
 }

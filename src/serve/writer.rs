@@ -31,6 +31,8 @@ pub struct Unavailable(pub String);
 /// whether it was new.
 struct Job {
     records: Vec<Record>,
+    /// The named token that delivered them (`None`: no token, `--no-auth`).
+    token_name: Option<String>,
     reply: mpsc::SyncSender<Result<Vec<bool>, Unavailable>>,
 }
 
@@ -59,13 +61,22 @@ impl Writer {
 
     /// Store `records`, committed before this returns; for each, whether it
     /// was new (a replay of a stored key is not).
-    pub fn insert(&self, records: Vec<Record>) -> Result<Vec<bool>, Unavailable> {
+    /// `token_name` is stored with each new record (which token delivered it).
+    pub fn insert(
+        &self,
+        records: Vec<Record>,
+        token_name: Option<String>,
+    ) -> Result<Vec<bool>, Unavailable> {
         if records.is_empty() {
             return Ok(Vec::new());
         }
         let (reply, answer) = mpsc::sync_channel(1);
         self.tx
-            .send(Job { records, reply })
+            .send(Job {
+                records,
+                token_name,
+                reply,
+            })
             .map_err(|_| Unavailable("the server is stopping".into()))?;
         answer
             .recv()
@@ -127,8 +138,10 @@ fn commit(
         *store = Some(Store::open(data_dir).map_err(|e| unavailable(&e))?);
     }
     let s = store.as_mut().expect("opened above");
-    let records = jobs.iter().flat_map(|j| j.records.iter());
-    s.insert_each(records).map_err(|e| {
+    let records = jobs
+        .iter()
+        .flat_map(|j| j.records.iter().map(|r| (r, j.token_name.as_deref())));
+    s.insert_each_from(records).map_err(|e| {
         // A broken connection is reopened for the next group.
         *store = None;
         unavailable(&e)
@@ -158,7 +171,7 @@ mod tests {
                     (0..50)
                         .map(|j| {
                             let r = sample::record(&format!("{:032x}", i * 1000 + j));
-                            w.insert(vec![r.clone(), r]).unwrap()
+                            w.insert(vec![r.clone(), r], None).unwrap()
                         })
                         .collect::<Vec<_>>()
                 })
@@ -185,6 +198,7 @@ mod tests {
         let (reply, _answer) = mpsc::sync_channel(1);
         let job = Job {
             records: vec![sample::record(&format!("{:032x}", 1))],
+            token_name: None,
             reply,
         };
         let mut store = None;

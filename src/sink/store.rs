@@ -22,9 +22,12 @@ use crate::sink::{ItemOutcome, Sink};
 use crate::spool::SpoolEntry;
 
 mod activity;
+mod export;
 mod forget;
 mod handoff;
+mod tokens;
 pub use activity::MIN_ID_PREFIX;
+pub use export::ExportFilter;
 pub use forget::{ForgetError, Forgotten, LogEntry, Selector, MIN_KEY_PREFIX};
 pub use handoff::{Prompt, TailEvent, TouchedFile, MAX_SESSION_FILES, MAX_TAIL_RECORDS};
 
@@ -109,6 +112,17 @@ const MIGRATIONS: &[&str] = &[
         sessions INTEGER NOT NULL,
         projects INTEGER NOT NULL
      );",
+    // 3: named tokens of a team server (`memhook token`; only a hash of each
+    // token is kept), and which token delivered each record (NULL: written
+    // into this store directly by the local hook, drainer or `import`
+    // without one). The same names as the PostgreSQL schema.
+    "CREATE TABLE tokens (
+        name TEXT PRIMARY KEY,
+        hash TEXT NOT NULL,
+        created TEXT NOT NULL,
+        revoked TEXT
+     );
+     ALTER TABLE records ADD COLUMN token_name TEXT;",
 ];
 
 /// The schema version this build writes.
@@ -183,6 +197,9 @@ pub struct StoredRecord {
     pub title: Option<String>,
     pub body: Option<String>,
     pub files: Vec<String>,
+    /// The named token that delivered it to `memhook serve` (`owner` for
+    /// the server's own token); `None` when it was written without one.
+    pub token_name: Option<String>,
 }
 
 impl StoredRecord {
@@ -207,6 +224,7 @@ impl StoredRecord {
             "title": self.title,
             "body": self.body,
             "files": self.files,
+            "token_name": self.token_name,
         })
     }
 }
@@ -269,7 +287,7 @@ impl fmt::Debug for Store {
 
 const RECORD_COLUMNS: &str = "r.key, r.occurred_ms, r.agent, r.event, r.native_event, \
      p.workspace, p.project, r.session_id, r.cwd, r.subagent, r.tool_family, r.tool_name, \
-     r.tool_call_id, r.outcome, r.disposition, r.title, r.body, r.files";
+     r.tool_call_id, r.outcome, r.disposition, r.title, r.body, r.files, r.token_name";
 
 thread_local! {
     /// The deadline [`busy_until_deadline`] waits for, per thread (a
@@ -445,6 +463,16 @@ impl Store {
         &mut self,
         records: impl IntoIterator<Item = &'a Record>,
     ) -> Result<Vec<bool>, StoreError> {
+        self.insert_each_from(records.into_iter().map(|r| (r, None)))
+    }
+
+    /// [`Store::insert_each`] for records that each name the token that
+    /// delivered them (`records.token_name`; `None` for none). A replay
+    /// keeps the first delivery's token name, like everything else.
+    pub fn insert_each_from<'a>(
+        &mut self,
+        records: impl IntoIterator<Item = (&'a Record, Option<&'a str>)>,
+    ) -> Result<Vec<bool>, StoreError> {
         let path = self.path.clone();
         let sql = |source| StoreError::Sqlite {
             path: path.clone(),
@@ -460,8 +488,8 @@ impl Store {
             .map_err(sql)?;
         let mut fates = Vec::new();
         let mut w = BatchWriter::new(&tx);
-        for r in records {
-            fates.push(w.insert(r).map_err(sql)?);
+        for (r, token_name) in records {
+            fates.push(w.insert(r, token_name).map_err(sql)?);
         }
         w.finish().map_err(sql)?;
         tx.commit().map_err(sql)?;
@@ -811,6 +839,7 @@ fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
         files: files
             .and_then(|f| serde_json::from_str(&f).ok())
             .unwrap_or_default(),
+        token_name: r.get(18)?,
     })
 }
 
@@ -940,7 +969,7 @@ impl<'t> BatchWriter<'t> {
     }
 
     /// Insert one record. `Ok(false)` for a replay (its key is stored already).
-    fn insert(&mut self, record: &Record) -> rusqlite::Result<bool> {
+    fn insert(&mut self, record: &Record, token_name: Option<&str>) -> rusqlite::Result<bool> {
         let ms = record.occurred_ms as i64;
         let project = self.project(&record.scope.workspace, &record.scope.project, ms)?;
         let project_id = self.projects[project].1.id;
@@ -961,9 +990,9 @@ impl<'t> BatchWriter<'t> {
             .prepare_cached(
                 "INSERT INTO records (key, occurred_ms, project_id, session_row, agent, event,
                     native_event, session_id, cwd, subagent, tool_family, tool_name, tool_call_id,
-                    outcome, disposition, title, body, files)
+                    outcome, disposition, title, body, files, token_name)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18)
+                    ?17, ?18, ?19)
                  ON CONFLICT (key) DO NOTHING",
             )?
             .execute(params![
@@ -985,6 +1014,7 @@ impl<'t> BatchWriter<'t> {
                 record.title,
                 record.body,
                 files,
+                token_name,
             ])?;
         if inserted == 0 {
             return Ok(false);
@@ -1139,6 +1169,45 @@ pub(crate) mod tests {
             files: vec!["src/main.rs".into()],
             ..crate::record::sample::record(key)
         }
+    }
+
+    /// A store written before named tokens (schema 2) gains the tokens
+    /// table and an empty `token_name` on its records, keeping them.
+    #[test]
+    fn a_version_2_store_migrates_keeping_its_records() {
+        let t = tempfile::tempdir().unwrap();
+        {
+            let conn = Connection::open(t.path().join(STORE_FILE)).unwrap();
+            for step in &MIGRATIONS[..2] {
+                conn.execute_batch(step).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 2).unwrap();
+            conn.execute_batch(
+                "INSERT INTO projects VALUES (1, 'default', 'p', 5, 5);
+                 INSERT INTO records (key, occurred_ms, project_id, agent, event, native_event,
+                    disposition) VALUES ('old', 5, 1, 'codex', 'stop', 'Stop', 'keep');",
+            )
+            .unwrap();
+        }
+        let mut s = Store::open(t.path()).unwrap();
+        assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+        let old = s.recent(None, 10).unwrap();
+        assert_eq!(old.len(), 1);
+        assert_eq!(
+            (old[0].key.as_str(), old[0].token_name.as_deref()),
+            ("old", None)
+        );
+        // New records name their token; a replay keeps the first name.
+        let r = rec("k1", 7, "p", "s", "stop");
+        s.insert_each_from([(&r, Some("alice"))]).unwrap();
+        s.insert_each_from([(&r, Some("bob"))]).unwrap();
+        let names: Vec<_> = s
+            .recent(None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.token_name)
+            .collect();
+        assert_eq!(names, [Some("alice".to_string()), None]);
     }
 
     #[test]

@@ -1,0 +1,56 @@
+//! Every stored record, oldest first, for `memhook export`: streamed row
+//! by row (a store of any size is written without holding it in memory).
+
+use rusqlite::params;
+
+use super::{row_to_record, Store, StoreError, StoredRecord, RECORD_COLUMNS};
+
+/// Which records [`Store::export_each`] visits.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportFilter {
+    /// Only this `(workspace, project)`.
+    pub project: Option<(String, String)>,
+    /// Only records that occurred at or after this time (Unix ms).
+    pub since_ms: Option<u64>,
+}
+
+impl Store {
+    /// Call `each` with every record `filter` selects, by time then key (a
+    /// stable order: two stores holding the same records visit them alike),
+    /// inside one read snapshot. Stops at the first error `each` returns.
+    pub fn export_each<E: From<StoreError>>(
+        &self,
+        filter: &ExportFilter,
+        mut each: impl FnMut(StoredRecord) -> Result<(), E>,
+    ) -> Result<u64, E> {
+        let (w, p) = filter
+            .project
+            .as_ref()
+            .map_or(("", ""), |(w, p)| (w.as_str(), p.as_str()));
+        self.read(|s| {
+            let mut st = s
+                .conn
+                .prepare(&format!(
+                    "SELECT {RECORD_COLUMNS} FROM records r JOIN projects p ON p.id = r.project_id
+                     WHERE (?1 = 0 OR (p.workspace = ?2 AND p.project = ?3))
+                       AND r.occurred_ms >= ?4
+                     ORDER BY r.occurred_ms, r.key"
+                ))
+                .map_err(|e| s.err(e))?;
+            let mut rows = st
+                .query(params![
+                    filter.project.is_some(),
+                    w,
+                    p,
+                    filter.since_ms.unwrap_or(0) as i64
+                ])
+                .map_err(|e| s.err(e))?;
+            let mut n = 0;
+            while let Some(row) = rows.next().map_err(|e| s.err(e))? {
+                each(row_to_record(row).map_err(|e| s.err(e))?)?;
+                n += 1;
+            }
+            Ok(n)
+        })
+    }
+}
