@@ -50,8 +50,12 @@ pub enum Command {
     Recent(crate::status::RecentArgs),
     /// Full-text search over captured records.
     Search(crate::status::SearchArgs),
-    /// Serve the embedded store over the ai-memory hook protocol.
+    /// Serve the embedded store over the ai-memory hook protocol, with a web
+    /// view of it.
     Serve(crate::serve::ServeArgs),
+    /// Open the web view: start `memhook serve` if none is running, print a
+    /// one-time login link and open it in a browser.
+    Ui(crate::ui::UiArgs),
     /// Wire memhook into an agent's hook configuration (dry run by default).
     InstallHooks(crate::install::InstallArgs),
     /// Remove memhook's entries from an agent's configuration (dry run by default).
@@ -111,6 +115,7 @@ pub fn main() -> ExitCode {
         Command::Recent(args) => crate::status::run_recent(&args, data_dir.as_deref()),
         Command::Search(args) => crate::status::run_search(&args, data_dir.as_deref()),
         Command::Serve(args) => crate::serve::run(&args, data_dir.as_deref()),
+        Command::Ui(args) => crate::ui::run(&args, data_dir.as_deref()),
         Command::InstallHooks(args) => crate::install::run_install(&args, data_dir.as_deref()),
         Command::UninstallHooks(args) => crate::install::run_uninstall(&args),
         Command::InstallMcp(args) => crate::install::run_install_mcp(&args, data_dir.as_deref()),

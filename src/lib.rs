@@ -34,3 +34,4 @@ pub mod switches;
 pub mod term;
 pub mod timefmt;
 pub mod trust;
+pub mod ui;

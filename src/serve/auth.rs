@@ -195,20 +195,45 @@ pub struct Guard {
     host: Option<SocketAddr>,
     /// `--allow-origin` values, normalised (lowercase, no trailing `/`).
     origins: Vec<String>,
+    /// This server's own origins (`http://<listen>`, and
+    /// `http://localhost:<port>` on loopback): the web view's pages post
+    /// to them, and browsers send `Origin` on every POST.
+    own: Vec<String>,
 }
 
 impl Guard {
     pub fn new(token: Option<&str>, listen: SocketAddr, origins: Vec<String>) -> Guard {
+        let mut own = vec![normalize_origin(&format!("http://{listen}"))];
+        if listen.ip().is_loopback() {
+            own.push(format!("http://localhost:{}", listen.port()));
+        }
         Guard {
             digest: token.map(|t| Sha256::digest(t.as_bytes()).into()),
             host: listen.ip().is_loopback().then_some(listen),
             origins,
+            own,
         }
     }
 
-    /// `Host` and `Origin`: `Ok(Some(origin))` for an allowed cross-origin
-    /// request (its answers carry CORS headers), `Ok(None)` without one.
-    pub fn check_site(&self, head: &Head) -> Result<Option<String>, Refusal> {
+    /// `Host`, and an `Origin` that is absent or this server's own: the web
+    /// view and its API answer no other site (no CORS, whatever
+    /// `--allow-origin` says).
+    pub fn check_same_site(&self, head: &Head) -> Result<(), Refusal> {
+        self.check_host(head)?;
+        match head.header("Origin") {
+            None => Ok(()),
+            Some(o) if self.own.contains(&normalize_origin(o)) => Ok(()),
+            Some(o) => Err(refuse(
+                403,
+                format!(
+                    "Origin {o:?} is not this server: the web view accepts requests from its \
+                     own pages only"
+                ),
+            )),
+        }
+    }
+
+    fn check_host(&self, head: &Head) -> Result<(), Refusal> {
         if head.count("Host") > 1 {
             return Err(refuse(400, "more than one Host header"));
         }
@@ -225,8 +250,17 @@ impl Guard {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// `Host` and `Origin`: `Ok(Some(origin))` for an allowed cross-origin
+    /// request (its answers carry CORS headers), `Ok(None)` without one.
+    pub fn check_site(&self, head: &Head) -> Result<Option<String>, Refusal> {
+        self.check_host(head)?;
         match head.header("Origin") {
             None => Ok(None),
+            // Our own pages: same origin, no CORS headers needed.
+            Some(o) if self.own.contains(&normalize_origin(o)) => Ok(None),
             Some(o) => {
                 let norm = normalize_origin(o);
                 if self.origins.contains(&norm) {
@@ -298,7 +332,7 @@ pub fn check_origin_arg(o: &str) -> Result<String, String> {
 }
 
 /// Constant-time comparison of two digests.
-fn digest_eq(a: &[u8], b: &[u8]) -> bool {
+pub fn digest_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -353,6 +387,34 @@ mod tests {
         assert!(host_allowed("localhost:8080", v6));
         assert!(!host_allowed("[::1", v6));
         assert!(!host_allowed("[::2]:8080", v6));
+    }
+
+    #[test]
+    fn own_origin_passes_and_the_web_view_allows_no_other() {
+        let listen: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let g = Guard::new(None, listen, vec!["http://allowed.example".into()]);
+        let head = |origin: &str| {
+            super::super::http::parse_head(
+                format!("POST / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nOrigin: {origin}").as_bytes(),
+            )
+            .unwrap()
+        };
+        for own in [
+            "http://127.0.0.1:8080",
+            "http://localhost:8080",
+            "HTTP://LOCALHOST:8080/",
+        ] {
+            assert_eq!(g.check_site(&head(own)), Ok(None), "{own}");
+            assert_eq!(g.check_same_site(&head(own)), Ok(()), "{own}");
+        }
+        assert_eq!(
+            g.check_site(&head("http://allowed.example")),
+            Ok(Some("http://allowed.example".into()))
+        );
+        for other in ["http://allowed.example", "http://127.0.0.1:8081", "null"] {
+            let e = g.check_same_site(&head(other)).unwrap_err();
+            assert_eq!(e.code, 403, "{other}");
+        }
     }
 
     #[test]

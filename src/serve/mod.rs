@@ -16,15 +16,16 @@
 //! Wire format: `docs/protocol.md`.
 
 mod auth;
-mod http;
+pub(crate) mod http;
 mod ingest;
+mod web;
 mod writer;
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -62,6 +63,10 @@ pub use self::http::{
 pub use self::ingest::{
     MAX_INGEST_KEY_LEN, MAX_PATH_BYTES, MAX_RECORD_BODY_BYTES, MAX_RECORD_FILES, MAX_SHORT_FIELD,
     MAX_TITLE_CHARS,
+};
+pub use self::web::{
+    escape as html_escape, COOKIE_PREFIX, LOGIN_CODE_PATH, LOGIN_CODE_TTL, LOGIN_CODE_TTL_ENV,
+    MAX_FORM_BYTES, MAX_LOGIN_CODES, MAX_SESSIONS, SECURITY_HEADERS, SESSION_TTL,
 };
 
 /// Largest request body accepted (413 beyond).
@@ -145,8 +150,8 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
     let app = Arc::new(App {
         guard: auth::Guard::new(token.as_ref().map(|(t, _)| t.as_str()), local, origins),
         writer,
-        readers: Mutex::new(Vec::new()),
-        data_dir: data_dir.clone(),
+        readers: web::Readers::new(&data_dir, KEPT_READERS),
+        web: web::Web::new(&data_dir, local.port(), token.is_none()),
     });
     let auth_note = match &token {
         Some((_, source)) => source.describe(),
@@ -191,8 +196,9 @@ struct App {
     guard: auth::Guard,
     writer: Writer,
     /// Idle store connections for reading.
-    readers: Mutex<Vec<Store>>,
-    data_dir: std::path::PathBuf,
+    readers: web::Readers,
+    /// The web view and its API.
+    web: web::Web,
 }
 
 /// An answer: status, content type, body.
@@ -416,31 +422,15 @@ impl App {
                 )
             }
         };
-        let store = {
-            let idle = self.readers.lock().map(|mut r| r.pop()).unwrap_or(None);
-            match idle {
-                Some(s) => s,
-                None => match Store::open(&self.data_dir) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        eprintln!("memhook serve: store error: {e}");
-                        return Answer::error(503, format!("the store is unavailable: {e}"));
-                    }
-                },
-            }
-        };
-        let text = crate::briefing::compose(
-            &store,
-            (&workspace, &project),
-            query.get("session_id"),
-            ingest::briefing_budget(query),
-            query.truthy("briefing"),
-        );
-        if let Ok(mut idle) = self.readers.lock() {
-            if idle.len() < KEPT_READERS {
-                idle.push(store);
-            }
-        }
+        let text = self.readers.with(|store| {
+            crate::briefing::compose(
+                store,
+                (&workspace, &project),
+                query.get("session_id"),
+                ingest::briefing_budget(query),
+                query.truthy("briefing"),
+            )
+        });
         match text {
             Ok(text) => Answer::text(200, text.unwrap_or_default()),
             Err(e) => {
@@ -456,14 +446,20 @@ impl App {
 
 impl http::Handler for App {
     fn check(&self, head: &Head) -> Result<(), Response> {
+        if web::is_web_path(head.path()) {
+            return self.web.check(head, &self.guard).map_err(web::secure);
+        }
         self.check_head(head)
             .map(|_| ())
-            .map_err(|a| self.finish(head, a))
+            .map_err(|a| web::secure(self.finish(head, a)))
     }
 
     fn answer(&self, head: &Head, body: Vec<u8>) -> Response {
+        if web::is_web_path(head.path()) {
+            return web::secure(self.web.answer(head, &body, &self.guard, &self.readers));
+        }
         let answer = self.route(head, &body);
-        self.finish(head, answer)
+        web::secure(self.finish(head, answer))
     }
 }
 
