@@ -220,9 +220,24 @@ impl Guard {
     /// `--allow-origin` says).
     pub fn check_same_site(&self, head: &Head) -> Result<(), Refusal> {
         self.check_host(head)?;
+        // What the browser says about where the request comes from (absent
+        // from non-browser clients and old browsers).
+        let fetch_site = head.header("Sec-Fetch-Site");
+        if head.method == "POST" && fetch_site.is_some_and(|s| !matches!(s, "same-origin" | "none"))
+        {
+            return Err(refuse(
+                403,
+                "a request from another site: the web view accepts changes from its own pages \
+                 only",
+            ));
+        }
         match head.header("Origin") {
             None => Ok(()),
             Some(o) if self.own.contains(&normalize_origin(o)) => Ok(()),
+            // Our pages send `Referrer-Policy: no-referrer`, under which a
+            // browser sends `Origin: null` with a form post; it then says
+            // where the post came from in `Sec-Fetch-Site`.
+            Some("null") if fetch_site == Some("same-origin") => Ok(()),
             Some(o) => Err(refuse(
                 403,
                 format!(
@@ -414,6 +429,27 @@ mod tests {
         for other in ["http://allowed.example", "http://127.0.0.1:8081", "null"] {
             let e = g.check_same_site(&head(other)).unwrap_err();
             assert_eq!(e.code, 403, "{other}");
+        }
+        // A form post from our own page under `no-referrer`: Origin null,
+        // and the browser's word that it came from the same origin.
+        let with_site = |origin: &str, site: &str| {
+            super::super::http::parse_head(
+                format!(
+                    "POST / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nOrigin: {origin}\r\n\
+                     Sec-Fetch-Site: {site}"
+                )
+                .as_bytes(),
+            )
+            .unwrap()
+        };
+        assert_eq!(g.check_same_site(&with_site("null", "same-origin")), Ok(()));
+        for site in ["cross-site", "same-site"] {
+            assert!(
+                g.check_same_site(&with_site("null", site)).is_err(),
+                "{site}"
+            );
+            let own = "http://127.0.0.1:8080";
+            assert!(g.check_same_site(&with_site(own, site)).is_err(), "{site}");
         }
     }
 

@@ -22,3 +22,4 @@ mod secrets;
 mod serve;
 mod session;
 mod switches;
+mod web;

@@ -433,12 +433,15 @@ fn memory(web: &Web, req: &Req<'_>, w: &str, p: &str, logged: bool) -> Response 
         };
         let path = form.get("path").unwrap_or(INDEX_PATH).to_string();
         let version = form.get("version").unwrap_or("").to_string();
-        let text = form
-            .0
-            .iter()
-            .find(|(k, _)| k == "content")
-            .map(|(_, v)| v.as_str())
-            .unwrap_or("");
+        // Browsers send a textarea's lines with CRLF; show them back as saved.
+        let text = crate::memory::content::normalize(
+            form.0
+                .iter()
+                .find(|(k, _)| k == "content")
+                .map(|(_, v)| v.as_str())
+                .unwrap_or(""),
+        );
+        let text = text.as_str();
         let a = store.write(&path, text, &version);
         let shown = escape(a.path.as_deref().unwrap_or(&path));
         return match a.outcome {
