@@ -25,6 +25,9 @@ pub const START_WAIT: Duration = Duration::from_secs(15);
 const START_POLL: Duration = Duration::from_millis(50);
 /// The started server's log (its stderr), in the data dir.
 pub const SERVE_LOG: &str = "logs/serve.log";
+/// A serve log past this size is renamed to `serve.log.old` when `ui`
+/// starts the next server (one generation kept).
+pub const MAX_SERVE_LOG_BYTES: u64 = 1024 * 1024;
 /// Largest answer read from the server.
 const MAX_REPLY_BYTES: u64 = 64 * 1024;
 
@@ -94,6 +97,9 @@ fn start_server(dir: &Path, addr: SocketAddr, base: &str) -> Result<u32, Error> 
     let log_path = dir.join(SERVE_LOG);
     let logs = log_path.parent().expect("the log has a directory");
     data_dir::ensure_private_dir(logs)?;
+    if fs::symlink_metadata(&log_path).is_ok_and(|m| m.is_file() && m.len() > MAX_SERVE_LOG_BYTES) {
+        let _ = fs::rename(&log_path, logs.join("serve.log.old"));
+    }
     let mut opts = fs::OpenOptions::new();
     opts.append(true).create(true);
     {

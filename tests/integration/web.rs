@@ -547,6 +547,43 @@ fn cross_site_and_tokenless_posts_are_refused() {
 }
 
 #[test]
+fn forget_before_a_date_counts_only_older_records_and_needs_the_date() {
+    let home = tempfile::tempdir().unwrap();
+    seed(home.path(), "");
+    let s = Serve::start(home.path(), None);
+    let bearer = format!("Bearer {}", token(home.path()));
+    let page = |q: &str| {
+        call(
+            "GET",
+            &format!("{}/forget?project={PROJECT}&{q}", s.url()),
+            &[("Authorization", &bearer)],
+            None,
+        )
+    };
+    let got = page("before=");
+    assert_eq!(got.code, 400, "an empty date is not 'everything'");
+    assert!(got.body.contains("choose a date"), "{}", got.body);
+    let got = page("before=2000-01-01");
+    assert_eq!(got.code, 200);
+    assert!(
+        got.body.contains("This forgets 0 stored records"),
+        "{}",
+        got.body
+    );
+    let got = page("before=2999-01-01");
+    assert!(
+        got.body.contains("This forgets 3 stored records"),
+        "{}",
+        got.body
+    );
+    assert!(
+        got.body.contains("before 2999-01-01T00:00:00.000Z"),
+        "{}",
+        got.body
+    );
+}
+
+#[test]
 fn stored_markup_is_escaped_on_every_page() {
     let home = tempfile::tempdir().unwrap();
     seed(home.path(), "");

@@ -236,7 +236,12 @@ fn project(web: &Web, readers: &Readers, w: &str, p: &str, logged: bool) -> Resp
     }
     out.push_str("</tbody></table>\n");
     out.push_str(&format!(
-        "<p class=\"danger\"><a href=\"/forget?project={we}/{pe}\">Forget this project…</a></p>\n"
+        "<h2>Forget</h2>\n\
+         <p class=\"danger\"><a href=\"/forget?project={we}/{pe}\">Forget this project…</a></p>\n\
+         <form method=\"get\" action=\"/forget\" class=\"forget-before\">\
+         <input type=\"hidden\" name=\"project\" value=\"{we}/{pe}\">\
+         <label>Forget its records from before <input type=\"date\" name=\"before\"></label> \
+         <button type=\"submit\">Forget…</button></form>\n"
     ));
     html(200, page(&format!("{w} / {p}"), logged, &out))
 }
@@ -578,6 +583,18 @@ fn forget(web: &Web, req: &Req<'_>, logged: bool) -> Response {
     } else {
         req.query.clone()
     };
+    // An empty date field must not widen "before a date" to "everything".
+    if q.0
+        .iter()
+        .any(|(k, v)| k == "before" && v.trim().is_empty())
+    {
+        return problem(
+            400,
+            "Nothing to forget",
+            "choose a date: records from before it are forgotten",
+            logged,
+        );
+    }
     let sel = match crate::forget::selector(&forget_args(&q)) {
         Ok(s) => s,
         Err(e) => {
