@@ -155,6 +155,13 @@ fn start_server(dir: &Path, addr: SocketAddr, base: &str) -> Result<u32, Error> 
     }
 }
 
+/// Rename the log to `serve.log.old` when it is past [`MAX_SERVE_LOG_BYTES`].
+fn rotate(log: &Path) {
+    if fs::symlink_metadata(log).is_ok_and(|m| m.is_file() && m.len() > MAX_SERVE_LOG_BYTES) {
+        let _ = fs::rename(log, log.with_file_name("serve.log.old"));
+    }
+}
+
 /// What the log got since `from`, on one line.
 fn log_tail(path: &Path, from: u64) -> String {
     let mut text = String::new();
@@ -280,6 +287,18 @@ pub fn run(args: &UiArgs, data_dir: Option<&Path>) -> CmdResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_serve_log_rotates_past_its_cap() {
+        let t = tempfile::tempdir().unwrap();
+        let log = t.path().join("serve.log");
+        fs::write(&log, vec![b'x'; MAX_SERVE_LOG_BYTES as usize]).unwrap();
+        rotate(&log);
+        assert!(log.exists(), "at the cap: kept");
+        fs::write(&log, vec![b'x'; MAX_SERVE_LOG_BYTES as usize + 1]).unwrap();
+        rotate(&log);
+        assert!(!log.exists() && t.path().join("serve.log.old").exists());
+    }
 
     #[test]
     fn nothing_listening_is_told_apart() {

@@ -584,6 +584,33 @@ fn forget_before_a_date_counts_only_older_records_and_needs_the_date() {
 }
 
 #[test]
+fn web_request_bodies_are_bounded_at_their_edge() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), None);
+    let bearer = format!("Bearer {}", token(home.path()));
+    let max = memhook::serve::MAX_FORM_BYTES as usize;
+    let post = |len: usize| {
+        call(
+            "POST",
+            &format!("{}/api/forget", s.url()),
+            &[
+                ("Authorization", &bearer),
+                ("Content-Type", "application/json"),
+            ],
+            Some(&" ".repeat(len)),
+        )
+    };
+    let at = post(max);
+    assert_eq!(
+        at.code, 400,
+        "read, and refused as no JSON object: {}",
+        at.body
+    );
+    let over = post(max + 1);
+    assert_eq!(over.code, 413, "{}", over.body);
+}
+
+#[test]
 fn stored_markup_is_escaped_on_every_page() {
     let home = tempfile::tempdir().unwrap();
     seed(home.path(), "");
@@ -691,6 +718,18 @@ fn the_api_answers_in_its_documented_shapes() {
         .iter()
         .any(|p| p["hit"] == true && p["text"] == SEARCH_WORD));
     assert_eq!(get("/api/search?q=x&project=Bad").code, 400);
+    assert_eq!(
+        get(&format!("/api/search?q={SEARCH_WORD}&limit=50")).code,
+        200
+    );
+    assert_eq!(
+        get(&format!("/api/search?q={SEARCH_WORD}&limit=51")).code,
+        400
+    );
+    assert_eq!(
+        get(&format!("/api/search?q={SEARCH_WORD}&limit=0")).code,
+        400
+    );
     assert_eq!(get("/api/search").code, 400);
     assert_eq!(get("/api/sessions/424242").code, 404);
     assert_eq!(get("/api/projects/default/nothing-here").code, 404);

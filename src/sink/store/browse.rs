@@ -399,4 +399,34 @@ mod tests {
         );
         assert!(s.browse_search(None, "\"* OR", 10).unwrap().is_empty());
     }
+
+    #[test]
+    fn the_first_prompt_is_cut_at_its_edge() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        for (i, len) in [FIRST_PROMPT_CHARS, FIRST_PROMPT_CHARS + 1]
+            .iter()
+            .enumerate()
+        {
+            let mut p = rec(
+                &format!("{i:032x}"),
+                1,
+                "p",
+                &format!("s{i}"),
+                "user-prompt",
+            );
+            p.title = None;
+            p.body = Some("é".repeat(*len));
+            s.insert(&p).unwrap();
+        }
+        for row in s.browse_sessions(("default", "p"), 10).unwrap() {
+            let first = row.first_prompt.unwrap();
+            assert_eq!(
+                first.chars().count(),
+                FIRST_PROMPT_CHARS,
+                "{}",
+                row.session_id
+            );
+        }
+    }
 }
