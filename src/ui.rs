@@ -97,9 +97,7 @@ fn start_server(dir: &Path, addr: SocketAddr, base: &str) -> Result<u32, Error> 
     let log_path = dir.join(SERVE_LOG);
     let logs = log_path.parent().expect("the log has a directory");
     data_dir::ensure_private_dir(logs)?;
-    if fs::symlink_metadata(&log_path).is_ok_and(|m| m.is_file() && m.len() > MAX_SERVE_LOG_BYTES) {
-        let _ = fs::rename(&log_path, logs.join("serve.log.old"));
-    }
+    rotate(&log_path);
     let mut opts = fs::OpenOptions::new();
     opts.append(true).create(true);
     {
