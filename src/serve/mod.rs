@@ -6,7 +6,9 @@
 //! - [`auth`]: the bearer token (on by default: a 0600 token file is
 //!   written on first start), `Host` and `Origin` checks;
 //! - [`ingest`]: request bodies to records, through the hook's redaction;
-//! - [`writer`]: the single store writer with group commit.
+//! - [`writer`]: the single store writer with group commit;
+//! - [`web`]: the web view at `/` and its JSON API under `/api/`
+//!   (`docs/ui.md`), behind the same checks plus a login.
 //!
 //! Loopback only unless `--allow-remote`; `--no-auth` (loopback only) is the
 //! logged opt-out. Bodies over [`MAX_BODY_BYTES`] get 413; names are
