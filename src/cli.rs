@@ -50,7 +50,8 @@ pub enum Command {
     Recent(crate::status::RecentArgs),
     /// Full-text search over captured records.
     Search(crate::status::SearchArgs),
-    /// Serve the embedded store over the ai-memory hook protocol.
+    /// Serve the embedded store over the ai-memory hook protocol, with a web
+    /// view of it.
     Serve(crate::serve::ServeArgs),
     /// Named tokens for a team server: add, list, revoke.
     Token(crate::token::TokenArgs),
@@ -58,6 +59,9 @@ pub enum Command {
     Export(crate::transfer::export::ExportArgs),
     /// Read records written by `memhook export` into this store or a server.
     Import(crate::transfer::import::ImportArgs),
+    /// Open the web view: start `memhook serve` if none is running, print a
+    /// one-time login link and open it in a browser.
+    Ui(crate::ui::UiArgs),
     /// Wire memhook into an agent's hook configuration (dry run by default).
     InstallHooks(crate::install::InstallArgs),
     /// Remove memhook's entries from an agent's configuration (dry run by default).
@@ -120,6 +124,7 @@ pub fn main() -> ExitCode {
         Command::Token(args) => crate::token::run(&args, data_dir.as_deref()),
         Command::Export(args) => crate::transfer::export::run(&args, data_dir.as_deref()),
         Command::Import(args) => crate::transfer::import::run(&args, data_dir.as_deref()),
+        Command::Ui(args) => crate::ui::run(&args, data_dir.as_deref()),
         Command::InstallHooks(args) => crate::install::run_install(&args, data_dir.as_deref()),
         Command::UninstallHooks(args) => crate::install::run_uninstall(&args),
         Command::InstallMcp(args) => crate::install::run_install_mcp(&args, data_dir.as_deref()),

@@ -13,7 +13,7 @@ use crate::cmd::CmdResult;
 use crate::data_dir;
 use crate::drain;
 use crate::names;
-use crate::sink::store::{Selector, Store, STORE_FILE};
+use crate::sink::store::{Forgotten, Selector, Store, STORE_FILE};
 use crate::spool::{SinkTarget, Spool};
 
 /// How long `forget --yes` waits for a running drainer to let go of the
@@ -115,6 +115,61 @@ fn pending_matches(
     Ok(out)
 }
 
+/// What forgetting did (`applied`) or would do (a dry run).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    pub applied: bool,
+    /// The store's counts (`None` when there is no store).
+    pub stored: Option<Forgotten>,
+    /// Pending spool records of that scope removed (or that would be).
+    pub pending: u64,
+}
+
+impl Report {
+    /// Whether forgotten text may still be in the WAL file (a reader kept
+    /// the checkpoint from emptying it).
+    pub fn wal_pending(&self) -> bool {
+        self.applied
+            && self
+                .stored
+                .as_ref()
+                .is_some_and(|f| f.records > 0 && !f.wal_emptied)
+    }
+}
+
+/// Forget what `sel` names in the data dir `dir`: from the store and from
+/// the pending spool files (`apply` false: only count). While applying, the
+/// drain lock is held throughout so no drainer delivers a record of this
+/// scope into the store behind our back; a drainer that keeps it longer
+/// than [`LOCK_WAIT`] is an error that says to try again. The one
+/// implementation `memhook forget` and `memhook serve`'s web view share.
+pub fn forget_in(dir: &Path, sel: &Selector, apply: bool) -> Result<Report, Error> {
+    let lock =
+        if apply {
+            Some(drain::lock_until(dir, Instant::now() + LOCK_WAIT)?.ok_or(
+                "a drainer is delivering right now; run `memhook forget` again in a moment",
+            )?)
+        } else {
+            None
+        };
+    let pending = pending_matches(dir, sel)?;
+    let stored = if dir.join(STORE_FILE).exists() {
+        let mut store = Store::open(dir)?;
+        Some(store.forget(sel, apply)?)
+    } else {
+        None
+    };
+    let pending = match &lock {
+        None => pending.len() as u64,
+        Some(lock) => drain::drop_pending(lock, dir, &pending, drain::DROP_FORGOTTEN)? as u64,
+    };
+    Ok(Report {
+        applied: apply,
+        stored,
+        pending,
+    })
+}
+
 /// `memhook forget`.
 pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
     let dir = data_dir::resolve(data_dir)?;
@@ -135,29 +190,13 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
     }
     let sel = selector(args)?;
     let what = sel.describe();
-    let has_store = dir.join(STORE_FILE).exists();
-    if !has_store && !dir.join("spool").is_dir() {
+    if !dir.join(STORE_FILE).exists() && !dir.join("spool").is_dir() {
         println!("memhook forget: nothing is stored in {}", dir.display());
         return Ok(ExitCode::SUCCESS);
     }
-    // Hold the drain lock throughout, so no drainer delivers a record of
-    // this scope into the store behind our back.
-    let lock =
-        if args.yes {
-            Some(drain::lock_until(&dir, Instant::now() + LOCK_WAIT)?.ok_or(
-                "a drainer is delivering right now; run `memhook forget` again in a moment",
-            )?)
-        } else {
-            None
-        };
-    let pending = pending_matches(&dir, &sel)?;
-    let stored = if has_store {
-        let mut store = Store::open(&dir)?;
-        Some(store.forget(&sel, args.yes)?)
-    } else {
-        None
-    };
-    let (records, sessions, projects) = stored
+    let report = forget_in(&dir, &sel, args.yes)?;
+    let (records, sessions, projects) = report
+        .stored
         .as_ref()
         .map_or((0, 0, 0), |f| (f.records, f.sessions, f.projects));
     let emptied = if sessions + projects > 0 {
@@ -165,35 +204,29 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
     } else {
         String::new()
     };
-    match lock {
-        None => {
-            println!(
-                "memhook forget: would forget {records} stored records{emptied} and {} pending \
-                 records: {what}",
-                pending.len()
-            );
-            if records + pending.len() as u64 > 0 {
-                println!("run it again with --yes to forget them");
-            }
+    if !report.applied {
+        println!(
+            "memhook forget: would forget {records} stored records{emptied} and {} pending \
+             records: {what}",
+            report.pending
+        );
+        if records + report.pending > 0 {
+            println!("run it again with --yes to forget them");
         }
-        Some(lock) => {
-            let removed = drain::drop_pending(&lock, &dir, &pending, drain::DROP_FORGOTTEN)?;
-            println!(
-                "memhook forget: forgot {records} stored records{emptied} and {removed} pending \
-                 records: {what}"
+    } else {
+        println!(
+            "memhook forget: forgot {records} stored records{emptied} and {} pending \
+             records: {what}",
+            report.pending
+        );
+        if report.wal_pending() {
+            eprintln!(
+                "memhook: another process is reading the store, so its write-ahead log \
+                 ({}-wal) could not be emptied yet; the forgotten text leaves it at the \
+                 next checkpoint (run `memhook forget` again with the same arguments to \
+                 retry now)",
+                dir.join(STORE_FILE).display()
             );
-            if stored
-                .as_ref()
-                .is_some_and(|f| f.records > 0 && !f.wal_emptied)
-            {
-                eprintln!(
-                    "memhook: another process is reading the store, so its write-ahead log \
-                     ({}-wal) could not be emptied yet; the forgotten text leaves it at the \
-                     next checkpoint (run `memhook forget` again with the same arguments to \
-                     retry now)",
-                    dir.join(STORE_FILE).display()
-                );
-            }
         }
     }
     if let SinkTarget::Http { .. } = crate::hook::sink_target(None) {

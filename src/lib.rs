@@ -36,3 +36,4 @@ pub mod timefmt;
 pub mod token;
 pub mod transfer;
 pub mod trust;
+pub mod ui;

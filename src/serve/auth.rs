@@ -193,20 +193,60 @@ pub struct Guard {
     host: Option<SocketAddr>,
     /// `--allow-origin` values, normalised (lowercase, no trailing `/`).
     origins: Vec<String>,
+    /// This server's own origins (`http://<listen>`, and
+    /// `http://localhost:<port>` on loopback): the web view's pages post
+    /// to them, and browsers send `Origin` on every POST.
+    own: Vec<String>,
 }
 
 impl Guard {
     pub fn new(token: Option<&str>, listen: SocketAddr, origins: Vec<String>) -> Guard {
+        let mut own = vec![normalize_origin(&format!("http://{listen}"))];
+        if listen.ip().is_loopback() {
+            own.push(format!("http://localhost:{}", listen.port()));
+        }
         Guard {
             digest: token.map(|t| Sha256::digest(t.as_bytes()).into()),
             host: listen.ip().is_loopback().then_some(listen),
             origins,
+            own,
         }
     }
 
-    /// `Host` and `Origin`: `Ok(Some(origin))` for an allowed cross-origin
-    /// request (its answers carry CORS headers), `Ok(None)` without one.
-    pub fn check_site(&self, head: &Head) -> Result<Option<String>, Refusal> {
+    /// `Host`, and an `Origin` that is absent or this server's own: the web
+    /// view and its API answer no other site (no CORS, whatever
+    /// `--allow-origin` says).
+    pub fn check_same_site(&self, head: &Head) -> Result<(), Refusal> {
+        self.check_host(head)?;
+        // What the browser says about where the request comes from (absent
+        // from non-browser clients and old browsers).
+        let fetch_site = head.header("Sec-Fetch-Site");
+        if head.method == "POST" && fetch_site.is_some_and(|s| !matches!(s, "same-origin" | "none"))
+        {
+            return Err(refuse(
+                403,
+                "a request from another site: the web view accepts changes from its own pages \
+                 only",
+            ));
+        }
+        match head.header("Origin") {
+            None => Ok(()),
+            Some(o) if self.own.contains(&normalize_origin(o)) => Ok(()),
+            // Our pages send `Referrer-Policy: no-referrer`, under which a
+            // browser sends `Origin: null` with a form post; it then says
+            // where the post came from in `Sec-Fetch-Site`.
+            Some("null") if fetch_site == Some("same-origin") => Ok(()),
+            Some(o) => Err(refuse(
+                403,
+                format!(
+                    "Origin {o:?} is not this server: the web view accepts requests from its \
+                     own pages only"
+                ),
+            )),
+        }
+    }
+
+    fn check_host(&self, head: &Head) -> Result<(), Refusal> {
         if head.count("Host") > 1 {
             return Err(refuse(400, "more than one Host header"));
         }
@@ -223,8 +263,17 @@ impl Guard {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// `Host` and `Origin`: `Ok(Some(origin))` for an allowed cross-origin
+    /// request (its answers carry CORS headers), `Ok(None)` without one.
+    pub fn check_site(&self, head: &Head) -> Result<Option<String>, Refusal> {
+        self.check_host(head)?;
         match head.header("Origin") {
             None => Ok(None),
+            // Our own pages: same origin, no CORS headers needed.
+            Some(o) if self.own.contains(&normalize_origin(o)) => Ok(None),
             Some(o) => {
                 let norm = normalize_origin(o);
                 if self.origins.contains(&norm) {
@@ -240,6 +289,17 @@ impl Guard {
                 }
             }
         }
+    }
+
+    /// Whether the request carries the server's own token (always, with
+    /// auth off). Named tokens deliver records; only the owner's token may
+    /// mint a web login.
+    pub fn authorized(&self, head: &Head) -> bool {
+        let Some(expected) = &self.digest else {
+            return true;
+        };
+        let given = head.header("Authorization").and_then(bearer).unwrap_or("");
+        ct_eq(&Sha256::digest(given.as_bytes()), expected)
     }
 
     /// Who sent the request: the server's own token ([`OWNER`]), else the
@@ -419,6 +479,55 @@ mod tests {
         assert!(host_allowed("localhost:8080", v6));
         assert!(!host_allowed("[::1", v6));
         assert!(!host_allowed("[::2]:8080", v6));
+    }
+
+    #[test]
+    fn own_origin_passes_and_the_web_view_allows_no_other() {
+        let listen: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let g = Guard::new(None, listen, vec!["http://allowed.example".into()]);
+        let head = |origin: &str| {
+            super::super::http::parse_head(
+                format!("POST / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nOrigin: {origin}").as_bytes(),
+            )
+            .unwrap()
+        };
+        for own in [
+            "http://127.0.0.1:8080",
+            "http://localhost:8080",
+            "HTTP://LOCALHOST:8080/",
+        ] {
+            assert_eq!(g.check_site(&head(own)), Ok(None), "{own}");
+            assert_eq!(g.check_same_site(&head(own)), Ok(()), "{own}");
+        }
+        assert_eq!(
+            g.check_site(&head("http://allowed.example")),
+            Ok(Some("http://allowed.example".into()))
+        );
+        for other in ["http://allowed.example", "http://127.0.0.1:8081", "null"] {
+            let e = g.check_same_site(&head(other)).unwrap_err();
+            assert_eq!(e.code, 403, "{other}");
+        }
+        // A form post from our own page under `no-referrer`: Origin null,
+        // and the browser's word that it came from the same origin.
+        let with_site = |origin: &str, site: &str| {
+            super::super::http::parse_head(
+                format!(
+                    "POST / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nOrigin: {origin}\r\n\
+                     Sec-Fetch-Site: {site}"
+                )
+                .as_bytes(),
+            )
+            .unwrap()
+        };
+        assert_eq!(g.check_same_site(&with_site("null", "same-origin")), Ok(()));
+        for site in ["cross-site", "same-site"] {
+            assert!(
+                g.check_same_site(&with_site("null", site)).is_err(),
+                "{site}"
+            );
+            let own = "http://127.0.0.1:8080";
+            assert!(g.check_same_site(&with_site(own, site)).is_err(), "{site}");
+        }
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! - [`auth`]: the bearer token (on by default: a 0600 token file is
 //!   written on first start), `Host` and `Origin` checks;
 //! - [`ingest`]: request bodies to records, through the hook's redaction;
-//! - [`writer`]: the single store writer with group commit.
+//! - [`writer`]: the single store writer with group commit;
+//! - [`web`]: the web view at `/` and its JSON API under `/api/`
+//!   (`docs/ui.md`), behind the same checks plus a login.
 //!
 //! Loopback only unless `--allow-remote`; `--no-auth` (loopback only) is the
 //! logged opt-out. Bodies over [`MAX_BODY_BYTES`] get 413; names are
@@ -16,15 +18,16 @@
 //! Wire format: `docs/protocol.md`.
 
 mod auth;
-mod http;
+pub(crate) mod http;
 pub(crate) mod ingest;
+mod web;
 mod writer;
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -63,6 +66,10 @@ pub use self::http::{
 pub use self::ingest::{
     MAX_INGEST_KEY_LEN, MAX_PATH_BYTES, MAX_RECORD_BODY_BYTES, MAX_RECORD_FILES, MAX_SHORT_FIELD,
     MAX_TITLE_CHARS,
+};
+pub use self::web::{
+    escape as html_escape, COOKIE_PREFIX, LOGIN_CODE_PATH, LOGIN_CODE_TTL, LOGIN_CODE_TTL_ENV,
+    MAX_FORM_BYTES, MAX_LOGIN_CODES, MAX_SESSIONS, SECURITY_HEADERS, SESSION_TTL,
 };
 
 /// Largest request body accepted (413 beyond).
@@ -146,8 +153,8 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
     let app = Arc::new(App {
         guard: auth::Guard::new(token.as_ref().map(|(t, _)| t.as_str()), local, origins),
         writer,
-        readers: Mutex::new(Vec::new()),
-        data_dir: data_dir.clone(),
+        readers: web::Readers::new(&data_dir, KEPT_READERS),
+        web: web::Web::new(&data_dir, local.port(), token.is_none()),
     });
     let auth_note = match &token {
         Some((_, source)) => source.describe(),
@@ -192,8 +199,9 @@ struct App {
     guard: auth::Guard,
     writer: Writer,
     /// Idle store connections for reading.
-    readers: Mutex<Vec<Store>>,
-    data_dir: std::path::PathBuf,
+    readers: web::Readers,
+    /// The web view and its API.
+    web: web::Web,
 }
 
 /// An answer: status, content type, body.
@@ -253,33 +261,11 @@ const ROUTES: &[(&str, &str)] = &[
 ];
 
 impl App {
-    /// A store connection for reading: an idle one, or a new one.
-    fn reader(&self) -> Result<Store, crate::sink::store::StoreError> {
-        let idle = self.readers.lock().map(|mut r| r.pop()).unwrap_or(None);
-        match idle {
-            Some(s) => Ok(s),
-            None => Store::open(&self.data_dir),
-        }
-    }
-
-    /// Give a reader back for the next request (up to [`KEPT_READERS`]).
-    fn give_back(&self, store: Store) {
-        if let Ok(mut idle) = self.readers.lock() {
-            if idle.len() < KEPT_READERS {
-                idle.push(store);
-            }
-        }
-    }
-
     /// The name of the live named token `given` is (one store query, no cache).
     fn named_token(&self, given: &str) -> Result<Option<String>, String> {
-        let store = self.reader().map_err(|e| e.to_string())?;
-        let found = crate::token::verify(&store, given).map_err(|e| e.to_string());
-        // A connection whose query failed may be broken: not kept.
-        if found.is_ok() {
-            self.give_back(store);
-        }
-        found
+        self.readers
+            .with(|store| crate::token::verify(store, given))
+            .map_err(|e| e.to_string())
     }
 
     /// Everything decided from the head alone: `Err` answers now. `Ok`
@@ -459,21 +445,15 @@ impl App {
                 )
             }
         };
-        let store = match self.reader() {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("memhook serve: store error: {e}");
-                return Answer::error(503, format!("the store is unavailable: {e}"));
-            }
-        };
-        let text = crate::briefing::compose(
-            &store,
-            (&workspace, &project),
-            query.get("session_id"),
-            ingest::briefing_budget(query),
-            query.truthy("briefing"),
-        );
-        self.give_back(store);
+        let text = self.readers.with(|store| {
+            crate::briefing::compose(
+                store,
+                (&workspace, &project),
+                query.get("session_id"),
+                ingest::briefing_budget(query),
+                query.truthy("briefing"),
+            )
+        });
         match text {
             Ok(text) => Answer::text(200, text.unwrap_or_default()),
             Err(e) => {
@@ -488,15 +468,27 @@ impl App {
 }
 
 impl http::Handler for App {
-    type Ticket = Caller;
+    type Ticket = Option<Caller>;
 
-    fn check(&self, head: &Head) -> Result<Caller, Response> {
-        self.check_head(head).map_err(|a| self.finish(head, a))
+    fn check(&self, head: &Head) -> Result<Option<Caller>, Response> {
+        if web::is_web_path(head.path()) {
+            return self
+                .web
+                .check(head, &self.guard)
+                .map(|_| None)
+                .map_err(web::secure);
+        }
+        self.check_head(head)
+            .map(Some)
+            .map_err(|a| web::secure(self.finish(head, a)))
     }
 
-    fn answer(&self, head: &Head, caller: Caller, body: Vec<u8>) -> Response {
+    fn answer(&self, head: &Head, caller: Option<Caller>, body: Vec<u8>) -> Response {
+        let Some(caller) = caller.filter(|_| !web::is_web_path(head.path())) else {
+            return web::secure(self.web.answer(head, &body, &self.guard, &self.readers));
+        };
         let answer = self.route(head, caller, &body);
-        self.finish(head, answer)
+        web::secure(self.finish(head, answer))
     }
 }
 

@@ -22,11 +22,16 @@ use crate::sink::{ItemOutcome, Sink};
 use crate::spool::SpoolEntry;
 
 mod activity;
+mod browse;
 mod export;
 mod forget;
 mod handoff;
 mod tokens;
 pub use activity::MIN_ID_PREFIX;
+pub use browse::{
+    FamilyCount, ProjectRow, RecordRow, SearchHit, SessionRow, EXCERPT_CHARS, FIRST_PROMPT_CHARS,
+    HIT_END, HIT_START, SNIPPET_TOKENS,
+};
 pub use export::ExportFilter;
 pub use forget::{ForgetError, Forgotten, LogEntry, Selector, MIN_KEY_PREFIX};
 pub use handoff::{Prompt, TailEvent, TouchedFile, MAX_SESSION_FILES, MAX_TAIL_RECORDS};
@@ -264,11 +269,11 @@ fn within(rows: &[i64]) -> Option<String> {
 }
 
 /// Tool result events, as an SQL list.
-const TOOL_RESULT_EVENTS: &str = "('post-tool-use', 'post-tool-use-failure')";
+pub(super) const TOOL_RESULT_EVENTS: &str = "('post-tool-use', 'post-tool-use-failure')";
 /// A tool result that failed, as an SQL condition. It is never NULL: a result
 /// without an outcome (`outcome IS NULL`) counts as not failed (`IS`, not `=`,
 /// so that `NULL OR false` cannot leak into an aggregate).
-const FAILED: &str = "(event = 'post-tool-use-failure' OR outcome IS 'error')";
+pub(super) const FAILED: &str = "(event = 'post-tool-use-failure' OR outcome IS 'error')";
 
 /// The embedded store.
 pub struct Store {

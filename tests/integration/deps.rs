@@ -1,6 +1,6 @@
 //! Test dependencies beyond Rust: the real agent CLIs
-//! (`scripts/install-agent-clis.sh`) and the official Python MCP SDK
-//! (`scripts/test-deps.sh`).
+//! (`scripts/install-agent-clis.sh`), the official Python MCP SDK and
+//! Debian's `chromium` with `chromium-driver` (`scripts/test-deps.sh`).
 //!
 //! In CI (`CI` set to `true`/`1`/`yes`, as CI services do and `.ci/run`
 //! does) a missing dependency fails the test that needs it: a suite that
@@ -19,6 +19,10 @@ pub const AGENT_CLIS: [&str; 7] = [
 const INSTALL_CLIS: &str =
     "run `bash scripts/install-agent-clis.sh`, or set MEMHOOK_AGENT_CLIS to its prefix";
 const INSTALL_SDK: &str = "run `bash scripts/test-deps.sh` to install it into .venv";
+const INSTALL_BROWSER: &str =
+    "run `bash scripts/test-deps.sh` (Debian packages chromium and chromium-driver)";
+/// Browser executables looked for on PATH, in order.
+const BROWSERS: [&str; 3] = ["chromium", "chromium-browser", "google-chrome"];
 
 /// Whether the environment says this is CI.
 pub fn in_ci() -> bool {
@@ -45,6 +49,31 @@ fn find_python_mcp() -> Option<PathBuf> {
         .status()
         .is_ok_and(|s| s.success());
     ok.then_some(py)
+}
+
+/// The first of `names` found on PATH.
+fn on_path(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    names.iter().find_map(|n| {
+        std::env::split_paths(&path)
+            .map(|d| d.join(n))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Chromium and its WebDriver, when both are installed.
+fn find_browser() -> Option<(PathBuf, PathBuf)> {
+    Some((on_path(&BROWSERS)?, on_path(&["chromedriver"])?))
+}
+
+/// `(chromium, chromedriver)` for `test`: see [`needed`].
+pub fn browser(test: &str) -> Option<(PathBuf, PathBuf)> {
+    needed(
+        test,
+        "chromium and chromedriver",
+        find_browser(),
+        INSTALL_BROWSER,
+    )
 }
 
 /// The agent CLI `name` for `test`: see [`needed`].
@@ -91,6 +120,9 @@ fn test_dependencies_are_installed() {
         .collect();
     if find_python_mcp().is_none() {
         missing.push("the Python MCP SDK".into());
+    }
+    if find_browser().is_none() {
+        missing.push("chromium and chromedriver".into());
     }
     if missing.is_empty() {
         return;

@@ -36,7 +36,7 @@ fn hook(home: &Path, p: &Value, spool_only: bool) {
     assert!(c.output().unwrap().status.success());
 }
 
-fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+pub(crate) fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
     let mut hits = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {

@@ -23,3 +23,4 @@ mod serve;
 mod session;
 mod switches;
 mod team;
+mod web;

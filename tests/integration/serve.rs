@@ -56,13 +56,25 @@ impl Serve {
     }
 
     /// [`Serve::start`] with more arguments.
-    fn start_with(home: &Path, token: Option<&str>, args: &[&str]) -> Serve {
+    pub(crate) fn start_with(home: &Path, token: Option<&str>, args: &[&str]) -> Serve {
         Self::start_on(home, token, "127.0.0.1:0", args)
     }
 
     fn start_on(home: &Path, token: Option<&str>, listen: &str, args: &[&str]) -> Serve {
+        Self::start_env(home, token, listen, args, &[])
+    }
+
+    /// [`Serve::start_on`] with extra environment variables.
+    pub(crate) fn start_env(
+        home: &Path,
+        token: Option<&str>,
+        listen: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Serve {
         let data = home.join(".memhook-data");
         let mut cmd = memhook(home);
+        cmd.envs(env.iter().copied());
         cmd.args(["serve", "--listen", listen])
             .args(args)
             .stdin(Stdio::null())
@@ -136,6 +148,10 @@ impl Serve {
         format!("http://{}", self.addr)
     }
 
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     /// Send `sig` and wait (bounded) for the exit status.
     fn stop_with(&mut self, sig: i32) -> std::process::ExitStatus {
         let mut child = self.child.take().unwrap();
@@ -176,7 +192,7 @@ impl Drop for Serve {
 }
 
 /// Linux: the kernel kills the server when the spawning thread ends.
-fn die_with_parent(cmd: &mut Command) {
+pub(crate) fn die_with_parent(cmd: &mut Command) {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::process::CommandExt;
