@@ -863,3 +863,44 @@ fn no_auth_serves_pages_without_a_login_but_still_checks_origin_and_csrf() {
     );
     assert_eq!(got.code, 403, "no CSRF token: {}", got.body);
 }
+
+/// A team member's named token delivers records but opens no page, no API
+/// and no login: the web view can edit and forget, so only the server's own
+/// token can.
+#[test]
+fn named_tokens_cannot_use_the_web_view() {
+    let home = tempfile::tempdir().unwrap();
+    seed(home.path(), "");
+    let s = Serve::start(home.path(), None);
+    let out = memhook(home.path())
+        .args(["token", "add", "alice"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let alice = format!("Bearer {}", String::from_utf8_lossy(&out.stdout).trim());
+    let owner = format!("Bearer {}", token(home.path()));
+    // Alice's token is live: it is accepted by the hook protocol.
+    let got = call(
+        "GET",
+        &format!("{}/handoff?workspace=default&project=demo", s.url()),
+        &[("Authorization", &alice)],
+        None,
+    );
+    assert_eq!(got.code, 200, "{}", got.body);
+    for (method, path) in [
+        ("GET", "/"),
+        ("GET", "/api/projects"),
+        ("POST", "/api/login-code"),
+    ] {
+        let url = format!("{}{path}", s.url());
+        let got = call(method, &url, &[("Authorization", &alice)], Some("{}"));
+        assert_eq!(got.code, 401, "{method} {path}: {}", got.body);
+        let got = call(method, &url, &[("Authorization", &owner)], Some("{}"));
+        assert!(
+            got.code < 300,
+            "{method} {path} as owner: {} {}",
+            got.code,
+            got.body
+        );
+    }
+}
