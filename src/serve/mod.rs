@@ -6,7 +6,9 @@
 //! - [`auth`]: the bearer token (on by default: a 0600 token file is
 //!   written on first start), `Host` and `Origin` checks;
 //! - [`ingest`]: request bodies to records, through the hook's redaction;
-//! - [`writer`]: the single store writer with group commit.
+//! - [`writer`]: the single store writer with group commit;
+//! - [`backend`]: the store behind it all — SQLite in the data dir, or
+//!   PostgreSQL with `--database` / `MEMHOOK_DATABASE_URL` (`docs/postgres.md`).
 //!
 //! Loopback only unless `--allow-remote`; `--no-auth` (loopback only) is the
 //! logged opt-out. Bodies over [`MAX_BODY_BYTES`] get 413; names are
@@ -16,22 +18,26 @@
 //! Wire format: `docs/protocol.md`.
 
 mod auth;
+mod backend;
 mod http;
 mod ingest;
 mod writer;
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
 use crate::cmd::CmdResult;
 use crate::sink::http::wire::Query;
+use crate::sink::pg::config::Env;
+use crate::sink::pg::PgStore;
 use crate::sink::store::Store;
 
+use self::backend::{Backend, WriteConn};
 use self::http::{Head, Response};
 
 #[derive(Debug, clap::Args)]
@@ -52,6 +58,17 @@ pub struct ServeArgs {
     /// (e.g. http://localhost:3000; repeatable). Any other Origin gets 403.
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
+    /// Store into this PostgreSQL database instead of the data dir's SQLite
+    /// file: postgres://USER@HOST:PORT/DATABASE (host=/run/postgresql for a
+    /// Unix socket). Default: MEMHOOK_DATABASE_URL when set. Never put the
+    /// password here (it is refused): use MEMHOOK_DATABASE_URL,
+    /// --database-password-file or ~/.pgpass (PGPASSFILE).
+    #[arg(long, value_name = "URL")]
+    pub database: Option<String>,
+    /// Read the database password from the first line of FILE (mode 0600,
+    /// not a symlink).
+    #[arg(long, value_name = "FILE")]
+    pub database_password_file: Option<PathBuf>,
 }
 use self::ingest::Prepared;
 use self::writer::{Unavailable, Writer};
@@ -66,9 +83,6 @@ pub use self::ingest::{
 
 /// Largest request body accepted (413 beyond).
 pub const MAX_BODY_BYTES: u64 = 10 * 1024 * 1024;
-/// Store connections kept for reading (`/handoff`); more are opened when
-/// more briefings are asked for at once, and closed after.
-const KEPT_READERS: usize = 4;
 
 /// Set by SIGTERM/SIGINT.
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -134,19 +148,45 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
     } else {
         Some(auth::server_token(&data_dir)?)
     };
-    // Open (and migrate) once before serving: a store that cannot open is a
-    // start-up error, not a stream of 503s.
-    let store = Store::open(&data_dir)?;
+    let database = crate::sink::pg::config::resolve(
+        args.database.as_deref(),
+        args.database_password_file.as_deref(),
+        &Env::from_process(),
+    )?;
+    let (backend, conn) = match database {
+        // Open (and migrate) once before serving: a store that cannot open
+        // is a start-up error, not a stream of 503s.
+        None => (
+            Backend::sqlite(&data_dir),
+            WriteConn::sqlite(Store::open(&data_dir)?),
+        ),
+        Some(target) => {
+            let pg = PgStore::new(target, &data_dir);
+            match pg.ensure_schema() {
+                Ok(()) => {}
+                // A database that is down (or still starting) is waited
+                // for: every request tries again and answers 503 meanwhile.
+                Err(e) if e.is_unavailable() => {
+                    eprintln!("memhook serve: warning: {e}; answering 503 until it can be reached")
+                }
+                // Wrong password, no such database, a newer schema: the
+                // operator must act.
+                Err(e) => return Err(e.into()),
+            }
+            (Backend::Postgres(pg), WriteConn::default())
+        }
+    };
     let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr().unwrap_or(addr);
     install_signal_handlers();
     let done = Arc::new(AtomicBool::new(false));
-    let (writer, writer_thread) = Writer::start(store, &data_dir, Arc::clone(&done))?;
+    let backend = Arc::new(backend);
+    let store_note = backend.describe();
+    let (writer, writer_thread) = Writer::start(Arc::clone(&backend), conn, Arc::clone(&done))?;
     let app = Arc::new(App {
         guard: auth::Guard::new(token.as_ref().map(|(t, _)| t.as_str()), local, origins),
         writer,
-        readers: Mutex::new(Vec::new()),
-        data_dir: data_dir.clone(),
+        backend,
     });
     let auth_note = match &token {
         Some((_, source)) => source.describe(),
@@ -160,7 +200,8 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
         );
     }
     eprintln!(
-        "memhook serve: listening on http://{local} (data dir {}, auth: {auth_note})",
+        "memhook serve: listening on http://{local} (data dir {}, store {store_note}, auth: \
+         {auth_note})",
         data_dir.display()
     );
     if !local.ip().is_loopback() {
@@ -190,9 +231,7 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
 struct App {
     guard: auth::Guard,
     writer: Writer,
-    /// Idle store connections for reading.
-    readers: Mutex<Vec<Store>>,
-    data_dir: std::path::PathBuf,
+    backend: Arc<Backend>,
 }
 
 /// An answer: status, content type, body.
@@ -416,31 +455,12 @@ impl App {
                 )
             }
         };
-        let store = {
-            let idle = self.readers.lock().map(|mut r| r.pop()).unwrap_or(None);
-            match idle {
-                Some(s) => s,
-                None => match Store::open(&self.data_dir) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        eprintln!("memhook serve: store error: {e}");
-                        return Answer::error(503, format!("the store is unavailable: {e}"));
-                    }
-                },
-            }
-        };
-        let text = crate::briefing::compose(
-            &store,
+        let text = self.backend.briefing(
             (&workspace, &project),
             query.get("session_id"),
             ingest::briefing_budget(query),
             query.truthy("briefing"),
         );
-        if let Ok(mut idle) = self.readers.lock() {
-            if idle.len() < KEPT_READERS {
-                idle.push(store);
-            }
-        }
         match text {
             Ok(text) => Answer::text(200, text.unwrap_or_default()),
             Err(e) => {
