@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # Install what some integration tests need beyond Rust: the official Python MCP
-# SDK (MCP client test). Idempotent. Exits non-zero when the SDK cannot be
+# SDK (MCP client test) and PostgreSQL's server binaries (the tests start their
+# own cluster with initdb/pg_ctl; tests/integration/pg.rs). Idempotent. Exits non-zero when the SDK cannot be
 # installed: with CI set the test that needs it then fails; locally it is
 # skipped with one SKIPPED line (tests/integration/deps.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# PostgreSQL (Debian's package): only when no initdb is installed yet.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update -qq || exit 1
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql >/dev/null || exit 1
+fi
+echo "postgresql: $(ls -d /usr/lib/postgresql/*/bin/initdb | head -n 1)"
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv || exit 1
 fi

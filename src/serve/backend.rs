@@ -22,7 +22,7 @@ pub enum Backend {
         /// Idle connections for reading.
         readers: Mutex<Vec<Store>>,
     },
-    Postgres(PgStore),
+    Postgres(Box<PgStore>),
 }
 
 /// What the writer thread holds between groups: SQLite's one write

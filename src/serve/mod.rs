@@ -173,7 +173,7 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
                 // operator must act.
                 Err(e) => return Err(e.into()),
             }
-            (Backend::Postgres(pg), WriteConn::default())
+            (Backend::Postgres(Box::new(pg)), WriteConn::default())
         }
     };
     let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;

@@ -1,6 +1,6 @@
 //! Test dependencies beyond Rust: the real agent CLIs
-//! (`scripts/install-agent-clis.sh`) and the official Python MCP SDK
-//! (`scripts/test-deps.sh`).
+//! (`scripts/install-agent-clis.sh`), the official Python MCP SDK and
+//! PostgreSQL's server binaries (`scripts/test-deps.sh`).
 //!
 //! In CI (`CI` set to `true`/`1`/`yes`, as CI services do and `.ci/run`
 //! does) a missing dependency fails the test that needs it: a suite that
@@ -19,6 +19,39 @@ pub const AGENT_CLIS: [&str; 7] = [
 const INSTALL_CLIS: &str =
     "run `bash scripts/install-agent-clis.sh`, or set MEMHOOK_AGENT_CLIS to its prefix";
 const INSTALL_SDK: &str = "run `bash scripts/test-deps.sh` to install it into .venv";
+const INSTALL_PG: &str =
+    "run `bash scripts/test-deps.sh` (Debian package postgresql), or set MEMHOOK_PG_BIN to the \
+     directory holding initdb and pg_ctl";
+
+/// The directory of PostgreSQL's `initdb` and `pg_ctl`: `MEMHOOK_PG_BIN`,
+/// else the newest `/usr/lib/postgresql/<version>/bin` (Debian's layout).
+fn find_pg_bin() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("MEMHOOK_PG_BIN") {
+        let dir = PathBuf::from(dir);
+        return dir.join("initdb").exists().then_some(dir);
+    }
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let v: u32 = e.file_name().to_str()?.parse().ok()?;
+            let bin = e.path().join("bin");
+            (bin.join("initdb").exists() && bin.join("pg_ctl").exists()).then_some((v, bin))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, b)| b)
+}
+
+/// PostgreSQL's server binaries for `test`: see [`needed`].
+pub fn pg_bin(test: &str) -> Option<PathBuf> {
+    needed(
+        test,
+        "PostgreSQL (initdb, pg_ctl)",
+        find_pg_bin(),
+        INSTALL_PG,
+    )
+}
 
 /// Whether the environment says this is CI.
 pub fn in_ci() -> bool {
@@ -91,6 +124,9 @@ fn test_dependencies_are_installed() {
         .collect();
     if find_python_mcp().is_none() {
         missing.push("the Python MCP SDK".into());
+    }
+    if find_pg_bin().is_none() {
+        missing.push("PostgreSQL (initdb, pg_ctl)".into());
     }
     if missing.is_empty() {
         return;

@@ -131,9 +131,9 @@ pub fn resolve(
         (Some(u), _) => (u, "--database"),
         (None, Some(u)) => (u, DATABASE_URL_ENV),
         (None, None) => {
-            if password_file.is_some() {
+            if let Some(path) = password_file {
                 return Err(ConfigError::PasswordFile {
-                    path: password_file.unwrap().to_path_buf(),
+                    path: path.to_path_buf(),
                     problem: format!("given without --database or {DATABASE_URL_ENV}"),
                 });
             }

@@ -104,7 +104,10 @@ impl PgError {
     pub fn of(db: &str, e: &postgres::Error) -> PgError {
         let code = e.code().map(|c| c.code().to_string());
         let unavailable = match &code {
-            None => true,
+            // Without a server's code: a broken or refused connection (an
+            // I/O error underneath) is unavailable; a configuration error
+            // (a password the server asked for and we lack) is not.
+            None => e.is_closed() || io_underneath(e),
             Some(c) => {
                 c.starts_with("08") // connection exception
                     || c.starts_with("57P") // admin/crash shutdown, cannot connect now
@@ -139,6 +142,18 @@ impl PgError {
     pub fn is_unavailable(&self) -> bool {
         matches!(self, PgError::Unavailable { .. })
     }
+}
+
+/// Whether an I/O error (refused, reset, timed out) caused `e`.
+fn io_underneath(e: &postgres::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if s.is::<std::io::Error>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// The pool's bookkeeping.
