@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use crate::drain;
 use crate::event::Event;
 use crate::scope::Scope;
+use crate::sink::reads::Reads;
 use crate::sink::store::{Prompt, SessionSummary, Store, StoreError, TailEvent};
 use crate::spool::{SinkTarget, Spool};
 
@@ -259,11 +260,13 @@ pub fn compose(
     max_chars: usize,
     digest: bool,
 ) -> Result<Option<String>, StoreError> {
-    store.read(|store| compose_in(store, scope, exclude_session, max_chars, digest))
+    store.read(|store| compose_from(store, scope, exclude_session, max_chars, digest))
 }
 
-fn compose_in(
-    store: &Store,
+/// [`compose`] from any store's [`Reads`] (the caller gives it one
+/// consistent snapshot): what `memhook serve` uses for either store.
+pub fn compose_from(
+    store: &dyn Reads,
     scope: (&str, &str),
     exclude_session: Option<&str>,
     max_chars: usize,
@@ -372,7 +375,7 @@ fn exit_status(line: &str) -> Option<(i64, String)> {
 fn handoff_section(
     last: &SessionSummary,
     older: &[SessionSummary],
-    store: &Store,
+    store: &dyn Reads,
 ) -> Result<Section, StoreError> {
     let act = store.outcomes(&[last.row], MAX_FILES)?;
     let (first, tail, prompt_count) = store.session_prompts(last.row, LAST_PROMPTS)?;
@@ -617,7 +620,7 @@ fn after_line(records: &[TailEvent]) -> String {
 }
 
 fn digest_section(
-    store: &Store,
+    store: &dyn Reads,
     sessions: &[SessionSummary],
 ) -> Result<Option<Section>, StoreError> {
     let rows: Vec<i64> = sessions.iter().map(|s| s.row).collect();

@@ -144,6 +144,26 @@ impl Report {
 /// than [`LOCK_WAIT`] is an error that says to try again. The one
 /// implementation `memhook forget` and `memhook serve`'s web view share.
 pub fn forget_in(dir: &Path, sel: &Selector, apply: bool) -> Result<Report, Error> {
+    forget_with(dir, sel, apply, || {
+        if dir.join(STORE_FILE).exists() {
+            let mut store = Store::open(dir)?;
+            Ok(Some(store.forget(sel, apply)?))
+        } else {
+            Ok(None)
+        }
+    })
+}
+
+/// [`forget_in`] with another store: `store` forgets in it (or counts, as
+/// `apply` says) and returns its counts (`None`: there is no store), while
+/// the spool of `dir` is handled here under the drain lock. `memhook
+/// serve --database` uses it with PostgreSQL.
+pub fn forget_with(
+    dir: &Path,
+    sel: &Selector,
+    apply: bool,
+    store: impl FnOnce() -> Result<Option<Forgotten>, Error>,
+) -> Result<Report, Error> {
     let lock =
         if apply {
             Some(drain::lock_until(dir, Instant::now() + LOCK_WAIT)?.ok_or(
@@ -153,12 +173,7 @@ pub fn forget_in(dir: &Path, sel: &Selector, apply: bool) -> Result<Report, Erro
             None
         };
     let pending = pending_matches(dir, sel)?;
-    let stored = if dir.join(STORE_FILE).exists() {
-        let mut store = Store::open(dir)?;
-        Some(store.forget(sel, apply)?)
-    } else {
-        None
-    };
+    let stored = store()?;
     let pending = match &lock {
         None => pending.len() as u64,
         Some(lock) => drain::drop_pending(lock, dir, &pending, drain::DROP_FORGOTTEN)? as u64,

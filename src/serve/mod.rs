@@ -8,7 +8,10 @@
 //! - [`ingest`]: request bodies to records, through the hook's redaction;
 //! - [`writer`]: the single store writer with group commit;
 //! - [`web`]: the web view at `/` and its JSON API under `/api/`
-//!   (`docs/ui.md`), behind the same checks plus a login.
+//!   (`docs/ui.md`), behind the same checks plus a login;
+//! - [`backend`]: the store behind it all — SQLite in the data dir, or
+//!   PostgreSQL with `--database` / `MEMHOOK_DATABASE_URL` (`docs/postgres.md`):
+//!   ingest, named-token checks, `/handoff`, the web view's reads and forget.
 //!
 //! Loopback only unless `--allow-remote`; `--no-auth` (loopback only) is the
 //! logged opt-out. Bodies over [`MAX_BODY_BYTES`] get 413; names are
@@ -18,13 +21,14 @@
 //! Wire format: `docs/protocol.md`.
 
 mod auth;
+mod backend;
 pub(crate) mod http;
 pub(crate) mod ingest;
 mod web;
 mod writer;
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -33,9 +37,12 @@ use serde_json::{json, Value};
 
 use crate::cmd::CmdResult;
 use crate::sink::http::wire::Query;
+use crate::sink::pg::config::Env;
+use crate::sink::pg::PgStore;
 use crate::sink::store::Store;
 
 use self::auth::{Caller, Denied};
+use self::backend::{Backend, WriteConn};
 use self::http::{Head, Response};
 
 #[derive(Debug, clap::Args)]
@@ -56,6 +63,17 @@ pub struct ServeArgs {
     /// (e.g. http://localhost:3000; repeatable). Any other Origin gets 403.
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
+    /// Store into this PostgreSQL database instead of the data dir's SQLite
+    /// file: postgres://USER@HOST:PORT/DATABASE (host=/run/postgresql for a
+    /// Unix socket). Default: MEMHOOK_DATABASE_URL when set. Never put the
+    /// password here (it is refused): use MEMHOOK_DATABASE_URL,
+    /// --database-password-file or ~/.pgpass (PGPASSFILE).
+    #[arg(long, value_name = "URL")]
+    pub database: Option<String>,
+    /// Read the database password from the first line of FILE (mode 0600,
+    /// not a symlink).
+    #[arg(long, value_name = "FILE")]
+    pub database_password_file: Option<PathBuf>,
 }
 use self::ingest::Prepared;
 use self::writer::{Unavailable, Writer};
@@ -74,9 +92,6 @@ pub use self::web::{
 
 /// Largest request body accepted (413 beyond).
 pub const MAX_BODY_BYTES: u64 = 10 * 1024 * 1024;
-/// Store connections kept for reading (`/handoff`); more are opened when
-/// more briefings are asked for at once, and closed after.
-const KEPT_READERS: usize = 4;
 
 /// Set by SIGTERM/SIGINT.
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -142,19 +157,46 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
     } else {
         Some(auth::server_token(&data_dir)?)
     };
-    // Open (and migrate) once before serving: a store that cannot open is a
-    // start-up error, not a stream of 503s.
-    let store = Store::open(&data_dir)?;
+    let database = crate::sink::pg::config::resolve(
+        args.database.as_deref(),
+        args.database_password_file.as_deref(),
+        &Env::from_process(),
+    )?;
+    let (backend, conn) = match database {
+        // Open (and migrate) once before serving: a store that cannot open
+        // is a start-up error, not a stream of 503s.
+        None => (
+            Backend::sqlite(&data_dir),
+            WriteConn::sqlite(Store::open(&data_dir)?),
+        ),
+        Some(target) => {
+            let pg = PgStore::new(target, &data_dir);
+            match pg.ensure_schema() {
+                Ok(()) => {}
+                // A database that is down (or still starting) is waited
+                // for: every request tries again and answers 503 meanwhile.
+                Err(e) if e.is_unavailable() => {
+                    eprintln!("memhook serve: warning: {e}; answering 503 until it can be reached")
+                }
+                // Wrong password, no such database, a newer schema: the
+                // operator must act.
+                Err(e) => return Err(e.into()),
+            }
+            (Backend::Postgres(Box::new(pg)), WriteConn::default())
+        }
+    };
     let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr().unwrap_or(addr);
     install_signal_handlers();
     let done = Arc::new(AtomicBool::new(false));
-    let (writer, writer_thread) = Writer::start(store, &data_dir, Arc::clone(&done))?;
+    let backend = Arc::new(backend);
+    let store_note = backend.describe();
+    let (writer, writer_thread) = Writer::start(Arc::clone(&backend), conn, Arc::clone(&done))?;
     let app = Arc::new(App {
         guard: auth::Guard::new(token.as_ref().map(|(t, _)| t.as_str()), local, origins),
         writer,
-        readers: web::Readers::new(&data_dir, KEPT_READERS),
         web: web::Web::new(&data_dir, local.port(), token.is_none()),
+        backend,
     });
     let auth_note = match &token {
         Some((_, source)) => source.describe(),
@@ -168,7 +210,8 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
         );
     }
     eprintln!(
-        "memhook serve: listening on http://{local} (data dir {}, auth: {auth_note})",
+        "memhook serve: listening on http://{local} (data dir {}, store {store_note}, auth: \
+         {auth_note})",
         data_dir.display()
     );
     if !local.ip().is_loopback() {
@@ -198,10 +241,10 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
 struct App {
     guard: auth::Guard,
     writer: Writer,
-    /// Idle store connections for reading.
-    readers: web::Readers,
     /// The web view and its API.
     web: web::Web,
+    /// The store: every read and write goes through it.
+    backend: Arc<Backend>,
 }
 
 /// An answer: status, content type, body.
@@ -263,9 +306,7 @@ const ROUTES: &[(&str, &str)] = &[
 impl App {
     /// The name of the live named token `given` is (one store query, no cache).
     fn named_token(&self, given: &str) -> Result<Option<String>, String> {
-        self.readers
-            .with(|store| crate::token::verify(store, given))
-            .map_err(|e| e.to_string())
+        self.backend.named_token(given).map_err(|e| e.to_string())
     }
 
     /// Everything decided from the head alone: `Err` answers now. `Ok`
@@ -445,15 +486,12 @@ impl App {
                 )
             }
         };
-        let text = self.readers.with(|store| {
-            crate::briefing::compose(
-                store,
-                (&workspace, &project),
-                query.get("session_id"),
-                ingest::briefing_budget(query),
-                query.truthy("briefing"),
-            )
-        });
+        let text = self.backend.briefing(
+            (&workspace, &project),
+            query.get("session_id"),
+            ingest::briefing_budget(query),
+            query.truthy("briefing"),
+        );
         match text {
             Ok(text) => Answer::text(200, text.unwrap_or_default()),
             Err(e) => {
@@ -485,7 +523,7 @@ impl http::Handler for App {
 
     fn answer(&self, head: &Head, caller: Option<Caller>, body: Vec<u8>) -> Response {
         let Some(caller) = caller.filter(|_| !web::is_web_path(head.path())) else {
-            return web::secure(self.web.answer(head, &body, &self.guard, &self.readers));
+            return web::secure(self.web.answer(head, &body, &self.guard, &self.backend));
         };
         let answer = self.route(head, caller, &body);
         web::secure(self.finish(head, answer))

@@ -8,15 +8,14 @@
 //! answered [`Unavailable`]: the server turns it into `503`, which drainers
 //! retry without charging an attempt.
 
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::backend::{Backend, WriteConn};
 use crate::record::Record;
-use crate::sink::store::Store;
 
 /// Most records committed in one transaction.
 pub const MAX_GROUP_RECORDS: usize = 4096;
@@ -43,19 +42,18 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// Start the writer on `store` (reopened from `data_dir` after a
-    /// failure). It runs until every handle is dropped, or until `done` is
-    /// set and nothing is waiting.
+    /// Start the writer on `backend`, with `conn` (SQLite's write
+    /// connection, reopened after a failure). It runs until every handle is
+    /// dropped, or until `done` is set and nothing is waiting.
     pub fn start(
-        store: Store,
-        data_dir: &Path,
+        backend: Arc<Backend>,
+        conn: WriteConn,
         done: Arc<AtomicBool>,
     ) -> std::io::Result<(Writer, JoinHandle<()>)> {
         let (tx, rx) = mpsc::channel();
-        let data_dir = data_dir.to_path_buf();
         let handle = std::thread::Builder::new()
             .name("serve-writer".into())
-            .spawn(move || run(Some(store), &data_dir, &rx, &done))?;
+            .spawn(move || run(conn, &backend, &rx, &done))?;
         Ok((Writer { tx }, handle))
     }
 
@@ -84,7 +82,7 @@ impl Writer {
     }
 }
 
-fn run(mut store: Option<Store>, data_dir: &Path, rx: &mpsc::Receiver<Job>, done: &AtomicBool) {
+fn run(mut conn: WriteConn, backend: &Backend, rx: &mpsc::Receiver<Job>, done: &AtomicBool) {
     loop {
         let first = match rx.recv_timeout(POLL) {
             Ok(job) => job,
@@ -103,7 +101,7 @@ fn run(mut store: Option<Store>, data_dir: &Path, rx: &mpsc::Receiver<Job>, done
                 Err(_) => break,
             }
         }
-        match commit(&mut store, data_dir, &jobs) {
+        match commit(&mut conn, backend, &jobs) {
             Ok(mut fates) => {
                 for job in jobs {
                     let rest = fates.split_off(job.records.len());
@@ -115,7 +113,7 @@ fn run(mut store: Option<Store>, data_dir: &Path, rx: &mpsc::Receiver<Job>, done
             // transaction: commit each alone.
             Err(_) if jobs.len() > 1 => {
                 for job in jobs {
-                    let fate = commit(&mut store, data_dir, std::slice::from_ref(&job));
+                    let fate = commit(&mut conn, backend, std::slice::from_ref(&job));
                     let _ = job.reply.send(fate);
                 }
             }
@@ -129,23 +127,14 @@ fn run(mut store: Option<Store>, data_dir: &Path, rx: &mpsc::Receiver<Job>, done
 }
 
 /// Commit every record of `jobs` in one transaction.
-fn commit(
-    store: &mut Option<Store>,
-    data_dir: &Path,
-    jobs: &[Job],
-) -> Result<Vec<bool>, Unavailable> {
-    if store.is_none() {
-        *store = Some(Store::open(data_dir).map_err(|e| unavailable(&e))?);
-    }
-    let s = store.as_mut().expect("opened above");
-    let records = jobs
+fn commit(conn: &mut WriteConn, backend: &Backend, jobs: &[Job]) -> Result<Vec<bool>, Unavailable> {
+    let records: Vec<(&Record, Option<&str>)> = jobs
         .iter()
-        .flat_map(|j| j.records.iter().map(|r| (r, j.token_name.as_deref())));
-    s.insert_each_from(records).map_err(|e| {
-        // A broken connection is reopened for the next group.
-        *store = None;
-        unavailable(&e)
-    })
+        .flat_map(|j| j.records.iter().map(|r| (r, j.token_name.as_deref())))
+        .collect();
+    backend
+        .insert_each(conn, &records)
+        .map_err(|e| unavailable(&e))
 }
 
 fn unavailable(e: &crate::sink::store::StoreError) -> Unavailable {
@@ -157,13 +146,16 @@ fn unavailable(e: &crate::sink::store::StoreError) -> Unavailable {
 mod tests {
     use super::*;
     use crate::record::sample;
+    use crate::sink::store::Store;
 
     #[test]
     fn concurrent_inserts_are_committed_and_replays_reported() {
         let t = tempfile::tempdir().unwrap();
         let store = Store::open(t.path()).unwrap();
         let done = Arc::new(AtomicBool::new(false));
-        let (w, handle) = Writer::start(store, t.path(), Arc::clone(&done)).unwrap();
+        let backend = Arc::new(Backend::sqlite(t.path()));
+        let (w, handle) =
+            Writer::start(backend, WriteConn::sqlite(store), Arc::clone(&done)).unwrap();
         let threads: Vec<_> = (0..8)
             .map(|i| {
                 let w = w.clone();
@@ -201,9 +193,8 @@ mod tests {
             token_name: None,
             reply,
         };
-        let mut store = None;
-        let e = commit(&mut store, &dir, &[job]).unwrap_err();
+        let mut conn = WriteConn::default();
+        let e = commit(&mut conn, &Backend::sqlite(&dir), &[job]).unwrap_err();
         assert!(e.0.contains("unavailable"), "{e:?}");
-        assert!(store.is_none());
     }
 }

@@ -7,6 +7,8 @@ use std::path::Path;
 use crate::spool::SpoolEntry;
 
 pub mod http;
+pub mod pg;
+pub mod reads;
 pub mod store;
 
 /// Environment variable holding the bearer token for an ai-memory server

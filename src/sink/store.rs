@@ -25,7 +25,7 @@ mod activity;
 mod browse;
 mod export;
 mod forget;
-mod handoff;
+pub(crate) mod handoff;
 mod tokens;
 pub use activity::MIN_ID_PREFIX;
 pub use browse::{
@@ -33,7 +33,7 @@ pub use browse::{
     HIT_END, HIT_START, SNIPPET_TOKENS,
 };
 pub use export::ExportFilter;
-pub use forget::{ForgetError, Forgotten, LogEntry, Selector, MIN_KEY_PREFIX};
+pub use forget::{check_forget_key, ForgetError, Forgotten, LogEntry, Selector, MIN_KEY_PREFIX};
 pub use handoff::{Prompt, TailEvent, TouchedFile, MAX_SESSION_FILES, MAX_TAIL_RECORDS};
 
 /// File name of the store inside the data dir.
@@ -48,7 +48,7 @@ pub const MAX_QUERY_CHARS: usize = 512;
 pub const MAX_QUERY_TERMS: usize = 32;
 
 /// Events that mean a session did real work (not only opened and closed).
-const WORK_EVENTS: &[&str] = &[
+pub(crate) const WORK_EVENTS: &[&str] = &[
     "user-prompt",
     "pre-tool-use",
     "post-tool-use",
@@ -151,6 +151,8 @@ pub enum StoreError {
         path: PathBuf,
         problem: String,
     },
+    /// The PostgreSQL store (`memhook serve --database`) failed.
+    Postgres(crate::sink::pg::PgError),
 }
 
 impl fmt::Display for StoreError {
@@ -169,11 +171,18 @@ impl fmt::Display for StoreError {
                 "{}: {problem}; memhook refuses to use it (move it away)",
                 path.display()
             ),
+            StoreError::Postgres(e) => write!(f, "{e}"),
         }
     }
 }
 
 impl std::error::Error for StoreError {}
+
+impl From<crate::sink::pg::PgError> for StoreError {
+    fn from(e: crate::sink::pg::PgError) -> Self {
+        StoreError::Postgres(e)
+    }
+}
 
 impl From<DirError> for StoreError {
     fn from(e: DirError) -> Self {
@@ -269,7 +278,7 @@ fn within(rows: &[i64]) -> Option<String> {
 }
 
 /// Tool result events, as an SQL list.
-pub(super) const TOOL_RESULT_EVENTS: &str = "('post-tool-use', 'post-tool-use-failure')";
+pub(crate) const TOOL_RESULT_EVENTS: &str = "('post-tool-use', 'post-tool-use-failure')";
 /// A tool result that failed, as an SQL condition. It is never NULL: a result
 /// without an outcome (`outcome IS NULL`) counts as not failed (`IS`, not `=`,
 /// so that `NULL OR false` cannot leak into an aggregate).

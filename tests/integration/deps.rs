@@ -1,6 +1,7 @@
 //! Test dependencies beyond Rust: the real agent CLIs
 //! (`scripts/install-agent-clis.sh`), the official Python MCP SDK and
-//! Debian's `chromium` with `chromium-driver` (`scripts/test-deps.sh`).
+//! Debian's `chromium` with `chromium-driver` and PostgreSQL's server
+//! binaries (`scripts/test-deps.sh`).
 //!
 //! In CI (`CI` set to `true`/`1`/`yes`, as CI services do and `.ci/run`
 //! does) a missing dependency fails the test that needs it: a suite that
@@ -23,6 +24,39 @@ const INSTALL_BROWSER: &str =
     "run `bash scripts/test-deps.sh` (Debian packages chromium and chromium-driver)";
 /// Browser executables looked for on PATH, in order.
 const BROWSERS: [&str; 3] = ["chromium", "chromium-browser", "google-chrome"];
+const INSTALL_PG: &str =
+    "run `bash scripts/test-deps.sh` (Debian package postgresql), or set MEMHOOK_PG_BIN to the \
+     directory holding initdb and pg_ctl";
+
+/// The directory of PostgreSQL's `initdb` and `pg_ctl`: `MEMHOOK_PG_BIN`,
+/// else the newest `/usr/lib/postgresql/<version>/bin` (Debian's layout).
+fn find_pg_bin() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("MEMHOOK_PG_BIN") {
+        let dir = PathBuf::from(dir);
+        return dir.join("initdb").exists().then_some(dir);
+    }
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let v: u32 = e.file_name().to_str()?.parse().ok()?;
+            let bin = e.path().join("bin");
+            (bin.join("initdb").exists() && bin.join("pg_ctl").exists()).then_some((v, bin))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, b)| b)
+}
+
+/// PostgreSQL's server binaries for `test`: see [`needed`].
+pub fn pg_bin(test: &str) -> Option<PathBuf> {
+    needed(
+        test,
+        "PostgreSQL (initdb, pg_ctl)",
+        find_pg_bin(),
+        INSTALL_PG,
+    )
+}
 
 /// Whether the environment says this is CI.
 pub fn in_ci() -> bool {
@@ -123,6 +157,9 @@ fn test_dependencies_are_installed() {
     }
     if find_browser().is_none() {
         missing.push("chromium and chromedriver".into());
+    }
+    if find_pg_bin().is_none() {
+        missing.push("PostgreSQL (initdb, pg_ctl)".into());
     }
     if missing.is_empty() {
         return;

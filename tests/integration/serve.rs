@@ -34,8 +34,8 @@ fn heavy() -> std::sync::MutexGuard<'static, ()> {
 /// by the kernel when the test thread dies).
 pub(crate) struct Serve {
     child: Option<Child>,
-    addr: SocketAddr,
-    data: PathBuf,
+    pub(crate) addr: SocketAddr,
+    pub(crate) data: PathBuf,
     stderr: Arc<Mutex<String>>,
     /// The thread copying the server's stderr; joined once the server exits
     /// so its last lines are in `stderr`.
@@ -64,7 +64,7 @@ impl Serve {
         Self::start_env(home, token, listen, args, &[])
     }
 
-    /// [`Serve::start_on`] with extra environment variables.
+    /// [`Serve::start_on`] with more environment variables.
     pub(crate) fn start_env(
         home: &Path,
         token: Option<&str>,
@@ -72,8 +72,22 @@ impl Serve {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Serve {
+        Self::spawn_env(home, token, listen, args, env).wait()
+    }
+
+    /// Start the server without waiting for it to listen (several servers
+    /// can then start at once, from this thread: a server dies with the
+    /// thread that spawned it).
+    pub(crate) fn spawn_env(
+        home: &Path,
+        token: Option<&str>,
+        listen: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Starting {
         let data = home.join(".memhook-data");
         let mut cmd = memhook(home);
+        cmd.env_remove("MEMHOOK_DATABASE_URL");
         cmd.envs(env.iter().copied());
         cmd.args(["serve", "--listen", listen])
             .args(args)
@@ -122,6 +136,39 @@ impl Serve {
                 }
             })
         };
+        Starting {
+            child,
+            data,
+            stderr,
+            reader,
+            done,
+            rx,
+        }
+    }
+}
+
+/// A server spawned by [`Serve::spawn_env`], not yet listening.
+pub(crate) struct Starting {
+    child: Child,
+    data: PathBuf,
+    stderr: Arc<Mutex<String>>,
+    reader: std::thread::JoinHandle<()>,
+    done: Arc<AtomicBool>,
+    rx: std::sync::mpsc::Receiver<String>,
+}
+
+impl Starting {
+    /// Wait until the server listens (it is killed, and this panics, after
+    /// 20 s).
+    pub(crate) fn wait(self) -> Serve {
+        let Starting {
+            mut child,
+            data,
+            stderr,
+            reader,
+            done,
+            rx,
+        } = self;
         let addr = match rx.recv_timeout(Duration::from_secs(20)) {
             Ok(a) => a.parse().expect("listening address"),
             Err(_) => {
@@ -143,7 +190,9 @@ impl Serve {
             done,
         }
     }
+}
 
+impl Serve {
     pub(crate) fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
@@ -153,7 +202,7 @@ impl Serve {
     }
 
     /// Send `sig` and wait (bounded) for the exit status.
-    fn stop_with(&mut self, sig: i32) -> std::process::ExitStatus {
+    pub(crate) fn stop_with(&mut self, sig: i32) -> std::process::ExitStatus {
         let mut child = self.child.take().unwrap();
         // SAFETY: plain kill(2) on our own child, not yet reaped.
         unsafe { libc::kill(child.id() as i32, sig) };
@@ -206,7 +255,7 @@ pub(crate) fn die_with_parent(cmd: &mut Command) {
     }
 }
 
-fn record(key: &str, session: &str, event: &str, call_id: Option<&str>) -> Record {
+pub(crate) fn record(key: &str, session: &str, event: &str, call_id: Option<&str>) -> Record {
     Record {
         v: RECORD_VERSION,
         key: key.to_string(),
@@ -242,11 +291,11 @@ fn record(key: &str, session: &str, event: &str, call_id: Option<&str>) -> Recor
     }
 }
 
-fn key(i: usize) -> String {
+pub(crate) fn key(i: usize) -> String {
     format!("{i:032x}")
 }
 
-fn entry(r: Record, url: &str) -> SpoolEntry {
+pub(crate) fn entry(r: Record, url: &str) -> SpoolEntry {
     SpoolEntry {
         v: ENTRY_VERSION,
         sink: SinkTarget::Http { url: url.into() },
@@ -295,13 +344,13 @@ pub(crate) fn request(
     (code, text)
 }
 
-fn post_record(s: &Serve, r: &Record, token: Option<&str>) -> (u16, String) {
+pub(crate) fn post_record(s: &Serve, r: &Record, token: Option<&str>) -> (u16, String) {
     let url = format!("{}{}", s.url(), wire::hook_path(r));
     let body = serde_json::to_vec(&wire::hook_body(r)).unwrap();
     request("POST", &url, Some(&body), token)
 }
 
-fn post_batch(s: &Serve, records: &[Record]) -> (u16, String) {
+pub(crate) fn post_batch(s: &Serve, records: &[Record]) -> (u16, String) {
     let items: Vec<serde_json::Value> = records
         .iter()
         .map(|r| serde_json::json!({"url": wire::hook_path(r), "body": wire::hook_body(r)}))
@@ -327,7 +376,7 @@ fn stored_keys(data: &Path) -> Vec<String> {
     keys
 }
 
-fn json(text: &str) -> serde_json::Value {
+pub(crate) fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 

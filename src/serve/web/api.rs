@@ -4,11 +4,12 @@
 use serde_json::{json, Value};
 
 use super::{
-    json_error, json_response, memory_docs, project_arg, segments, Readers, Req, Web,
-    MAX_SESSION_RECORDS, MAX_TIMELINE_SESSIONS, SEARCH_RESULTS,
+    json_error, json_response, memory_docs, project_arg, segments, Req, Web, MAX_SESSION_RECORDS,
+    MAX_TIMELINE_SESSIONS, SEARCH_RESULTS,
 };
 use crate::forget::ForgetArgs;
 use crate::memory::{MemoryStore, Outcome, INDEX_PATH};
+use crate::serve::backend::Backend;
 use crate::serve::http::Response;
 use crate::sink::store::{RecordRow, SessionRow, StoreError, HIT_END, HIT_START};
 use crate::timefmt::rfc3339_ms;
@@ -22,26 +23,26 @@ fn names_ok(w: &str, p: &str) -> bool {
     crate::names::is_valid_name(w) && crate::names::is_valid_name(p)
 }
 
-pub(super) fn route(web: &Web, req: &Req<'_>, rest: &str, readers: &Readers) -> Response {
+pub(super) fn route(web: &Web, req: &Req<'_>, rest: &str, backend: &Backend) -> Response {
     let segs = segments(rest).unwrap_or_default();
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
     let get = req.head.method == "GET";
     match segs.as_slice() {
-        ["projects"] if get => projects(web, readers),
-        ["projects", w, p] if get && names_ok(w, p) => project(web, readers, w, p),
+        ["projects"] if get => projects(web, backend),
+        ["projects", w, p] if get && names_ok(w, p) => project(web, backend, w, p),
         ["sessions", row] if get => match row.parse::<i64>() {
-            Ok(row) => session(readers, row),
+            Ok(row) => session(backend, row),
             Err(_) => json_error(404, "no such session"),
         },
-        ["search"] if get => search(req, readers),
+        ["search"] if get => search(req, backend),
         ["memory", w, p] if names_ok(w, p) => memory(web, req, w, p),
-        ["forget"] if !get => forget(web, req),
+        ["forget"] if !get => forget(req, backend),
         _ => json_error(404, &format!("no such endpoint: /api/{rest}")),
     }
 }
 
-fn projects(web: &Web, readers: &Readers) -> Response {
-    let rows = match readers.with(|s| s.browse_projects()) {
+fn projects(web: &Web, backend: &Backend) -> Response {
+    let rows = match backend.browse(|s| s.browse_projects()) {
         Ok(r) => r,
         Err(e) => return store_error(&e),
     };
@@ -107,8 +108,8 @@ fn record_json(r: &RecordRow) -> Value {
     })
 }
 
-fn project(web: &Web, readers: &Readers, w: &str, p: &str) -> Response {
-    let sessions = match readers.with(|s| s.browse_sessions((w, p), MAX_TIMELINE_SESSIONS)) {
+fn project(web: &Web, backend: &Backend, w: &str, p: &str) -> Response {
+    let sessions = match backend.browse(|s| s.browse_sessions((w, p), MAX_TIMELINE_SESSIONS)) {
         Ok(r) => r,
         Err(e) => return store_error(&e),
     };
@@ -130,8 +131,8 @@ fn project(web: &Web, readers: &Readers, w: &str, p: &str) -> Response {
     )
 }
 
-fn session(readers: &Readers, row: i64) -> Response {
-    let found = readers.with(|s| {
+fn session(backend: &Backend, row: i64) -> Response {
+    let found = backend.browse(|s| {
         let Some(head) = s.browse_session(row)? else {
             return Ok(None);
         };
@@ -171,7 +172,7 @@ pub(super) fn snippet_pieces(snippet: &str) -> Vec<Value> {
     out
 }
 
-fn search(req: &Req<'_>, readers: &Readers) -> Response {
+fn search(req: &Req<'_>, backend: &Backend) -> Response {
     let Some(q) = req.query.get("q") else {
         return json_error(400, "query parameter `q` is required");
     };
@@ -187,7 +188,7 @@ fn search(req: &Req<'_>, readers: &Readers) -> Response {
         Some(Ok(n)) if (1..=SEARCH_RESULTS).contains(&n) => n,
         Some(_) => return json_error(400, &format!("`limit` must be 1-{SEARCH_RESULTS}")),
     };
-    let hits = match readers.with(|s| {
+    let hits = match backend.browse(|s| {
         s.browse_search(
             scope.as_ref().map(|(w, p)| (w.as_str(), p.as_str())),
             q,
@@ -257,7 +258,7 @@ fn memory(web: &Web, req: &Req<'_>, w: &str, p: &str) -> Response {
     json_response(code, serde_json::to_value(&answer).unwrap_or(Value::Null))
 }
 
-fn forget(web: &Web, req: &Req<'_>) -> Response {
+fn forget(req: &Req<'_>, backend: &Backend) -> Response {
     let v: Value = match serde_json::from_slice(req.body) {
         Ok(Value::Object(m)) => Value::Object(m),
         _ => return json_error(400, "send a JSON object"),
@@ -276,7 +277,7 @@ fn forget(web: &Web, req: &Req<'_>) -> Response {
         Ok(s) => s,
         Err(e) => return json_error(400, &e.to_string().replace("--", "")),
     };
-    match crate::forget::forget_in(web.data_dir(), &sel, apply) {
+    match backend.forget(&sel, apply) {
         Ok(r) => {
             let f = r.stored.clone().unwrap_or_default();
             json_response(

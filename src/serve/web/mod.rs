@@ -23,15 +23,14 @@ mod pages;
 mod session;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use serde_json::json;
 
 use super::auth::Guard;
+use super::backend::Backend;
 use super::http::{Head, Response};
 use crate::sink::http::wire::Query;
-use crate::sink::store::{Store, StoreError};
 
 pub use html::escape;
 pub use session::{
@@ -107,43 +106,6 @@ impl Viewer {
     /// The token to put into forms (a token holder's forms need none).
     fn form_token(&self) -> &str {
         self.csrf().unwrap_or("")
-    }
-}
-
-/// Idle store connections for reading, shared with the hook protocol.
-pub struct Readers {
-    pool: Mutex<Vec<Store>>,
-    data_dir: PathBuf,
-    keep: usize,
-}
-
-impl Readers {
-    pub fn new(data_dir: &Path, keep: usize) -> Readers {
-        Readers {
-            pool: Mutex::new(Vec::new()),
-            data_dir: data_dir.to_path_buf(),
-            keep,
-        }
-    }
-
-    /// Run `f` on an idle connection (or a new one), inside one read
-    /// transaction.
-    pub fn with<T>(
-        &self,
-        f: impl FnOnce(&Store) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let idle = self.pool.lock().map(|mut r| r.pop()).unwrap_or(None);
-        let store = match idle {
-            Some(s) => s,
-            None => Store::open(&self.data_dir)?,
-        };
-        let out = store.read(|s| f(s));
-        if let Ok(mut idle) = self.pool.lock() {
-            if idle.len() < self.keep {
-                idle.push(store);
-            }
-        }
-        out
     }
 }
 
@@ -245,7 +207,7 @@ impl Web {
     }
 
     /// Answer a request whose head passed [`Web::check`].
-    pub fn answer(&self, head: &Head, body: &[u8], guard: &Guard, readers: &Readers) -> Response {
+    pub fn answer(&self, head: &Head, body: &[u8], guard: &Guard, backend: &Backend) -> Response {
         let now = Instant::now();
         let path = head.path().to_string();
         if let Some((_, ctype, text)) = ASSETS.iter().find(|(p, _, _)| *p == path) {
@@ -293,9 +255,9 @@ impl Web {
             return self.logout(&req);
         }
         let resp = if let Some(rest) = path.strip_prefix("/api/") {
-            api::route(self, &req, rest, readers)
+            api::route(self, &req, rest, backend)
         } else {
-            pages::route(self, &req, &path, readers)
+            pages::route(self, &req, &path, backend)
         };
         secure(resp)
     }

@@ -5,11 +5,12 @@
 
 use super::html::{csrf_field, duration, escape, highlight, page, time, url};
 use super::{
-    memory_docs, memory_projects, project_arg, secure, segments, Readers, Req, Viewer, Web, HTML,
+    memory_docs, memory_projects, project_arg, secure, segments, Req, Viewer, Web, HTML,
     MAX_SESSION_RECORDS, MAX_TIMELINE_SESSIONS, SEARCH_RESULTS,
 };
 use crate::forget::{ForgetArgs, Report};
 use crate::memory::{MemoryStore, Outcome, INDEX_PATH, NEW_VERSION};
+use crate::serve::backend::Backend;
 use crate::serve::http::Response;
 use crate::sink::http::wire::Query;
 use crate::sink::store::{ProjectRow, SessionRow, StoreError};
@@ -70,21 +71,21 @@ fn not_found(logged_in: bool) -> Response {
     )
 }
 
-pub(super) fn route(web: &Web, req: &Req<'_>, path: &str, readers: &Readers) -> Response {
+pub(super) fn route(web: &Web, req: &Req<'_>, path: &str, backend: &Backend) -> Response {
     let logged = matches!(req.viewer, Viewer::Browser { .. });
     let get = req.head.method == "GET";
     if path == "/" && get {
-        return projects(web, readers, logged);
+        return projects(web, backend, logged);
     }
     if path == "/search" && get {
-        return search(req, readers, logged);
+        return search(req, backend, logged);
     }
     if path == "/forget" {
-        return forget(web, req, logged);
+        return forget(req, backend, logged);
     }
     if let Some(rest) = path.strip_prefix("/sessions/") {
         return match rest.parse::<i64>() {
-            Ok(row) if get => session(readers, row, logged),
+            Ok(row) if get => session(backend, row, logged),
             _ => not_found(logged),
         };
     }
@@ -93,7 +94,7 @@ pub(super) fn route(web: &Web, req: &Req<'_>, path: &str, readers: &Readers) -> 
         let names =
             |w: &str, p: &str| crate::names::is_valid_name(w) && crate::names::is_valid_name(p);
         match segs.as_slice() {
-            [w, p] if get && names(w, p) => return project(web, readers, w, p, logged),
+            [w, p] if get && names(w, p) => return project(web, backend, w, p, logged),
             [w, p, m] if m == "memory" && names(w, p) => {
                 return memory(web, req, w, p, logged);
             }
@@ -103,8 +104,8 @@ pub(super) fn route(web: &Web, req: &Req<'_>, path: &str, readers: &Readers) -> 
     not_found(logged)
 }
 
-fn projects(web: &Web, readers: &Readers, logged: bool) -> Response {
-    let mut rows = match readers.with(|s| s.browse_projects()) {
+fn projects(web: &Web, backend: &Backend, logged: bool) -> Response {
+    let mut rows = match backend.browse(|s| s.browse_projects()) {
         Ok(r) => r,
         Err(e) => return store_problem(&e),
     };
@@ -166,8 +167,8 @@ fn families(s: &SessionRow) -> String {
         .join(" · ")
 }
 
-fn project(web: &Web, readers: &Readers, w: &str, p: &str, logged: bool) -> Response {
-    let sessions = match readers.with(|s| s.browse_sessions((w, p), MAX_TIMELINE_SESSIONS)) {
+fn project(web: &Web, backend: &Backend, w: &str, p: &str, logged: bool) -> Response {
+    let sessions = match backend.browse(|s| s.browse_sessions((w, p), MAX_TIMELINE_SESSIONS)) {
         Ok(r) => r,
         Err(e) => return store_problem(&e),
     };
@@ -246,8 +247,8 @@ fn project(web: &Web, readers: &Readers, w: &str, p: &str, logged: bool) -> Resp
     html(200, page(&format!("{w} / {p}"), logged, &out))
 }
 
-fn session(readers: &Readers, row: i64, logged: bool) -> Response {
-    let found = readers.with(|s| {
+fn session(backend: &Backend, row: i64, logged: bool) -> Response {
+    let found = backend.browse(|s| {
         let Some(head) = s.browse_session(row)? else {
             return Ok(None);
         };
@@ -335,13 +336,13 @@ fn session(readers: &Readers, row: i64, logged: bool) -> Response {
     )
 }
 
-fn search(req: &Req<'_>, readers: &Readers, logged: bool) -> Response {
+fn search(req: &Req<'_>, backend: &Backend, logged: bool) -> Response {
     let q = req.query.get("q").unwrap_or("").trim().to_string();
     let scope = req.query.get("project").and_then(project_arg);
     let hits = if q.is_empty() {
         Vec::new()
     } else {
-        match readers.with(|s| {
+        match backend.browse(|s| {
             s.browse_search(
                 scope.as_ref().map(|(w, p)| (w.as_str(), p.as_str())),
                 &q,
@@ -573,7 +574,7 @@ pub(super) fn report_line(r: &Report, what: &str) -> String {
     )
 }
 
-fn forget(web: &Web, req: &Req<'_>, logged: bool) -> Response {
+fn forget(req: &Req<'_>, backend: &Backend, logged: bool) -> Response {
     let post = req.head.method == "POST";
     let q = if post {
         match std::str::from_utf8(req.body).ok().map(Query::parse) {
@@ -603,7 +604,7 @@ fn forget(web: &Web, req: &Req<'_>, logged: bool) -> Response {
         }
     };
     let what = sel.describe();
-    let report = match crate::forget::forget_in(web.data_dir(), &sel, post) {
+    let report = match backend.forget(&sel, post) {
         Ok(r) => r,
         Err(e) => return problem(409, "Not forgotten", &e.to_string(), logged),
     };
@@ -639,13 +640,14 @@ fn forget(web: &Web, req: &Req<'_>, logged: bool) -> Response {
     }
     let body = format!(
         "<h1>Forget for good?</h1>\n<p>{}</p>\n\
-         <p>The text leaves the database file, its write-ahead log and the search index, and \
-         records of this scope still waiting in the spool are dropped. This cannot be \
-         undone. The forget log keeps when, what scope and how many, never the text.</p>\n\
+         <p>{}, and records of this scope still waiting in the spool are dropped. This \
+         cannot be undone. The forget log keeps when, what scope and how many, never the \
+         text.</p>\n\
          <form method=\"post\" action=\"/forget\" class=\"confirm\">{hidden}\
          <button type=\"submit\" class=\"danger\">Forget for good</button> \
          <a href=\"{back}\">Cancel</a></form>\n",
         escape(&report_line(&report, &what)),
+        escape(backend.forget_promise()),
     );
     html(200, page("Forget", logged, &body))
 }

@@ -124,18 +124,25 @@ impl From<StoreError> for ForgetError {
     }
 }
 
+/// A `--record` key prefix must be at least [`MIN_KEY_PREFIX`] letters and
+/// digits (both stores check it before any SQL).
+pub fn check_forget_key(sel: &Selector) -> Result<(), ForgetError> {
+    if let Some(k) = &sel.record {
+        if k.len() < MIN_KEY_PREFIX || !k.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(ForgetError::Key(format!(
+                "--record {k:?}: give the record's key, or at least its first \
+                 {MIN_KEY_PREFIX} characters as `memhook recent` prints them"
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Store {
     /// Forget the records `sel` names. With `apply` false nothing changes and
     /// the counts say what would go (`wal_emptied` is then false).
     pub fn forget(&mut self, sel: &Selector, apply: bool) -> Result<Forgotten, ForgetError> {
-        if let Some(k) = &sel.record {
-            if k.len() < MIN_KEY_PREFIX || !k.bytes().all(|b| b.is_ascii_alphanumeric()) {
-                return Err(ForgetError::Key(format!(
-                    "--record {k:?}: give the record's key, or at least its first \
-                     {MIN_KEY_PREFIX} characters as `memhook recent` prints them"
-                )));
-            }
-        }
+        check_forget_key(sel)?;
         let e = |x| self_err(&self.path, x);
         let (cond, args) = condition(sel);
         self.conn

@@ -12,7 +12,7 @@ pub const MAX_SESSION_FILES: usize = 500;
 
 /// File tools that only read (lowercase, every agent's spelling). Any other
 /// file-family tool changed the file.
-const READ_ONLY_FILE_TOOLS: &[&str] = &[
+pub(crate) const READ_ONLY_FILE_TOOLS: &[&str] = &[
     "read",
     "read_file",
     "read_many_files",

@@ -1,0 +1,283 @@
+//! What the web view reads from PostgreSQL: `sink/store/browse.rs`'s
+//! queries, translated (same columns, same order, same limits).
+//!
+//! Search finds what [`super::PgStore::search`] finds (the SQLite store's
+//! documented semantics, see `read.rs`); its snippet is `ts_headline` with
+//! the SQLite snippet's markers ([`HIT_START`], [`HIT_END`]) and size
+//! ([`SNIPPET_TOKENS`] words), over the record's best matching text: its
+//! title when the title matches, else its body when that matches, else its
+//! files (or body). `…` marks text left out at either end, as SQLite's
+//! `snippet()` does. `ts_headline` splits the text with PostgreSQL's own
+//! parser, which keeps a path such as `src/main.rs` as one word: such a
+//! record is found (the index is built from memhook's own word split) but
+//! the word inside the path is not highlighted.
+
+use postgres::Row;
+
+use super::read::{PgRead, FAILED};
+use crate::sink::reads::Browse;
+use crate::sink::store::{
+    FamilyCount, ProjectRow, RecordRow, SearchHit, SessionRow, StoreError, EXCERPT_CHARS,
+    FIRST_PROMPT_CHARS, HIT_END, HIT_START, MAX_QUERY_LIMIT, SNIPPET_TOKENS, TOOL_RESULT_EVENTS,
+};
+
+/// What SQLite's `snippet()` puts where text was left out.
+const ELLIPSIS: &str = "…";
+
+/// The columns of a [`SessionRow`] without its families.
+fn session_select(condition: &str) -> String {
+    format!(
+        "SELECT s.id, p.workspace, p.project, s.agent, s.session_id, s.first_ms, s.last_ms,
+                s.events,
+                (SELECT count(*) FROM records r
+                  WHERE r.session_row = s.id AND r.event = 'user-prompt'),
+                (SELECT count(*) FROM records WHERE session_row = s.id AND {FAILED}),
+                (SELECT substr(coalesce(r.title, r.body), 1, {FIRST_PROMPT_CHARS}) FROM records r
+                  WHERE r.session_row = s.id AND r.event = 'user-prompt'
+                  ORDER BY r.occurred_ms, r.id LIMIT 1)
+         FROM sessions s JOIN projects p ON p.id = s.project_id
+         WHERE {condition}"
+    )
+}
+
+fn session_row(r: &Row) -> SessionRow {
+    SessionRow {
+        row: r.get(0),
+        workspace: r.get(1),
+        project: r.get(2),
+        agent: r.get(3),
+        session_id: r.get(4),
+        first_ms: r.get::<_, i64>(5) as u64,
+        last_ms: r.get::<_, i64>(6) as u64,
+        events: r.get::<_, i64>(7) as u64,
+        prompts: r.get::<_, i64>(8) as u64,
+        failures: r.get::<_, i64>(9) as u64,
+        families: Vec::new(),
+        first_prompt: r.get(10),
+    }
+}
+
+/// The ts_headline options: SQLite's snippet markers and size.
+fn headline_options() -> String {
+    format!(
+        "StartSel=\"{HIT_START}\", StopSel=\"{HIT_END}\", MaxWords={SNIPPET_TOKENS}, \
+         MinWords={}, ShortWord=0, HighlightAll=false",
+        SNIPPET_TOKENS / 2
+    )
+}
+
+/// `headline` with [`ELLIPSIS`] where it leaves out text of `doc`.
+fn mark_cuts(headline: String, doc: &str) -> String {
+    let plain: String = headline
+        .chars()
+        .filter(|c| *c != HIT_START && *c != HIT_END)
+        .collect();
+    let plain = plain.trim();
+    if plain.is_empty() {
+        return headline;
+    }
+    let mut out = String::new();
+    if !doc.trim_start().starts_with(plain) {
+        out.push_str(ELLIPSIS);
+    }
+    out.push_str(&headline);
+    if !doc.trim_end().ends_with(plain) {
+        out.push_str(ELLIPSIS);
+    }
+    out
+}
+
+impl PgRead<'_> {
+    /// Fill in each session's tool results per family (one query).
+    fn add_families(&self, sessions: &mut [SessionRow]) -> Result<(), StoreError> {
+        if sessions.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<i64> = sessions.iter().map(|s| s.row).collect();
+        let rows = self.query(
+            &format!(
+                "SELECT session_row, coalesce(tool_family, 'unknown'), count(*),
+                        count(*) FILTER (WHERE {FAILED})
+                 FROM records WHERE session_row = ANY($1) AND event IN {TOOL_RESULT_EVENTS}
+                 GROUP BY 1, 2 ORDER BY 1, 3 DESC, 2"
+            ),
+            &[&ids],
+        )?;
+        for r in rows {
+            let row: i64 = r.get(0);
+            if let Some(s) = sessions.iter_mut().find(|s| s.row == row) {
+                s.families.push(FamilyCount {
+                    family: r.get(1),
+                    calls: r.get::<_, i64>(2) as u64,
+                    failed: r.get::<_, i64>(3) as u64,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Browse for PgRead<'_> {
+    fn browse_projects(&self) -> Result<Vec<ProjectRow>, StoreError> {
+        let rows = self.query(
+            "SELECT p.workspace, p.project, p.first_ms, p.last_ms,
+                    (SELECT count(*) FROM sessions s WHERE s.project_id = p.id),
+                    (SELECT count(*) FROM records r WHERE r.project_id = p.id)
+             FROM projects p ORDER BY p.last_ms DESC, p.id DESC LIMIT $1",
+            &[&(MAX_QUERY_LIMIT as i64)],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| ProjectRow {
+                workspace: r.get(0),
+                project: r.get(1),
+                first_ms: r.get::<_, i64>(2) as u64,
+                last_ms: r.get::<_, i64>(3) as u64,
+                sessions: r.get::<_, i64>(4) as u64,
+                records: r.get::<_, i64>(5) as u64,
+            })
+            .collect())
+    }
+
+    fn browse_sessions(
+        &self,
+        scope: (&str, &str),
+        limit: usize,
+    ) -> Result<Vec<SessionRow>, StoreError> {
+        let rows = self.query(
+            &format!(
+                "{} ORDER BY s.last_ms DESC, s.id DESC LIMIT $3",
+                session_select("p.workspace = $1 AND p.project = $2")
+            ),
+            &[&scope.0, &scope.1, &(limit.min(MAX_QUERY_LIMIT) as i64)],
+        )?;
+        let mut sessions: Vec<SessionRow> = rows.iter().map(session_row).collect();
+        self.add_families(&mut sessions)?;
+        Ok(sessions)
+    }
+
+    fn browse_session(&self, row: i64) -> Result<Option<SessionRow>, StoreError> {
+        let rows = self.query(&session_select("s.id = $1"), &[&row])?;
+        let mut sessions: Vec<SessionRow> = rows.iter().map(session_row).collect();
+        self.add_families(&mut sessions)?;
+        Ok(sessions.pop())
+    }
+
+    fn browse_records(&self, row: i64, limit: usize) -> Result<Vec<RecordRow>, StoreError> {
+        let rows = self.query(
+            &format!(
+                "SELECT key, occurred_ms, agent, event, tool_family, tool_name, outcome, {FAILED},
+                        files::text, title, substr(body, 1, {EXCERPT_CHARS}),
+                        length(body) > {EXCERPT_CHARS}
+                 FROM records WHERE session_row = $1 ORDER BY occurred_ms, id LIMIT $2"
+            ),
+            &[&row, &(limit.min(MAX_QUERY_LIMIT) as i64)],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let files: Option<String> = r.get(8);
+                RecordRow {
+                    key: r.get(0),
+                    occurred_ms: r.get::<_, i64>(1) as u64,
+                    agent: r.get(2),
+                    event: r.get(3),
+                    tool_family: r.get(4),
+                    tool_name: r.get(5),
+                    outcome: r.get(6),
+                    failed: r.get(7),
+                    files: files
+                        .and_then(|f| serde_json::from_str(&f).ok())
+                        .unwrap_or_default(),
+                    title: r.get(9),
+                    excerpt: r.get(10),
+                    cut: r.get::<_, Option<bool>>(11).unwrap_or(false),
+                }
+            })
+            .collect())
+    }
+
+    fn browse_search(
+        &self,
+        scope: Option<(&str, &str)>,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        let Some(q) = super::read::ts_query(query) else {
+            return Ok(Vec::new());
+        };
+        let (w, p) = scope.unwrap_or(("", ""));
+        let rows = self.query(
+            "WITH hits AS (
+                SELECT r.key, r.occurred_ms, p.workspace, p.project, r.session_row,
+                       r.session_id, r.agent, r.event, r.tool_family,
+                       ts_rank(r.search, q) AS rank, q,
+                       CASE
+                         WHEN to_tsvector('simple', coalesce(r.title, '')) @@ q THEN r.title
+                         WHEN to_tsvector('simple', coalesce(r.body, '')) @@ q THEN r.body
+                         ELSE coalesce(
+                           (SELECT string_agg(f, ' ') FROM jsonb_array_elements_text(r.files) f),
+                           r.body, r.title, '')
+                       END AS doc
+                FROM records r JOIN projects p ON p.id = r.project_id,
+                     to_tsquery('simple', $1) q
+                WHERE r.search @@ q AND ($2 = '' OR (p.workspace = $2 AND p.project = $3))
+                ORDER BY rank DESC, r.occurred_ms DESC, r.id DESC LIMIT $4)
+             SELECT key, occurred_ms, workspace, project, session_row, session_id, agent, event,
+                    tool_family, ts_headline('simple', doc, q, $5), doc
+             FROM hits ORDER BY rank DESC, occurred_ms DESC",
+            &[
+                &q,
+                &w,
+                &p,
+                &(limit.min(MAX_QUERY_LIMIT) as i64),
+                &headline_options(),
+            ],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let doc: String = r.get(10);
+                SearchHit {
+                    key: r.get(0),
+                    occurred_ms: r.get::<_, i64>(1) as u64,
+                    workspace: r.get(2),
+                    project: r.get(3),
+                    session_row: r.get(4),
+                    session_id: r.get(5),
+                    agent: r.get(6),
+                    event: r.get(7),
+                    tool_family: r.get(8),
+                    snippet: mark_cuts(r.get::<_, Option<String>>(9).unwrap_or_default(), &doc),
+                }
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_text_is_marked_at_its_ends() {
+        let h = format!("the {HIT_START}flaky{HIT_END} parser");
+        assert_eq!(mark_cuts(h.clone(), "the flaky parser"), h);
+        assert_eq!(
+            mark_cuts(h.clone(), "fix the flaky parser"),
+            format!("…{h}")
+        );
+        assert_eq!(
+            mark_cuts(h.clone(), "the flaky parser again"),
+            format!("{h}…")
+        );
+        assert_eq!(mark_cuts(String::new(), "anything"), "");
+    }
+
+    #[test]
+    fn the_headline_options_carry_the_markers_and_size() {
+        let o = headline_options();
+        assert!(o.contains(&format!("StartSel=\"{HIT_START}\"")), "{o}");
+        assert!(o.contains(&format!("MaxWords={SNIPPET_TOKENS}")), "{o}");
+    }
+}

@@ -1,0 +1,140 @@
+//! The PostgreSQL schema: versioned migrations, applied once under an
+//! advisory lock.
+//!
+//! `memhook_migrations` holds one row per applied migration (version from
+//! 1). A server takes `pg_advisory_lock(`[`MIGRATION_LOCK`]`)` before it
+//! reads that table, so when several servers start at once exactly one
+//! applies each missing migration and the others wait, then find nothing
+//! left to do. A database migrated by a newer memhook (a version this build
+//! does not know) is refused, never guessed at.
+
+use postgres::Client;
+
+/// The advisory lock key held while migrating (`"memhook"` in ASCII).
+pub const MIGRATION_LOCK: i64 = 0x006d_656d_686f_6f6b;
+
+/// Ordered migrations; entry `i` is version `i + 1`. Never edit a released
+/// entry: append a new one.
+///
+/// Every text column is `COLLATE "C"`: comparisons and orderings are by
+/// code point, as SQLite's BINARY collation, whatever the database's
+/// locale, so both stores sort ties the same way.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: projects, sessions, records with their full-text vector; the
+    // forget log; named tokens (the team-server tokens) and the token name
+    // a record was delivered with.
+    r#"CREATE TABLE projects (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        workspace TEXT COLLATE "C" NOT NULL,
+        project TEXT COLLATE "C" NOT NULL,
+        first_ms BIGINT NOT NULL,
+        last_ms BIGINT NOT NULL,
+        UNIQUE (workspace, project)
+     );
+     CREATE TABLE sessions (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        project_id BIGINT NOT NULL REFERENCES projects(id),
+        agent TEXT COLLATE "C" NOT NULL,
+        session_id TEXT COLLATE "C" NOT NULL,
+        first_ms BIGINT NOT NULL,
+        last_ms BIGINT NOT NULL,
+        events BIGINT NOT NULL DEFAULT 0,
+        work BIGINT NOT NULL DEFAULT 0,
+        UNIQUE (project_id, agent, session_id)
+     );
+     CREATE INDEX sessions_recent ON sessions (project_id, last_ms);
+     CREATE TABLE records (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        key TEXT COLLATE "C" NOT NULL UNIQUE,
+        occurred_ms BIGINT NOT NULL,
+        project_id BIGINT NOT NULL REFERENCES projects(id),
+        session_row BIGINT REFERENCES sessions(id),
+        agent TEXT COLLATE "C" NOT NULL,
+        event TEXT COLLATE "C" NOT NULL,
+        native_event TEXT COLLATE "C" NOT NULL,
+        session_id TEXT COLLATE "C",
+        cwd TEXT COLLATE "C",
+        subagent BOOLEAN NOT NULL DEFAULT false,
+        tool_family TEXT COLLATE "C",
+        tool_name TEXT COLLATE "C",
+        tool_call_id TEXT COLLATE "C",
+        outcome TEXT COLLATE "C",
+        disposition TEXT COLLATE "C" NOT NULL,
+        title TEXT COLLATE "C",
+        body TEXT COLLATE "C",
+        files JSONB,
+        token_name TEXT COLLATE "C",
+        search TSVECTOR NOT NULL
+     );
+     CREATE INDEX records_scope_time ON records (project_id, occurred_ms);
+     CREATE INDEX records_time ON records (occurred_ms);
+     CREATE INDEX records_session ON records (session_row, occurred_ms);
+     CREATE INDEX records_search ON records USING GIN (search);
+     CREATE TABLE forget_log (
+        at_ms BIGINT NOT NULL,
+        selector TEXT COLLATE "C" NOT NULL,
+        records BIGINT NOT NULL,
+        sessions BIGINT NOT NULL,
+        projects BIGINT NOT NULL
+     );
+     CREATE TABLE tokens (
+        name TEXT COLLATE "C" PRIMARY KEY,
+        hash TEXT NOT NULL,
+        created TEXT NOT NULL,
+        revoked TEXT
+     );"#,
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// What [`migrate`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Migrated {
+    /// The schema is at [`SCHEMA_VERSION`]; `applied` migrations were run now.
+    Current { applied: usize },
+    /// The database holds a newer schema than this build knows.
+    TooNew { version: i32 },
+}
+
+/// Bring the schema to [`SCHEMA_VERSION`] under the advisory lock. The lock
+/// is a session lock: it is released here, and by the server if this
+/// connection dies half-way.
+pub fn migrate(client: &mut Client) -> Result<Migrated, postgres::Error> {
+    client.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])?;
+    let result = migrate_locked(client);
+    let unlocked = client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]);
+    let out = result?;
+    unlocked?;
+    Ok(out)
+}
+
+fn migrate_locked(client: &mut Client) -> Result<Migrated, postgres::Error> {
+    client.batch_execute(
+        "CREATE TABLE IF NOT EXISTS memhook_migrations (
+            version INTEGER PRIMARY KEY,
+            applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+         )",
+    )?;
+    let have: i32 = client
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM memhook_migrations",
+            &[],
+        )?
+        .get(0);
+    if have > SCHEMA_VERSION {
+        return Ok(Migrated::TooNew { version: have });
+    }
+    let mut applied = 0;
+    for (i, step) in MIGRATIONS.iter().enumerate().skip(have as usize) {
+        let mut tx = client.transaction()?;
+        tx.batch_execute(step)?;
+        tx.execute(
+            "INSERT INTO memhook_migrations (version) VALUES ($1)",
+            &[&(i as i32 + 1)],
+        )?;
+        tx.commit()?;
+        applied += 1;
+    }
+    Ok(Migrated::Current { applied })
+}

@@ -1,0 +1,590 @@
+//! The same behaviour from both stores behind `memhook serve`: the
+//! embedded SQLite store and PostgreSQL (`--database`). Each behaviour is
+//! one function taking a [`Db`], run once per store; the PostgreSQL runs
+//! start their own cluster (`pg.rs`). PostgreSQL-only behaviour (a
+//! database that goes away, migrations under a lock, password sources) is
+//! below them.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use memhook::record::{Record, RecordTool};
+use memhook::sink::pg::config::Env;
+use memhook::sink::pg::PgStore;
+use memhook::sink::store::Store;
+
+use crate::pg::Cluster;
+use crate::serve::{json, key, post_batch, post_record, record, request, Serve};
+use crate::util::memhook;
+
+/// Events that make a session count as having worked (the store's rule).
+const WORK: &str = "('user-prompt', 'pre-tool-use', 'post-tool-use', 'post-tool-use-failure', \
+                    'pre-compact', 'post-compact')";
+/// Longest a test waits for a server to come back with its database.
+const RECOVERY: Duration = Duration::from_secs(60);
+
+/// The store a test server uses.
+enum Db {
+    Sqlite,
+    Pg(Cluster, &'static str),
+}
+
+impl Db {
+    /// A PostgreSQL cluster with an empty database, or `None` (skipped).
+    fn pg(test: &str) -> Option<Db> {
+        let c = Cluster::start(test)?;
+        c.create_db("team");
+        Some(Db::Pg(c, "team"))
+    }
+
+    fn env(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Db::Sqlite => vec![],
+            Db::Pg(c, db) => vec![("MEMHOOK_DATABASE_URL", c.url_with_password(db))],
+        }
+    }
+
+    /// A `--no-auth` server for `home` on this store.
+    fn serve(&self, home: &Path) -> Serve {
+        let env = self.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        Serve::start_env(home, None, "127.0.0.1:0", &["--no-auth"], &env)
+    }
+
+    /// Rows of `sql` as text lines (the same query text on both engines).
+    fn rows(&self, data: &Path, sql: &str) -> Vec<String> {
+        match self {
+            Db::Sqlite => {
+                let conn = rusqlite::Connection::open(data.join("store.sqlite3")).unwrap();
+                let mut st = conn.prepare(sql).unwrap();
+                let n = st.column_count();
+                st.query_map([], |r| {
+                    let mut cols = Vec::new();
+                    for i in 0..n {
+                        cols.push(match r.get_ref(i)? {
+                            rusqlite::types::ValueRef::Integer(v) => v.to_string(),
+                            rusqlite::types::ValueRef::Text(t) => {
+                                String::from_utf8_lossy(t).into_owned()
+                            }
+                            other => format!("{other:?}"),
+                        });
+                    }
+                    Ok(cols.join(" "))
+                })
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+            }
+            Db::Pg(c, db) => c
+                .client(db)
+                .query(sql, &[])
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    (0..r.len())
+                        .map(|i| match r.columns()[i].type_().name() {
+                            "int8" => r.get::<_, i64>(i).to_string(),
+                            _ => r.get::<_, String>(i),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .collect(),
+        }
+    }
+
+    fn keys(&self, data: &Path) -> Vec<String> {
+        self.rows(data, "SELECT key FROM records ORDER BY key")
+    }
+
+    /// Session and project roll-ups, and the same worked out again from
+    /// the records: they must be equal.
+    fn rollups_and_recount(&self, data: &Path) -> (Vec<String>, Vec<String>) {
+        let mut rolled = self.rows(
+            data,
+            "SELECT 's', s.id, s.events, s.work, s.first_ms, s.last_ms FROM sessions s
+             ORDER BY s.id",
+        );
+        rolled.extend(self.rows(
+            data,
+            "SELECT 'p', p.id, p.first_ms, p.last_ms FROM projects p ORDER BY p.id",
+        ));
+        let mut recount = self.rows(
+            data,
+            &format!(
+                "SELECT 's', s.id, count(*), sum(CASE WHEN r.event IN {WORK} THEN 1 ELSE 0 END),
+                        min(r.occurred_ms), max(r.occurred_ms)
+                 FROM sessions s JOIN records r ON r.session_row = s.id
+                 GROUP BY s.id ORDER BY s.id"
+            ),
+        );
+        recount.extend(self.rows(
+            data,
+            "SELECT 'p', p.id, min(r.occurred_ms), max(r.occurred_ms)
+             FROM projects p JOIN records r ON r.project_id = p.id GROUP BY p.id ORDER BY p.id",
+        ));
+        // PostgreSQL's sum() is numeric: compare as text of integers.
+        let norm = |v: Vec<String>| -> Vec<String> {
+            v.into_iter().map(|l| l.replace(".0", "")).collect()
+        };
+        (norm(rolled), norm(recount))
+    }
+}
+
+fn at(mut r: Record, ms: u64) -> Record {
+    r.occurred_ms = ms;
+    r
+}
+
+/// Varied records of two sessions: prompts, tool calls with files, a
+/// failure, a session start, and one without a session.
+fn history() -> Vec<Record> {
+    let mut out = Vec::new();
+    let t0 = 1_700_000_000_000;
+    out.push(at(record(&key(1), "old", "session-start", None), t0));
+    out.push(at(record(&key(2), "old", "user-prompt", None), t0 + 1));
+    for i in 0..6usize {
+        let mut r = record(&key(10 + i), "old", "post-tool-use", Some(&format!("c{i}")));
+        let tool = r.tool.as_mut().unwrap();
+        if i % 2 == 0 {
+            *tool = RecordTool {
+                family: "file".into(),
+                name: Some(if i == 0 { "Read" } else { "Edit" }.into()),
+                call_id: Some(format!("f{i}")),
+                outcome: Some("success".into()),
+            };
+            r.files = vec![format!("src/mod{}.rs", i % 4), "README.md".into()];
+        }
+        if i == 3 {
+            r.event = "post-tool-use-failure".into();
+            r.native_event = "PostToolUseFailure".into();
+            tool.outcome = Some("error".into());
+            r.body = Some("\n  error[E0308]: mismatched types\nmore".into());
+        }
+        out.push(at(r, t0 + 10 + i as u64));
+    }
+    let mut second = at(record(&key(30), "old", "user-prompt", None), t0 + 50);
+    second.title = Some("now the café_menu tests".into());
+    second.body = Some("now the café_menu tests\nplease".into());
+    out.push(second);
+    out.push(at(record(&key(31), "old", "stop", None), t0 + 60));
+    out.push(at(
+        record(&key(40), "older", "user-prompt", None),
+        t0 - 1000,
+    ));
+    let mut none = at(record(&key(50), "x", "notification", None), t0 + 70);
+    none.session_id = None;
+    out.push(none);
+    out
+}
+
+// ---- the same behaviour, both stores ----
+
+fn ingest_is_exactly_once_and_rollups_match_a_recount(db: &Db) {
+    let home = tempfile::tempdir().unwrap();
+    let s = db.serve(home.path());
+    let h = history();
+    for _ in 0..2 {
+        let (code, text) = post_record(&s, &h[0], None);
+        assert_eq!(code, 200, "{text}");
+        assert_eq!(json(&text)["accepted"], 1);
+    }
+    // A batch that repeats a key inside itself, then the whole batch again.
+    let mut batch = h[1..].to_vec();
+    batch.push(h[2].clone());
+    for _ in 0..2 {
+        let (code, text) = post_batch(&s, &batch);
+        assert_eq!(code, 200, "{text}");
+    }
+    let mut want: Vec<String> = h.iter().map(|r| r.key.clone()).collect();
+    want.sort();
+    assert_eq!(db.keys(&s.data), want);
+    let (rolled, recount) = db.rollups_and_recount(&s.data);
+    assert_eq!(rolled, recount);
+    assert_eq!(rolled.len(), 2 + 1, "{rolled:?}");
+}
+
+#[test]
+fn sqlite_ingest_is_exactly_once_and_rollups_match_a_recount() {
+    ingest_is_exactly_once_and_rollups_match_a_recount(&Db::Sqlite);
+}
+
+#[test]
+fn postgres_ingest_is_exactly_once_and_rollups_match_a_recount() {
+    let Some(db) = Db::pg("postgres_ingest_is_exactly_once") else {
+        return;
+    };
+    ingest_is_exactly_once_and_rollups_match_a_recount(&db);
+}
+
+/// Two servers on one store, clients sending every key to both at once.
+fn two_servers_store_each_key_once(db: &Db) {
+    let home = tempfile::tempdir().unwrap();
+    let a = db.serve(home.path());
+    let b = db.serve(home.path());
+    let records: Vec<Record> = (0..240usize)
+        .map(|i| {
+            let session = format!("s{}", i % 7);
+            let event = ["user-prompt", "post-tool-use", "stop"][i % 3];
+            let mut r = record(&key(1000 + i), &session, event, Some(&format!("c{i}")));
+            r.occurred_ms = 1_700_000_000_000 + (i as u64 * 7919) % 1000;
+            r
+        })
+        .collect();
+    std::thread::scope(|scope| {
+        for t in 0..4usize {
+            let (a, b, records) = (&a, &b, &records);
+            scope.spawn(move || {
+                // Each thread walks all records in chunks, alternating servers.
+                for (n, chunk) in records.chunks(16 + t).enumerate() {
+                    let s = if (n + t) % 2 == 0 { a } else { b };
+                    let (code, text) = post_batch(s, chunk);
+                    assert_eq!(code, 200, "{text}");
+                }
+            });
+        }
+    });
+    let mut want: Vec<String> = records.iter().map(|r| r.key.clone()).collect();
+    want.sort();
+    assert_eq!(db.keys(&a.data), want);
+    let (rolled, recount) = db.rollups_and_recount(&a.data);
+    assert_eq!(rolled, recount);
+}
+
+#[test]
+fn sqlite_two_servers_store_each_key_once() {
+    two_servers_store_each_key_once(&Db::Sqlite);
+}
+
+#[test]
+fn postgres_two_servers_store_each_key_once() {
+    let Some(db) = Db::pg("postgres_two_servers_store_each_key_once") else {
+        return;
+    };
+    two_servers_store_each_key_once(&db);
+}
+
+/// The briefing of a scope, as `GET /handoff` gives it (with the digest).
+fn handoff(s: &Serve) -> String {
+    let url = format!(
+        "{}/handoff?workspace=acme&project=api&session_id=new&briefing=1&briefing_budget=20000",
+        s.url()
+    );
+    let (code, text) = request("GET", &url, None, None);
+    assert_eq!(code, 200, "{text}");
+    text
+}
+
+#[test]
+fn the_handoff_is_the_same_text_from_both_stores() {
+    let Some(db) = Db::pg("the_handoff_is_the_same_text_from_both_stores") else {
+        return;
+    };
+    let (h1, h2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let sqlite = Db::Sqlite.serve(h1.path());
+    let pg = db.serve(h2.path());
+    for s in [&sqlite, &pg] {
+        let (code, text) = post_batch(s, &history());
+        assert_eq!(code, 200, "{text}");
+    }
+    let from_sqlite = handoff(&sqlite);
+    let from_pg = handoff(&pg);
+    // The briefing says something about every part of the session.
+    for needle in [
+        "fix the login bug",
+        "café_menu",
+        "mismatched types",
+        "mod2.rs",
+    ] {
+        assert!(from_sqlite.contains(needle), "{needle}: {from_sqlite}");
+    }
+    assert_eq!(from_pg, from_sqlite);
+}
+
+#[test]
+fn search_finds_the_same_records_in_both_stores() {
+    let Some(Db::Pg(c, db)) = Db::pg("search_finds_the_same_records_in_both_stores") else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let mut sqlite = Store::open(t.path()).unwrap();
+    let env = Env {
+        url: Some(c.url_with_password(db)),
+        ..Env::default()
+    };
+    let target = memhook::sink::pg::config::resolve(None, None, &env)
+        .unwrap()
+        .unwrap();
+    let pg = PgStore::new(target, t.path());
+    let mut recs = history();
+    let mut other = record(&key(60), "o", "user-prompt", None);
+    other.scope.project = "web".into();
+    other.title = Some("Fox-jumps over the lazy dog".into());
+    other.body = Some("THE QUICK brown fox; snake_case_name x1 2024-01-02".into());
+    recs.push(other);
+    sqlite.insert_all(recs.iter()).unwrap();
+    pg.insert_each(recs.iter()).unwrap();
+    let keys = |v: Vec<memhook::sink::store::StoredRecord>| {
+        let mut k: Vec<String> = v.into_iter().map(|r| r.key).collect();
+        k.sort();
+        k
+    };
+    let queries = [
+        "login",
+        "LOGIN bug",
+        "fox-jumps",
+        "quick fox",
+        "snake_case",
+        "case_name",
+        "snake_name",
+        "mod2",
+        "src/mod0.rs",
+        "readme md",
+        "mismatched types",
+        "E0308",
+        "café_menu",
+        "2024 01",
+        "x1",
+        "\"over",
+        "'; DROP TABLE records; --",
+        "absent",
+        "-- \" '",
+    ];
+    for q in queries {
+        for scope in [None, Some(("acme", "api")), Some(("acme", "web"))] {
+            let want = keys(sqlite.search(scope, q, 100).unwrap());
+            let got = keys(pg.search(scope, q, 100).unwrap());
+            assert_eq!(got, want, "query {q:?} in {scope:?}");
+        }
+    }
+    // Something is found at all (the comparison is not of two empty lists).
+    assert_eq!(
+        keys(pg.search(None, "snake_case", 10).unwrap()),
+        vec![key(60)]
+    );
+    assert_eq!(pg.search(None, "login", 100).unwrap().len(), 2);
+    // Newest first, the same order.
+    let order = |v: Vec<memhook::sink::store::StoredRecord>| -> Vec<String> {
+        v.into_iter().map(|r| r.key).collect()
+    };
+    assert_eq!(
+        order(pg.recent(None, 100).unwrap()),
+        order(sqlite.recent(None, 100).unwrap())
+    );
+    assert_eq!(pg.count().unwrap(), sqlite.count().unwrap());
+    // And whole records come back as they went in.
+    assert_eq!(
+        pg.recent(Some(("acme", "api")), 100).unwrap(),
+        sqlite.recent(Some(("acme", "api")), 100).unwrap()
+    );
+}
+
+// ---- PostgreSQL only ----
+
+/// POST one record until the server takes it (bounded by [`RECOVERY`]).
+fn until_stored(s: &Serve, r: &Record) {
+    let start = Instant::now();
+    loop {
+        let (code, text) = post_record(s, r, None);
+        if code == 200 {
+            return;
+        }
+        assert_eq!(code, 503, "{text}");
+        assert!(start.elapsed() < RECOVERY, "no recovery: {}", s.stderr());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_database_that_goes_away_gets_503_and_serve_recovers() {
+    let Some(db) = Db::pg("a_database_that_goes_away_gets_503_and_serve_recovers") else {
+        return;
+    };
+    let Db::Pg(c, _) = &db else { unreachable!() };
+    let home = tempfile::tempdir().unwrap();
+    let s = db.serve(home.path());
+    let h = history();
+    assert_eq!(post_batch(&s, &h[..4]).0, 200);
+    let before = handoff(&s);
+    assert!(before.contains("fix the login bug"), "{before}");
+    c.stop();
+    let (code, text) = post_record(&s, &h[5], None);
+    assert_eq!(code, 503, "{text}");
+    let url = format!("{}/handoff?workspace=acme&project=api", s.url());
+    assert_eq!(request("GET", &url, None, None).0, 503);
+    // Health is about the server, not the database.
+    assert_eq!(
+        request("GET", &format!("{}/healthz", s.url()), None, None).0,
+        200
+    );
+    c.restart();
+    until_stored(&s, &h[5]);
+    let after = handoff(&s);
+    assert!(after.contains("fix the login bug"), "{after}");
+    let mut want: Vec<String> = [&h[..4], &h[5..6]]
+        .concat()
+        .iter()
+        .map(|r| r.key.clone())
+        .collect();
+    want.sort();
+    assert_eq!(db.keys(&s.data), want);
+    // The URL's password never reached the log.
+    assert!(!s.stderr().contains(&c.password), "{}", s.stderr());
+}
+
+#[test]
+fn serve_started_while_the_database_is_down_waits_for_it() {
+    let Some(db) = Db::pg("serve_started_while_the_database_is_down_waits_for_it") else {
+        return;
+    };
+    let Db::Pg(c, _) = &db else { unreachable!() };
+    c.stop();
+    let home = tempfile::tempdir().unwrap();
+    let s = db.serve(home.path());
+    assert!(s.stderr().contains("answering 503"), "{}", s.stderr());
+    let r = record(&key(1), "s", "user-prompt", None);
+    assert_eq!(post_record(&s, &r, None).0, 503);
+    c.restart();
+    until_stored(&s, &r);
+    assert_eq!(db.keys(&s.data), vec![key(1)]);
+}
+
+#[test]
+fn servers_starting_at_once_migrate_once() {
+    let Some(db) = Db::pg("servers_starting_at_once_migrate_once") else {
+        return;
+    };
+    let homes: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let env = db.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // All three spawned before any is waited for: they migrate at once.
+    let starting: Vec<_> = homes
+        .iter()
+        .map(|h| Serve::spawn_env(h.path(), None, "127.0.0.1:0", &["--no-auth"], &env))
+        .collect();
+    let servers: Vec<Serve> = starting.into_iter().map(|s| s.wait()).collect();
+    let versions = db.rows(
+        &servers[0].data,
+        "SELECT version::bigint FROM memhook_migrations ORDER BY version",
+    );
+    let want: Vec<String> = (1..=memhook::sink::pg::schema::SCHEMA_VERSION)
+        .map(|v| v.to_string())
+        .collect();
+    assert_eq!(versions, want);
+    let applied = servers
+        .iter()
+        .filter(|s| s.stderr().contains("schema migration"))
+        .count();
+    assert_eq!(applied, 1);
+    // All three serve the one database.
+    for (i, s) in servers.iter().enumerate() {
+        assert_eq!(
+            post_record(s, &record(&key(i), "s", "stop", None), None).0,
+            200
+        );
+    }
+    assert_eq!(db.keys(&servers[0].data).len(), 3);
+}
+
+#[test]
+fn the_password_never_comes_from_the_command_line() {
+    let Some(Db::Pg(c, db)) = Db::pg("the_password_never_comes_from_the_command_line") else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    // In --database: refused before anything is tried, the fix named.
+    let with_pw = c.url_with_password(db);
+    let out = memhook(home.path())
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-auth",
+            "--database",
+            &with_pw,
+        ])
+        .env_remove("MEMHOOK_DATABASE_URL")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("MEMHOOK_DATABASE_URL"), "{err}");
+    assert!(!err.contains(&c.password), "{err}");
+    // No password anywhere: the database refuses the login, exit 2.
+    let url = c.url(db);
+    let out = memhook(home.path())
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-auth",
+            "--database",
+            &url,
+        ])
+        .env_remove("MEMHOOK_DATABASE_URL")
+        .env("PGPASSFILE", home.path().join("none"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    // ~/.pgpass, private: used.
+    use std::os::unix::fs::PermissionsExt;
+    let pgpass = home.path().join(".pgpass");
+    std::fs::write(
+        &pgpass,
+        format!("127.0.0.1:{}:*:memhook:{}\n", c.port, c.password),
+    )
+    .unwrap();
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let s = Serve::start_env(
+        home.path(),
+        None,
+        "127.0.0.1:0",
+        &["--no-auth", "--database", &url],
+        &[],
+    );
+    assert_eq!(
+        post_record(&s, &record(&key(1), "s", "stop", None), None).0,
+        200
+    );
+    drop(s);
+    // A password file others may read is refused, named.
+    let pwfile = home.path().join("pw");
+    std::fs::write(&pwfile, format!("{}\n", c.password)).unwrap();
+    std::fs::set_permissions(&pwfile, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let pw_arg = pwfile.to_str().unwrap();
+    let out = memhook(home.path())
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-auth",
+            "--database",
+            &url,
+        ])
+        .args(["--database-password-file", pw_arg])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("chmod 600"), "{err}");
+    std::fs::set_permissions(&pwfile, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::remove_file(&pgpass).unwrap();
+    let s = Serve::start_env(
+        home.path(),
+        None,
+        "127.0.0.1:0",
+        &[
+            "--no-auth",
+            "--database",
+            &url,
+            "--database-password-file",
+            pw_arg,
+        ],
+        &[],
+    );
+    assert_eq!(
+        post_record(&s, &record(&key(2), "s", "stop", None), None).0,
+        200
+    );
+    assert!(!s.stderr().contains(&c.password));
+}
