@@ -50,10 +50,11 @@ pub enum Command {
     Recent(crate::status::RecentArgs),
     /// Full-text search over captured records.
     Search(crate::status::SearchArgs),
-    /// Serve the embedded store over the ai-memory hook protocol, with a web
-    /// view of it.
+    /// Serve the store (SQLite, or PostgreSQL with --database) over the
+    /// ai-memory hook protocol, with a web view of it.
     Serve(crate::serve::ServeArgs),
-    /// Named tokens for a team server: add, list, revoke.
+    /// Named tokens for a team server (SQLite, or PostgreSQL with
+    /// --database): add, list, revoke.
     Token(crate::token::TokenArgs),
     /// Write stored records as JSON lines (to move them to another machine).
     Export(crate::transfer::export::ExportArgs),

@@ -4,8 +4,8 @@
 //! A token is [`TOKEN_BYTES`] random bytes shown once as hex; the store keeps
 //! only its SHA-256 (lowercase hex), never the token. The server's own
 //! token (`AI_MEMORY_AUTH_TOKEN` or `<data dir>/auth-token`) is called
-//! [`OWNER`] and is not stored here. Every store (SQLite today, PostgreSQL
-//! later) implements the four methods of [`TokenStore`]; everything else —
+//! [`OWNER`] and is not stored here. Every store (SQLite, PostgreSQL)
+//! implements the four methods of [`TokenStore`]; everything else —
 //! names, randomness, hashing, the constant-time check — is here, once.
 
 use std::fmt;
@@ -130,6 +130,10 @@ pub fn check_name(name: &str) -> Result<(), String> {
 pub struct TokenArgs {
     #[command(subcommand)]
     pub action: TokenAction,
+    /// The team server's PostgreSQL store (default: the data dir's SQLite
+    /// file, or MEMHOOK_DATABASE_URL when set).
+    #[command(flatten)]
+    pub db: crate::sink::pg::config::DatabaseArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -150,15 +154,40 @@ pub enum TokenAction {
     Revoke { name: String },
 }
 
-/// `memhook token …` on the store of the data dir (the server's: run it
-/// where `memhook serve` runs, with the same `--data-dir`).
+/// `memhook token …` on the server's store: the SQLite store of the data
+/// dir (run it where `memhook serve` runs, with the same `--data-dir`), or
+/// the PostgreSQL database `--database` / `MEMHOOK_DATABASE_URL` names (from
+/// any machine that reaches it; the password as for `serve`, never in argv).
+/// A store that cannot be reached is exit 1.
 pub fn run(args: &TokenArgs, data_dir: Option<&Path>) -> CmdResult {
     let dir = crate::data_dir::resolve(data_dir)?;
-    match &args.action {
-        TokenAction::Add { name } => {
-            check_name(name)?;
+    if let TokenAction::Add { name } = &args.action {
+        check_name(name)?;
+    }
+    match args.db.target()? {
+        None => {
             let mut store = Store::open(&dir)?;
-            let out = add(&mut store, name)?;
+            run_on(&mut store, &args.action)
+        }
+        Some(target) => {
+            let mut pg = crate::sink::pg::PgStore::new(target, &dir);
+            run_on(&mut pg, &args.action)
+        }
+    }
+}
+
+/// One token action on `store`.
+fn run_on<S: TokenStore>(store: &mut S, action: &TokenAction) -> CmdResult {
+    let failed = |e: &dyn fmt::Display| {
+        eprintln!("memhook: token: {e}");
+        Ok(ExitCode::from(1))
+    };
+    match action {
+        TokenAction::Add { name } => {
+            let out = match add(store, name) {
+                Ok(out) => out,
+                Err(e) => return failed(&e),
+            };
             match out {
                 Added::Token(token) => {
                     println!("{token}");
@@ -181,8 +210,11 @@ pub fn run(args: &TokenArgs, data_dir: Option<&Path>) -> CmdResult {
             }
         }
         TokenAction::List { json } => {
-            let store = Store::open(&dir)?;
-            for t in store.list_tokens()? {
+            let tokens = match store.list_tokens() {
+                Ok(t) => t,
+                Err(e) => return failed(&e),
+            };
+            for t in tokens {
                 if *json {
                     println!(
                         "{}",
@@ -206,19 +238,19 @@ pub fn run(args: &TokenArgs, data_dir: Option<&Path>) -> CmdResult {
             Ok(ExitCode::SUCCESS)
         }
         TokenAction::Revoke { name } => {
-            let mut store = Store::open(&dir)?;
             let at = crate::timefmt::rfc3339_ms(crate::timefmt::now_ms());
-            match store.revoke_token(name, &at)? {
-                Some(t) => {
+            match store.revoke_token(name, &at) {
+                Ok(Some(t)) => {
                     let when = t.revoked.unwrap_or(at);
                     println!("revoked {} ({when})", crate::term::line(name));
                     Ok(ExitCode::SUCCESS)
                 }
-                None => Err(format!(
+                Ok(None) => Err(format!(
                     "no token named {:?} (`memhook token list` shows them)",
                     crate::term::line(name)
                 )
                 .into()),
+                Err(e) => failed(&e),
             }
         }
     }

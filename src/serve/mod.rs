@@ -28,7 +28,7 @@ mod web;
 mod writer;
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -37,7 +37,6 @@ use serde_json::{json, Value};
 
 use crate::cmd::CmdResult;
 use crate::sink::http::wire::Query;
-use crate::sink::pg::config::Env;
 use crate::sink::pg::PgStore;
 use crate::sink::store::Store;
 
@@ -63,17 +62,9 @@ pub struct ServeArgs {
     /// (e.g. http://localhost:3000; repeatable). Any other Origin gets 403.
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
-    /// Store into this PostgreSQL database instead of the data dir's SQLite
-    /// file: postgres://USER@HOST:PORT/DATABASE (host=/run/postgresql for a
-    /// Unix socket). Default: MEMHOOK_DATABASE_URL when set. Never put the
-    /// password here (it is refused): use MEMHOOK_DATABASE_URL,
-    /// --database-password-file or ~/.pgpass (PGPASSFILE).
-    #[arg(long, value_name = "URL")]
-    pub database: Option<String>,
-    /// Read the database password from the first line of FILE (mode 0600,
-    /// not a symlink).
-    #[arg(long, value_name = "FILE")]
-    pub database_password_file: Option<PathBuf>,
+    /// The PostgreSQL store (default: the data dir's SQLite file).
+    #[command(flatten)]
+    pub db: crate::sink::pg::config::DatabaseArgs,
 }
 use self::ingest::Prepared;
 use self::writer::{Unavailable, Writer};
@@ -157,11 +148,7 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
     } else {
         Some(auth::server_token(&data_dir)?)
     };
-    let database = crate::sink::pg::config::resolve(
-        args.database.as_deref(),
-        args.database_password_file.as_deref(),
-        &Env::from_process(),
-    )?;
+    let database = args.db.target()?;
     let (backend, conn) = match database {
         // Open (and migrate) once before serving: a store that cannot open
         // is a start-up error, not a stream of 503s.

@@ -1,5 +1,6 @@
 //! `memhook export`: every stored record (or one project's, or those since
-//! a date) as JSON lines on stdout, oldest first.
+//! a date) as JSON lines on stdout, oldest first — from the data dir's
+//! SQLite store, or from a team server's PostgreSQL database (`--database`).
 
 use std::io::Write;
 use std::path::Path;
@@ -21,6 +22,10 @@ pub struct ExportArgs {
     /// YYYY-MM-DDTHH:MM[:SS]Z.
     #[arg(long, value_name = "DATE")]
     pub since: Option<String>,
+    /// Read from a team server's PostgreSQL store instead of the data dir's
+    /// SQLite file (default: MEMHOOK_DATABASE_URL when set).
+    #[command(flatten)]
+    pub db: crate::sink::pg::config::DatabaseArgs,
 }
 
 /// `--project W/P` as a checked `(workspace, project)`.
@@ -67,22 +72,27 @@ impl From<StoreError> for Stop {
 pub fn run(args: &ExportArgs, data_dir: Option<&Path>) -> CmdResult {
     let filter = filter(args)?;
     let dir = crate::data_dir::resolve(data_dir)?;
-    if !dir.join(STORE_FILE).exists() {
+    let target = args.db.target()?;
+    if target.is_none() && !dir.join(STORE_FILE).exists() {
         return Err(format!(
             "{}: no store to export (nothing was delivered into this data dir; pass \
-             --data-dir of the machine or server that holds the records)",
+             --data-dir of the machine or server that holds the records, or --database \
+             for a team server on PostgreSQL)",
             dir.join(STORE_FILE).display()
         )
         .into());
     }
-    let store = Store::open(&dir)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let written = store.export_each(&filter, |r| {
+    let each = |r| {
         serde_json::to_writer(&mut out, &Line::of(r))
             .map_err(|e| Stop::Write(e.into()))
             .and_then(|_| out.write_all(b"\n").map_err(Stop::Write))
-    });
+    };
+    let written = match target {
+        None => Store::open(&dir)?.export_each(&filter, each),
+        Some(target) => crate::sink::pg::PgStore::new(target, &dir).export_each(&filter, each),
+    };
     let written = written.and_then(|n| out.flush().map(|_| n).map_err(Stop::Write));
     match written {
         Ok(n) => {
@@ -109,6 +119,7 @@ mod tests {
         let args = |p: Option<&str>, s: Option<&str>| ExportArgs {
             project: p.map(str::to_string),
             since: s.map(str::to_string),
+            db: Default::default(),
         };
         assert_eq!(filter(&args(None, None)).unwrap(), ExportFilter::default());
         let f = filter(&args(Some("acme/api"), Some("2026-01-02"))).unwrap();

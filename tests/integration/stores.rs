@@ -17,6 +17,8 @@ use crate::pg::Cluster;
 use crate::serve::{json, key, post_batch, post_record, record, request, Serve};
 use crate::util::memhook;
 
+mod team;
+
 /// Events that make a session count as having worked (the store's rule).
 const WORK: &str = "('user-prompt', 'pre-tool-use', 'post-tool-use', 'post-tool-use-failure', \
                     'pre-compact', 'post-compact')";

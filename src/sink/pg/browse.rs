@@ -57,33 +57,97 @@ fn session_row(r: &Row) -> SessionRow {
     }
 }
 
-/// The ts_headline options: SQLite's snippet markers and size.
+/// The ts_headline options: SQLite's snippet markers and size. One
+/// fragment: `ts_headline` then stretches the window evenly around the
+/// hits, as SQLite's `snippet()` centres them.
 fn headline_options() -> String {
     format!(
         "StartSel=\"{HIT_START}\", StopSel=\"{HIT_END}\", MaxWords={SNIPPET_TOKENS}, \
-         MinWords={}, ShortWord=0, HighlightAll=false",
+         MinWords={}, ShortWord=0, MaxFragments=1",
         SNIPPET_TOKENS / 2
     )
 }
 
-/// `headline` with [`ELLIPSIS`] where it leaves out text of `doc`.
+/// `headline` as SQLite's `snippet()` gives it: [`ELLIPSIS`] at an end
+/// where text of `doc` was left out, else `doc`'s own white space there
+/// (`ts_headline` starts and ends at a word).
 fn mark_cuts(headline: String, doc: &str) -> String {
+    let headline = headline.trim();
     let plain: String = headline
         .chars()
         .filter(|c| *c != HIT_START && *c != HIT_END)
         .collect();
-    let plain = plain.trim();
     if plain.is_empty() {
-        return headline;
+        return headline.to_string();
     }
+    let body = doc.trim();
+    let lead = &doc[..doc.len() - doc.trim_start().len()];
+    let trail = &doc[doc.trim_end().len()..];
     let mut out = String::new();
-    if !doc.trim_start().starts_with(plain) {
-        out.push_str(ELLIPSIS);
+    out.push_str(if body.starts_with(&plain) {
+        lead
+    } else {
+        ELLIPSIS
+    });
+    out.push_str(headline);
+    out.push_str(if body.ends_with(&plain) {
+        trail
+    } else {
+        ELLIPSIS
+    });
+    out
+}
+
+/// Consecutive words of the query's phrases (`snake_case` → `snake`,
+/// `case`), lowercased: the pairs SQLite highlights as one span.
+fn phrase_pairs(query: &str) -> Vec<(String, String)> {
+    let mut pairs = Vec::new();
+    for term in query.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+        let words: Vec<String> = term
+            .split('_')
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        for w in words.windows(2) {
+            pairs.push((w[0].clone(), w[1].clone()));
+        }
     }
-    out.push_str(&headline);
-    if !doc.trim_end().ends_with(plain) {
-        out.push_str(ELLIPSIS);
+    pairs
+}
+
+/// Join the highlights of two words of one phrase into one span (what
+/// `ts_headline` marks word by word, SQLite marks per phrase match).
+fn join_phrases(snippet: &str, pairs: &[(String, String)]) -> String {
+    if pairs.is_empty() {
+        return snippet.to_string();
     }
+    let mut out = String::with_capacity(snippet.len());
+    let mut rest = snippet;
+    while let Some(end) = rest.find(HIT_END) {
+        let (before, after) = rest.split_at(end);
+        out.push_str(before);
+        let after = &after[HIT_END.len_utf8()..];
+        let gap = after
+            .find(|c: char| c.is_alphanumeric() || c == HIT_START)
+            .unwrap_or(after.len());
+        let joined = after[gap..].starts_with(HIT_START) && {
+            let last = before.rsplit(HIT_START).next().unwrap_or("").to_lowercase();
+            let next = after[gap + HIT_START.len_utf8()..]
+                .split(HIT_END)
+                .next()
+                .unwrap_or("")
+                .to_lowercase();
+            pairs.iter().any(|(a, b)| *a == last && *b == next)
+        };
+        if joined {
+            out.push_str(&after[..gap]);
+            rest = &after[gap + HIT_START.len_utf8()..];
+        } else {
+            out.push(HIT_END);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
     out
 }
 
@@ -207,6 +271,7 @@ impl Browse for PgRead<'_> {
             return Ok(Vec::new());
         };
         let (w, p) = scope.unwrap_or(("", ""));
+        let pairs = phrase_pairs(query);
         let rows = self.query(
             "WITH hits AS (
                 SELECT r.key, r.occurred_ms, p.workspace, p.project, r.session_row,
@@ -248,7 +313,10 @@ impl Browse for PgRead<'_> {
                     agent: r.get(6),
                     event: r.get(7),
                     tool_family: r.get(8),
-                    snippet: mark_cuts(r.get::<_, Option<String>>(9).unwrap_or_default(), &doc),
+                    snippet: join_phrases(
+                        &mark_cuts(r.get::<_, Option<String>>(9).unwrap_or_default(), &doc),
+                        &pairs,
+                    ),
                 }
             })
             .collect())
@@ -264,6 +332,10 @@ mod tests {
         let h = format!("the {HIT_START}flaky{HIT_END} parser");
         assert_eq!(mark_cuts(h.clone(), "the flaky parser"), h);
         assert_eq!(
+            mark_cuts(h.clone(), "\n  the flaky parser\n"),
+            format!("\n  {h}\n")
+        );
+        assert_eq!(
             mark_cuts(h.clone(), "fix the flaky parser"),
             format!("…{h}")
         );
@@ -272,6 +344,28 @@ mod tests {
             format!("{h}…")
         );
         assert_eq!(mark_cuts(String::new(), "anything"), "");
+    }
+
+    #[test]
+    fn words_of_one_phrase_are_one_highlight() {
+        let (s, e) = (HIT_START, HIT_END);
+        let pairs = phrase_pairs("Café_menu x");
+        assert_eq!(pairs, [("café".to_string(), "menu".to_string())]);
+        assert_eq!(
+            join_phrases(&format!("now {s}café{e}_{s}menu{e} tests"), &pairs),
+            format!("now {s}café_menu{e} tests")
+        );
+        // Not one phrase: two highlights stay two.
+        assert_eq!(
+            join_phrases(&format!("{s}menu{e} {s}café{e}"), &pairs),
+            format!("{s}menu{e} {s}café{e}")
+        );
+        let three = phrase_pairs("a_b_c");
+        assert_eq!(
+            join_phrases(&format!("{s}a{e}-{s}b{e} {s}c{e}!"), &three),
+            format!("{s}a-b c{e}!")
+        );
+        assert_eq!(join_phrases("plain", &three), "plain");
     }
 
     #[test]

@@ -120,6 +120,36 @@ impl Env {
     }
 }
 
+/// `--database` and `--database-password-file`, shared by every command
+/// that can work on a team server's PostgreSQL database (`serve`, `token`,
+/// `export`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DatabaseArgs {
+    /// Use this PostgreSQL database instead of the data dir's SQLite file:
+    /// postgres://USER@HOST:PORT/DATABASE (host=/run/postgresql for a Unix
+    /// socket). Default: MEMHOOK_DATABASE_URL when set. Never put the
+    /// password here (it is refused): use MEMHOOK_DATABASE_URL,
+    /// --database-password-file or ~/.pgpass (PGPASSFILE).
+    #[arg(long, value_name = "URL", global = true)]
+    pub database: Option<String>,
+    /// Read the database password from the first line of FILE (mode 0600,
+    /// not a symlink).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub database_password_file: Option<PathBuf>,
+}
+
+impl DatabaseArgs {
+    /// The database these arguments and the process environment name
+    /// (`None`: the SQLite store), see [`resolve`].
+    pub fn target(&self) -> Result<Option<Target>, ConfigError> {
+        resolve(
+            self.database.as_deref(),
+            self.database_password_file.as_deref(),
+            &Env::from_process(),
+        )
+    }
+}
+
 /// The database `memhook serve` stores into: `None` for the embedded
 /// SQLite store (neither `--database` nor the variable set).
 pub fn resolve(
@@ -238,7 +268,7 @@ fn pgpass_password(config: &Config, env: &Env) -> Option<String> {
         use std::os::unix::fs::PermissionsExt;
         if meta.permissions().mode() & 0o077 != 0 {
             eprintln!(
-                "memhook serve: warning: password file {} has group or world access; it is \
+                "memhook: warning: password file {} has group or world access; it is \
                  ignored (run `chmod 600` on it)",
                 path.display()
             );

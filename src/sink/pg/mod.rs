@@ -378,7 +378,7 @@ impl PgStore {
             schema::Migrated::Current { applied } => {
                 if applied > 0 {
                     eprintln!(
-                        "memhook serve: {db}: applied {applied} schema migration(s), now at \
+                        "memhook: {db}: applied {applied} schema migration(s), now at \
                          version {}",
                         schema::SCHEMA_VERSION
                     );

@@ -1,0 +1,372 @@
+//! A team server's behaviour on both stores: named tokens (`memhook token`
+//! against the data dir or `--database`), the token name each record
+//! keeps, and the web view's JSON API (projects, a project, a session,
+//! search, forget) answering the same for the same records.
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{json, Value};
+
+use super::{history, Db};
+use crate::serve::{json, key, post_record, record, request, Serve};
+use crate::util::memhook;
+
+/// The server's own token in these tests.
+const OWNER: &str = "owner-token-for-the-store-tests";
+
+impl Db {
+    /// A server for `home` on this store that requires [`OWNER`] (or a
+    /// named token).
+    fn serve_with_auth(&self, home: &Path) -> Serve {
+        let env = self.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        Serve::start_env(home, Some(OWNER), "127.0.0.1:0", &[], &env)
+    }
+
+    /// `memhook ARGS` on this store: the data dir of `home` for SQLite; for
+    /// PostgreSQL `--database` without the password, which comes from a
+    /// 0600 `--database-password-file` (never from argv).
+    fn memhook(&self, home: &Path, args: &[&str]) -> Output {
+        let mut cmd = memhook(home);
+        cmd.env_remove("MEMHOOK_DATABASE_URL").args(args);
+        if let Db::Pg(c, db) = self {
+            use std::os::unix::fs::PermissionsExt;
+            let pw = home.join("db-password");
+            std::fs::write(&pw, format!("{}\n", c.password)).unwrap();
+            std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o600)).unwrap();
+            cmd.args(["--database", &c.url(db), "--database-password-file"])
+                .arg(&pw);
+        }
+        cmd.output().unwrap()
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `memhook token add NAME` on `db`: the token it prints once.
+fn add_token(db: &Db, home: &Path, name: &str) -> String {
+    let out = db.memhook(home, &["token", "add", name]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let t = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert_eq!(t.len(), 64, "{t}");
+    t
+}
+
+fn revoked_named_token_gets_401_at_once_and_records_keep_their_token(db: &Db) {
+    let home = tempfile::tempdir().unwrap();
+    let s = db.serve_with_auth(home.path());
+    // Added while the server runs: honoured without a restart.
+    let alice = add_token(db, home.path(), "alice");
+    let bob = add_token(db, home.path(), "bob");
+    let r = |i: usize| record(&key(i), "t1", "user-prompt", None);
+    assert_eq!(post_record(&s, &r(1), Some(&alice)).0, 200);
+    // A replay by another token changes nothing: the first name is kept.
+    let (code, text) = post_record(&s, &r(1), Some(OWNER));
+    assert_eq!(code, 200, "{text}");
+    assert_eq!(json(&text)["new"], false, "{text}");
+    let out = db.memhook(home.path(), &["token", "revoke", "alice"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // At once: the very next request with alice's token is refused.
+    let (code, text) = post_record(&s, &r(2), Some(&alice));
+    assert_eq!(code, 401, "{text}");
+    assert_eq!(post_record(&s, &r(3), Some(&bob)).0, 200);
+    assert_eq!(post_record(&s, &r(4), Some(OWNER)).0, 200);
+    assert_eq!(post_record(&s, &r(5), Some("not-a-token")).0, 401);
+    assert_eq!(
+        db.rows(
+            &s.data,
+            "SELECT key, coalesce(token_name, '-') FROM records ORDER BY key"
+        ),
+        vec![
+            format!("{} alice", key(1)),
+            format!("{} bob", key(3)),
+            format!("{} owner", key(4)),
+        ]
+    );
+    // The store keeps hashes only; the list shows names and times.
+    let stored = db.rows(
+        &s.data,
+        "SELECT name || ' ' || hash FROM tokens ORDER BY name",
+    );
+    assert_eq!(stored.len(), 2);
+    for (line, token) in stored.iter().zip([&alice, &bob]) {
+        assert!(!line.contains(token.as_str()), "{line}");
+        assert!(line.ends_with(&memhook::token::hash(token)), "{line}");
+    }
+    let out = db.memhook(home.path(), &["token", "list", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listed: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(json)
+        .collect();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(listed[0]["name"], "alice");
+    assert!(listed[0]["revoked"].as_str().unwrap().ends_with('Z'));
+    assert!(listed[1]["revoked"].is_null());
+    // Names are not reused; an unknown name is a usage error.
+    let again = db.memhook(home.path(), &["token", "add", "alice"]);
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+    let unknown = db.memhook(home.path(), &["token", "revoke", "zed"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", stderr(&unknown));
+}
+
+#[test]
+fn sqlite_revoked_named_token_gets_401_at_once_and_records_keep_their_token() {
+    revoked_named_token_gets_401_at_once_and_records_keep_their_token(&Db::Sqlite);
+}
+
+#[test]
+fn postgres_revoked_named_token_gets_401_at_once_and_records_keep_their_token() {
+    let Some(db) = Db::pg("postgres_revoked_named_token_gets_401_at_once") else {
+        return;
+    };
+    revoked_named_token_gets_401_at_once_and_records_keep_their_token(&db);
+}
+
+#[test]
+fn the_token_command_never_takes_the_database_password_from_argv() {
+    let Some(Db::Pg(c, db)) = Db::pg("the_token_command_never_takes_the_password_from_argv") else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let with_pw = c.url_with_password(db);
+    let out = memhook(home.path())
+        .env_remove("MEMHOOK_DATABASE_URL")
+        .args(["token", "add", "alice", "--database", &with_pw])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("MEMHOOK_DATABASE_URL"), "{err}");
+    assert!(!err.contains(&c.password), "{err}");
+    // From the environment (the whole URL there): used, and the token is
+    // in the database, not in the data dir.
+    let out = memhook(home.path())
+        .env("MEMHOOK_DATABASE_URL", &with_pw)
+        .args(["token", "add", "alice"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!home.path().join(".memhook-data/store.sqlite3").exists());
+    let names: Vec<String> = c
+        .client(db)
+        .query("SELECT name FROM tokens", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(names, ["alice"]);
+    // A database that cannot be reached: the work failed (exit 1).
+    c.stop();
+    let out = memhook(home.path())
+        .env("MEMHOOK_DATABASE_URL", &with_pw)
+        .args(["token", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(!stderr(&out).contains(&c.password));
+}
+
+/// `METHOD /api/PATH` with the owner's token: (status, JSON).
+fn api(s: &Serve, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let body = body.map(|b| b.to_string().into_bytes());
+    let (code, text) = request(
+        method,
+        &format!("{}/api/{path}", s.url()),
+        body.as_deref(),
+        Some(OWNER),
+    );
+    (code, json(&text))
+}
+
+/// The records of [`history`], plus words to search for, delivered with the
+/// owner's token.
+fn seed(s: &Serve) {
+    let mut recs = history();
+    let mut long = record(&key(70), "old", "user-prompt", None);
+    long.occurred_ms = 1_700_000_000_080;
+    long.title = None;
+    long.body = Some(format!(
+        "{} zebraquokka {}",
+        "alpha ".repeat(30).trim(),
+        "omega ".repeat(30).trim()
+    ));
+    recs.push(long);
+    let mut other = record(&key(71), "w1", "user-prompt", None);
+    other.scope.project = "web".into();
+    other.occurred_ms = 1_700_000_000_090;
+    other.body = Some("the login page of the web project".into());
+    recs.push(other);
+    let items: Vec<Value> = recs
+        .iter()
+        .map(|r| {
+            json!({"url": memhook::sink::http::wire::hook_path(r),
+                   "body": memhook::sink::http::wire::hook_body(r)})
+        })
+        .collect();
+    let body = serde_json::to_vec(&items).unwrap();
+    let (code, text) = request(
+        "POST",
+        &format!("{}/hook/batch", s.url()),
+        Some(&body),
+        Some(OWNER),
+    );
+    assert_eq!(code, 200, "{text}");
+}
+
+/// Session row ids are each store's own numbers: name sessions by their
+/// session id instead (`ids` maps one to the other).
+fn normalise(v: &mut Value, ids: &[(i64, String)]) {
+    match v {
+        Value::Object(m) => {
+            for k in ["id", "session"] {
+                if let Some(n) = m.get(k).and_then(Value::as_i64) {
+                    if let Some((_, sid)) = ids.iter().find(|(row, _)| *row == n) {
+                        m.insert(k.into(), format!("session {sid}").into());
+                    }
+                }
+            }
+            for x in m.values_mut() {
+                normalise(x, ids);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| normalise(x, ids)),
+        _ => {}
+    }
+}
+
+/// `GET /api/PATH`, normalised: session row ids by session id; search
+/// hits by key (best match first is each engine's own ranking, bm25 or
+/// ts_rank: the hits are compared, not their order).
+fn get(s: &Serve, path: &str, ids: &[(i64, String)]) -> (String, Value) {
+    let (code, mut v) = api(s, "GET", path, None);
+    assert_eq!(code, 200, "{path}: {v}");
+    normalise(&mut v, ids);
+    if let Some(hits) = v.get_mut("results").and_then(Value::as_array_mut) {
+        hits.sort_by_key(|h| h["id"].as_str().unwrap_or("").to_string());
+    }
+    (path.to_string(), v)
+}
+
+/// Every answer of the web API a user walks through, normalised.
+fn walk_the_api(s: &Serve) -> Vec<(String, Value)> {
+    let mut ids: Vec<(i64, String)> = Vec::new();
+    for p in ["api", "web"] {
+        let (_, project) = api(s, "GET", &format!("projects/acme/{p}"), None);
+        ids.extend(project["sessions"].as_array().unwrap().iter().map(|x| {
+            (
+                x["id"].as_i64().unwrap(),
+                x["session_id"].as_str().unwrap().to_string(),
+            )
+        }));
+    }
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    let mut paths: Vec<String> = ["projects", "projects/acme/api", "projects/acme/web"]
+        .map(String::from)
+        .to_vec();
+    paths.extend(ids.iter().map(|(row, _)| format!("sessions/{row}")));
+    for q in [
+        "login",
+        "mismatched types",
+        "zebraquokka",
+        "café_menu",
+        "absent",
+    ] {
+        paths.push(format!("search?q={}", memhook::sink::http::wire::encode(q)));
+    }
+    paths.push("search?q=login&project=acme%2Fweb".into());
+    paths.iter().map(|p| get(s, p, &ids)).collect()
+}
+
+fn forget_through_the_api(s: &Serve) -> Vec<Value> {
+    let mut out = Vec::new();
+    for body in [
+        json!({"session": "old", "before": "2023-11-14T22:13:20.030Z", "apply": false}),
+        json!({"session": "old", "before": "2023-11-14T22:13:20.030Z", "apply": true}),
+        json!({"record": key(71), "apply": true}),
+        json!({"project": "acme/api", "before": "2023-11-14T22:13:20Z", "apply": true}),
+    ] {
+        let (code, v) = api(s, "POST", "forget", Some(body.clone()));
+        assert_eq!(code, 200, "{body}: {v}");
+        out.push(v);
+    }
+    let (code, v) = api(s, "POST", "forget", Some(json!({"record": "abc"})));
+    assert_eq!(code, 409, "{v}");
+    out
+}
+
+#[test]
+fn the_web_api_answers_the_same_from_both_stores() {
+    let Some(db) = Db::pg("the_web_api_answers_the_same_from_both_stores") else {
+        return;
+    };
+    let (h1, h2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let sqlite = Db::Sqlite.serve_with_auth(h1.path());
+    let pg = db.serve_with_auth(h2.path());
+    for s in [&sqlite, &pg] {
+        seed(s);
+    }
+    let from_sqlite = walk_the_api(&sqlite);
+    let from_pg = walk_the_api(&pg);
+    // The comparison is of answers that hold something.
+    let answer = |path: &str| &from_sqlite.iter().find(|(p, _)| p == path).unwrap().1;
+    assert_eq!(answer("projects")["projects"].as_array().unwrap().len(), 2);
+    let hits = answer("search?q=zebraquokka")["results"]
+        .as_array()
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    let hit: Vec<&Value> = hits[0]["snippet"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["hit"] == true)
+        .collect();
+    assert_eq!(hit[0]["text"], "zebraquokka", "{hits:?}");
+    assert_eq!(
+        answer("search?q=login")["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    for ((path, a), (_, b)) in from_sqlite.iter().zip(&from_pg) {
+        assert_eq!(
+            b, a,
+            "GET /api/{path}: PostgreSQL (left) and SQLite (right) differ"
+        );
+    }
+    assert_eq!(from_pg.len(), from_sqlite.len());
+
+    // Forget answers the same, and leaves the same records and roll-ups.
+    let forgot_sqlite = forget_through_the_api(&sqlite);
+    let forgot_pg = forget_through_the_api(&pg);
+    assert_eq!(forgot_pg, forgot_sqlite);
+    assert_eq!(forgot_sqlite[0]["records"], 8, "{forgot_sqlite:?}");
+    assert_eq!(forgot_sqlite[0]["applied"], false);
+    assert_eq!(forgot_sqlite[1]["records"], 8, "{forgot_sqlite:?}");
+    assert_eq!(forgot_sqlite[1]["applied"], true);
+    assert_eq!(forgot_sqlite[2]["projects"], 1, "{forgot_sqlite:?}");
+    assert_eq!(forgot_sqlite[3]["sessions"], 1, "{forgot_sqlite:?}");
+    assert_eq!(
+        db.keys(&pg.data),
+        Db::Sqlite.keys(&sqlite.data),
+        "the same records are left"
+    );
+    let (rolled, recount) = db.rollups_and_recount(&pg.data);
+    assert_eq!(rolled, recount);
+    assert_eq!(api(&pg, "GET", "projects", None), {
+        api(&sqlite, "GET", "projects", None)
+    });
+    // PostgreSQL logged what went, never the text.
+    let log = db.rows(
+        &pg.data,
+        "SELECT selector || ' ' || records FROM forget_log ORDER BY at_ms, selector",
+    );
+    assert_eq!(log.len(), 3, "{log:?}");
+    assert!(log.iter().any(|l| l.starts_with("session old")), "{log:?}");
+    let bodies = db.rows(&pg.data, "SELECT coalesce(body, '') FROM records");
+    assert!(!bodies.iter().any(|b| b.contains("web project")));
+}
