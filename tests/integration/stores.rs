@@ -17,6 +17,7 @@ use crate::pg::Cluster;
 use crate::serve::{json, key, post_batch, post_record, record, request, Serve};
 use crate::util::memhook;
 
+mod storm;
 mod team;
 
 /// Events that make a session count as having worked (the store's rule).

@@ -370,3 +370,37 @@ fn the_web_api_answers_the_same_from_both_stores() {
     let bodies = db.rows(&pg.data, "SELECT coalesce(body, '') FROM records");
     assert!(!bodies.iter().any(|b| b.contains("web project")));
 }
+
+#[test]
+fn export_writes_the_same_lines_from_both_stores() {
+    let Some(db) = Db::pg("export_writes_the_same_lines_from_both_stores") else {
+        return;
+    };
+    let (h1, h2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let sqlite = Db::Sqlite.serve_with_auth(h1.path());
+    let pg = db.serve_with_auth(h2.path());
+    for s in [&sqlite, &pg] {
+        seed(s);
+    }
+    let export = |db: &Db, home: &Path, args: &[&str]| -> String {
+        let out = db.memhook(home, &[&["export"], args].concat());
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for args in [
+        &[][..],
+        &["--project", "acme/web"],
+        &["--since", "2023-11-14T22:13:20.050Z"],
+    ] {
+        let from_sqlite = export(&Db::Sqlite, h1.path(), args);
+        let from_pg = export(&db, h2.path(), args);
+        assert!(!from_sqlite.is_empty(), "{args:?}");
+        assert_eq!(from_pg, from_sqlite, "{args:?}");
+    }
+    let all = export(&db, h2.path(), &[]);
+    assert_eq!(all.lines().count(), history().len() + 2);
+    assert!(
+        all.lines().all(|l| json(l)["token_name"] == "owner"),
+        "{all}"
+    );
+}
