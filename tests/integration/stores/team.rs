@@ -339,6 +339,16 @@ fn the_web_api_answers_the_same_from_both_stores() {
         );
     }
     assert_eq!(from_pg.len(), from_sqlite.len());
+    // The pages answer from PostgreSQL too, and say what forget promises there.
+    let page = |path: &str| {
+        let (code, text) = request("GET", &format!("{}{path}", pg.url()), None, Some(OWNER));
+        assert_eq!(code, 200, "{path}: {text}");
+        text
+    };
+    assert!(page("/").contains("acme"));
+    assert!(page("/p/acme/api").contains("fix the login bug"));
+    assert!(page("/search?q=zebraquokka").contains("zebraquokka"));
+    assert!(page("/forget?project=acme%2Fweb").contains("VACUUM"));
 
     // Forget answers the same, and leaves the same records and roll-ups.
     let forgot_sqlite = forget_through_the_api(&sqlite);
