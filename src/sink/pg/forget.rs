@@ -29,6 +29,11 @@ use crate::sink::store::{
 };
 use crate::timefmt::now_ms;
 
+/// Most times the roll-up rows are locked and the records selected again
+/// while concurrent ingest keeps adding records to new sessions of the
+/// selected scope (each round locks what the last one found).
+pub const MAX_LOCK_ROUNDS: usize = 4;
+
 /// The tables `VACUUM` runs on after a forget.
 pub const VACUUMED_TABLES: &str = "records, sessions, projects";
 
@@ -75,32 +80,50 @@ fn forget_once(
         "SELECT r.id, r.session_row, r.project_id FROM records r
          JOIN projects p ON p.id = r.project_id WHERE {cond}"
     );
-    let found = tx.query(&select, &params)?;
-    let mut sessions: Vec<i64> = found
-        .iter()
-        .filter_map(|r| r.get::<_, Option<i64>>(1))
-        .collect();
-    let mut projects: Vec<i64> = found.iter().map(|r| r.get(2)).collect();
-    sessions.sort_unstable();
-    sessions.dedup();
-    projects.sort_unstable();
-    projects.dedup();
-    if apply && !found.is_empty() {
-        // Lock the roll-up rows (in id order, as ingest updates them), then
-        // select again: an ingest that held them has committed by now.
-        tx.execute(
-            "SELECT 1 FROM sessions WHERE id = ANY($1) ORDER BY id FOR UPDATE",
-            &[&sessions],
-        )?;
+    // The selected records, and the sessions and projects they belong to.
+    // Applying, those roll-up rows are locked (projects then sessions, in id
+    // order, as ingest updates them) and the records selected again: an
+    // ingest that held a lock has committed by then and its records count.
+    // Records of a session or project not locked yet (committed meanwhile)
+    // mean one more round.
+    let mut locked: (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
+    let mut rounds = 0;
+    let (found, sessions, projects) = loop {
+        let found = tx.query(&select, &params)?;
+        let mut sessions: Vec<i64> = found
+            .iter()
+            .filter_map(|r| r.get::<_, Option<i64>>(1))
+            .collect();
+        let mut projects: Vec<i64> = found.iter().map(|r| r.get(2)).collect();
+        sessions.sort_unstable();
+        sessions.dedup();
+        projects.sort_unstable();
+        projects.dedup();
+        let new_sessions: Vec<i64> = sessions
+            .iter()
+            .copied()
+            .filter(|s| !locked.0.contains(s))
+            .collect();
+        let new_projects: Vec<i64> = projects
+            .iter()
+            .copied()
+            .filter(|p| !locked.1.contains(p))
+            .collect();
+        let settled = new_sessions.is_empty() && new_projects.is_empty();
+        if !apply || settled || rounds == MAX_LOCK_ROUNDS {
+            break (found, sessions, projects);
+        }
         tx.execute(
             "SELECT 1 FROM projects WHERE id = ANY($1) ORDER BY id FOR UPDATE",
-            &[&projects],
+            &[&new_projects],
         )?;
-    }
-    let found = if apply {
-        tx.query(&select, &params)?
-    } else {
-        found
+        tx.execute(
+            "SELECT 1 FROM sessions WHERE id = ANY($1) ORDER BY id FOR UPDATE",
+            &[&new_sessions],
+        )?;
+        locked.0.extend(new_sessions);
+        locked.1.extend(new_projects);
+        rounds += 1;
     };
     let ids: Vec<i64> = found.iter().map(|r| r.get(0)).collect();
     let records = ids.len() as u64;
