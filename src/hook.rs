@@ -22,7 +22,7 @@ use crate::cmd::StrategyArg;
 use crate::event::{self, Agent, Event, EventKind};
 use crate::scope::session::{ScopeFields, Session};
 use crate::scope::{self, CaptureConfig, Mode, Scope, ScopeInput, Strategy};
-use crate::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
+use crate::spool::{SinkTarget, Spool, SpoolEntry, SpoolError, ENTRY_VERSION};
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
@@ -439,14 +439,27 @@ fn enqueue(data_dir: &Path, sink: &SinkTarget, event: &Event, scope: &Scope, dec
             return;
         }
     };
-    if let Err(e) = spool.enqueue(&entry) {
-        eprintln!("memhook: {e}");
-        return;
-    }
+    let full = match spool.enqueue(&entry) {
+        Ok(_) => false,
+        // A full spool needs a drainer most: its mark is what makes room
+        // (spool/pending.rs).
+        Err(e @ SpoolError::Full { .. }) => {
+            eprintln!("memhook: {e}");
+            true
+        }
+        Err(e) => {
+            eprintln!("memhook: {e}");
+            return;
+        }
+    };
     // Session start delivers in the foreground (within its budget) before
     // composing the briefing; every other event leaves it to the drainer.
-    if event.kind != EventKind::SessionStart {
+    if full {
         spawn_drainer(data_dir, sink);
+    } else if event.kind != EventKind::SessionStart {
+        if let Err(e) = crate::drain::spawn_after_enqueue(data_dir, sink) {
+            eprintln!("memhook: cannot start the background drainer ({e}); records stay queued");
+        }
     }
 }
 
