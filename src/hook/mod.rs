@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use clap::Args;
 use serde_json::Value;
 
 use crate::capture::{self, Decision, Disposition, ExtractionState, PolicyState, ToolFamily};
@@ -24,29 +23,8 @@ use crate::scope::session::{ScopeFields, Session};
 use crate::scope::{self, CaptureConfig, Mode, Scope, ScopeInput, Strategy};
 use crate::spool::{SinkTarget, Spool, SpoolEntry, SpoolError, ENTRY_VERSION};
 
-#[derive(Debug, Args)]
-pub struct HookArgs {
-    /// The lifecycle event, in any spelling the agent uses
-    /// (SessionStart, session-start, BeforeTool, postToolUse, …).
-    /// Without it the payload's `hook_event_name` is used.
-    #[arg(long, value_name = "EVENT")]
-    pub event: Option<String>,
-    /// The agent running the hook (claude-code, codex, opencode, gemini-cli,
-    /// cursor, qwen-code, copilot, kilo; other names use a generic schema).
-    #[arg(long, value_name = "AGENT", default_value = "generic")]
-    pub agent: String,
-    /// Deliver to this ai-memory compatible server instead of the embedded
-    /// store [env: AI_MEMORY_HOOK_URL].
-    #[arg(long, value_name = "URL")]
-    pub server_url: Option<String>,
-    /// Project strategy when the marker does not choose one.
-    #[arg(long, value_enum, value_name = "STRATEGY")]
-    pub project_strategy: Option<StrategyArg>,
-    /// Print the capture decision for the payload as one JSON object and
-    /// write nothing (no spool, no network, no state).
-    #[arg(long)]
-    pub check_capture: bool,
-}
+mod args;
+pub use args::{parse_fast, HookArgs};
 
 /// Largest payload read from stdin. Agents' payloads are a few KiB; a tool
 /// response can be large, but the record keeps at most a 2,000-byte
