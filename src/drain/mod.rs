@@ -72,7 +72,7 @@ use counters::{save_counters, sweep_counter_tmp};
 use pipeline::{for_each_loaded, remove_all, Remover};
 
 pub use counters::{counter_sinks, counters_path, drop_pending, load_counters, SinkCounters};
-pub use linger::{DRAIN_LINGER, LINGER_POLL};
+pub use linger::{DRAIN_LINGER, LINGER_GATHER, LINGER_POLL};
 pub use lock::{
     drainer_running, lock_until, try_lock, DrainLock, HOLDER_WAIT, LOCK_FILE, LOCK_POLL,
     RUN_LOCK_FILE, WAIT_LOCK_FILE, WAIT_LOCK_WAIT,

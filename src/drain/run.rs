@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::linger::{Arrivals, DRAIN_LINGER};
+use super::linger::{Arrivals, DRAIN_LINGER, LINGER_GATHER};
 use super::lock::{named_lock_until, try_named_lock};
 use super::log::LOG_OF;
 use super::spawn::inherited_run_lock;
@@ -251,6 +251,10 @@ pub fn run_background_lingering(dir: &Path, linger: Duration) {
         // is free meanwhile (a session start or `memhook drain` never
         // waits for a lingering drainer).
         if report.remaining == 0 && arrivals.wait(dir, (Instant::now() + linger).min(deadline)) {
+            // Let the rest of the burst join this record's batch.
+            std::thread::sleep(
+                LINGER_GATHER.min(deadline.saturating_duration_since(Instant::now())),
+            );
             continue;
         }
         // Off duty: from here a hook that enqueues starts a drainer itself.
