@@ -525,12 +525,35 @@ impl Spool {
     /// [`Spool::sweep_tmp`]). Every step can be repeated: a drainer killed
     /// here leaves work the next one finishes the same way.
     fn recover(&self, path: &Path, base: &str, sink_id: &str, offset: u64) -> bool {
+        match data_dir::open_nofollow(path) {
+            Ok(f) => self.recover_opened(&f, path, base, sink_id, offset),
+            Err(_) => false,
+        }
+    }
+
+    /// [`Spool::recover`] of the temp file `f`, opened at `path`.
+    fn recover_opened(
+        &self,
+        f: &fs::File,
+        path: &Path,
+        base: &str,
+        sink_id: &str,
+        offset: u64,
+    ) -> bool {
         use fs2::FileExt;
-        let Ok(f) = data_dir::open_nofollow(path) else {
+        use std::os::unix::fs::MetadataExt;
+        // Its hook holds the lock until the rename: alive, leave it.
+        let Ok(opened) = f.metadata() else {
             return false;
         };
-        // Its hook holds the lock until the rename: alive, leave it.
-        if !f.metadata().is_ok_and(|m| m.is_file()) || f.try_lock_exclusive().is_err() {
+        if !opened.is_file() || f.try_lock_exclusive().is_err() {
+            return false;
+        }
+        // Free now, but opened before its hook renamed it into the spool
+        // and exited: finished, not dead. Only a file still at its temp
+        // name lost its writer.
+        let here = fs::symlink_metadata(path);
+        if !here.is_ok_and(|m| m.dev() == opened.dev() && m.ino() == opened.ino()) {
             return false;
         }
         let Ok(slot) = self.slot_at(sink_id, offset) else {
@@ -1209,6 +1232,36 @@ pub(crate) mod tests {
             assert_eq!(parse_tmp_name(bad), None, "{bad}");
         }
         assert_eq!(parse_tmp_name("n.http-0a.7"), Some(("n", "http-0a", 7)));
+    }
+
+    /// Issue: a drainer that opened a temp file just before its hook renamed
+    /// it into the spool and exited found the lock free and the name gone,
+    /// took the entry for torn and set its slot to `x`, while the entry was
+    /// pending and then delivered (the books one short; seen once in
+    /// `delivery::concurrent_enqueues_…` after the hook stopped syncing the
+    /// spool directory and so exited sooner after its rename).
+    #[test]
+    fn a_temp_file_renamed_in_after_the_drainer_opened_it_is_left_alone() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        let e = sample(&"a".repeat(32));
+        let (_, offset) = s.append_fate("store", SLOT_INTERRUPTED).unwrap();
+        let base = format!("1700000000000-0000000001-{offset:08x}-abcd");
+        let tmp = s.dir().join("tmp").join(format!("{base}.store.{offset}"));
+        let mut writer = create_locked(&tmp).unwrap();
+        writer.write_all(&serde_json::to_vec(&e).unwrap()).unwrap();
+        // The drainer opens it while the hook still runs...
+        let seen = data_dir::open_nofollow(&tmp).unwrap();
+        // ...the hook counts it, renames it in and exits...
+        s.slot_at("store", offset)
+            .unwrap()
+            .set_synced(SLOT_COUNTED)
+            .unwrap();
+        fs::rename(&tmp, s.dir().join(format!("{base}.json"))).unwrap();
+        drop(writer);
+        // ...and the drainer's lock attempt succeeds: still not its to judge.
+        assert!(!s.recover_opened(&seen, &tmp, &base, "store", offset));
+        assert_eq!(books(&s), (1, 1, vec![]));
     }
 
     /// A hook's temp file is locked under its final name and leaves no
