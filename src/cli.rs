@@ -97,10 +97,16 @@ pub enum Command {
 /// reported on one stderr line and the hook still exits 0 with an empty
 /// envelope: an agent treats exit 2 as "block the tool call".
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // The hook runs on every agent event: its few arguments are read
+    // without clap when they can be (hook/args.rs); everything else, help
+    // and errors included, is clap's.
+    if let Some((args, data_dir)) = crate::hook::parse_fast(&argv) {
+        return crate::hook::run(&args, data_dir.as_deref());
+    }
+    let cli = match Cli::try_parse_from(&argv) {
         Ok(cli) => cli,
         Err(err) => {
-            let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
             let bad_hook_args = is_hook_invocation(&argv)
                 && !matches!(
                     err.kind(),

@@ -126,6 +126,12 @@ pub fn drop_pending(
             return Err(e);
         }
     }
+    // The cap counts from the spool's mark: note the room made.
+    if removed > 0 {
+        if let Ok(spool) = crate::spool::Spool::open(data_dir) {
+            let _ = spool.mark_pending();
+        }
+    }
     Ok(removed)
 }
 

@@ -33,8 +33,9 @@
 //! The parts, one job each: `lock.rs` (the three locks), `spawn.rs` (starting
 //! the detached drainer), `counters.rs` (per-sink counters), `pipeline.rs`
 //! (reading ahead and deleting behind the delivery), `log.rs` (the drainer's
-//! log), `run.rs` (`memhook drain` and the background drainer); the drain loop
-//! itself is here.
+//! log), `linger.rs` (the idle drainer waiting for the next record), `run.rs`
+//! (`memhook drain` and the background drainer); the drain loop itself is
+//! here.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -58,6 +59,7 @@ macro_rules! log {
 }
 
 mod counters;
+mod linger;
 mod lock;
 mod log;
 mod pipeline;
@@ -70,14 +72,17 @@ use counters::{save_counters, sweep_counter_tmp};
 use pipeline::{for_each_loaded, remove_all, Remover};
 
 pub use counters::{counter_sinks, counters_path, drop_pending, load_counters, SinkCounters};
+pub use linger::{DRAIN_LINGER, LINGER_GATHER, LINGER_POLL};
 pub use lock::{
     drainer_running, lock_until, try_lock, DrainLock, HOLDER_WAIT, LOCK_FILE, LOCK_POLL,
     RUN_LOCK_FILE, WAIT_LOCK_FILE, WAIT_LOCK_WAIT,
 };
 pub use log::{log_line, LOG_FILE, MAX_LOG_BYTES};
 pub use pipeline::{PIPELINE_MIN, READ_AHEAD};
-pub use run::{run, run_background, DrainArgs};
-pub use spawn::{hook_delivery_disabled, spawn_detached, LOCK_FD_ENV, NO_HOOK_DELIVERY_ENV};
+pub use run::{run, run_background, run_background_lingering, DrainArgs};
+pub use spawn::{
+    hook_delivery_disabled, spawn_after_enqueue, spawn_detached, LOCK_FD_ENV, NO_HOOK_DELIVERY_ENV,
+};
 
 /// Most entries handed to an HTTP sink at once (the ai-memory batch limit).
 pub const MAX_BATCH: usize = 256;
@@ -397,8 +402,15 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
         Ok(self.pending()?.is_empty())
     }
 
+    /// What is left, noted as the spool's mark (`spool/pending.rs`): the
+    /// count hooks start from for the cap.
     fn count_remaining(&mut self) -> Result<usize, DrainError> {
-        Ok(self.pending()?.len())
+        let ledgers = self.spool.ledger_lengths();
+        let left = self.pending()?.len();
+        if let Err(e) = self.spool.write_mark(ledgers, left) {
+            log!("memhook: drain: cannot write the spool's mark: {e}");
+        }
+        Ok(left)
     }
 
     fn next_retry_instant(&self) -> Option<Instant> {
@@ -425,6 +437,16 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
     /// One pass over the spool. Returns whether anything was delivered or dropped.
     fn pass(&mut self, first_pass: bool) -> Result<bool, DrainError> {
         let files = self.pending()?;
+        // Hooks do not sync their rename into the spool: the names listed
+        // must be on disk before their entries are delivered and deleted.
+        if !files.is_empty() {
+            if let Err(e) = self.spool.sync_names() {
+                log!(
+                    "memhook: drain: cannot sync {}: {e}",
+                    self.spool.dir().display()
+                );
+            }
+        }
         let before = (self.report.delivered, self.report.dropped_total());
         let now = now_ms();
         // Per-sink batches being filled, in first-seen order.

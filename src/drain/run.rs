@@ -9,6 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::linger::{Arrivals, DRAIN_LINGER, LINGER_GATHER};
 use super::lock::{named_lock_until, try_named_lock};
 use super::log::LOG_OF;
 use super::spawn::inherited_run_lock;
@@ -19,7 +23,9 @@ use super::{
 };
 use crate::cmd::CmdResult;
 use crate::data_dir;
-use crate::spool::Spool;
+use crate::sink::store::StoreSink;
+use crate::sink::Sink;
+use crate::spool::{SinkTarget, Spool};
 use crate::timefmt::now_ms;
 
 #[derive(Debug, Args)]
@@ -129,6 +135,25 @@ pub(super) fn lock_error(dir: &Path, e: io::Error) -> String {
     )
 }
 
+/// A sink shared by every run of one background drainer: the store stays
+/// open while the drainer lingers, so a burst costs one database open and
+/// one WAL checkpoint (when the drainer exits), not one per record.
+struct Shared(Rc<RefCell<Box<dyn Sink>>>);
+
+impl Sink for Shared {
+    fn deliver(&mut self, entries: &[crate::spool::SpoolEntry]) -> Vec<crate::sink::ItemOutcome> {
+        self.0.borrow_mut().deliver(entries)
+    }
+    fn unreachable(&self) -> bool {
+        self.0.borrow().unreachable()
+    }
+}
+
+/// [`run_background_lingering`] with [`DRAIN_LINGER`].
+pub fn run_background(dir: &Path) {
+    run_background_lingering(dir, DRAIN_LINGER)
+}
+
 /// The detached drainer: drain until the spool is empty or the budget ends.
 /// It is on duty while it holds the run lock (handed over by the hook, or
 /// taken here; exits at once when another drainer is on duty) and waits for
@@ -138,9 +163,11 @@ pub(super) fn lock_error(dir: &Path, e: io::Error) -> String {
 /// duty) means another run. When only backing-off destinations remain and
 /// their next try falls within the budget, it sleeps holding only the
 /// waiter lock, so a session start never waits behind it and a record for
-/// another destination gets a drainer of its own. Reports go to stderr,
-/// which is the drain log.
-pub fn run_background(dir: &Path) {
+/// another destination gets a drainer of its own. When the spool is empty
+/// it stays on duty for up to `linger` ([`DRAIN_LINGER`]) and runs again as
+/// soon as a record arrives (`linger.rs`). Reports go to stderr, which is
+/// the drain log.
+pub fn run_background_lingering(dir: &Path, linger: Duration) {
     let deadline = Instant::now() + BACKGROUND_BUDGET;
     let _ = LOG_OF.set(dir.to_path_buf());
     let spool = match Spool::open(dir) {
@@ -160,6 +187,10 @@ pub fn run_background(dir: &Path) {
             return;
         }
     };
+    let mut arrivals = Arrivals::watch(spool.dir());
+    let store: Rc<RefCell<Box<dyn Sink>>> = Rc::new(RefCell::new(Box::new(
+        StoreSink::new(dir).until(Some(deadline)),
+    )));
     loop {
         // What this run will look at; anything else found after it is new.
         let seen: HashSet<PathBuf> = spool.pending().unwrap_or_default().into_iter().collect();
@@ -179,7 +210,15 @@ pub fn run_background(dir: &Path) {
                 return;
             }
         };
-        let mut factory = sink_factory_until(dir, HTTP_TIMEOUT, Some(deadline));
+        let mut fresh = sink_factory_until(dir, HTTP_TIMEOUT, Some(deadline));
+        let mut factory = |target: &SinkTarget| -> Box<dyn Sink> {
+            match target {
+                SinkTarget::Store => Box::new(Shared(store.clone())),
+                // An HTTP sink remembers an unreachable endpoint for its
+                // life: a fresh one per run.
+                SinkTarget::Http { .. } => fresh(target),
+            }
+        };
         let report = match drain_locked(
             &lock,
             &spool,
@@ -207,6 +246,16 @@ pub fn run_background(dir: &Path) {
         drop(lock);
         if Instant::now() >= deadline {
             return;
+        }
+        // Idle and still on duty: the next record is ours. The drain lock
+        // is free meanwhile (a session start or `memhook drain` never
+        // waits for a lingering drainer).
+        if report.remaining == 0 && arrivals.wait(dir, (Instant::now() + linger).min(deadline)) {
+            // Let the rest of the burst join this record's batch.
+            std::thread::sleep(
+                LINGER_GATHER.min(deadline.saturating_duration_since(Instant::now())),
+            );
+            continue;
         }
         // Off duty: from here a hook that enqueues starts a drainer itself.
         // What a hook enqueued while we were on duty is ours to deliver.

@@ -35,7 +35,7 @@ pub(super) const INHERITED_LOCK_FD: i32 = 3;
 /// retries it). A holder of the drain lock that is not a drainer does not
 /// count: the new drainer waits for it ([`HOLDER_WAIT`](super::HOLDER_WAIT)).
 /// Cheap: a directory look-up and one non-blocking lock attempt; a counters
-/// read and one more lock attempt only while a destination backs off.
+/// read and one more lock attempt only when no drainer is on duty.
 /// The run lock is taken here and handed to the child on fd 3, so no two
 /// drainers are ever on duty (no stampede of drainers under load). The
 /// child runs `<current_exe> --data-dir <dir> drain --background` in a new
@@ -44,20 +44,32 @@ pub(super) const INHERITED_LOCK_FD: i32 = 3;
 /// in `AI_MEMORY_AUTH_TOKEN`, never in argv). Returns whether a child was
 /// started; with [`NO_HOOK_DELIVERY_ENV`] set, never starts one.
 pub fn spawn_detached(data_dir: &Path, sink: Option<&SinkTarget>) -> io::Result<bool> {
+    if hook_delivery_disabled() || !has_pending(data_dir) {
+        return Ok(false);
+    }
+    spawn_unless_on_duty(data_dir, sink)
+}
+
+/// [`spawn_detached`] right after enqueueing a record for `sink`: the spool
+/// is known to hold one, so it is not looked at. While a drainer is on duty
+/// (or lingers, see [`DRAIN_LINGER`](super::DRAIN_LINGER)) this costs one
+/// open and one lock attempt.
+pub fn spawn_after_enqueue(data_dir: &Path, sink: &SinkTarget) -> io::Result<bool> {
     if hook_delivery_disabled() {
         return Ok(false);
     }
-    if !has_pending(data_dir) {
+    spawn_unless_on_duty(data_dir, Some(sink))
+}
+
+fn spawn_unless_on_duty(data_dir: &Path, sink: Option<&SinkTarget>) -> io::Result<bool> {
+    let Some(run) = try_named_lock(data_dir, RUN_LOCK_FILE)? else {
         return Ok(false);
-    }
+    };
     let backing_off =
         sink.is_none_or(|s| load_counters(data_dir, &s.id()).retry_after_ms > now_ms());
     if backing_off && try_named_lock(data_dir, WAIT_LOCK_FILE)?.is_none() {
         return Ok(false);
     }
-    let Some(run) = try_named_lock(data_dir, RUN_LOCK_FILE)? else {
-        return Ok(false);
-    };
     let log = open_log(data_dir)?;
     let exe = std::env::current_exe()?;
     let mut cmd = std::process::Command::new(exe);

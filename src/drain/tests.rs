@@ -1,6 +1,7 @@
 //! The drain loop's tests: batching, caps, corrupt and invalid entries,
 //! per-sink failure, in-flight names, bulk drops.
 
+use super::lock::try_named_lock;
 use super::spawn::has_pending;
 use super::*;
 use crate::record::Record;
@@ -453,4 +454,82 @@ fn many_drops_are_committed_in_bulk_and_counted() {
     assert_eq!(r.dropped.get(DROP_MAX_AGE), Some(&(MAX_BATCH as u64 + 3)));
     assert_eq!(r.remaining, 0);
     identity_holds(&spool, "store");
+}
+
+#[test]
+fn a_drain_leaves_the_mark_the_cap_counts_from() {
+    let t = tempfile::tempdir().unwrap();
+    let spool = Spool::open(t.path()).unwrap();
+    for i in 0..3 {
+        spool
+            .enqueue(&entry(&format!("{i:032x}"), SinkTarget::Store, now_ms()))
+            .unwrap();
+    }
+    // The last one is refused by its sink for now: it stays pending.
+    let mut n = 0;
+    let (r, _) = run_with(
+        &spool,
+        move |_| {
+            n += 1;
+            if n < 3 {
+                ItemOutcome::Delivered
+            } else {
+                ItemOutcome::Retry {
+                    charge: false,
+                    reason: "later".into(),
+                }
+            }
+        },
+        false,
+        opts(),
+    );
+    assert_eq!((r.delivered, r.remaining), (2, 1));
+    let mark = spool.read_mark().unwrap();
+    assert_eq!(mark.pending, 1);
+    assert_eq!(mark.ledgers.get("store"), Some(&3));
+}
+
+/// The store's record count, through a fresh connection.
+fn stored(dir: &Path) -> usize {
+    crate::sink::store::Store::open(dir)
+        .map(|s| s.count().unwrap_or(0) as usize)
+        .unwrap_or(0)
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < until, "still waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_lingering_drainer_delivers_a_burst_alone_and_then_leaves() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().to_path_buf();
+    let spool = Spool::open(&dir).unwrap();
+    let enqueue = |i: u32| {
+        spool
+            .enqueue(&entry(&format!("{i:032x}"), SinkTarget::Store, now_ms()))
+            .unwrap();
+    };
+    enqueue(1);
+    let d = dir.clone();
+    // Long enough that the burst below always falls within it.
+    let drainer = std::thread::spawn(move || run_background_lingering(&d, Duration::from_secs(5)));
+    wait_for("the first record", || stored(&dir) == 1);
+    // The drainer lingers on duty: a hook now starts no other drainer...
+    assert!(try_named_lock(&dir, RUN_LOCK_FILE).unwrap().is_none());
+    // ...and what arrives meanwhile is delivered by it (nothing else runs
+    // here: without the linger the burst would stay pending).
+    for i in 2..=4 {
+        enqueue(i);
+    }
+    wait_for("the burst", || stored(&dir) == 4);
+    // Then it leaves, off duty, with nothing pending.
+    drainer.join().unwrap();
+    assert!(try_named_lock(&dir, RUN_LOCK_FILE).unwrap().is_some());
+    assert!(spool.pending().unwrap().is_empty());
+    assert_eq!(load_counters(&dir, "store").delivered, 4);
 }

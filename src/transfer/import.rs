@@ -229,6 +229,18 @@ fn send(
         let mut sink = HttpSink::new(url, token.clone(), SERVER_TIMEOUT).with_data_dir(data_dir);
         let entries: Vec<SpoolEntry> = left.iter().map(|(_, e)| e.clone()).collect();
         let outcomes = sink.deliver(&entries);
+        // A refused token will be refused again: no point in waiting.
+        let refused = crate::sink::http::HttpError::Unauthorized.to_string();
+        if outcomes
+            .iter()
+            .any(|o| matches!(o, ItemOutcome::Retry { reason, .. } if reason.ends_with(&refused)))
+        {
+            for (n, _) in &left {
+                tally.failed += 1;
+                tally.report(name, *n, &refused);
+            }
+            return;
+        }
         let mut again = Vec::new();
         for ((n, entry), outcome) in left.into_iter().zip(outcomes) {
             match outcome {

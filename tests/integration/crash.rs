@@ -15,14 +15,13 @@ use serde_json::{json, Value};
 use crate::util::{memhook, run_with_stdin};
 
 /// Every step `Spool::enqueue` names, in order.
-const STEPS: [&str; 7] = [
+const STEPS: [&str; 6] = [
     "reserved",
     "written",
     "synced",
     "tmp_dir_synced",
     "counted",
     "renamed",
-    "dir_synced",
 ];
 
 fn status(home: &Path) -> Value {

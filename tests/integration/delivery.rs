@@ -959,6 +959,48 @@ fn hook_captures_reach_the_store_and_brief_the_next_session() {
     assert_eq!(s["balanced"], true, "{st}");
 }
 
+/// A burst of hook events (issue 12): every record reaches the store, and
+/// the drainer that served it (lingering for more, `DRAIN_LINGER`) leaves:
+/// no drainer process and no lock on duty remain.
+#[test]
+fn a_burst_of_events_is_delivered_and_no_drainer_is_left_behind() {
+    let _heavy = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
+    let home = tempfile::tempdir().unwrap();
+    let dir = data(home.path());
+    let names = ["UserPromptSubmit", "PreToolUse-Bash", "PostToolUse-Bash"];
+    for round in 0..5 {
+        for name in names {
+            let mut p = fixture_payload(name, home.path());
+            p["session_id"] = "burst".into();
+            if name == "UserPromptSubmit" {
+                p["prompt"] = format!("step {round}").into();
+            }
+            let out = run_hook(home.path(), &p);
+            assert_eq!(out.status.code(), Some(0), "{out:?}");
+        }
+    }
+    let until = Instant::now() + Duration::from_secs(60) + drain::DRAIN_LINGER;
+    loop {
+        let st = status(home.path());
+        let s = sink_status(&st, "store");
+        let (enqueued, delivered) = (s["enqueued"].as_u64(), s["delivered"].as_u64());
+        let idle =
+            drainer_pids(&dir).is_empty() && lock_holders(&dir.join(drain::RUN_LOCK_FILE)) == 0;
+        if enqueued == delivered && idle {
+            // Every prompt and tool result at least.
+            assert!(enqueued >= Some(10), "{st}");
+            assert_eq!(s["balanced"], true, "{st}");
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "delivered {delivered:?} of {enqueued:?}, drainers {:?}",
+            drainer_pids(&dir)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Issue: a previous session holding only tool results without an outcome
 /// (metadata-only records) made the activity query read a NULL sum, and the
 /// next session start printed `{}` without a word. Both the all-outcome-less

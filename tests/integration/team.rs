@@ -238,6 +238,15 @@ fn import_into_a_real_serve_keeps_keys_and_times_and_names_the_importing_token()
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         assert!(stderr(&out).contains("0 not taken"), "{}", stderr(&out));
     }
+    // A wrong token is reported at once as a 401, not retried.
+    let out = run(
+        client.path(),
+        &["import", file.to_str().unwrap(), "--server", &s.url()],
+        &[("AI_MEMORY_AUTH_TOKEN", "not-a-token")],
+    );
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("(401)"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("tries"), "{}", stderr(&out));
     // The server holds each record once, with its own key, time and
     // scope; the delivering token is the importer's.
     let on_server = lines(&export(server.path(), &[]));

@@ -27,6 +27,9 @@ use serde::{Deserialize, Serialize};
 use crate::data_dir::{self, DirError};
 use crate::record::Record;
 
+mod pending;
+pub use pending::{Mark, MARK_FILE};
+
 /// Most records the spool holds; an enqueue past it is refused and counted.
 pub const MAX_SPOOL_FILES: usize = 10_000;
 /// Largest spool file accepted when reading (a record is bounded far below).
@@ -194,6 +197,14 @@ impl Spool {
         })
     }
 
+    /// Make the names renamed into the spool so far durable (`fsync` of
+    /// the spool directory). The drainer calls it after listing, before
+    /// it delivers and deletes: hooks do not sync their rename (see
+    /// [`Spool::enqueue`], step 5).
+    pub fn sync_names(&self) -> io::Result<()> {
+        sync_dir(&self.dir)
+    }
+
     /// The spool directory (`<data>/spool`).
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -219,15 +230,20 @@ impl Spool {
     /// 1. `reserved`: append `x` to the ledger (lock-free `O_APPEND`); the
     ///    offset is the slot. Dying here: counted and dropped as
     ///    `enqueue_interrupted` (nothing of the event reached the disk).
+    ///    Then the cap: the pending count comes from the drainer's last
+    ///    mark and the slot's offset (`pending.rs`), never from listing
+    ///    the directory; past [`MAX_SPOOL_FILES`] the slot is set to `f`.
     /// 2. `written`, `synced`: create `tmp/<name>.<sink>.<slot>` (0600,
     ///    `flock`ed while the hook lives: created under a hidden name and
     ///    renamed once locked), write the entry, `fdatasync`.
     /// 3. `tmp_dir_synced`: `fsync` the `tmp/` directory, so the temp
     ///    name survives a power cut before the count below does.
     /// 4. `counted`: set the slot to `.` and `fdatasync` the ledger.
-    /// 5. `renamed`: rename to `spool/<name>.json` (now pending).
-    /// 6. `dir_synced`: `fsync` the spool directory, so the rename is on
-    ///    disk before any drainer deletes the delivered entry.
+    /// 5. `renamed`: rename to `spool/<name>.json` (now pending). Not
+    ///    synced by the hook: the drainer syncs the spool directory once
+    ///    per pass ([`Spool::sync_names`]), so the rename is on disk
+    ///    before it deletes the delivered entry; until then a power cut
+    ///    can only bring back the temp name, which it renames in again.
     ///
     /// A hook that dies after step 1 leaves a temp file whose lock is free
     /// (or nothing). The drainer's [`Spool::sweep_tmp`] finishes it: a
@@ -239,11 +255,6 @@ impl Spool {
     pub fn enqueue(&self, entry: &SpoolEntry) -> Result<PathBuf, SpoolError> {
         let sink_id = entry.sink.id();
         let ledger = self.ledger_path(&sink_id, LEDGER_ENQUEUED);
-        let pending = count_entries(&self.dir, MAX_SPOOL_FILES).map_err(io_err(&self.dir))?;
-        if pending >= MAX_SPOOL_FILES {
-            let _ = self.append_fate(&sink_id, SLOT_FULL);
-            return Err(SpoolError::Full { pending });
-        }
         // The key's first hex digits make names easy to match by eye; only
         // hex digits, so no key can put a name outside the spool.
         let tag: String = entry
@@ -267,6 +278,15 @@ impl Spool {
         // A record that cannot be counted is not kept.
         let slot = self.reserve(&sink_id).map_err(io_err(&ledger))?;
         crash_point("reserved");
+        // The cap, from the mark and the slot's offset (pending.rs): the
+        // spool directory is not read.
+        let pending = self
+            .pending_estimate(&sink_id, slot.offset)
+            .map_err(io_err(&self.dir))?;
+        if pending >= MAX_SPOOL_FILES {
+            let _ = slot.set(SLOT_FULL);
+            return Err(SpoolError::Full { pending });
+        }
         let tmp_dir = self.dir.join("tmp");
         let tmp = tmp_dir.join(format!("{name}.{sink_id}.{}", slot.offset));
         let fail = |path: PathBuf, source: io::Error| {
@@ -297,11 +317,12 @@ impl Spool {
             return Err(fail(dest, source));
         }
         crash_point("renamed");
-        // The entry is counted and pending; a failed directory sync only
-        // means a power cut may bring back its temp name, which the
-        // drainer renames in again.
-        let _ = sync_dir(&self.dir);
-        crash_point("dir_synced");
+        // Acknowledged: the entry is durable under its temp name (step 3)
+        // and counted (step 4). The spool directory is not synced here: a
+        // power cut that loses the rename brings back the temp name, which
+        // the drainer renames in again, and the drainer syncs the spool
+        // directory ([`Spool::sync_names`]) before it delivers and deletes
+        // what it listed.
         Ok(dest)
     }
 
@@ -504,12 +525,35 @@ impl Spool {
     /// [`Spool::sweep_tmp`]). Every step can be repeated: a drainer killed
     /// here leaves work the next one finishes the same way.
     fn recover(&self, path: &Path, base: &str, sink_id: &str, offset: u64) -> bool {
+        match data_dir::open_nofollow(path) {
+            Ok(f) => self.recover_opened(&f, path, base, sink_id, offset),
+            Err(_) => false,
+        }
+    }
+
+    /// [`Spool::recover`] of the temp file `f`, opened at `path`.
+    fn recover_opened(
+        &self,
+        f: &fs::File,
+        path: &Path,
+        base: &str,
+        sink_id: &str,
+        offset: u64,
+    ) -> bool {
         use fs2::FileExt;
-        let Ok(f) = data_dir::open_nofollow(path) else {
+        use std::os::unix::fs::MetadataExt;
+        // Its hook holds the lock until the rename: alive, leave it.
+        let Ok(opened) = f.metadata() else {
             return false;
         };
-        // Its hook holds the lock until the rename: alive, leave it.
-        if !f.metadata().is_ok_and(|m| m.is_file()) || f.try_lock_exclusive().is_err() {
+        if !opened.is_file() || f.try_lock_exclusive().is_err() {
+            return false;
+        }
+        // Free now, but opened before its hook renamed it into the spool
+        // and exited: finished, not dead. Only a file still at its temp
+        // name lost its writer.
+        let here = fs::symlink_metadata(path);
+        if !here.is_ok_and(|m| m.dev() == opened.dev() && m.ino() == opened.ino()) {
             return false;
         }
         let Ok(slot) = self.slot_at(sink_id, offset) else {
@@ -636,11 +680,16 @@ struct Slot {
 }
 
 impl Slot {
-    /// Set the fate and make it durable: one `pwrite` (atomic, and the
-    /// same result however often it is repeated) and an `fdatasync`.
-    fn set_synced(&self, fate: u8) -> io::Result<()> {
+    /// Set the fate: one `pwrite` (atomic, and the same result however
+    /// often it is repeated).
+    fn set(&self, fate: u8) -> io::Result<()> {
         use std::os::unix::fs::FileExt;
-        self.file.write_all_at(&[fate], self.offset)?;
+        self.file.write_all_at(&[fate], self.offset)
+    }
+
+    /// [`Slot::set`] and make it durable (`fdatasync`).
+    fn set_synced(&self, fate: u8) -> io::Result<()> {
+        self.set(fate)?;
         self.file.sync_data()
     }
 }
@@ -1030,11 +1079,15 @@ pub(crate) mod tests {
         for i in 0..MAX_SPOOL_FILES {
             fs::write(s.dir().join(format!("{i:013}-x.json")), b"{}").unwrap();
         }
+        // No mark yet (a spool from before marks): the directory is
+        // counted once.
         let err = s.enqueue(&sample(&"c".repeat(32))).unwrap_err();
         assert!(matches!(err, SpoolError::Full { pending } if pending == MAX_SPOOL_FILES));
         assert_eq!(s.ledger_drops("store"), vec![(DROP_SPOOL_FULL, 1)]);
         assert_eq!(s.ledger("store", "enqueued"), 1);
+        // Room again once a drain (which writes the mark) sees it.
         fs::remove_file(s.dir().join("0000000000000-x.json")).unwrap();
+        s.mark_pending().unwrap();
         s.enqueue(&sample(&"d".repeat(32))).unwrap();
     }
 
@@ -1179,6 +1232,36 @@ pub(crate) mod tests {
             assert_eq!(parse_tmp_name(bad), None, "{bad}");
         }
         assert_eq!(parse_tmp_name("n.http-0a.7"), Some(("n", "http-0a", 7)));
+    }
+
+    /// Issue: a drainer that opened a temp file just before its hook renamed
+    /// it into the spool and exited found the lock free and the name gone,
+    /// took the entry for torn and set its slot to `x`, while the entry was
+    /// pending and then delivered (the books one short; seen once in
+    /// `delivery::concurrent_enqueues_…` after the hook stopped syncing the
+    /// spool directory and so exited sooner after its rename).
+    #[test]
+    fn a_temp_file_renamed_in_after_the_drainer_opened_it_is_left_alone() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        let e = sample(&"a".repeat(32));
+        let (_, offset) = s.append_fate("store", SLOT_INTERRUPTED).unwrap();
+        let base = format!("1700000000000-0000000001-{offset:08x}-abcd");
+        let tmp = s.dir().join("tmp").join(format!("{base}.store.{offset}"));
+        let mut writer = create_locked(&tmp).unwrap();
+        writer.write_all(&serde_json::to_vec(&e).unwrap()).unwrap();
+        // The drainer opens it while the hook still runs...
+        let seen = data_dir::open_nofollow(&tmp).unwrap();
+        // ...the hook counts it, renames it in and exits...
+        s.slot_at("store", offset)
+            .unwrap()
+            .set_synced(SLOT_COUNTED)
+            .unwrap();
+        fs::rename(&tmp, s.dir().join(format!("{base}.json"))).unwrap();
+        drop(writer);
+        // ...and the drainer's lock attempt succeeds: still not its to judge.
+        assert!(!s.recover_opened(&seen, &tmp, &base, "store", offset));
+        assert_eq!(books(&s), (1, 1, vec![]));
     }
 
     /// A hook's temp file is locked under its final name and leaves no

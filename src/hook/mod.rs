@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use clap::Args;
 use serde_json::Value;
 
 use crate::capture::{self, Decision, Disposition, ExtractionState, PolicyState, ToolFamily};
@@ -22,31 +21,10 @@ use crate::cmd::StrategyArg;
 use crate::event::{self, Agent, Event, EventKind};
 use crate::scope::session::{ScopeFields, Session};
 use crate::scope::{self, CaptureConfig, Mode, Scope, ScopeInput, Strategy};
-use crate::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
+use crate::spool::{SinkTarget, Spool, SpoolEntry, SpoolError, ENTRY_VERSION};
 
-#[derive(Debug, Args)]
-pub struct HookArgs {
-    /// The lifecycle event, in any spelling the agent uses
-    /// (SessionStart, session-start, BeforeTool, postToolUse, …).
-    /// Without it the payload's `hook_event_name` is used.
-    #[arg(long, value_name = "EVENT")]
-    pub event: Option<String>,
-    /// The agent running the hook (claude-code, codex, opencode, gemini-cli,
-    /// cursor, qwen-code, copilot, kilo; other names use a generic schema).
-    #[arg(long, value_name = "AGENT", default_value = "generic")]
-    pub agent: String,
-    /// Deliver to this ai-memory compatible server instead of the embedded
-    /// store [env: AI_MEMORY_HOOK_URL].
-    #[arg(long, value_name = "URL")]
-    pub server_url: Option<String>,
-    /// Project strategy when the marker does not choose one.
-    #[arg(long, value_enum, value_name = "STRATEGY")]
-    pub project_strategy: Option<StrategyArg>,
-    /// Print the capture decision for the payload as one JSON object and
-    /// write nothing (no spool, no network, no state).
-    #[arg(long)]
-    pub check_capture: bool,
-}
+mod args;
+pub use args::{parse_fast, HookArgs};
 
 /// Largest payload read from stdin. Agents' payloads are a few KiB; a tool
 /// response can be large, but the record keeps at most a 2,000-byte
@@ -439,14 +417,27 @@ fn enqueue(data_dir: &Path, sink: &SinkTarget, event: &Event, scope: &Scope, dec
             return;
         }
     };
-    if let Err(e) = spool.enqueue(&entry) {
-        eprintln!("memhook: {e}");
-        return;
-    }
+    let full = match spool.enqueue(&entry) {
+        Ok(_) => false,
+        // A full spool needs a drainer most: its mark is what makes room
+        // (spool/pending.rs).
+        Err(e @ SpoolError::Full { .. }) => {
+            eprintln!("memhook: {e}");
+            true
+        }
+        Err(e) => {
+            eprintln!("memhook: {e}");
+            return;
+        }
+    };
     // Session start delivers in the foreground (within its budget) before
     // composing the briefing; every other event leaves it to the drainer.
-    if event.kind != EventKind::SessionStart {
+    if full {
         spawn_drainer(data_dir, sink);
+    } else if event.kind != EventKind::SessionStart {
+        if let Err(e) = crate::drain::spawn_after_enqueue(data_dir, sink) {
+            eprintln!("memhook: cannot start the background drainer ({e}); records stay queued");
+        }
     }
 }
 
