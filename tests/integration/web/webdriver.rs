@@ -12,6 +12,8 @@ use serde_json::{json, Value};
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// How long chromedriver has to answer `/status`.
 const DRIVER_START: Duration = Duration::from_secs(30);
+/// Longest wait for the page a click leads to.
+const NAVIGATION_WAIT: Duration = Duration::from_secs(15);
 
 /// A running chromedriver with one browser session; both end on drop.
 pub struct Browser {
@@ -171,9 +173,36 @@ impl Browser {
             .collect()
     }
 
+    /// Click the element `css` and wait until the page it leads to has
+    /// loaded: every click in these tests follows a link or submits a
+    /// form, and WebDriver may answer a click before a form's POST has
+    /// brought the next page.
     pub fn click(&self, css: &str) {
         let e = self.find(css);
+        self.eval("window.__memhookOldPage = true; return null;");
         self.cmd("POST", &self.s(&format!("/element/{e}/click")), None);
+        let deadline = Instant::now() + NAVIGATION_WAIT;
+        loop {
+            let v = self.try_cmd(
+                "POST",
+                &self.s("/execute/sync"),
+                Some(json!({
+                    "script": "return window.__memhookOldPage === undefined \
+                               && document.readyState === 'complete';",
+                    "args": []
+                })),
+            );
+            // During the navigation the script may fail (no document yet):
+            // an error object, not `true`.
+            if v == json!(true) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "clicking {css} brought no new page within {NAVIGATION_WAIT:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Replace the text of the input or textarea `css` with `text`.
