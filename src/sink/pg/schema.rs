@@ -83,6 +83,17 @@ pub const MIGRATIONS: &[&str] = &[
         created TEXT NOT NULL,
         revoked TEXT
      );"#,
+    // 2: partial indexes for the briefing's per-session reads (found with
+    // EXPLAIN ANALYZE on 100k records, docs/benchmarks.md): each holds only
+    // the rows its query wants, so a session's failures, files and prompts
+    // are read without visiting the session's other records. The failure
+    // predicate is `read::FAILED`, word for word (a partial index is used
+    // only when the query implies its predicate; a test checks they agree).
+    r#"CREATE INDEX records_session_failures ON records (session_row, occurred_ms)
+        WHERE (event = 'post-tool-use-failure' OR coalesce(outcome = 'error', false));
+     CREATE INDEX records_session_files ON records (session_row) WHERE files IS NOT NULL;
+     CREATE INDEX records_session_prompts ON records (session_row, occurred_ms)
+        WHERE event = 'user-prompt';"#,
 ];
 
 /// The schema version this build writes.
@@ -137,4 +148,19 @@ fn migrate_locked(client: &mut Client) -> Result<Migrated, postgres::Error> {
         applied += 1;
     }
     Ok(Migrated::Current { applied })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_failure_index_has_the_failure_queries_predicate() {
+        let failures = MIGRATIONS[1];
+        assert!(
+            failures.contains(&format!("WHERE {}", super::super::read::FAILED)),
+            "{failures}"
+        );
+        assert_eq!(SCHEMA_VERSION, 2);
+    }
 }
