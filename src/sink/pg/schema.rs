@@ -96,6 +96,24 @@ pub const MIGRATIONS: &[&str] = &[
         WHERE event = 'user-prompt';"#,
 ];
 
+/// Test-only, honoured by debug builds alone (release builds never read
+/// it): milliseconds to wait between reading the schema version and
+/// applying the missing migrations, so a test can show that servers
+/// starting at once would all migrate without the advisory lock.
+pub const TEST_PAUSE_ENV: &str = "MEMHOOK_TEST_MIGRATE_PAUSE_MS";
+
+fn test_pause() {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    if let Some(ms) = std::env::var(TEST_PAUSE_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 
@@ -135,6 +153,9 @@ fn migrate_locked(client: &mut Client) -> Result<Migrated, postgres::Error> {
         .get(0);
     if have > SCHEMA_VERSION {
         return Ok(Migrated::TooNew { version: have });
+    }
+    if have < SCHEMA_VERSION {
+        test_pause();
     }
     let mut applied = 0;
     for (i, step) in MIGRATIONS.iter().enumerate().skip(have as usize) {
