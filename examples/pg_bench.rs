@@ -180,13 +180,13 @@ fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
 fn history_record(i: usize) -> Record {
     let mut r = record(i, 0xb1);
     r.occurred_ms = 1_700_000_000_000 + i as u64 * 1000;
-    if i % 25 == 0 {
+    if i.is_multiple_of(25) {
         r.event = "user-prompt".into();
         r.native_event = "UserPromptSubmit".into();
         r.tool = None;
         r.title = Some(format!("prompt {i}: fix the parser for case {}", i % 97));
         r.body = None;
-    } else if i % 3 == 0 {
+    } else if i.is_multiple_of(3) {
         let t = r.tool.as_mut().expect("a tool record");
         t.family = "file".into();
         t.name = Some("Edit".into());

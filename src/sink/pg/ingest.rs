@@ -132,11 +132,11 @@ const INSERT_RECORDS: &str = "INSERT INTO records (key, occurred_ms, project_id,
      ON CONFLICT (key) DO NOTHING
      RETURNING key";
 
-/// For each of `scopes` (sorted), its project id and session row id.
-fn lookup(
-    conn: &mut Conn,
-    scopes: &[Scope<'_>],
-) -> Result<Vec<(Option<i64>, Option<i64>)>, postgres::Error> {
+/// A scope's project id and session row id, `None` where missing.
+type Ids = (Option<i64>, Option<i64>);
+
+/// For each of `scopes` (sorted), its [`Ids`].
+fn lookup(conn: &mut Conn, scopes: &[Scope<'_>]) -> Result<Vec<Ids>, postgres::Error> {
     let ws: Vec<&str> = scopes.iter().map(|s| s.0).collect();
     let ps: Vec<&str> = scopes.iter().map(|s| s.1).collect();
     let agents: Vec<&str> = scopes.iter().map(|s| s.2).collect();
@@ -155,19 +155,19 @@ fn lookup(
 fn rollups_and_commit(projects: &BTreeMap<i64, Fold>, sessions: &BTreeMap<i64, Fold>) -> String {
     let mut sql = String::new();
     for (id, f) in projects {
-        let _ = write!(
+        let _ = writeln!(
             sql,
             "UPDATE projects SET first_ms = least(first_ms, {}), \
-             last_ms = greatest(last_ms, {}) WHERE id = {id};\n",
+             last_ms = greatest(last_ms, {}) WHERE id = {id};",
             f.first_ms, f.last_ms
         );
     }
     for (id, f) in sessions {
-        let _ = write!(
+        let _ = writeln!(
             sql,
             "UPDATE sessions SET first_ms = least(first_ms, {}), \
              last_ms = greatest(last_ms, {}), events = events + {}, work = work + {} \
-             WHERE id = {id};\n",
+             WHERE id = {id};",
             f.first_ms, f.last_ms, f.events, f.work
         );
     }
@@ -208,7 +208,7 @@ pub fn insert_each(
         conn.client.execute(&stmt, &[&ws, &ps, &ms]).map_err(e)?;
         ids = lookup(conn, &scopes).map_err(e)?;
     }
-    let session_missing = |ids: &[(Option<i64>, Option<i64>)]| {
+    let session_missing = |ids: &[Ids]| {
         scopes
             .iter()
             .zip(ids)
