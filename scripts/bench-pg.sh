@@ -2,7 +2,9 @@
 # Drain → memhook serve → PostgreSQL vs → SQLite (examples/pg_bench.rs) on a
 # throwaway PostgreSQL cluster with default durability (fsync on), started
 # here on a free loopback port and removed afterwards. As root the cluster
-# runs as nobody. Usage: scripts/bench-pg.sh [RECORDS] [ROUNDS]
+# runs as nobody. Usage:
+#   scripts/bench-pg.sh [RECORDS] [ROUNDS]               throughput
+#   scripts/bench-pg.sh briefing [RECORDS] [REQUESTS]    GET /handoff latency
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
@@ -24,4 +26,4 @@ trap cleanup EXIT
   -o "-p $port -k $dir/sock -c listen_addresses=127.0.0.1" start >/dev/null)
 "${run[@]}" "$bin/psql" -h "$dir/sock" -p "$port" -U memhook -d postgres -qc 'CREATE DATABASE bench'
 MEMHOOK_DATABASE_URL="postgres://memhook:bench-pw@127.0.0.1:$port/bench" \
-  target/release/examples/pg_bench "${1:-10000}" "${2:-3}"
+  target/release/examples/pg_bench "$@"

@@ -1,7 +1,9 @@
 //! `memhook forget`: remove captured records for good — from the store (so
 //! the text is in no page of the database, its WAL or the full-text index)
 //! and from the spool, where records of that scope may still wait for
-//! delivery. A dry run by default: it says what would go.
+//! delivery. A dry run by default: it says what would go. With `--database`
+//! (or `MEMHOOK_DATABASE_URL`) the store is a team server's PostgreSQL
+//! database instead of the data dir's SQLite file (`sink/pg/forget.rs`).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -13,7 +15,8 @@ use crate::cmd::CmdResult;
 use crate::data_dir;
 use crate::drain;
 use crate::names;
-use crate::sink::store::{Forgotten, Selector, Store, STORE_FILE};
+use crate::sink::pg::PgStore;
+use crate::sink::store::{ForgetError, Forgotten, Selector, Store, STORE_FILE};
 use crate::spool::{SinkTarget, Spool};
 
 /// How long `forget --yes` waits for a running drainer to let go of the
@@ -44,6 +47,10 @@ pub struct ForgetArgs {
     /// never the text) instead of forgetting.
     #[arg(long, conflicts_with_all = ["record", "session", "project", "before", "yes"])]
     pub history: bool,
+    /// Forget in a team server's PostgreSQL database instead of the data
+    /// dir's SQLite store (default: MEMHOOK_DATABASE_URL when set).
+    #[command(flatten)]
+    pub db: crate::sink::pg::config::DatabaseArgs,
 }
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -185,31 +192,71 @@ pub fn forget_with(
     })
 }
 
-/// `memhook forget`.
+/// `memhook forget`. On PostgreSQL a database that cannot be reached (or
+/// fails) is exit 1, as for `memhook token`.
 pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
     let dir = data_dir::resolve(data_dir)?;
+    let pg = args.db.target()?.map(|t| PgStore::new(t, &dir));
+    let failed = |e: &dyn std::fmt::Display| {
+        eprintln!("memhook: forget: {e}");
+        Ok(ExitCode::from(1))
+    };
     if args.history {
-        if dir.join(STORE_FILE).exists() {
-            for e in Store::open(&dir)?.forget_log()? {
-                println!(
-                    "{} forgot {} records, {} sessions, {} projects: {}",
-                    crate::timefmt::rfc3339_ms(e.at_ms),
-                    e.records,
-                    e.sessions,
-                    e.projects,
-                    crate::term::line(&e.selector)
-                );
-            }
+        let log = match &pg {
+            Some(pg) => match pg.forget_log() {
+                Ok(log) => log,
+                Err(e) => return failed(&e),
+            },
+            None if dir.join(STORE_FILE).exists() => Store::open(&dir)?.forget_log()?,
+            None => Vec::new(),
+        };
+        for e in log {
+            println!(
+                "{} forgot {} records, {} sessions, {} projects: {}",
+                crate::timefmt::rfc3339_ms(e.at_ms),
+                e.records,
+                e.sessions,
+                e.projects,
+                crate::term::line(&e.selector)
+            );
         }
         return Ok(ExitCode::SUCCESS);
     }
     let sel = selector(args)?;
     let what = sel.describe();
-    if !dir.join(STORE_FILE).exists() && !dir.join("spool").is_dir() {
-        println!("memhook forget: nothing is stored in {}", dir.display());
-        return Ok(ExitCode::SUCCESS);
-    }
-    let report = forget_in(&dir, &sel, args.yes)?;
+    let report = match &pg {
+        None => {
+            if !dir.join(STORE_FILE).exists() && !dir.join("spool").is_dir() {
+                println!("memhook forget: nothing is stored in {}", dir.display());
+                return Ok(ExitCode::SUCCESS);
+            }
+            forget_in(&dir, &sel, args.yes)?
+        }
+        Some(pg) => {
+            // The data dir's pending records of that scope go too, as with
+            // the SQLite store; without a spool there is nothing to lock.
+            let out = if dir.join("spool").is_dir() {
+                forget_with(&dir, &sel, args.yes, || {
+                    Ok(Some(pg.forget(&sel, args.yes)?))
+                })
+            } else {
+                pg.forget(&sel, args.yes)
+                    .map(|f| Report {
+                        applied: args.yes,
+                        stored: Some(f),
+                        pending: 0,
+                    })
+                    .map_err(Error::from)
+            };
+            match out {
+                Ok(report) => report,
+                Err(e) => match e.downcast_ref::<ForgetError>() {
+                    Some(ForgetError::Store(s)) => return failed(s),
+                    _ => return Err(e),
+                },
+            }
+        }
+    };
     let (records, sessions, projects) = report
         .stored
         .as_ref()
@@ -234,13 +281,20 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
              records: {what}",
             report.pending
         );
-        if report.wal_pending() {
+        if pg.is_none() && report.wal_pending() {
             eprintln!(
                 "memhook: another process is reading the store, so its write-ahead log \
                  ({}-wal) could not be emptied yet; the forgotten text leaves it at the \
                  next checkpoint (run `memhook forget` again with the same arguments to \
                  retry now)",
                 dir.join(STORE_FILE).display()
+            );
+        }
+        if let Some(pg) = pg.as_ref().filter(|_| records > 0) {
+            eprintln!(
+                "memhook: {}: {}",
+                pg.describe(),
+                crate::sink::pg::forget::PROMISE
             );
         }
     }

@@ -173,12 +173,7 @@ impl Backend {
             Backend::Sqlite { .. } => {
                 "The text leaves the database file, its write-ahead log and the search index"
             }
-            Backend::Postgres(_) => {
-                "The text leaves every query and the search index of the PostgreSQL database \
-                 at once, and VACUUM frees its space for reuse; its bytes stay in the \
-                 database's files until overwritten, and in its write-ahead log and backups \
-                 until those expire (see docs/postgres.md)"
-            }
+            Backend::Postgres(_) => crate::sink::pg::forget::PROMISE,
         }
     }
 }

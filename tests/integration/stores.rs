@@ -458,7 +458,11 @@ fn servers_starting_at_once_migrate_once() {
         return;
     };
     let homes: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let env = db.env();
+    let mut env = db.env();
+    // Each waits between reading the schema version and migrating (debug
+    // builds only): without the advisory lock all three would read "none"
+    // and migrate, and two would fail or report a migration.
+    env.push((memhook::sink::pg::schema::TEST_PAUSE_ENV, "700".into()));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     // All three spawned before any is waited for: they migrate at once.
     let starting: Vec<_> = homes

@@ -271,6 +271,7 @@ fn forget(req: &Req<'_>, backend: &Backend) -> Response {
         before: field("before"),
         yes: false,
         history: false,
+        db: Default::default(),
     };
     let apply = v.get("apply").and_then(Value::as_bool).unwrap_or(false);
     let sel = match crate::forget::selector(&args) {

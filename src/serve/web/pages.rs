@@ -557,6 +557,7 @@ fn forget_args(q: &Query) -> ForgetArgs {
         before: get("before"),
         yes: false,
         history: false,
+        db: Default::default(),
     }
 }
 

@@ -34,6 +34,13 @@ use crate::timefmt::now_ms;
 /// selected scope (each round locks what the last one found).
 pub const MAX_LOCK_ROUNDS: usize = 4;
 
+/// What forgetting promises about the text on PostgreSQL (the web view's
+/// confirmation page, `memhook forget --database --yes`).
+pub const PROMISE: &str = "The text leaves every query and the search index of the PostgreSQL \
+     database at once, and VACUUM frees its space for reuse; its bytes stay in the database's \
+     files until overwritten, and in its write-ahead log and backups until those expire (see \
+     docs/postgres.md)";
+
 /// The tables `VACUUM` runs on after a forget.
 pub const VACUUMED_TABLES: &str = "records, sessions, projects";
 

@@ -1,17 +1,26 @@
 //! Records into PostgreSQL: exactly once on the key, whichever server
 //! receives them and however often.
 //!
-//! One transaction per call (a group of requests):
-//! 1. the projects and sessions the records name are created if missing
-//!    (`INSERT … ON CONFLICT DO NOTHING`, in key order, then looked up);
-//! 2. the records, in arrival order, in one `INSERT … SELECT FROM unnest(…)
+//! One transaction per call (a group of requests), in four round trips when
+//! the projects and sessions exist (each statement is prepared once per
+//! connection, [`Conn::prepared`]):
+//! 1. `BEGIN`;
+//! 2. one lookup of the ids of every (project, session) the records name.
+//!    Those missing are created (`INSERT … ON CONFLICT DO NOTHING`, in key
+//!    order) and looked up again: two more round trips for a new project,
+//!    two for new sessions;
+//! 3. the records, in arrival order, in one `INSERT … SELECT FROM unnest(…)
 //!    ON CONFLICT (key) DO NOTHING RETURNING key`: a key stored before —
 //!    or being stored by another server right now, whose transaction this
 //!    one waits for — is not returned, so it is a replay here;
-//! 3. the roll-ups of the projects and sessions that got new records, each
-//!    an atomic `UPDATE … SET events = events + n, first_ms = least(…)`,
-//!    in id order. Counters are only ever added to by the transaction that
-//!    inserted the records they count, so concurrent servers lose no update.
+//! 4. the roll-ups of the projects and sessions that got new records and
+//!    `COMMIT`, sent together: one atomic `UPDATE … SET events = events +
+//!    n, first_ms = least(…)` per row, projects then sessions, each in id
+//!    order (the order forget locks them in, so concurrent writers queue
+//!    rather than deadlock). Counters are only ever added to by the
+//!    transaction that inserted the records they count, so concurrent
+//!    servers lose no update. The statements carry only integers, written
+//!    by this code.
 //!
 //! Each record keeps the name of the token that delivered it
 //! (`records.token_name`); a replay changes nothing, so a record keeps its
@@ -22,9 +31,9 @@
 //! (see `read.rs`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
 
-use postgres::Client;
-
+use super::{Conn, PgError};
 use crate::record::Record;
 use crate::sink::store::WORK_EVENTS;
 
@@ -78,84 +87,168 @@ fn session_of(r: &Record) -> Option<&str> {
     r.session_id.as_deref().filter(|s| !s.is_empty())
 }
 
+/// Where a record belongs: workspace, project, agent, session (if any).
+type Scope<'a> = (&'a str, &'a str, &'a str, Option<&'a str>);
+
+fn scope_of(r: &Record) -> Scope<'_> {
+    (
+        r.scope.workspace.as_str(),
+        r.scope.project.as_str(),
+        r.agent.as_str(),
+        session_of(r),
+    )
+}
+
+/// The ids of each scope's project and session row, `None` where missing.
+const LOOKUP: &str = "SELECT u.o, p.id, s.id
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+          WITH ORDINALITY AS u(uw, up, ua, us, o)
+     LEFT JOIN projects p ON p.workspace = u.uw AND p.project = u.up
+     LEFT JOIN sessions s ON s.project_id = p.id AND s.agent = u.ua AND s.session_id = u.us";
+
+const INSERT_PROJECTS: &str = "INSERT INTO projects (workspace, project, first_ms, last_ms)
+     SELECT w, p, m, m FROM unnest($1::text[], $2::text[], $3::bigint[])
+            WITH ORDINALITY AS u(w, p, m, o) ORDER BY o
+     ON CONFLICT (workspace, project) DO NOTHING";
+
+const INSERT_SESSIONS: &str =
+    "INSERT INTO sessions (project_id, agent, session_id, first_ms, last_ms)
+     SELECT p, a, s, m, m FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[])
+            WITH ORDINALITY AS u(p, a, s, m, o) ORDER BY o
+     ON CONFLICT (project_id, agent, session_id) DO NOTHING";
+
+const INSERT_RECORDS: &str = "INSERT INTO records (key, occurred_ms, project_id, session_row,
+        agent, event, native_event, session_id, cwd, subagent, tool_family, tool_name,
+        tool_call_id, outcome, disposition, title, body, files, search, token_name)
+     SELECT k, ms, p, sr, a, e, ne, s, c, sub, tf, tn, tc, oc, d, ti, b, f::jsonb,
+            to_tsvector('simple', doc), tok
+     FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[],
+            $6::text[], $7::text[], $8::text[], $9::text[], $10::bool[], $11::text[],
+            $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[],
+            $18::text[], $19::text[], $20::text[])
+          WITH ORDINALITY
+          AS u(k, ms, p, sr, a, e, ne, s, c, sub, tf, tn, tc, oc, d, ti, b, f, doc, tok, o)
+     ORDER BY o
+     ON CONFLICT (key) DO NOTHING
+     RETURNING key";
+
+/// A scope's project id and session row id, `None` where missing.
+type Ids = (Option<i64>, Option<i64>);
+
+/// For each of `scopes` (sorted), its [`Ids`].
+fn lookup(conn: &mut Conn, scopes: &[Scope<'_>]) -> Result<Vec<Ids>, postgres::Error> {
+    let ws: Vec<&str> = scopes.iter().map(|s| s.0).collect();
+    let ps: Vec<&str> = scopes.iter().map(|s| s.1).collect();
+    let agents: Vec<&str> = scopes.iter().map(|s| s.2).collect();
+    let sids: Vec<Option<&str>> = scopes.iter().map(|s| s.3).collect();
+    let stmt = conn.prepared(LOOKUP)?;
+    let mut out = vec![(None, None); scopes.len()];
+    for row in conn.client.query(&stmt, &[&ws, &ps, &agents, &sids])? {
+        let o: i64 = row.get(0);
+        out[o as usize - 1] = (row.get(1), row.get(2));
+    }
+    Ok(out)
+}
+
+/// The roll-up updates of `projects` then `sessions` (each in id order)
+/// and `COMMIT`, as one simple-query string: integers only.
+fn rollups_and_commit(projects: &BTreeMap<i64, Fold>, sessions: &BTreeMap<i64, Fold>) -> String {
+    let mut sql = String::new();
+    for (id, f) in projects {
+        let _ = writeln!(
+            sql,
+            "UPDATE projects SET first_ms = least(first_ms, {}), \
+             last_ms = greatest(last_ms, {}) WHERE id = {id};",
+            f.first_ms, f.last_ms
+        );
+    }
+    for (id, f) in sessions {
+        let _ = writeln!(
+            sql,
+            "UPDATE sessions SET first_ms = least(first_ms, {}), \
+             last_ms = greatest(last_ms, {}), events = events + {}, work = work + {} \
+             WHERE id = {id};",
+            f.first_ms, f.last_ms, f.events, f.work
+        );
+    }
+    sql.push_str("COMMIT");
+    sql
+}
+
 /// Store `records` (each with the name of the token that delivered it,
-/// `None` for none) in one transaction; for each, whether it was new.
+/// `None` for none) in one transaction; for each, whether it was new. `db`
+/// names the database in errors.
 pub fn insert_each(
-    client: &mut Client,
+    conn: &mut Conn,
+    db: &str,
     delivered: &[(&Record, Option<&str>)],
-) -> Result<Vec<bool>, postgres::Error> {
-    let records: Vec<&Record> = delivered.iter().map(|(r, _)| *r).collect();
-    let records = records.as_slice();
-    let mut tx = client.transaction()?;
+) -> Result<Vec<bool>, PgError> {
+    let e = |x: postgres::Error| PgError::of(db, &x);
+    conn.client.batch_execute("BEGIN").map_err(e)?;
 
-    // 1a. Projects, in key order, then their ids.
-    let mut projects: BTreeMap<(&str, &str), i64> = BTreeMap::new();
-    for r in records {
+    // 2. The (project, session) rows: looked up, created where missing.
+    let mut first_ms: BTreeMap<Scope<'_>, i64> = BTreeMap::new();
+    for (r, _) in delivered {
         let ms = r.occurred_ms as i64;
-        let e = projects
-            .entry((r.scope.workspace.as_str(), r.scope.project.as_str()))
-            .or_insert(ms);
-        *e = (*e).min(ms);
+        let m = first_ms.entry(scope_of(r)).or_insert(ms);
+        *m = (*m).min(ms);
     }
-    let ws: Vec<&str> = projects.keys().map(|k| k.0).collect();
-    let ps: Vec<&str> = projects.keys().map(|k| k.1).collect();
-    let ms: Vec<i64> = projects.values().copied().collect();
-    tx.execute(
-        "INSERT INTO projects (workspace, project, first_ms, last_ms)
-         SELECT w, p, m, m FROM unnest($1::text[], $2::text[], $3::bigint[])
-                WITH ORDINALITY AS u(w, p, m, o) ORDER BY o
-         ON CONFLICT (workspace, project) DO NOTHING",
-        &[&ws, &ps, &ms],
-    )?;
-    let mut project_ids: HashMap<(String, String), i64> = HashMap::new();
-    for row in tx.query(
-        "SELECT p.id, p.workspace, p.project FROM projects p
-         JOIN unnest($1::text[], $2::text[]) AS u(w, p) ON p.workspace = u.w AND p.project = u.p",
-        &[&ws, &ps],
-    )? {
-        project_ids.insert((row.get(1), row.get(2)), row.get(0));
-    }
-    let project_id =
-        |r: &Record| -> i64 { project_ids[&(r.scope.workspace.clone(), r.scope.project.clone())] };
-
-    // 1b. Sessions, the same way.
-    let mut sessions: BTreeMap<(i64, &str, &str), i64> = BTreeMap::new();
-    for r in records {
-        if let Some(sid) = session_of(r) {
-            let ms = r.occurred_ms as i64;
-            let e = sessions
-                .entry((project_id(r), r.agent.as_str(), sid))
-                .or_insert(ms);
-            *e = (*e).min(ms);
+    let scopes: Vec<Scope<'_>> = first_ms.keys().copied().collect();
+    let mut ids = lookup(conn, &scopes).map_err(e)?;
+    if ids.iter().any(|(p, _)| p.is_none()) {
+        let mut missing: BTreeMap<(&str, &str), i64> = BTreeMap::new();
+        for (s, _) in scopes.iter().zip(&ids).filter(|(_, (p, _))| p.is_none()) {
+            let m = missing.entry((s.0, s.1)).or_insert(first_ms[s]);
+            *m = (*m).min(first_ms[s]);
         }
+        let ws: Vec<&str> = missing.keys().map(|k| k.0).collect();
+        let ps: Vec<&str> = missing.keys().map(|k| k.1).collect();
+        let ms: Vec<i64> = missing.values().copied().collect();
+        let stmt = conn.prepared(INSERT_PROJECTS).map_err(e)?;
+        conn.client.execute(&stmt, &[&ws, &ps, &ms]).map_err(e)?;
+        ids = lookup(conn, &scopes).map_err(e)?;
     }
-    let mut session_ids: HashMap<(i64, String, String), i64> = HashMap::new();
-    if !sessions.is_empty() {
-        let pids: Vec<i64> = sessions.keys().map(|k| k.0).collect();
-        let agents: Vec<&str> = sessions.keys().map(|k| k.1).collect();
-        let sids: Vec<&str> = sessions.keys().map(|k| k.2).collect();
-        let ms: Vec<i64> = sessions.values().copied().collect();
-        tx.execute(
-            "INSERT INTO sessions (project_id, agent, session_id, first_ms, last_ms)
-             SELECT p, a, s, m, m FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[])
-                    WITH ORDINALITY AS u(p, a, s, m, o) ORDER BY o
-             ON CONFLICT (project_id, agent, session_id) DO NOTHING",
-            &[&pids, &agents, &sids, &ms],
-        )?;
-        for row in tx.query(
-            "SELECT s.id, s.project_id, s.agent, s.session_id FROM sessions s
-             JOIN unnest($1::bigint[], $2::text[], $3::text[]) AS u(p, a, s)
-               ON s.project_id = u.p AND s.agent = u.a AND s.session_id = u.s",
-            &[&pids, &agents, &sids],
-        )? {
-            session_ids.insert((row.get(1), row.get(2), row.get(3)), row.get(0));
-        }
-    }
-    let session_row = |r: &Record| -> Option<i64> {
-        session_of(r).map(|sid| session_ids[&(project_id(r), r.agent.clone(), sid.to_string())])
+    let session_missing = |ids: &[Ids]| {
+        scopes
+            .iter()
+            .zip(ids)
+            .any(|(s, (_, row))| s.3.is_some() && row.is_none())
     };
+    if session_missing(&ids) {
+        let mut missing: BTreeMap<(i64, &str, &str), i64> = BTreeMap::new();
+        for (s, (p, row)) in scopes.iter().zip(&ids) {
+            if let (Some(p), Some(sid), None) = (p, s.3, row) {
+                missing.insert((*p, s.2, sid), first_ms[s]);
+            }
+        }
+        let pids: Vec<i64> = missing.keys().map(|k| k.0).collect();
+        let agents: Vec<&str> = missing.keys().map(|k| k.1).collect();
+        let sids: Vec<&str> = missing.keys().map(|k| k.2).collect();
+        let ms: Vec<i64> = missing.values().copied().collect();
+        let stmt = conn.prepared(INSERT_SESSIONS).map_err(e)?;
+        conn.client
+            .execute(&stmt, &[&pids, &agents, &sids, &ms])
+            .map_err(e)?;
+        ids = lookup(conn, &scopes).map_err(e)?;
+    }
+    if ids.iter().any(|(p, _)| p.is_none()) || session_missing(&ids) {
+        // Only a forget that removed a row created above, between the two
+        // statements, gets here: nothing is committed, the sender retries.
+        return Err(PgError::Unavailable {
+            db: db.to_string(),
+            reason: "a project or session was forgotten while records for it were being \
+                     stored; retry"
+                .into(),
+        });
+    }
+    let index: HashMap<Scope<'_>, (i64, Option<i64>)> = scopes
+        .iter()
+        .zip(&ids)
+        .map(|(s, (p, row))| (*s, (p.expect("checked above"), *row)))
+        .collect();
+    let rows = |r: &Record| index[&scope_of(r)];
 
-    // 2. The records: the first of each key in this call is a candidate.
+    // 3. The records: the first of each key in this call is a candidate.
     let mut seen = HashSet::new();
     let (candidates, token_names): (Vec<&Record>, Vec<Option<&str>>) = delivered
         .iter()
@@ -167,8 +260,8 @@ pub fn insert_each(
     };
     let keys: Vec<&str> = candidates.iter().map(|r| r.key.as_str()).collect();
     let times: Vec<i64> = candidates.iter().map(|r| r.occurred_ms as i64).collect();
-    let pids: Vec<i64> = candidates.iter().map(|r| project_id(r)).collect();
-    let srows: Vec<Option<i64>> = candidates.iter().map(|r| session_row(r)).collect();
+    let pids: Vec<i64> = candidates.iter().map(|r| rows(r).0).collect();
+    let srows: Vec<Option<i64>> = candidates.iter().map(|r| rows(r).1).collect();
     let agents: Vec<&str> = candidates.iter().map(|r| r.agent.as_str()).collect();
     let events: Vec<&str> = candidates.iter().map(|r| r.event.as_str()).collect();
     let natives: Vec<&str> = candidates.iter().map(|r| r.native_event.as_str()).collect();
@@ -188,22 +281,11 @@ pub fn insert_each(
             .flatten()
     });
     let docs: Vec<String> = candidates.iter().map(|r| search_document(r)).collect();
-    let new: HashSet<String> = tx
+    let stmt = conn.prepared(INSERT_RECORDS).map_err(e)?;
+    let new: HashSet<String> = conn
+        .client
         .query(
-            "INSERT INTO records (key, occurred_ms, project_id, session_row, agent, event,
-                native_event, session_id, cwd, subagent, tool_family, tool_name, tool_call_id,
-                outcome, disposition, title, body, files, search, token_name)
-             SELECT k, ms, p, sr, a, e, ne, s, c, sub, tf, tn, tc, oc, d, ti, b, f::jsonb,
-                    to_tsvector('simple', doc), tok
-             FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[],
-                    $6::text[], $7::text[], $8::text[], $9::text[], $10::bool[], $11::text[],
-                    $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[],
-                    $18::text[], $19::text[], $20::text[])
-                  WITH ORDINALITY
-                  AS u(k, ms, p, sr, a, e, ne, s, c, sub, tf, tn, tc, oc, d, ti, b, f, doc, tok, o)
-             ORDER BY o
-             ON CONFLICT (key) DO NOTHING
-             RETURNING key",
+            &stmt,
             &[
                 &keys,
                 &times,
@@ -226,47 +308,33 @@ pub fn insert_each(
                 &docs,
                 &token_names,
             ],
-        )?
+        )
+        .map_err(e)?
         .into_iter()
         .map(|row| row.get(0))
         .collect();
 
-    // 3. Roll-ups of what is new, in id order.
+    // 4. Roll-ups of what is new, in id order, and the commit.
     let mut project_folds: BTreeMap<i64, Fold> = BTreeMap::new();
     let mut session_folds: BTreeMap<i64, Fold> = BTreeMap::new();
     for r in candidates.iter().filter(|r| new.contains(&r.key)) {
         let ms = r.occurred_ms as i64;
         let work = i64::from(WORK_EVENTS.contains(&r.event.as_str()));
-        project_folds
-            .entry(project_id(r))
-            .or_default()
-            .add(ms, work);
-        if let Some(row) = session_row(r) {
+        let (project, session) = rows(r);
+        project_folds.entry(project).or_default().add(ms, work);
+        if let Some(row) = session {
             session_folds.entry(row).or_default().add(ms, work);
         }
     }
-    for (id, f) in &project_folds {
-        tx.execute(
-            "UPDATE projects SET first_ms = least(first_ms, $2), last_ms = greatest(last_ms, $3)
-             WHERE id = $1",
-            &[id, &f.first_ms, &f.last_ms],
-        )?;
-    }
-    for (id, f) in &session_folds {
-        tx.execute(
-            "UPDATE sessions SET first_ms = least(first_ms, $2), last_ms = greatest(last_ms, $3),
-                events = events + $4, work = work + $5
-             WHERE id = $1",
-            &[id, &f.first_ms, &f.last_ms, &f.events, &f.work],
-        )?;
-    }
-    tx.commit()?;
+    conn.client
+        .batch_execute(&rollups_and_commit(&project_folds, &session_folds))
+        .map_err(e)?;
 
     // Fates in the order given: the first of a new key is new, the rest not.
     let mut first = HashSet::new();
-    Ok(records
+    Ok(delivered
         .iter()
-        .map(|r| new.contains(&r.key) && first.insert(r.key.as_str()))
+        .map(|(r, _)| new.contains(&r.key) && first.insert(r.key.as_str()))
         .collect())
 }
 
@@ -288,5 +356,30 @@ mod tests {
         r.body = None;
         r.files.clear();
         assert_eq!(search_document(&r), "");
+    }
+
+    #[test]
+    fn rollups_go_projects_then_sessions_in_id_order_then_commit() {
+        let fold = |ms: i64, n: i64| {
+            let mut f = Fold::default();
+            for _ in 0..n {
+                f.add(ms, 1);
+            }
+            f
+        };
+        let projects: BTreeMap<i64, Fold> = [(9, fold(5, 1)), (2, fold(7, 2))].into();
+        let sessions: BTreeMap<i64, Fold> = [(4, fold(3, 3)), (1, fold(8, 1))].into();
+        let sql = rollups_and_commit(&projects, &sessions);
+        let ids: Vec<&str> = sql
+            .lines()
+            .map(|l| l.rsplit("WHERE id = ").next().unwrap_or(l))
+            .collect();
+        assert_eq!(ids, ["2;", "9;", "1;", "4;", "COMMIT"]);
+        assert!(sql.starts_with("UPDATE projects SET first_ms = least(first_ms, 7), last_ms = greatest(last_ms, 7) WHERE id = 2;"));
+        assert!(sql.contains("UPDATE sessions SET first_ms = least(first_ms, 3), last_ms = greatest(last_ms, 3), events = events + 3, work = work + 3 WHERE id = 4;"));
+        assert_eq!(
+            rollups_and_commit(&BTreeMap::new(), &BTreeMap::new()),
+            "COMMIT"
+        );
     }
 }

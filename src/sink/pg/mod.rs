@@ -33,13 +33,14 @@ pub mod read;
 pub mod schema;
 pub mod tokens;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use postgres::{Client, NoTls};
+use postgres::{Client, NoTls, Statement};
 
 use crate::record::Record;
 
@@ -64,6 +65,15 @@ pub const RECONNECT_PAUSE: Duration = Duration::from_millis(500);
 pub const TCP_USER_TIMEOUT: Duration = Duration::from_secs(15);
 /// Idle time before the first keepalive probe.
 pub const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
+/// How the briefing's read transaction starts. Its queries each read one
+/// session's or a few sessions' records (thousands of rows at most), where
+/// starting parallel workers costs more than it saves: with 100k records
+/// the planner, overestimating the file list's rows, sent the files query
+/// to two workers and took 8 ms for 1.5 ms of work (docs/benchmarks.md).
+/// `SET LOCAL` ends with the transaction; the database's own setting is
+/// untouched.
+pub const BRIEFING_READ_SETTINGS: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; \
+     SET LOCAL max_parallel_workers_per_gather = 0";
 /// Times one call is tried again after a deadlock or serialization failure.
 pub const MAX_TX_RETRIES: usize = 3;
 
@@ -165,9 +175,37 @@ fn io_underneath(e: &postgres::Error) -> bool {
     false
 }
 
+/// One pooled connection and the statements prepared on it (by their
+/// SQL text): a statement used again on the same connection costs one round
+/// trip instead of two (no Parse/Describe) and no planning once PostgreSQL
+/// keeps a generic plan.
+pub struct Conn {
+    pub client: Client,
+    prepared: HashMap<&'static str, Statement>,
+}
+
+impl Conn {
+    fn new(client: Client) -> Conn {
+        Conn {
+            client,
+            prepared: HashMap::new(),
+        }
+    }
+
+    /// `sql` prepared on this connection, once.
+    pub fn prepared(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
+        if let Some(s) = self.prepared.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql)?;
+        self.prepared.insert(sql, s.clone());
+        Ok(s)
+    }
+}
+
 /// The pool's bookkeeping.
 struct PoolState {
-    idle: Vec<Client>,
+    idle: Vec<Conn>,
     /// Connections open (idle or checked out).
     open: usize,
     /// No new connection is tried before this (after a failure).
@@ -198,7 +236,7 @@ impl fmt::Debug for PgStore {
 /// A checked-out connection; `reused` when it came from the idle list (and
 /// may have broken while it sat there).
 struct Lease {
-    client: Client,
+    conn: Conn,
     reused: bool,
 }
 
@@ -255,15 +293,12 @@ impl PgStore {
         let deadline = Instant::now() + CHECKOUT_WAIT;
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
-            while let Some(client) = st.idle.pop() {
-                if client.is_closed() {
+            while let Some(conn) = st.idle.pop() {
+                if conn.client.is_closed() {
                     st.open -= 1;
                     continue;
                 }
-                return Ok(Lease {
-                    client,
-                    reused: true,
-                });
+                return Ok(Lease { conn, reused: true });
             }
             if st.open < POOL_SIZE {
                 if let Some(until) = st.pause_until {
@@ -278,7 +313,7 @@ impl PgStore {
                         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
                         st.pause_until = None;
                         Ok(Lease {
-                            client,
+                            conn: Conn::new(client),
                             reused: false,
                         })
                     }
@@ -314,14 +349,14 @@ impl PgStore {
 
     /// Return a connection: kept when the call succeeded, closed otherwise
     /// (a failed call may have left it broken or mid-transaction).
-    fn give_back(&self, client: Client, keep: bool) {
+    fn give_back(&self, conn: Conn, keep: bool) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if keep && !client.is_closed() {
-            st.idle.push(client);
+        if keep && !conn.client.is_closed() {
+            st.idle.push(conn);
         } else {
             st.open -= 1;
             drop(st);
-            drop(client);
+            drop(conn);
         }
         self.freed.notify_one();
     }
@@ -334,13 +369,21 @@ impl PgStore {
         &self,
         mut f: impl FnMut(&mut Client) -> Result<T, PgError>,
     ) -> Result<T, PgError> {
-        self.ensure_schema()?;
-        self.with_raw_client(&mut f)
+        self.with_conn(|c| f(&mut c.client))
     }
 
-    fn with_raw_client<T>(
+    /// [`PgStore::with_client`] with the connection's prepared statements.
+    fn with_conn<T>(
         &self,
-        f: &mut impl FnMut(&mut Client) -> Result<T, PgError>,
+        mut f: impl FnMut(&mut Conn) -> Result<T, PgError>,
+    ) -> Result<T, PgError> {
+        self.ensure_schema()?;
+        self.with_raw_conn(&mut f)
+    }
+
+    fn with_raw_conn<T>(
+        &self,
+        f: &mut impl FnMut(&mut Conn) -> Result<T, PgError>,
     ) -> Result<T, PgError> {
         let mut retries = 0;
         // Every idle connection may be stale after a restart: one more try
@@ -348,10 +391,10 @@ impl PgStore {
         let mut stale = 0;
         loop {
             let mut lease = self.checkout()?;
-            let out = f(&mut lease.client);
+            let out = f(&mut lease.conn);
             let ok = out.is_ok();
             let reused = lease.reused;
-            self.give_back(lease.client, ok);
+            self.give_back(lease.conn, ok);
             match out {
                 Err(e) if e.is_unavailable() && reused && stale < POOL_SIZE => stale += 1,
                 Err(e) if e.retryable() && retries < MAX_TX_RETRIES => retries += 1,
@@ -371,8 +414,9 @@ impl PgStore {
             return Ok(());
         }
         let db = self.target.shown.clone();
-        let found =
-            self.with_raw_client(&mut |c| schema::migrate(c).map_err(|e| PgError::of(&db, &e)))?;
+        let found = self.with_raw_conn(&mut |c| {
+            schema::migrate(&mut c.client).map_err(|e| PgError::of(&db, &e))
+        })?;
         match found {
             schema::Migrated::TooNew { version } => Err(PgError::TooNew { db, version }),
             schema::Migrated::Current { applied } => {
@@ -410,11 +454,12 @@ impl PgStore {
             return Ok(Vec::new());
         }
         let db = self.target.shown.clone();
-        self.with_client(|c| ingest::insert_each(c, &records).map_err(|e| PgError::of(&db, &e)))
+        self.with_conn(|c| ingest::insert_each(c, &db, &records))
     }
 
     /// Run `f` on one consistent snapshot (a read-only, repeatable-read
-    /// transaction): the briefing's reads.
+    /// transaction): the briefing's reads. Parallel query is off inside it
+    /// ([`BRIEFING_READ_SETTINGS`]).
     pub fn read<T>(
         &self,
         mut f: impl FnMut(&PgRead<'_>) -> Result<T, crate::sink::store::StoreError>,
@@ -423,8 +468,7 @@ impl PgStore {
         let data_dir = self.data_dir.clone();
         self.with_client(|c| {
             let e = |x: postgres::Error| PgError::of(&db, &x);
-            c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                .map_err(e)?;
+            c.batch_execute(BRIEFING_READ_SETTINGS).map_err(e)?;
             let out = {
                 let reader = PgRead::new(c, &db, &data_dir);
                 f(&reader)

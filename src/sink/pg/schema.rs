@@ -83,7 +83,36 @@ pub const MIGRATIONS: &[&str] = &[
         created TEXT NOT NULL,
         revoked TEXT
      );"#,
+    // 2: partial indexes for the briefing's per-session reads (found with
+    // EXPLAIN ANALYZE on 100k records, docs/benchmarks.md): each holds only
+    // the rows its query wants, so a session's failures, files and prompts
+    // are read without visiting the session's other records. The failure
+    // predicate is `read::FAILED`, word for word (a partial index is used
+    // only when the query implies its predicate; a test checks they agree).
+    r#"CREATE INDEX records_session_failures ON records (session_row, occurred_ms)
+        WHERE (event = 'post-tool-use-failure' OR coalesce(outcome = 'error', false));
+     CREATE INDEX records_session_files ON records (session_row) WHERE files IS NOT NULL;
+     CREATE INDEX records_session_prompts ON records (session_row, occurred_ms)
+        WHERE event = 'user-prompt';"#,
 ];
+
+/// Test-only, honoured by debug builds alone (release builds never read
+/// it): milliseconds to wait between reading the schema version and
+/// applying the missing migrations, so a test can show that servers
+/// starting at once would all migrate without the advisory lock.
+pub const TEST_PAUSE_ENV: &str = "MEMHOOK_TEST_MIGRATE_PAUSE_MS";
+
+fn test_pause() {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    if let Some(ms) = std::env::var(TEST_PAUSE_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
@@ -125,6 +154,9 @@ fn migrate_locked(client: &mut Client) -> Result<Migrated, postgres::Error> {
     if have > SCHEMA_VERSION {
         return Ok(Migrated::TooNew { version: have });
     }
+    if have < SCHEMA_VERSION {
+        test_pause();
+    }
     let mut applied = 0;
     for (i, step) in MIGRATIONS.iter().enumerate().skip(have as usize) {
         let mut tx = client.transaction()?;
@@ -137,4 +169,19 @@ fn migrate_locked(client: &mut Client) -> Result<Migrated, postgres::Error> {
         applied += 1;
     }
     Ok(Migrated::Current { applied })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_failure_index_has_the_failure_queries_predicate() {
+        let failures = MIGRATIONS[1];
+        assert!(
+            failures.contains(&format!("WHERE {}", super::super::read::FAILED)),
+            "{failures}"
+        );
+        assert_eq!(SCHEMA_VERSION, 2);
+    }
 }

@@ -414,3 +414,107 @@ fn export_writes_the_same_lines_from_both_stores() {
         "{all}"
     );
 }
+
+/// `memhook forget` on the command line: the data dir's store, or with
+/// `--database` the team server's PostgreSQL database. A dry run changes
+/// nothing; `--yes` forgets; the roll-ups stay equal to a recount; the
+/// history lists what went. Returns each command's stdout (the times of
+/// `--history` cut off) to compare the two stores.
+fn forget_on_the_command_line(db: &Db) -> Vec<String> {
+    let home = tempfile::tempdir().unwrap();
+    let s = db.serve(home.path());
+    let (code, text) = crate::serve::post_batch(&s, &history());
+    assert_eq!(code, 200, "{text}");
+    let all = db.keys(&s.data);
+    let mut outputs = Vec::new();
+    let mut run = |args: &[&str]| -> String {
+        let out = db.memhook(home.path(), &[&["forget"], args].concat());
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        let text = String::from_utf8(out.stdout).unwrap();
+        outputs.push(text.clone());
+        text
+    };
+    let dry = run(&["--session", "old"]);
+    assert!(
+        dry.starts_with(
+            "memhook forget: would forget 10 stored records (emptying 1 sessions and 0 projects)"
+        ),
+        "{dry}"
+    );
+    assert_eq!(db.keys(&s.data), all, "a dry run changes nothing");
+    let done = run(&["--session", "old", "--yes"]);
+    assert!(
+        done.starts_with("memhook forget: forgot 10 stored records"),
+        "{done}"
+    );
+    let before = run(&[
+        "--project",
+        "acme/api",
+        "--before",
+        "2023-11-14T22:13:20Z",
+        "--yes",
+    ]);
+    assert!(
+        before.starts_with("memhook forget: forgot 1 stored records"),
+        "{before}"
+    );
+    let left = db.keys(&s.data);
+    assert_eq!(
+        left,
+        vec![key(50)],
+        "only the record without a session is left"
+    );
+    let (rolled, recount) = db.rollups_and_recount(&s.data);
+    assert_eq!(rolled, recount);
+    let log = run(&["--history"]);
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 2, "{log}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("forgot 10 records, 1 sessions")),
+        "{log}"
+    );
+    outputs
+        .into_iter()
+        .map(|o| {
+            o.lines()
+                .map(|l| l.split_once(" forgot ").map_or(l, |(_, rest)| rest))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect()
+}
+
+#[test]
+fn forget_on_the_command_line_says_and_does_the_same_on_both_stores() {
+    let Some(db) = Db::pg("forget_on_the_command_line") else {
+        return;
+    };
+    let from_sqlite = forget_on_the_command_line(&Db::Sqlite);
+    let from_pg = forget_on_the_command_line(&db);
+    assert_eq!(from_pg, from_sqlite);
+}
+
+#[test]
+fn forget_on_an_unreachable_database_is_exit_1() {
+    let home = tempfile::tempdir().unwrap();
+    // Nothing listens on port 1 of the loopback.
+    let out = memhook(home.path())
+        .env_remove("MEMHOOK_DATABASE_URL")
+        .args([
+            "forget",
+            "--session",
+            "s",
+            "--database",
+            "postgres://memhook@127.0.0.1:1/team",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("database unavailable"),
+        "{}",
+        stderr(&out)
+    );
+}
