@@ -965,3 +965,119 @@ fn qwen_code_real_payloads_record_each_event_once_and_no_blank_prompt() {
         assert!(!r.to_string().contains("All done."), "assistant text: {r}");
     }
 }
+
+/// `memhook` starts from the C `main` (src/main.rs) and does itself what
+/// std's runtime did before `main`. Standard streams the agent left closed
+/// are reopened on /dev/null: otherwise a file memhook opens later (the
+/// store, a spool entry) takes fd 1 or 2, and a warning or the envelope
+/// written meanwhile lands in it. Seen from outside while the hook waits
+/// for stdin to close, then end to end: every command still exits 0 and
+/// the data dir still holds only what memhook wrote.
+#[test]
+fn closed_standard_streams_are_reopened_on_dev_null() {
+    use std::os::unix::process::CommandExt;
+    let t = tempfile::tempdir().unwrap();
+    store_with_a_session(t.path());
+    let close_from = |c: &mut Command, first: i32| {
+        // SAFETY: close(2) is async-signal-safe.
+        unsafe {
+            c.pre_exec(move || {
+                for fd in first..=2 {
+                    libc::close(fd);
+                }
+                Ok(())
+            });
+        }
+    };
+    // stdin stays open (and empty) so the hook waits: look at its fds then.
+    let mut c = hook(t.path(), "claude-code", Some("Stop"));
+    c.stdin(Stdio::piped());
+    close_from(&mut c, 1);
+    let mut child = c.spawn().unwrap();
+    let fd_dir = PathBuf::from(format!("/proc/{}/fd", child.id()));
+    let seen = |fd: &str| fs::read_link(fd_dir.join(fd)).ok();
+    assert!(
+        eventually(Duration::from_secs(5), || seen("1").is_some()
+            && seen("2").is_some()),
+        "fds 1 and 2 of the hook were never open"
+    );
+    for fd in ["1", "2"] {
+        assert_eq!(seen(fd), Some(PathBuf::from("/dev/null")), "fd {fd}");
+    }
+    drop(child.stdin.take());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+
+    for (args, stdin) in [
+        (
+            &["hook", "--agent", "claude-code"][..],
+            Some("SessionStart-startup"),
+        ),
+        (
+            &["hook", "--agent", "claude-code"][..],
+            Some("UserPromptSubmit"),
+        ),
+        (&["recent", "--all"][..], None),
+        (&["status"][..], None),
+    ] {
+        let mut c = memhook(t.path());
+        c.args(args).env(memhook::drain::NO_HOOK_DELIVERY_ENV, "1");
+        match stdin {
+            Some(name) => {
+                let path = fixture(&format!("agents/claude-code/2.1.328/{name}.json"));
+                c.stdin(fs::File::open(path).unwrap());
+                close_from(&mut c, 1);
+            }
+            None => close_from(&mut c, 0),
+        }
+        assert_eq!(c.status().unwrap().code(), Some(0), "{args:?}");
+    }
+    assert_eq!(
+        spool_paths(t.path()).len(),
+        2,
+        "both hooks' records are pending"
+    );
+    for p in spool_paths(t.path()) {
+        let bytes = fs::read(&p).unwrap();
+        serde_json::from_slice::<Value>(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    }
+    let out = memhook(t.path())
+        .args(["recent", "--all"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(listed.contains("user-prompt"), "{out:?}");
+}
+
+fn spool_paths(home: &Path) -> Vec<PathBuf> {
+    fs::read_dir(data_dir(home).join("spool"))
+        .map(|rd| {
+            rd.map(|e| e.unwrap().path())
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// An agent that stops reading before the hook answers: the hook's write
+/// fails with EPIPE, it is not killed by SIGPIPE, and the event is kept.
+#[test]
+fn an_agent_that_stopped_reading_does_not_kill_the_hook() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let t = tempfile::tempdir().unwrap();
+    let _drain = hold_drain(t.path());
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe(2) returns.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both were just opened and are owned here alone.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read_end);
+    let mut c = hook(t.path(), "claude-code", None);
+    c.stdin(fs::File::open(fixture("agents/claude-code/2.1.328/UserPromptSubmit.json")).unwrap())
+        .stdout(Stdio::from(write_end))
+        .stderr(Stdio::null());
+    let status = c.status().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert_eq!(spool(t.path()).len(), 1);
+}

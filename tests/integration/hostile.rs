@@ -541,3 +541,45 @@ fn a_full_disk_loses_no_event_uncounted() {
     assert_eq!(s["balanced"], true, "{s}");
     drop(mnt);
 }
+
+/// A marker from a cloned repository nested deeper than any stack (30,000
+/// levels of arrays or inline tables, under the 64 KiB marker cap): the
+/// TOML parser's recursion limit refuses it, so the hook does not need the
+/// stack-overflow handler std's runtime would have installed (src/main.rs
+/// skips it). The hook exits 0, says why, and treats the marker as it
+/// treats any unreadable one: its settings are ignored and the policy
+/// counts as invalid.
+#[test]
+fn a_marker_nested_past_any_stack_is_refused_not_a_crash() {
+    for (what, value) in [
+        (
+            "arrays",
+            format!("{}{}", "[".repeat(30_000), "]".repeat(30_000)),
+        ),
+        (
+            "inline tables",
+            format!("{}1{}", "{a=".repeat(6_000), "}".repeat(6_000)),
+        ),
+    ] {
+        let t = tempfile::tempdir().unwrap();
+        let project = t.path().join("cloned");
+        fs::create_dir_all(&project).unwrap();
+        let marker = format!("project = 'chosen-by-marker'\nx = {value}\n");
+        assert!(marker.len() < 64 * 1024, "{what}: under the marker cap");
+        fs::write(project.join(".ai-memory.toml"), marker).unwrap();
+        let payload = json!({"hook_event_name": "UserPromptSubmit", "session_id": "s",
+                             "cwd": project, "prompt": "hello"});
+        let ran = hook_ok(t.path(), payload.to_string().as_bytes());
+        assert_eq!(ran.stdout.trim(), "{}", "{what}");
+        assert!(
+            ran.stderr.contains("is not valid TOML") && ran.stderr.contains("counts as invalid"),
+            "{what}: {}",
+            ran.stderr
+        );
+        let recs = spooled(t.path());
+        assert_eq!(recs.len(), 1, "{what}");
+        let scope = &recs[0]["record"]["scope"];
+        assert_eq!(scope["project"], "cloned", "{what}: {scope}");
+        assert_eq!(scope["project_source"], "fallback", "{what}: {scope}");
+    }
+}
