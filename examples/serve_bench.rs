@@ -11,145 +11,15 @@
 //! ```
 //! RECORDS defaults to 10000 (the spool's cap), ROUNDS to 3; medians are printed.
 
-use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
 
-use memhook::record::{Record, RecordScope, RecordTool, RECORD_VERSION};
-use memhook::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
+use memhook::spool::SinkTarget;
 
-/// The token the server requires and the drainer sends (serve requires one
-/// by default; the bench measures that path).
-const BENCH_TOKEN: &str = "serve-bench-token";
-
-fn bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    // target/<profile>/examples/serve_bench → target/<profile>/memhook
-    exe.parent()
-        .and_then(Path::parent)
-        .map(|d| d.join("memhook"))
-        .filter(|p| p.exists())
-        .expect("build the binary first: cargo build --release --bins --examples")
-}
-
-fn children_cpu() -> Duration {
-    // SAFETY: getrusage fills a zeroed struct we own.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
-        ru
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
-fn record(i: usize, round: usize) -> Record {
-    Record {
-        v: RECORD_VERSION,
-        key: format!("{round:08x}{i:024x}"),
-        occurred_ms: memhook::timefmt::now_ms(),
-        agent: "claude-code".into(),
-        event: "post-tool-use".into(),
-        native_event: "PostToolUse".into(),
-        session_id: Some(format!("bench-session-{}", i / 500)),
-        cwd: Some("/home/dev/projects/demo".into()),
-        scope: RecordScope {
-            workspace: "bench".into(),
-            project: "demo".into(),
-            workspace_source: "marker".into(),
-            project_source: "marker".into(),
-            project_strategy: "basename".into(),
-            drop_subagent: false,
-            default_global: false,
-            briefing: false,
-            briefing_budget: 4000,
-        },
-        subagent: false,
-        tool: Some(RecordTool {
-            family: "shell".into(),
-            name: Some("Bash".into()),
-            call_id: Some(format!("toolu_{round}_{i}")),
-            outcome: Some("success".into()),
-        }),
-        capture: None,
-        disposition: "keep".into(),
-        title: Some("tool shell".into()),
-        body: Some(
-            "total 36\ndrwxr-xr-x 5 dev dev 4096 src\n-rw-r--r-- 1 dev dev 812 Cargo.toml\n"
-                .repeat(4),
-        ),
-        files: vec![],
-    }
-}
-
-fn fill(data: &Path, sink: &SinkTarget, n: usize, round: usize) {
-    let spool = Spool::open(data).expect("spool");
-    for i in 0..n {
-        spool
-            .enqueue(&SpoolEntry {
-                v: ENTRY_VERSION,
-                sink: sink.clone(),
-                attempts: 0,
-                enqueued_ms: memhook::timefmt::now_ms(),
-                record: record(i, round),
-            })
-            .expect("enqueue");
-    }
-}
-
-/// Run `memhook drain` on `data`; (wall, CPU of the drain process).
-fn drain(data: &Path) -> (Duration, Duration) {
-    let cpu0 = children_cpu();
-    let t = Instant::now();
-    let out = Command::new(bin())
-        .args(["--data-dir"])
-        .arg(data)
-        .args(["drain", "--budget-secs", "600"])
-        .env("AI_MEMORY_AUTH_TOKEN", BENCH_TOKEN)
-        .output()
-        .expect("drain");
-    let wall = t.elapsed();
-    assert!(
-        out.status.success(),
-        "drain failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (wall, children_cpu() - cpu0)
-}
-
-fn serve(data: &Path) -> (Child, String) {
-    let mut child = Command::new(bin())
-        .args(["--data-dir"])
-        .arg(data)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .env("AI_MEMORY_AUTH_TOKEN", BENCH_TOKEN)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("serve");
-    let mut r = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    r.read_line(&mut line).unwrap();
-    let addr = line
-        .split("listening on ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .expect("listening line")
-        .to_string();
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        while r.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
-            sink.clear();
-        }
-    });
-    (child, addr)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
+mod bench_common;
+use bench_common::*;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -159,7 +29,7 @@ fn main() {
 
     // 1. Drain throughput.
     let server_data = tmp.path().join("server");
-    let (mut server, url) = serve(&server_data);
+    let (mut server, url) = serve(&server_data, None);
     let target = SinkTarget::Http { url: url.clone() };
     let (mut store_rate, mut serve_rate, mut ratio) = (vec![], vec![], vec![]);
     let (mut store_cpu, mut serve_cpu) = (vec![], vec![]);
