@@ -28,6 +28,7 @@ mod forget;
 pub(crate) mod handoff;
 mod tokens;
 pub use activity::MIN_ID_PREFIX;
+pub(crate) use browse::session_select;
 pub use browse::{
     FamilyCount, ProjectRow, RecordRow, SearchHit, SessionRow, EXCERPT_CHARS, FIRST_PROMPT_CHARS,
     HIT_END, HIT_START, SNIPPET_TOKENS,

@@ -17,28 +17,12 @@ use postgres::Row;
 use super::read::{PgRead, FAILED};
 use crate::sink::reads::Browse;
 use crate::sink::store::{
-    FamilyCount, ProjectRow, RecordRow, SearchHit, SessionRow, StoreError, EXCERPT_CHARS,
-    FIRST_PROMPT_CHARS, HIT_END, HIT_START, MAX_QUERY_LIMIT, SNIPPET_TOKENS, TOOL_RESULT_EVENTS,
+    session_select, FamilyCount, ProjectRow, RecordRow, SearchHit, SessionRow, StoreError,
+    EXCERPT_CHARS, HIT_END, HIT_START, MAX_QUERY_LIMIT, SNIPPET_TOKENS, TOOL_RESULT_EVENTS,
 };
 
 /// What SQLite's `snippet()` puts where text was left out.
 const ELLIPSIS: &str = "…";
-
-/// The columns of a [`SessionRow`] without its families.
-fn session_select(condition: &str) -> String {
-    format!(
-        "SELECT s.id, p.workspace, p.project, s.agent, s.session_id, s.first_ms, s.last_ms,
-                s.events,
-                (SELECT count(*) FROM records r
-                  WHERE r.session_row = s.id AND r.event = 'user-prompt'),
-                (SELECT count(*) FROM records WHERE session_row = s.id AND {FAILED}),
-                (SELECT substr(coalesce(r.title, r.body), 1, {FIRST_PROMPT_CHARS}) FROM records r
-                  WHERE r.session_row = s.id AND r.event = 'user-prompt'
-                  ORDER BY r.occurred_ms, r.id LIMIT 1)
-         FROM sessions s JOIN projects p ON p.id = s.project_id
-         WHERE {condition}"
-    )
-}
 
 fn session_row(r: &Row) -> SessionRow {
     SessionRow {
@@ -211,7 +195,7 @@ impl Browse for PgRead<'_> {
         let rows = self.query(
             &format!(
                 "{} ORDER BY s.last_ms DESC, s.id DESC LIMIT $3",
-                session_select("p.workspace = $1 AND p.project = $2")
+                session_select(FAILED, "p.workspace = $1 AND p.project = $2")
             ),
             &[&scope.0, &scope.1, &(limit.min(MAX_QUERY_LIMIT) as i64)],
         )?;
@@ -221,7 +205,7 @@ impl Browse for PgRead<'_> {
     }
 
     fn browse_session(&self, row: i64) -> Result<Option<SessionRow>, StoreError> {
-        let rows = self.query(&session_select("s.id = $1"), &[&row])?;
+        let rows = self.query(&session_select(FAILED, "s.id = $1"), &[&row])?;
         let mut sessions: Vec<SessionRow> = rows.iter().map(session_row).collect();
         self.add_families(&mut sessions)?;
         Ok(sessions.pop())

@@ -92,14 +92,17 @@ pub struct SearchHit {
     pub snippet: String,
 }
 
-/// The columns of a [`SessionRow`] without its families.
-fn session_select(condition: &str) -> String {
+/// The columns of a [`SessionRow`] without its families, for the rows
+/// `condition` selects; `failed` is the dialect's test for a failed record
+/// ([`FAILED`] here, `sink/pg/read.rs`'s on PostgreSQL). Both stores read
+/// sessions with this one query, so their rows cannot drift apart.
+pub(crate) fn session_select(failed: &str, condition: &str) -> String {
     format!(
         "SELECT s.id, p.workspace, p.project, s.agent, s.session_id, s.first_ms, s.last_ms,
                 s.events,
                 (SELECT count(*) FROM records r
                   WHERE r.session_row = s.id AND r.event = 'user-prompt'),
-                (SELECT count(*) FROM records WHERE session_row = s.id AND {FAILED}),
+                (SELECT count(*) FROM records WHERE session_row = s.id AND {failed}),
                 (SELECT substr(coalesce(r.title, r.body), 1, {FIRST_PROMPT_CHARS}) FROM records r
                   WHERE r.session_row = s.id AND r.event = 'user-prompt'
                   ORDER BY r.occurred_ms, r.id LIMIT 1)
@@ -160,7 +163,7 @@ impl Store {
             .conn
             .prepare_cached(&format!(
                 "{} ORDER BY s.last_ms DESC, s.id DESC LIMIT ?3",
-                session_select("p.workspace = ?1 AND p.project = ?2")
+                session_select(FAILED, "p.workspace = ?1 AND p.project = ?2")
             ))
             .map_err(|e| self.err(e))?;
         let rows = st.query_map(
@@ -176,7 +179,7 @@ impl Store {
     pub fn browse_session(&self, row: i64) -> Result<Option<SessionRow>, StoreError> {
         let mut st = self
             .conn
-            .prepare_cached(&session_select("s.id = ?1"))
+            .prepare_cached(&session_select(FAILED, "s.id = ?1"))
             .map_err(|e| self.err(e))?;
         let rows = st.query_map([row], session_row);
         let mut sessions = super::collect(rows).map_err(|e| self.err(e))?;
