@@ -126,7 +126,7 @@ def main():
     t = statistics.median(cpu["true"])
     for name, label in (("true", "/bin/true"), ("empty", "SessionStart, empty store"), ("full", "SessionStart, briefing")):
         c = statistics.median(cpu[name])
-        print(f"{label:<28} CPU median {c * 1000:6.2f} ms ({c / t:5.2f}x /bin/true)  peak RSS max {max(rss[name]) / 1024:5.1f} MiB")
+        print(f"{label:<28} CPU median {c * 1000:6.2f} ms ({c / t:5.2f}x /bin/true)  peak RSS max {max(rss[name]) / 1024:5.2f} MiB")
     over = (statistics.median(cpu["full"]) - t) * 1000
     print(f"briefing session start costs {over:.2f} ms CPU over /bin/true "
           f"({(statistics.median(cpu['full']) - statistics.median(cpu['empty'])) * 1000:.2f} ms over the same hook on an empty store)")
