@@ -1,15 +1,15 @@
-//! Compiled `ignore_paths`: patterns rooted and normalised, matched with
-//! globset (`literal_separator`) — lazily. Compiling a glob's regex costs
-//! more than the whole rest of the hook, so each pattern is split into its
-//! literal prefix (root + the whole segments before its first wildcard)
-//! and the rest. Patterns sharing a prefix form a group; a group's globset
-//! (of the rests) is built only when a candidate falls under its prefix,
-//! and globset matches the common shapes (`**/*.key`, `**/.env`, literal
-//! names) without any regex.
-
-use std::cell::OnceCell;
-
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+//! Compiled `ignore_paths`: patterns rooted and normalised, then matched
+//! segment by segment with globset's `literal_separator` semantics (`*` and
+//! `?` never cross `/`; a whole `**` segment spans any number of segments).
+//! Each pattern is split into its literal prefix (root + the whole segments
+//! before its first wildcard) and the rest; patterns sharing a prefix form a
+//! group, and a candidate is compared with a group's rests only when it
+//! falls under the group's prefix.
+//!
+//! The matcher is our own, not globset's: nothing is compiled, and the
+//! hook's path never reaches `memchr`, whose first call asks the CPU what it
+//! supports (about 55 µs per hook in a VM, docs/benchmarks.md). A unit test
+//! replays thousands of pattern × path pairs against globset itself.
 
 use super::path::{self, Flavour, NormPath};
 
@@ -53,9 +53,7 @@ struct Pattern {
 }
 
 /// Patterns sharing one literal prefix. The prefix is compared as text;
-/// the rests go into one globset, built the first time a candidate falls
-/// under the prefix. Globset then matches simple shapes (`**/*.key`,
-/// `**/.env`) without compiling a regex at all.
+/// a candidate under it is matched against each member's rest.
 struct Group {
     flavour: Flavour,
     /// Root + literal segments; ASCII-lowercased for Windows flavour.
@@ -63,8 +61,6 @@ struct Group {
     members: Vec<usize>,
     /// Sum of the members' lengths: the work one candidate costs here.
     chars: u64,
-    set: OnceCell<Option<GlobSet>>,
-    base_set: OnceCell<Option<GlobSet>>,
 }
 
 /// The result of matching one candidate.
@@ -86,39 +82,6 @@ pub struct Policy {
 
 fn has_wild(s: &str) -> bool {
     s.contains(['*', '?'])
-}
-
-/// Glob text for a normalised pattern: `*` and `?` stay, every other glob
-/// metacharacter is made literal.
-fn glob_text(s: &str) -> String {
-    let mut g = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '[' | ']' | '{' | '}' | '\\' => {
-                g.push('[');
-                g.push(c);
-                g.push(']');
-            }
-            c => g.push(c),
-        }
-    }
-    g
-}
-
-/// One globset of `globs` (rests of patterns), or `None` when one of them
-/// cannot be built (the caller then refuses to answer "no match").
-fn build_set<'a>(globs: impl Iterator<Item = &'a str>, flavour: Flavour) -> Option<GlobSet> {
-    let mut b = GlobSetBuilder::new();
-    for g in globs {
-        let glob = GlobBuilder::new(&glob_text(g))
-            .literal_separator(true)
-            .backslash_escape(false)
-            .case_insensitive(flavour == Flavour::Windows)
-            .build()
-            .ok()?;
-        b.add(glob);
-    }
-    b.build().ok()
 }
 
 impl Policy {
@@ -179,8 +142,6 @@ impl Policy {
                     prefix_key,
                     members: vec![index],
                     chars,
-                    set: OnceCell::new(),
-                    base_set: OnceCell::new(),
                 }),
             }
             out.push(Pattern {
@@ -253,11 +214,6 @@ impl Policy {
         }
         MatchOutcome::NoMatch
     }
-
-    #[cfg(test)]
-    fn compiled_count(&self) -> usize {
-        self.groups.iter().filter(|g| g.set.get().is_some()).count()
-    }
 }
 
 /// Match a candidate's `rest` (what follows the group's prefix) against
@@ -284,43 +240,14 @@ fn group_matches(g: &Group, patterns: &[Pattern], rest: &str) -> MatchOutcome {
     if rest.is_empty() {
         return MatchOutcome::NoMatch;
     }
-    // Without `**`, a rest matches segment by segment (`*` and `?` never
-    // cross `/`, exactly as globset with `literal_separator`): no compile.
-    let simple = |r: &str| has_wild(r) && !r.contains("**");
+    // `*` and `?` never cross `/`; a whole `**` segment spans segments.
     if members().any(|p| {
-        (simple(&p.rest) && segments_match(&p.rest, rest, win))
+        (has_wild(&p.rest) && deep_match(&p.rest, rest, win))
             || p.base_rest
                 .as_deref()
-                .is_some_and(|b| simple(b) && segments_match(b, rest, win))
+                .is_some_and(|b| has_wild(b) && deep_match(b, rest, win))
     }) {
         return MatchOutcome::Match;
-    }
-    let deep = |r: &str| r.contains("**");
-    if members().any(|p| deep(&p.rest)) {
-        let set = g.set.get_or_init(|| {
-            build_set(
-                members().map(|p| p.rest.as_str()).filter(|r| deep(r)),
-                g.flavour,
-            )
-        });
-        match set {
-            None => return MatchOutcome::OverBudget,
-            Some(set) if set.is_match(rest) => return MatchOutcome::Match,
-            Some(_) => {}
-        }
-    }
-    if members().any(|p| p.base_rest.as_deref().is_some_and(deep)) {
-        let base = g.base_set.get_or_init(|| {
-            build_set(
-                members().filter_map(|p| p.base_rest.as_deref().filter(|b| deep(b))),
-                g.flavour,
-            )
-        });
-        match base {
-            None => return MatchOutcome::OverBudget,
-            Some(set) if set.is_match(rest) => return MatchOutcome::Match,
-            Some(_) => {}
-        }
     }
     MatchOutcome::NoMatch
 }
@@ -352,17 +279,65 @@ fn under_prefix(key: &str, prefix: &str) -> bool {
     }
 }
 
-/// `pattern` (no `**`) matches `text` segment for segment.
-fn segments_match(pattern: &str, text: &str, win: bool) -> bool {
-    let mut ps = pattern.split('/');
-    let mut ts = text.split('/');
-    loop {
-        match (ps.next(), ts.next()) {
-            (None, None) => return true,
-            (Some(p), Some(t)) if segment_glob(p, t, win) => {}
-            _ => return false,
+/// One segment of a pattern's rest.
+#[derive(Clone, Copy)]
+enum Seg<'a> {
+    /// A segment glob (`*`, `?`, literals; `**` inside a segment is `*`).
+    Glob(&'a str),
+    /// Exactly one segment, whatever it holds.
+    One,
+    /// Zero or more whole segments (a `**` segment).
+    Deep,
+}
+
+/// `pattern` matches all of `text`, both split at `/`, with globset's
+/// `literal_separator` semantics: a `**` segment matches zero or more
+/// segments (runs of them count as one), except at the end of a pattern
+/// with something before it, where it needs at least one (`dir/**` does
+/// not match `dir`; the caller tries the base for that); any other segment
+/// is a [`segment_glob`]. Greedy with a return to the last `**`, so the
+/// work is bounded by pattern segments × text segments.
+fn deep_match(pattern: &str, text: &str, win: bool) -> bool {
+    let mut toks: Vec<Seg> = Vec::new();
+    for s in pattern.split('/') {
+        if s != "**" {
+            toks.push(Seg::Glob(s));
+        } else if !matches!(toks.last(), Some(Seg::Deep)) {
+            toks.push(Seg::Deep);
         }
     }
+    if toks.len() > 1 && matches!(toks.last(), Some(Seg::Deep)) {
+        toks.insert(toks.len() - 1, Seg::One);
+    }
+    let text: Vec<&str> = text.split('/').collect();
+    let (mut p, mut t) = (0usize, 0usize);
+    let (mut star, mut mark) = (None::<usize>, 0usize);
+    while t < text.len() {
+        match toks.get(p) {
+            Some(Seg::Deep) => {
+                star = Some(p);
+                mark = t;
+                p += 1;
+            }
+            Some(Seg::One) => {
+                p += 1;
+                t += 1;
+            }
+            Some(Seg::Glob(g)) if segment_glob(g, text[t], win) => {
+                p += 1;
+                t += 1;
+            }
+            _ => match star {
+                Some(s) => {
+                    p = s + 1;
+                    mark += 1;
+                    t = mark;
+                }
+                None => return false,
+            },
+        }
+    }
+    toks[p..].iter().all(|s| matches!(s, Seg::Deep))
 }
 
 /// Can the unexpanded shell glob `cand` name something under the pattern's
@@ -522,14 +497,15 @@ mod tests {
     }
 
     #[test]
-    fn globs_compile_only_when_a_prefix_fits() {
+    fn only_the_group_whose_prefix_fits_is_charged() {
         let pats: Vec<String> = (0..MAX_PATTERNS)
             .map(|i| format!("dir{i}/**/*.key"))
             .collect();
         let mut p = Policy::compile(&pats, &np("/repo"), None).unwrap();
         let c = np("/repo/dir7/a/b.key");
         assert_eq!(p.matches(&c), MatchOutcome::Match);
-        assert_eq!(p.compiled_count(), 1);
+        let one = ("/repo/dir7/**/*.key".len() * "/repo/dir7/a/b.key".len()) as u64;
+        assert_eq!(p.work(), one);
     }
 
     #[test]
@@ -600,20 +576,112 @@ mod tests {
         assert_eq!((a, b), (MatchOutcome::NoMatch, MatchOutcome::OverBudget));
     }
 
-    /// The no-compile path agrees with globset (`literal_separator`).
+    /// globset with the options memhook used before it had its own matcher
+    /// (`literal_separator`, no backslash escapes).
+    fn globset(pattern: &str, win: bool) -> globset::GlobMatcher {
+        globset::GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .backslash_escape(false)
+            .case_insensitive(win)
+            .build()
+            .unwrap()
+            .compile_matcher()
+    }
+
+    /// Hand-picked shapes: `**` first, last, in the middle, repeated, inside
+    /// a segment and alone.
     #[test]
-    fn segment_matching_agrees_with_globset() {
-        let pats = ["*.pem", "a/*/c", "?x*", "b*d/e?", "a**b/c", "*"];
+    fn deep_patterns_agree_with_globset() {
+        let pats = [
+            "**",
+            "**/*.key",
+            "**/.env",
+            "**/secret/**",
+            "a/**",
+            "a/**/b",
+            "a/**/**",
+            "**/**",
+            "**/**/b",
+            "a/**/**/b",
+            "a**b/c",
+            "a/**b",
+            "***",
+            "a/***/b",
+            "*/**",
+            "**/*",
+            "?/**/?",
+            "*.pem",
+            "a/*/c",
+            "?x*",
+            "b*d/e?",
+            "*",
+        ];
         let paths = [
-            "k.pem", "d/k.pem", "a/b/c", "a/b/b/c", "yx", "xx/y", "bcd/ef", "bd/e", "aXb/c", "z",
-            "a/z",
+            "a",
+            "b",
+            "a/b",
+            "a/b/c",
+            "a/x/y/b",
+            "x.key",
+            "d/k.key",
+            "d/e/.env",
+            ".env",
+            "secret",
+            "x/secret/y",
+            "aXb/c",
+            "a/zb",
+            "a/b/b/c",
+            "k.pem",
+            "d/k.pem",
+            "yx",
+            "bcd/ef",
+            "a/x",
         ];
         for p in pats {
-            let set = build_set(std::iter::once(p), Flavour::Posix).unwrap();
+            let theirs = globset(p, false);
             for t in paths {
-                assert_eq!(segments_match(p, t, false), set.is_match(t), "{p} vs {t}");
+                assert_eq!(deep_match(p, t, false), theirs.is_match(t), "{p} vs {t}");
             }
         }
+        assert!(deep_match("**/SECRET/*.KEY", "a/secret/x.key", true));
+        assert!(!deep_match("**/SECRET/*.KEY", "a/secret/x.key", false));
+    }
+
+    /// Every pattern of up to four segments drawn from a small alphabet of
+    /// segment shapes, against every path of up to four segments from
+    /// another: the matcher and globset give the same answer, both cases.
+    #[test]
+    fn deep_patterns_agree_with_globset_exhaustively() {
+        fn all(alphabet: &[&str], max: usize) -> Vec<String> {
+            let mut out: Vec<String> = alphabet.iter().map(|s| s.to_string()).collect();
+            let mut last = out.clone();
+            for _ in 1..max {
+                let next: Vec<String> = last
+                    .iter()
+                    .flat_map(|p| alphabet.iter().map(move |s| format!("{p}/{s}")))
+                    .collect();
+                out.extend(next.iter().cloned());
+                last = next;
+            }
+            out
+        }
+        let pats = all(&["**", "a", "*", "?b", "a*"], 4);
+        let paths = all(&["a", "b", "ab", "A"], 4);
+        let mut compared = 0;
+        for p in &pats {
+            for win in [false, true] {
+                let theirs = globset(p, win);
+                for t in &paths {
+                    assert_eq!(
+                        deep_match(p, t, win),
+                        theirs.is_match(t),
+                        "{p} vs {t} (case-insensitive: {win})"
+                    );
+                    compared += 1;
+                }
+            }
+        }
+        assert_eq!(compared, 780 * 340 * 2);
     }
 
     #[test]
