@@ -177,7 +177,7 @@ pub fn write_atomic(
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let mut rnd = [0u8; 6];
-    let _ = getrandom::fill(&mut rnd);
+    let _ = crate::entropy::fill(&mut rnd);
     let suffix: String = rnd.iter().map(|b| format!("{b:02x}")).collect();
     let tmp = dir.join(format!(".{name}.memhook-{suffix}.tmp"));
     write_new_synced(&tmp, bytes, mode)?;

@@ -14,6 +14,7 @@ pub mod cli;
 pub mod cmd;
 pub mod data_dir;
 pub mod drain;
+pub mod entropy;
 pub mod envelope;
 pub mod event;
 pub mod forget;

@@ -133,7 +133,7 @@ pub const ELLIPSIS: char = '…';
 /// A fresh idempotency key: 32 lowercase hex digits (128 random bits).
 pub fn new_key() -> String {
     let mut b = [0u8; 16];
-    if getrandom::fill(&mut b).is_err() {
+    if crate::entropy::fill(&mut b).is_err() {
         // No OS randomness (practically impossible): derive from time, pid and
         // a counter, hashed, so keys stay unique per process and call.
         use sha2::{Digest, Sha256};

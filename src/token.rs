@@ -68,7 +68,7 @@ fn hex(bytes: &[u8]) -> String {
 /// A fresh token: [`TOKEN_BYTES`] from the OS as lowercase hex.
 pub fn random_token() -> std::io::Result<String> {
     let mut bytes = [0u8; TOKEN_BYTES];
-    getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
+    crate::entropy::fill(&mut bytes)?;
     Ok(hex(&bytes))
 }
 

@@ -656,7 +656,7 @@ fn encode(e: &Entry) -> Vec<u8> {
 fn create_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut rnd = [0u8; 8];
-    let _ = getrandom::fill(&mut rnd);
+    let _ = crate::entropy::fill(&mut rnd);
     let tmp = dir.join(format!(".owner.{}.{}.tmp", std::process::id(), hex(&rnd)));
     let written = crate::data_dir::write_new_synced(&tmp, bytes, 0o600);
     let linked = written.and_then(|_| fs::hard_link(&tmp, path));

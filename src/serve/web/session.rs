@@ -36,7 +36,7 @@ pub const COOKIE_PREFIX: &str = "memhook_session";
 pub fn secret() -> String {
     let mut bytes = [0u8; SECRET_BYTES];
     // A platform without a random source cannot serve logins at all.
-    getrandom::fill(&mut bytes).expect("the operating system's random source");
+    crate::entropy::fill(&mut bytes).expect("the operating system's random source");
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
