@@ -14,7 +14,6 @@
 //! that an unreadable capture-mode file of allowlist size fails closed.
 
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -83,8 +82,7 @@ impl Gate {
 
 fn read_small(path: &Path, max: u64) -> Option<Vec<u8>> {
     let f = crate::data_dir::open_private_file(path).ok()?;
-    let mut buf = Vec::new();
-    f.take(max + 1).read_to_end(&mut buf).ok()?;
+    let buf = crate::data_dir::read_capped(&f, max + 1).ok()?;
     (buf.len() as u64 <= max).then_some(buf)
 }
 

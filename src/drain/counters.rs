@@ -63,13 +63,11 @@ pub fn load_counters(data_dir: &Path, sink_id: &str) -> SinkCounters {
 pub(super) const MAX_COUNTERS_BYTES: u64 = 1024 * 1024;
 
 pub(super) fn read_counters(path: &Path) -> Option<SinkCounters> {
-    use std::io::Read;
     let f = data_dir::open_nofollow(path).ok()?;
     if !f.metadata().ok()?.is_file() {
         return None;
     }
-    let mut bytes = Vec::new();
-    f.take(MAX_COUNTERS_BYTES).read_to_end(&mut bytes).ok()?;
+    let bytes = data_dir::read_capped(&f, MAX_COUNTERS_BYTES).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 

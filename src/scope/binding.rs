@@ -24,7 +24,7 @@
 //! that cannot be read fails closed: the claim is untrusted, with a warning.
 
 use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -567,7 +567,7 @@ fn check_names(e: Entry, scope: &Scope, path: &Path) -> Result<Entry, String> {
 /// ledger directory that is not a real directory of ours.
 fn read_entry(ledger: &Path, path: &Path) -> Result<Option<Entry>, String> {
     let bad = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let mut f = match open_private_file(path) {
+    let f = match open_private_file(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return match fs::symlink_metadata(ledger) {
@@ -582,11 +582,7 @@ fn read_entry(ledger: &Path, path: &Path) -> Result<Option<Entry>, String> {
     if let Some(parent) = path.parent().filter(|p| *p != ledger) {
         check_private_dir(parent).map_err(|e| bad(&e))?;
     }
-    let mut buf = Vec::new();
-    (&mut f)
-        .take(MAX_ENTRY_BYTES + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| bad(&e))?;
+    let buf = crate::data_dir::read_capped(&f, MAX_ENTRY_BYTES + 1).map_err(|e| bad(&e))?;
     if buf.len() as u64 > MAX_ENTRY_BYTES {
         return Err(bad(&format!("larger than {MAX_ENTRY_BYTES} bytes")));
     }

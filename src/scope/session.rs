@@ -21,7 +21,6 @@
 //! when the session starts or changes scope.
 
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -157,12 +156,9 @@ impl Session {
     pub fn read(&self) -> Option<Note> {
         check_private_dir(&self.data_dir).ok()?;
         check_private_dir(self.path.parent()?).ok()?;
+        // A regular file owned by this user, or nothing.
         let f = open_private_file(&self.path).ok()?;
-        if !f.metadata().ok()?.is_file() {
-            return None;
-        }
-        let mut bytes = Vec::new();
-        f.take(MAX_NOTE_BYTES + 1).read_to_end(&mut bytes).ok()?;
+        let bytes = crate::data_dir::read_capped(&f, MAX_NOTE_BYTES + 1).ok()?;
         if bytes.len() as u64 > MAX_NOTE_BYTES {
             return None;
         }

@@ -23,7 +23,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
@@ -99,8 +99,7 @@ impl Spool {
     /// The mark, if there is a readable one.
     pub fn read_mark(&self) -> Option<Mark> {
         let f = data_dir::open_private_file(&self.counters_dir().join(MARK_FILE)).ok()?;
-        let mut bytes = Vec::new();
-        f.take(MAX_MARK_BYTES).read_to_end(&mut bytes).ok()?;
+        let bytes = data_dir::read_capped(&f, MAX_MARK_BYTES).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
