@@ -16,7 +16,7 @@ use super::path::{self, Flavour, NormPath};
 /// The bounds and the refused characters of `ignore_paths` (DESIGN §3) are
 /// the marker check's: one definition, in `scope::capture_config`.
 pub use crate::scope::capture_config::{
-    FORBIDDEN_CHARS, MAX_IGNORE_PATTERNS as MAX_PATTERNS,
+    forbidden_char, MAX_IGNORE_PATTERNS as MAX_PATTERNS,
     MAX_IGNORE_PATTERN_CHARS as MAX_PATTERN_CHARS,
 };
 /// Most pattern×candidate character comparisons one call may spend.
@@ -101,7 +101,7 @@ impl Policy {
             if raw.chars().count() > MAX_PATTERN_CHARS {
                 return Err(PolicyError::PatternTooLong { index });
             }
-            if raw.contains(FORBIDDEN_CHARS)
+            if forbidden_char(raw).is_some()
                 || (raw.starts_with('~') && raw != "~" && !raw.starts_with("~/"))
             {
                 return Err(PolicyError::Syntax { index });
@@ -532,7 +532,7 @@ mod tests {
         }
         // Every character the marker check refuses, this refuses too (it
         // refused only `[]{}!` before the two sets became one).
-        for c in FORBIDDEN_CHARS {
+        for c in crate::scope::capture_config::FORBIDDEN_CHARS {
             assert_eq!(
                 Policy::compile(&[format!("a{c}b")], &np("/r"), None).err(),
                 Some(PolicyError::Syntax { index: 0 }),

@@ -240,22 +240,59 @@ static BIGRAMS: [u64; 1024] = {
     t
 };
 
-/// (keyword, rule index) pairs.
-type Keywords = Vec<(&'static [u8], usize)>;
+/// How many keywords the rules have.
+const KEYWORD_COUNT: usize = {
+    let (mut n, mut r) = (0, 0);
+    while r < RULES.len() {
+        n += RULES[r].keywords.len();
+        r += 1;
+    }
+    n
+};
 
-/// Keywords by lowercased first byte.
-fn keywords_by_first_byte() -> &'static [Keywords] {
-    static INDEX: OnceLock<Vec<Keywords>> = OnceLock::new();
-    INDEX.get_or_init(|| {
-        let mut by_first = vec![Vec::new(); 256];
-        for (ri, rule) in RULES.iter().enumerate() {
-            for kw in rule.keywords {
-                by_first[lower(kw.as_bytes()[0]) as usize].push((kw.as_bytes(), ri));
-            }
-        }
-        by_first
-    })
+/// Every (keyword, rule index) pair, grouped by the keyword's lowercased
+/// first byte; the pairs starting with byte `c` are
+/// `pairs[starts[c]..starts[c + 1]]`. Built at compile time (a table built
+/// on first use cost every hook call 26 allocations).
+struct Keywords {
+    pairs: [(&'static [u8], usize); KEYWORD_COUNT],
+    starts: [u16; 257],
 }
+
+static KEYWORDS: Keywords = {
+    const _: () = assert!(KEYWORD_COUNT < u16::MAX as usize);
+    let mut starts = [0u16; 257];
+    let mut r = 0;
+    while r < RULES.len() {
+        let kws = RULES[r].keywords;
+        let mut k = 0;
+        while k < kws.len() {
+            starts[lower(kws[k].as_bytes()[0]) as usize + 1] += 1;
+            k += 1;
+        }
+        r += 1;
+    }
+    let mut c = 0;
+    while c < 256 {
+        starts[c + 1] += starts[c];
+        c += 1;
+    }
+    let mut next = starts;
+    let mut pairs: [(&'static [u8], usize); KEYWORD_COUNT] = [(&[], 0); KEYWORD_COUNT];
+    let mut r = 0;
+    while r < RULES.len() {
+        let kws = RULES[r].keywords;
+        let mut k = 0;
+        while k < kws.len() {
+            let first = lower(kws[k].as_bytes()[0]) as usize;
+            pairs[next[first] as usize] = (kws[k].as_bytes(), r);
+            next[first] += 1;
+            k += 1;
+        }
+        r += 1;
+    }
+    Keywords { pairs, starts }
+};
 
 /// Which rules have a keyword in `text` (ASCII case-insensitive), as a bit
 /// set over rule indices. One bigram-table lookup per byte; keywords are
@@ -269,8 +306,14 @@ pub(super) fn prefilter(text: &str) -> u64 {
         if BIGRAMS[idx / 64] & (1 << (idx % 64)) == 0 {
             continue;
         }
-        for &(kw, ri) in &keywords_by_first_byte()[lower(b[i]) as usize] {
-            if hits & (1 << ri) == 0 && starts_with_ci(&b[i..], kw) {
+        let first = lower(b[i]) as usize;
+        let (from, to) = (KEYWORDS.starts[first], KEYWORDS.starts[first + 1]);
+        for &(kw, ri) in &KEYWORDS.pairs[from as usize..to as usize] {
+            // The second byte first: most bigram hits fit no keyword there.
+            if hits & (1 << ri) == 0
+                && lower(kw[1]) == lower(b[i + 1])
+                && starts_with_ci(&b[i..], kw)
+            {
                 hits |= 1 << ri;
             }
         }

@@ -348,6 +348,22 @@ fn clean_text_is_borrowed_through() {
     assert!(matches!(redact_secrets(t), Cow::Borrowed(_)));
 }
 
+/// Every keyword of every rule, alone in neutral text, in either case,
+/// sets its rule's bit: the compile-time keyword table misses none.
+#[test]
+fn every_keyword_reaches_its_rule() {
+    for (ri, rule) in RULES.iter().enumerate() {
+        for kw in rule.keywords {
+            for text in [
+                format!("zz {kw} zz"),
+                format!("zz {} zz", kw.to_ascii_uppercase()),
+            ] {
+                assert_ne!(prefilter(&text) & (1 << ri), 0, "{kw:?} in {text:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn prefilter_is_case_insensitive_and_selective() {
     let hits = prefilter("PASSWORD");

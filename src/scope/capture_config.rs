@@ -18,6 +18,23 @@ pub const MAX_IGNORE_PATTERN_CHARS: usize = 1024;
 /// expansion is refused rather than silently read literally.
 pub const FORBIDDEN_CHARS: &[char] = &['!', '{', '}', '[', ']', '(', ')', '|', '^', '$', '%'];
 
+/// The first of [`FORBIDDEN_CHARS`] in `s`, if any: one table lookup per
+/// byte (all of them are ASCII, so no byte of a multi-byte character can
+/// be one).
+pub fn forbidden_char(s: &str) -> Option<char> {
+    const TABLE: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut i = 0;
+        while i < FORBIDDEN_CHARS.len() {
+            assert!(FORBIDDEN_CHARS[i].is_ascii());
+            t[FORBIDDEN_CHARS[i] as usize] = true;
+            i += 1;
+        }
+        t
+    };
+    s.bytes().find(|&b| TABLE[b as usize]).map(char::from)
+}
+
 /// Build the capture configuration of the marker at `marker` from its parsed
 /// top-level `capture` item (`None` when absent).
 pub fn capture_config(marker: &Path, item: Option<&Value>, home_known: bool) -> CaptureConfig {
@@ -93,7 +110,7 @@ pub fn check_pattern(pattern: &str, home_known: bool) -> Result<(), String> {
             "is {chars} characters long; at most {MAX_IGNORE_PATTERN_CHARS} are allowed"
         ));
     }
-    if let Some(c) = pattern.chars().find(|c| FORBIDDEN_CHARS.contains(c)) {
+    if let Some(c) = forbidden_char(pattern) {
         return Err(format!(
             "contains {c:?}: only the wildcards `*`, `?` and `**` are supported"
         ));
@@ -130,6 +147,15 @@ pub fn check_pattern(pattern: &str, home_known: bool) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn forbidden_char_finds_the_first_and_only_those() {
+        for &c in FORBIDDEN_CHARS {
+            assert_eq!(forbidden_char(&format!("é/a{c}b!")), Some(c));
+        }
+        assert_eq!(forbidden_char("src/**/é*.k?y ~ # @ \\ \"'"), None);
+        assert_eq!(forbidden_char(""), None);
+    }
 
     fn cfg(toml_src: &str, home: bool) -> CaptureConfig {
         let t: toml::Table = toml_src.parse().unwrap();
