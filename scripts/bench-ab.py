@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Before/after in one run: one spool-only hook call of each BINARY,
+alternating with /bin/true, call after call.
+
+Each round runs /bin/true, then every binary in turn, through the launcher
+of bench-hook.py (scripts/bench-hook-launch.c: the child's own CPU time,
+wall time and peak RSS from wait4(2)). The payload is the real Claude Code
+PostToolUse `Read` payload of bench-hook.py padded to 2 KiB, the project
+marker has its 16 patterns, and MEMHOOK_NO_HOOK_DELIVERY=1 keeps the
+drainer out; the records stay in the spool (the hook's cost does not depend
+on how many are pending). The binaries share one data dir, so each sees
+the same state. Because /bin/true's own cost drifts on a shared VM, only
+ratios taken in the same run are compared.
+
+Each binary is measured in two page-cache states, as two copies made in a
+temporary directory beside the first BINARY (on its file system): "written" (just copied, as after `cargo install`) and "read
+back" (its cached pages dropped with posix_fadvise(DONTNEED) first, so the
+kernel reads it back from disk, as after a reboot). On this VM the same
+binary costs up to 0.2 ms more per call read back than written: the kernel
+maps the page cache's folios differently.
+
+Usage: scripts/bench-ab.py [--runs 300] BINARY [BINARY ...]
+"""
+
+import argparse
+import importlib.util
+import os
+import shutil
+import statistics
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("bench_hook", os.path.join(HERE, "bench-hook.py"))
+bench_hook = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench_hook)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=300)
+    ap.add_argument("binaries", nargs="+")
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="memhook-ab-")
+    # The copies live beside the first binary, on its file system: a binary
+    # on tmpfs pays more per page fault than one on ext4.
+    copies = tempfile.mkdtemp(prefix=".memhook-ab-", dir=os.path.dirname(os.path.abspath(a.binaries[0])))
+    try:
+        bins = []
+        for i, b in enumerate(a.binaries):
+            name = os.path.basename(b)
+            for state in ("written", "read-back"):
+                copy = os.path.join(copies, f"{i}-{name}-{state}")
+                shutil.copy2(b, copy)
+                bins.append(copy)
+        os.sync()
+        for copy in bins[1::2]:
+            fd = os.open(copy, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+        home = os.path.join(tmp, "home")
+        project = os.path.join(home, "proj")
+        os.makedirs(os.path.join(project, "src"))
+        pats = ", ".join(f"'{p}'" for p in bench_hook.patterns(16, False))
+        with open(os.path.join(project, ".ai-memory.toml"), "w") as f:
+            f.write(f"project = 'proj'\n[capture]\nignore_paths = [{pats}]\n")
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("AI_MEMORY_") and not k.startswith("MEMHOOK_")}
+        env.update(HOME=home, AI_MEMORY_DATA_DIR=os.path.join(tmp, "data"),
+                   MEMHOOK_NO_HOOK_DELIVERY="1")
+        payload_file = os.path.join(tmp, "payload.json")
+        with open(payload_file, "wb") as f:
+            f.write(bench_hook.payload(project, 2048))
+        empty = os.path.join(tmp, "empty")
+        open(empty, "wb").close()
+        rows = {b: ([], [], []) for b in ["/bin/true"] + bins}
+        for i in range(a.runs + 5):
+            for b in rows:
+                if b == "/bin/true":
+                    c, w, r = bench_hook.run_once([b], empty, env)
+                else:
+                    c, w, r = bench_hook.run_once(
+                        [b, "hook", "--agent", "claude-code", "--event", "PostToolUse"],
+                        payload_file, env)
+                if i >= 5:
+                    rows[b][0].append(c)
+                    rows[b][1].append(w)
+                    rows[b][2].append(r)
+        med = statistics.median
+        tc, tw = med(rows["/bin/true"][0]), med(rows["/bin/true"][1])
+        print(f"{a.runs} rounds, medians; load {os.getloadavg()[0]:.1f}\n")
+        print("| binary | CPU | CPU ratio | wall | wall ratio | peak RSS |")
+        print("|---|---|---|---|---|---|")
+        for b, (c, w, r) in rows.items():
+            label = b if b == "/bin/true" else os.path.basename(b).split("-", 1)[1]
+            print(f"| `{label}` | {med(c):.2f} ms | {med(c) / tc:.2f}× | {med(w):.2f} ms | "
+                  f"{med(w) / tw:.2f}× | {max(r):.1f} MiB |")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(copies, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
