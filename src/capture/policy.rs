@@ -310,34 +310,51 @@ fn deep_match(pattern: &str, text: &str, win: bool) -> bool {
         toks.insert(toks.len() - 1, Seg::One);
     }
     let text: Vec<&str> = text.split('/').collect();
-    let (mut p, mut t) = (0usize, 0usize);
-    let (mut star, mut mark) = (None::<usize>, 0usize);
-    while t < text.len() {
-        match toks.get(p) {
-            Some(Seg::Deep) => {
-                star = Some(p);
-                mark = t;
-                p += 1;
+    wildcard_match(
+        &toks,
+        &text,
+        |k| matches!(k, Seg::Deep),
+        |k, t| match k {
+            Seg::Glob(g) => segment_glob(g, t, win),
+            Seg::One | Seg::Deep => true,
+        },
+    )
+}
+
+/// The greedy wildcard match both levels share (segments of a path, and
+/// characters of a segment): a `star` token matches any run of items,
+/// every other token one item that `fits` it; on a mismatch the last star
+/// takes one more item. Work is bounded by tokens × items.
+fn wildcard_match<K, I>(
+    toks: &[K],
+    items: &[I],
+    star: impl Fn(&K) -> bool,
+    fits: impl Fn(&K, &I) -> bool,
+) -> bool {
+    let (mut k, mut i) = (0usize, 0usize);
+    let (mut last_star, mut mark) = (None::<usize>, 0usize);
+    while i < items.len() {
+        match toks.get(k) {
+            Some(tok) if star(tok) => {
+                last_star = Some(k);
+                mark = i;
+                k += 1;
             }
-            Some(Seg::One) => {
-                p += 1;
-                t += 1;
+            Some(tok) if fits(tok, &items[i]) => {
+                k += 1;
+                i += 1;
             }
-            Some(Seg::Glob(g)) if segment_glob(g, text[t], win) => {
-                p += 1;
-                t += 1;
-            }
-            _ => match star {
+            _ => match last_star {
                 Some(s) => {
-                    p = s + 1;
+                    k = s + 1;
                     mark += 1;
-                    t = mark;
+                    i = mark;
                 }
                 None => return false,
             },
         }
     }
-    toks[p..].iter().all(|s| matches!(s, Seg::Deep))
+    toks[k..].iter().all(star)
 }
 
 /// Can the unexpanded shell glob `cand` name something under the pattern's
@@ -377,41 +394,16 @@ fn segment_glob(glob: &str, text: &str, win: bool) -> bool {
         });
     }
     let text: Vec<char> = text.chars().collect();
-    let (mut g, mut t) = (0usize, 0usize);
-    let (mut star, mut mark) = (None::<usize>, 0usize);
-    let eq = |a: char, b: char| {
-        if win {
-            a.eq_ignore_ascii_case(&b)
-        } else {
-            a == b
-        }
-    };
-    while t < text.len() {
-        match toks.get(g) {
-            Some(T::Star) => {
-                star = Some(g);
-                mark = t;
-                g += 1;
-            }
-            Some(T::Any) => {
-                g += 1;
-                t += 1;
-            }
-            Some(T::Lit(c)) if eq(*c, text[t]) => {
-                g += 1;
-                t += 1;
-            }
-            _ => match star {
-                Some(s) => {
-                    g = s + 1;
-                    mark += 1;
-                    t = mark;
-                }
-                None => return false,
-            },
-        }
-    }
-    toks[g..].iter().all(|t| *t == T::Star)
+    wildcard_match(
+        &toks,
+        &text,
+        |k| *k == T::Star,
+        |k, &c| match *k {
+            T::Lit(l) if win => l.eq_ignore_ascii_case(&c),
+            T::Lit(l) => l == c,
+            T::Any | T::Star => true,
+        },
+    )
 }
 
 #[cfg(test)]
