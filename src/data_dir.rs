@@ -178,7 +178,7 @@ pub fn write_atomic(
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let mut rnd = [0u8; 6];
     let _ = crate::entropy::fill(&mut rnd);
-    let suffix: String = rnd.iter().map(|b| format!("{b:02x}")).collect();
+    let suffix = crate::hex::encode(&rnd);
     let tmp = dir.join(format!(".{name}.memhook-{suffix}.tmp"));
     write_new_synced(&tmp, bytes, mode)?;
     let res = before_rename().and_then(|_| fs::rename(&tmp, path));

@@ -18,6 +18,7 @@ pub mod entropy;
 pub mod envelope;
 pub mod event;
 pub mod forget;
+pub mod hex;
 pub mod hook;
 pub mod install;
 pub mod mcp;

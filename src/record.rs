@@ -150,11 +150,7 @@ pub fn new_key() -> String {
         );
         b.copy_from_slice(&Sha256::digest(seed.as_bytes())[..16]);
     }
-    let mut s = String::with_capacity(32);
-    for x in b {
-        s.push_str(&format!("{x:02x}"));
-    }
-    s
+    crate::hex::encode(&b)
 }
 
 /// Whether `key` has the shape [`new_key`] mints: 32 lowercase hex digits.

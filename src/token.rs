@@ -8,6 +8,7 @@
 //! implements the four methods of [`TokenStore`]; everything else —
 //! names, randomness, hashing, the constant-time check — is here, once.
 
+use crate::hex::encode as hex;
 use std::fmt;
 use std::path::Path;
 use std::process::ExitCode;
@@ -59,10 +60,6 @@ pub trait TokenStore {
 /// The stored form of a token: SHA-256 of its bytes, lowercase hex.
 pub fn hash(token: &str) -> String {
     hex(&Sha256::digest(token.as_bytes()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A fresh token: [`TOKEN_BYTES`] from the OS as lowercase hex.

@@ -101,10 +101,7 @@ pub struct Snapshot {
 /// SHA-256 of a text, in hex.
 pub fn digest(text: &str) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::hex::encode(&Sha256::digest(text.as_bytes()))
 }
 
 fn snapshot_key(config: &Path) -> String {

@@ -55,11 +55,7 @@ pub fn normalize(text: &str) -> String {
 /// The version token of stored bytes: the first 16 hex digits of SHA-256.
 pub fn version_of(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
-    let mut hex = String::with_capacity(VERSION_HEX_DIGITS);
-    for b in digest.iter().take(VERSION_HEX_DIGITS / 2) {
-        hex.push_str(&format!("{b:02x}"));
-    }
-    hex
+    crate::hex::encode(&digest[..VERSION_HEX_DIGITS / 2])
 }
 
 /// The largest index `<= i` that is a char boundary of `s`.

@@ -23,6 +23,7 @@
 //! `.git` was replaced) pays for its identity (`root::identity`). A ledger
 //! that cannot be read fails closed: the claim is untrusted, with a warning.
 
+use crate::hex::encode as hex;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -675,10 +676,6 @@ fn scope_key(workspace: &str, project: &str) -> String {
 /// The entry name of a root.
 fn root_key(root: &Path) -> String {
     hex(&Sha256::digest(root.as_os_str().as_encoded_bytes()))[..32].to_string()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A path as shown on a terminal: control characters dropped.

@@ -140,10 +140,7 @@ impl Session {
         h.update(agent.as_bytes());
         h.update([0]);
         h.update(session_id.as_bytes());
-        let key: String = h.finalize()[..16]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let key = crate::hex::encode(&h.finalize()[..16]);
         Session {
             data_dir: data_dir.to_path_buf(),
             path: data_dir.join(SESSIONS_DIR).join(key),

@@ -457,7 +457,7 @@ fn store_key(ingest: &str) -> String {
         return ingest.to_string();
     }
     let d = Sha256::digest(ingest.as_bytes());
-    d[..16].iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex::encode(&d[..16])
 }
 
 /// A record from a plain ai-memory agent payload (no `memhook_record`),

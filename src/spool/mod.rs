@@ -56,11 +56,7 @@ impl SinkTarget {
             SinkTarget::Http { url } => {
                 use sha2::{Digest, Sha256};
                 let d = Sha256::digest(url.as_bytes());
-                let mut s = String::from("http-");
-                for b in &d[..8] {
-                    s.push_str(&format!("{b:02x}"));
-                }
-                s
+                format!("http-{}", crate::hex::encode(&d[..8]))
             }
         }
     }

@@ -37,7 +37,7 @@ pub fn secret() -> String {
     let mut bytes = [0u8; SECRET_BYTES];
     // A platform without a random source cannot serve logins at all.
     crate::entropy::fill(&mut bytes).expect("the operating system's random source");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex::encode(&bytes)
 }
 
 fn digest(s: &str) -> [u8; 32] {
