@@ -46,13 +46,40 @@ impl NormPath {
         self.text.chars().count()
     }
 
-    /// The text as compared: ASCII-lowercased for Windows flavour.
+    /// The text as compared: case-folded ([`fold`]) for Windows flavour.
     pub fn key(&self) -> std::borrow::Cow<'_, str> {
         match self.flavour {
             Flavour::Posix => std::borrow::Cow::Borrowed(&self.text),
-            Flavour::Windows => self.text.to_ascii_lowercase().into(),
+            Flavour::Windows => fold(&self.text).into(),
         }
     }
+}
+
+/// One character as Windows paths compare it: its lowercase form when
+/// that is a single character of the same UTF-8 length (`É` → `é`, `Ω` →
+/// `ω`), else itself. Windows compares names through a one-to-one
+/// upper-case table, so folding letter by letter matches it for the
+/// letters people type; keeping the length keeps byte offsets between a
+/// text and its folded key equal.
+pub fn fold_char(c: char) -> char {
+    if c.is_ascii() {
+        return c.to_ascii_lowercase();
+    }
+    let mut lower = c.to_lowercase();
+    match (lower.next(), lower.next()) {
+        (Some(l), None) if l.len_utf8() == c.len_utf8() => l,
+        _ => c,
+    }
+}
+
+/// [`fold_char`] over a whole text; the result has the same length in bytes.
+pub fn fold(s: &str) -> String {
+    s.chars().map(fold_char).collect()
+}
+
+/// `a` and `b` are equal once folded.
+pub fn eq_folded(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.chars().map(fold_char).eq(b.chars().map(fold_char))
 }
 
 /// Why a string cannot become a usable path.
@@ -192,6 +219,17 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn folding_is_letter_by_letter_and_keeps_the_length() {
+        assert_eq!(fold("C:/Users/ÉMILE/ΣΩ/Straße"), "c:/users/émile/σω/straße");
+        for s in ["İstanbul", "ǅ", "ẞ", "ﬀ", "日本", "K"] {
+            assert_eq!(fold(s).len(), s.len(), "{s}");
+        }
+        assert!(eq_folded("ÉMILE", "émile"));
+        assert!(!eq_folded("émile", "emile"));
+        assert!(!eq_folded("a", "ab"));
+    }
 
     fn n(raw: &str, base: Option<&str>) -> Result<String, Unusable> {
         let base = base.map(|b| normalize(b, None, None, MAX_CANDIDATE_CHARS).unwrap());

@@ -56,7 +56,7 @@ struct Pattern {
 /// a candidate under it is matched against each member's rest.
 struct Group {
     flavour: Flavour,
-    /// Root + literal segments; ASCII-lowercased for Windows flavour.
+    /// Root + literal segments; case-folded (`path::fold`) for Windows flavour.
     prefix_key: String,
     members: Vec<usize>,
     /// Sum of the members' lengths: the work one candidate costs here.
@@ -126,7 +126,7 @@ impl Policy {
             };
             let prefix_key = match p.flavour {
                 Flavour::Posix => prefix,
-                Flavour::Windows => prefix.to_ascii_lowercase(),
+                Flavour::Windows => path::fold(&prefix),
             };
             let chars = p.chars() as u64;
             match groups
@@ -222,7 +222,7 @@ fn group_matches(g: &Group, patterns: &[Pattern], rest: &str) -> MatchOutcome {
     let win = g.flavour == Flavour::Windows;
     let eq = |a: &str| {
         if win {
-            a.eq_ignore_ascii_case(rest)
+            path::eq_folded(a, rest)
         } else {
             a == rest
         }
@@ -266,7 +266,9 @@ fn charge(work: &mut u64, budget: u64, cost: u64) -> bool {
 fn same_root(g: &Group, cand: &NormPath) -> bool {
     let root = cand.root();
     g.prefix_key.len() >= root.len()
-        && g.prefix_key[..root.len()].eq_ignore_ascii_case(root)
+        && g.prefix_key
+            .get(..root.len())
+            .is_some_and(|k| path::eq_folded(k, root))
         && (g.flavour == Flavour::Windows || g.prefix_key.starts_with(root))
 }
 
@@ -399,7 +401,7 @@ fn segment_glob(glob: &str, text: &str, win: bool) -> bool {
         &text,
         |k| *k == T::Star,
         |k, &c| match *k {
-            T::Lit(l) if win => l.eq_ignore_ascii_case(&c),
+            T::Lit(l) if win => path::fold_char(l) == path::fold_char(c),
             T::Lit(l) => l == c,
             T::Any | T::Star => true,
         },
@@ -474,6 +476,42 @@ mod tests {
             "a POSIX path never meets a Windows pattern"
         );
         assert!(!m("D:/Repo/Secret/a.txt"));
+    }
+
+    /// Windows compares names without regard to case for every letter, not
+    /// only ASCII: a user named Émile writes the pattern one way and the
+    /// agent reports the path the other.
+    #[test]
+    fn windows_flavour_folds_non_ascii_letters_too() {
+        let pats = vec![
+            "C:\\Users\\Émile\\Secret\\**".to_string(),
+            "C:\\Data\\*Ω.key".to_string(),
+            "\\\\sërver\\share\\**\\ÜBER".to_string(),
+        ];
+        let mut p = Policy::compile(&pats, &np("/repo"), None).unwrap();
+        let mut m = |s: &str| {
+            p.reset_work();
+            p.matches(&np(s)) == MatchOutcome::Match
+        };
+        assert!(m("c:\\users\\émile\\secret\\notes.txt"));
+        assert!(m("C:/USERS/ÉMILE/SECRET"));
+        assert!(m("c:/data/aω.KEY"));
+        assert!(m("\\\\SËRVER\\Share\\a\\b\\über"));
+        assert!(!m("c:\\users\\emile\\secret\\notes.txt"), "é is not e");
+        assert!(!m("/Users/Émile/Secret/x"), "a POSIX path stays apart");
+    }
+
+    /// A shell glob's root is compared with a pattern's prefix by length;
+    /// where that length falls inside a multi-byte character of the prefix
+    /// the answer is "no", not a panic.
+    #[test]
+    fn a_root_that_ends_inside_a_character_of_the_prefix_is_no_match() {
+        let pats = vec!["\\\\srv\\shäre\\**".to_string()];
+        let mut p = Policy::compile(&pats, &np("/repo"), None).unwrap();
+        // `//ab/cde/` is 9 bytes; byte 9 of `//srv/shäre/` is inside `ä`.
+        assert_eq!(p.matches(&np("\\\\ab\\cde\\*")), MatchOutcome::NoMatch);
+        p.reset_work();
+        assert_eq!(p.matches(&np("\\\\SRV\\SHÄRE\\*")), MatchOutcome::Match);
     }
 
     #[test]
