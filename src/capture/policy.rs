@@ -714,6 +714,46 @@ mod tests {
         assert_eq!(compared, 780 * 340 * 2);
     }
 
+    /// Longer shapes than the exhaustive test reaches, drawn at random
+    /// (fixed seed): up to seven segments of patterns built from `*`, `?`,
+    /// `**` and letters, against paths of up to seven segments.
+    #[test]
+    fn deep_patterns_agree_with_globset_at_random() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let pat_segs = [
+            "**", "**", "*", "?", "a", "b", "ab", "a*", "*b", "a?b", "*a*", "**a", "a**", "A*",
+        ];
+        let path_segs = ["a", "b", "ab", "ba", "aab", "bab", "A", "Ab", "bbb"];
+        let mut compared = 0;
+        for _ in 0..3000 {
+            let n = 1 + next(7);
+            let pat: Vec<&str> = (0..n).map(|_| pat_segs[next(pat_segs.len())]).collect();
+            let pat = pat.join("/");
+            for win in [false, true] {
+                let theirs = globset(&pat, win);
+                for _ in 0..12 {
+                    let m = 1 + next(7);
+                    let path: Vec<&str> =
+                        (0..m).map(|_| path_segs[next(path_segs.len())]).collect();
+                    let path = path.join("/");
+                    assert_eq!(
+                        deep_match(&pat, &path, win),
+                        theirs.is_match(&path),
+                        "{pat} vs {path} (case-insensitive: {win})"
+                    );
+                    compared += 1;
+                }
+            }
+        }
+        assert_eq!(compared, 3000 * 2 * 12);
+    }
+
     #[test]
     fn segment_globs() {
         assert!(segment_glob("*", "abc", false));
