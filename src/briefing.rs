@@ -172,17 +172,16 @@ fn report_failure(data_dir: &Path, error: &str) {
 /// The last briefing failure recorded in `data_dir`: (when, why). A file that
 /// is not a regular file of ours, or does not parse, counts as none.
 pub fn last_failure(data_dir: &Path) -> Option<(u64, String)> {
-    use std::io::Read;
     #[derive(serde::Deserialize)]
     struct Failure {
         at_ms: u64,
         error: String,
     }
-    let f = crate::data_dir::open_private_file(&data_dir.join(FAILURE_FILE)).ok()?;
-    let mut buf = Vec::new();
-    f.take(MAX_FAILURE_BYTES as u64 * 2 + 64)
-        .read_to_end(&mut buf)
-        .ok()?;
+    let buf = crate::data_dir::read_private_file(
+        &data_dir.join(FAILURE_FILE),
+        MAX_FAILURE_BYTES as u64 * 2 + 64,
+    )
+    .ok()?;
     let v: Failure = serde_json::from_slice(&buf).ok()?;
     Some((
         v.at_ms,

@@ -251,16 +251,22 @@ pub fn open_nofollow(path: &Path) -> io::Result<fs::File> {
     opts.open(path)
 }
 
-/// Read `f` to its end, at most `limit` bytes. The buffer is sized from the
-/// file's length, so a small file costs one read plus the one that sees its
-/// end (a buffer grown from empty took a read per doubling: seven for a
-/// 600-byte file).
-pub fn read_capped(f: &fs::File, limit: u64) -> io::Result<Vec<u8>> {
+/// Read `f` to its end, at most `limit` bytes; `len` is its length as the
+/// caller's `fstat` found it. The buffer is sized from that, so a small
+/// file costs one read plus the one that sees its end (a buffer grown from
+/// empty took a read per doubling: seven for a 600-byte file); a file that
+/// grew meanwhile is still read to `limit`.
+pub fn read_capped(f: &fs::File, len: u64, limit: u64) -> io::Result<Vec<u8>> {
     use std::io::Read;
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     let mut buf = Vec::with_capacity(len.min(limit) as usize + 1);
     f.take(limit).read_to_end(&mut buf)?;
     Ok(buf)
+}
+
+/// [`open_private_file`], then at most `limit` bytes of it ([`read_capped`]).
+pub fn read_private_file(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let (f, len) = open_private_sized(path)?;
+    read_capped(&f, len, limit)
 }
 
 /// Open a file of the data dir for reading, trusting nothing about it: a
@@ -268,6 +274,11 @@ pub fn read_capped(f: &fs::File, limit: u64) -> io::Result<Vec<u8>> {
 /// (`O_NONBLOCK`), and what was opened must be a regular file owned by this
 /// user.
 pub fn open_private_file(path: &Path) -> io::Result<fs::File> {
+    open_private_sized(path).map(|(f, _)| f)
+}
+
+/// [`open_private_file`], with the file's length from the same `fstat`.
+pub fn open_private_sized(path: &Path) -> io::Result<(fs::File, u64)> {
     let f = open_nofollow(path)?;
     let meta = f.metadata()?;
     #[cfg(unix)]
@@ -286,7 +297,7 @@ pub fn open_private_file(path: &Path) -> io::Result<fs::File> {
             ),
         ));
     }
-    Ok(f)
+    Ok((f, meta.len()))
 }
 
 #[cfg(test)]
@@ -299,15 +310,14 @@ mod tests {
         let path = dir.path().join("f");
         let body: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
         fs::write(&path, &body).unwrap();
+        assert_eq!(read_private_file(&path, 10_000).unwrap(), body);
+        assert_eq!(read_private_file(&path, 5000).unwrap(), body);
+        assert_eq!(read_private_file(&path, 4999).unwrap(), &body[..4999]);
+        // A length hint that is stale (the file grew) still reads to the limit.
         let f = fs::File::open(&path).unwrap();
-        assert_eq!(read_capped(&f, 10_000).unwrap(), body);
-        let f = fs::File::open(&path).unwrap();
-        assert_eq!(read_capped(&f, 5000).unwrap(), body);
-        let f = fs::File::open(&path).unwrap();
-        assert_eq!(read_capped(&f, 4999).unwrap(), &body[..4999]);
+        assert_eq!(read_capped(&f, 10, 10_000).unwrap(), body);
         fs::write(&path, b"").unwrap();
-        let f = fs::File::open(&path).unwrap();
-        assert!(read_capped(&f, 10).unwrap().is_empty());
+        assert!(read_private_file(&path, 10).unwrap().is_empty());
     }
 
     #[test]

@@ -81,8 +81,7 @@ impl Gate {
 }
 
 fn read_small(path: &Path, max: u64) -> Option<Vec<u8>> {
-    let f = crate::data_dir::open_private_file(path).ok()?;
-    let buf = crate::data_dir::read_capped(&f, max + 1).ok()?;
+    let buf = crate::data_dir::read_private_file(path, max + 1).ok()?;
     (buf.len() as u64 <= max).then_some(buf)
 }
 

@@ -64,10 +64,11 @@ pub(super) const MAX_COUNTERS_BYTES: u64 = 1024 * 1024;
 
 pub(super) fn read_counters(path: &Path) -> Option<SinkCounters> {
     let f = data_dir::open_nofollow(path).ok()?;
-    if !f.metadata().ok()?.is_file() {
+    let meta = f.metadata().ok()?;
+    if !meta.is_file() {
         return None;
     }
-    let bytes = data_dir::read_capped(&f, MAX_COUNTERS_BYTES).ok()?;
+    let bytes = data_dir::read_capped(&f, meta.len(), MAX_COUNTERS_BYTES).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 

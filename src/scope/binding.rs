@@ -34,7 +34,7 @@ use sha2::{Digest, Sha256};
 
 use super::root::{self, Identity, Root};
 use super::{Scope, Source};
-use crate::data_dir::{check_private_dir, ensure_private_dir, open_private_file};
+use crate::data_dir::{check_private_dir, ensure_private_dir, open_private_sized};
 
 /// The ledger's directory in the data dir.
 pub const LEDGER_DIR: &str = "bindings";
@@ -568,8 +568,8 @@ fn check_names(e: Entry, scope: &Scope, path: &Path) -> Result<Entry, String> {
 /// ledger directory that is not a real directory of ours.
 fn read_entry(ledger: &Path, path: &Path) -> Result<Option<Entry>, String> {
     let bad = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let f = match open_private_file(path) {
-        Ok(f) => f,
+    let (f, len) = match open_private_sized(path) {
+        Ok(opened) => opened,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return match fs::symlink_metadata(ledger) {
                 Ok(_) => check_private_dir(ledger).map(|_| None).map_err(|e| bad(&e)),
@@ -583,7 +583,7 @@ fn read_entry(ledger: &Path, path: &Path) -> Result<Option<Entry>, String> {
     if let Some(parent) = path.parent().filter(|p| *p != ledger) {
         check_private_dir(parent).map_err(|e| bad(&e))?;
     }
-    let buf = crate::data_dir::read_capped(&f, MAX_ENTRY_BYTES + 1).map_err(|e| bad(&e))?;
+    let buf = crate::data_dir::read_capped(&f, len, MAX_ENTRY_BYTES + 1).map_err(|e| bad(&e))?;
     if buf.len() as u64 > MAX_ENTRY_BYTES {
         return Err(bad(&format!("larger than {MAX_ENTRY_BYTES} bytes")));
     }

@@ -28,9 +28,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::{Scope, Settings, Source};
-use crate::data_dir::{
-    check_private_dir, ensure_private_dir, open_private_file, write_private_file,
-};
+use crate::data_dir::{check_private_dir, ensure_private_dir, write_private_file};
 
 /// The notes' directory in the data dir.
 pub const SESSIONS_DIR: &str = "sessions";
@@ -154,8 +152,7 @@ impl Session {
         check_private_dir(&self.data_dir).ok()?;
         check_private_dir(self.path.parent()?).ok()?;
         // A regular file owned by this user, or nothing.
-        let f = open_private_file(&self.path).ok()?;
-        let bytes = crate::data_dir::read_capped(&f, MAX_NOTE_BYTES + 1).ok()?;
+        let bytes = crate::data_dir::read_private_file(&self.path, MAX_NOTE_BYTES + 1).ok()?;
         if bytes.len() as u64 > MAX_NOTE_BYTES {
             return None;
         }

@@ -98,8 +98,9 @@ impl Spool {
 
     /// The mark, if there is a readable one.
     pub fn read_mark(&self) -> Option<Mark> {
-        let f = data_dir::open_private_file(&self.counters_dir().join(MARK_FILE)).ok()?;
-        let bytes = data_dir::read_capped(&f, MAX_MARK_BYTES).ok()?;
+        let bytes =
+            data_dir::read_private_file(&self.counters_dir().join(MARK_FILE), MAX_MARK_BYTES)
+                .ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
