@@ -221,25 +221,6 @@ pub fn warm_rule(i: usize) -> Option<&'static str> {
     Some(rule.kind)
 }
 
-/// Bit `(a << 8) | b` is set when some keyword starts with the bytes `a b`
-/// (lowercased). Built at compile time; one lookup per text byte.
-static BIGRAMS: [u64; 1024] = {
-    let mut t = [0u64; 1024];
-    let mut r = 0;
-    while r < RULES.len() {
-        let kws = RULES[r].keywords;
-        let mut k = 0;
-        while k < kws.len() {
-            let kw = kws[k].as_bytes();
-            let idx = ((lower(kw[0]) as usize) << 8) | lower(kw[1]) as usize;
-            t[idx / 64] |= 1 << (idx % 64);
-            k += 1;
-        }
-        r += 1;
-    }
-    t
-};
-
 /// How many keywords the rules have.
 const KEYWORD_COUNT: usize = {
     let (mut n, mut r) = (0, 0);
@@ -292,6 +273,21 @@ static KEYWORDS: Keywords = {
         r += 1;
     }
     Keywords { pairs, starts }
+};
+
+/// Bit `(a << 8) | b` is set when some keyword starts with the bytes `a b`
+/// (lowercased). Built at compile time from [`KEYWORDS`]; one lookup per
+/// text byte.
+static BIGRAMS: [u64; 1024] = {
+    let mut t = [0u64; 1024];
+    let mut k = 0;
+    while k < KEYWORD_COUNT {
+        let kw = KEYWORDS.pairs[k].0;
+        let idx = ((lower(kw[0]) as usize) << 8) | lower(kw[1]) as usize;
+        t[idx / 64] |= 1 << (idx % 64);
+        k += 1;
+    }
+    t
 };
 
 /// Which rules have a keyword in `text` (ASCII case-insensitive), as a bit
