@@ -19,12 +19,7 @@ impl PgStore {
         filter: &ExportFilter,
         mut each: impl FnMut(StoredRecord) -> Result<(), E>,
     ) -> Result<u64, E> {
-        let (w, p) = filter
-            .project
-            .as_ref()
-            .map_or(("", ""), |(w, p)| (w.as_str(), p.as_str()));
-        let since = filter.since_ms.unwrap_or(0) as i64;
-        let scoped = filter.project.is_some();
+        let (scoped, w, p, since) = filter.params();
         let db = self.describe().to_string();
         let sql = format!(
             "SELECT {RECORD_COLUMNS} FROM records r JOIN projects p ON p.id = r.project_id

@@ -14,6 +14,23 @@ pub struct ExportFilter {
     pub since_ms: Option<u64>,
 }
 
+impl ExportFilter {
+    /// The query parameters both stores bind: whether a project is chosen,
+    /// its workspace and name (`""` when not), and the earliest time.
+    pub fn params(&self) -> (bool, &str, &str, i64) {
+        let (w, p) = self
+            .project
+            .as_ref()
+            .map_or(("", ""), |(w, p)| (w.as_str(), p.as_str()));
+        (
+            self.project.is_some(),
+            w,
+            p,
+            self.since_ms.unwrap_or(0) as i64,
+        )
+    }
+}
+
 impl Store {
     /// Call `each` with every record `filter` selects, by time then key (a
     /// stable order: two stores holding the same records visit them alike),
@@ -23,10 +40,7 @@ impl Store {
         filter: &ExportFilter,
         mut each: impl FnMut(StoredRecord) -> Result<(), E>,
     ) -> Result<u64, E> {
-        let (w, p) = filter
-            .project
-            .as_ref()
-            .map_or(("", ""), |(w, p)| (w.as_str(), p.as_str()));
+        let (scoped, w, p, since) = filter.params();
         self.read(|s| {
             let mut st = s
                 .conn
@@ -38,12 +52,7 @@ impl Store {
                 ))
                 .map_err(|e| s.err(e))?;
             let mut rows = st
-                .query(params![
-                    filter.project.is_some(),
-                    w,
-                    p,
-                    filter.since_ms.unwrap_or(0) as i64
-                ])
+                .query(params![scoped, w, p, since])
                 .map_err(|e| s.err(e))?;
             let mut n = 0;
             while let Some(row) = rows.next().map_err(|e| s.err(e))? {
