@@ -172,7 +172,13 @@ impl Cluster {
 
     /// Stop at once (in-flight work is lost, as in a crash).
     pub fn stop(&self) {
-        let out = self.run(
+        let out = self.stop_now();
+        assert!(out.status.success(), "pg_ctl stop: {out:?}");
+    }
+
+    /// `pg_ctl stop -m immediate`, whatever it answers.
+    fn stop_now(&self) -> std::process::Output {
+        self.run(
             "pg_ctl",
             &[
                 "-D",
@@ -182,8 +188,7 @@ impl Cluster {
                 "-w",
                 "stop",
             ],
-        );
-        assert!(out.status.success(), "pg_ctl stop: {out:?}");
+        )
     }
 
     /// `postgres://memhook@127.0.0.1:PORT/DB`: no password (for --database).
@@ -215,16 +220,6 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let _ = self.run(
-            "pg_ctl",
-            &[
-                "-D",
-                self.data.to_str().unwrap(),
-                "-m",
-                "immediate",
-                "-w",
-                "stop",
-            ],
-        );
+        let _ = self.stop_now();
     }
 }

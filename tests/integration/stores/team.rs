@@ -298,17 +298,24 @@ fn forget_through_the_api(s: &Serve) -> Vec<Value> {
     out
 }
 
+/// The same seeded records served from SQLite (home `h1`) and from `db`
+/// (home `h2`), each server with the owner's token.
+fn serve_seeded(db: &Db, h1: &Path, h2: &Path) -> (Serve, Serve) {
+    let sqlite = Db::Sqlite.serve_with_auth(h1);
+    let pg = db.serve_with_auth(h2);
+    for s in [&sqlite, &pg] {
+        seed(s);
+    }
+    (sqlite, pg)
+}
+
 #[test]
 fn the_web_api_answers_the_same_from_both_stores() {
     let Some(db) = Db::pg("the_web_api_answers_the_same_from_both_stores") else {
         return;
     };
     let (h1, h2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let sqlite = Db::Sqlite.serve_with_auth(h1.path());
-    let pg = db.serve_with_auth(h2.path());
-    for s in [&sqlite, &pg] {
-        seed(s);
-    }
+    let (sqlite, pg) = serve_seeded(&db, h1.path(), h2.path());
     let from_sqlite = walk_the_api(&sqlite);
     let from_pg = walk_the_api(&pg);
     // The comparison is of answers that hold something.
@@ -387,11 +394,7 @@ fn export_writes_the_same_lines_from_both_stores() {
         return;
     };
     let (h1, h2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let sqlite = Db::Sqlite.serve_with_auth(h1.path());
-    let pg = db.serve_with_auth(h2.path());
-    for s in [&sqlite, &pg] {
-        seed(s);
-    }
+    let (_sqlite, _pg) = serve_seeded(&db, h1.path(), h2.path());
     let export = |db: &Db, home: &Path, args: &[&str]| -> String {
         let out = db.memhook(home, &[&["export"], args].concat());
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
