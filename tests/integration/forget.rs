@@ -8,19 +8,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::util::{fixture, memhook};
+use crate::util::{claude_payload as payload, memhook};
 
 const SENTINEL: &str = "qzvforgetmesentinel";
-
-fn payload(name: &str, home: &Path, session: &str) -> Value {
-    let text = std::fs::read_to_string(fixture(&format!("agents/claude-code/2.1.328/{name}.json")))
-        .unwrap()
-        .replace("/home/dev", home.to_str().unwrap());
-    let mut v: Value = serde_json::from_str(&text).unwrap();
-    std::fs::create_dir_all(v["cwd"].as_str().unwrap()).unwrap();
-    v["session_id"] = session.into();
-    v
-}
 
 fn hook(home: &Path, p: &Value, spool_only: bool) {
     let mut f = tempfile::tempfile().unwrap();

@@ -48,6 +48,18 @@ pub fn fixture(rel: &str) -> PathBuf {
         .join(rel)
 }
 
+/// The real Claude Code fixture payload `name` for `session`, its paths
+/// moved from `/home/dev` into `home` (its working directory created).
+pub fn claude_payload(name: &str, home: &Path, session: &str) -> serde_json::Value {
+    let text = fs::read_to_string(fixture(&format!("agents/claude-code/2.1.328/{name}.json")))
+        .unwrap()
+        .replace("/home/dev", home.to_str().unwrap());
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    fs::create_dir_all(v["cwd"].as_str().unwrap()).unwrap();
+    v["session_id"] = session.into();
+    v
+}
+
 /// Every regular file under `dir` with its bytes (files that vanish while
 /// a drainer moves them are skipped).
 pub fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {

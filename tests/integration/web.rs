@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::forget::files_holding;
 use crate::serve::Serve;
-use crate::util::{fixture, memhook};
+use crate::util::{claude_payload as payload, memhook};
 
 /// A word only the seeded prompt holds (what the search looks for).
 pub(crate) const SEARCH_WORD: &str = "zebraquokka";
@@ -27,17 +27,6 @@ pub(crate) const PROJECT: &str = "default/demo";
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
                    form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-
-/// A Claude Code fixture payload for `session`, its paths moved into `home`.
-fn payload(name: &str, home: &Path, session: &str) -> Value {
-    let text = std::fs::read_to_string(fixture(&format!("agents/claude-code/2.1.328/{name}.json")))
-        .unwrap()
-        .replace("/home/dev", home.to_str().unwrap());
-    let mut v: Value = serde_json::from_str(&text).unwrap();
-    std::fs::create_dir_all(v["cwd"].as_str().unwrap()).unwrap();
-    v["session_id"] = session.into();
-    v
-}
 
 /// Run the hook on `p`; it only spools (delivery is the test's `drain`).
 fn hook(home: &Path, p: &Value) {
