@@ -306,6 +306,17 @@ pub(crate) fn entry(r: Record, url: &str) -> SpoolEntry {
     }
 }
 
+/// An HTTP client for tests: statuses are answers, not errors; no proxy;
+/// every request ends within `secs`.
+pub(crate) fn client(secs: u64) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .proxy(None)
+        .timeout_global(Some(Duration::from_secs(secs)))
+        .build()
+        .new_agent()
+}
+
 /// One HTTP exchange with the server under test: (status, body).
 pub(crate) fn request(
     method: &str,
@@ -313,12 +324,7 @@ pub(crate) fn request(
     body: Option<&[u8]>,
     token: Option<&str>,
 ) -> (u16, String) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .proxy(None)
-        .timeout_global(Some(Duration::from_secs(20)))
-        .build()
-        .new_agent();
+    let agent = client(20);
     let auth = token.map(|t| format!("Bearer {t}"));
     let res = if method == "GET" {
         let mut r = agent.get(url);
@@ -1567,12 +1573,7 @@ fn sixteen_concurrent_clients_never_see_a_5xx() {
         .map(|c| {
             let (s, failures) = (Arc::clone(&s), Arc::clone(&failures));
             std::thread::spawn(move || {
-                let agent: ureq::Agent = ureq::Agent::config_builder()
-                    .http_status_as_error(false)
-                    .proxy(None)
-                    .timeout_global(Some(Duration::from_secs(60)))
-                    .build()
-                    .new_agent();
+                let agent = client(60);
                 let mut i = 0;
                 while i < POSTS {
                     let (url, body, n) = if c % 2 == 0 {

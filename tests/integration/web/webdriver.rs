@@ -44,12 +44,7 @@ impl Browser {
             .stderr(Stdio::null());
         crate::serve::die_with_parent(&mut cmd);
         let driver = cmd.spawn().expect("start chromedriver");
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .proxy(None)
-            .timeout_global(Some(Duration::from_secs(60)))
-            .build()
-            .new_agent();
+        let agent = crate::serve::client(60);
         let base = format!("http://127.0.0.1:{port}");
         let mut b = Browser {
             driver,
