@@ -52,6 +52,12 @@ pub fn session_start_reserve(budget: Duration) -> Duration {
     SESSION_START_RESERVE.min(budget / 10)
 }
 
+/// Variable that makes a debug build panic once the payload is read (fault
+/// injection: the tests prove a bug still ends in exit 0 and a valid
+/// envelope, through the unwinder `build.rs` links in; release builds never
+/// read it).
+pub const PANIC_ENV: &str = "MEMHOOK_TEST_PANIC";
+
 /// Environment variable naming the server URL when `--server-url` is absent.
 pub const HOOK_URL_ENV: &str = "AI_MEMORY_HOOK_URL";
 
@@ -202,6 +208,9 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
         Err(problem) => return bad_input(args, &agent, &problem),
     };
 
+    if cfg!(debug_assertions) && std::env::var_os(PANIC_ENV).is_some() {
+        panic!("{PANIC_ENV} is set");
+    }
     let mut event = event::normalize(&args.agent, args.event.as_deref(), &payload);
     drop(payload);
     let process_cwd = std::env::current_dir().ok();

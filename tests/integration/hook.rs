@@ -202,6 +202,58 @@ fn bad_input_exits_0_quickly_with_an_envelope_and_no_record() {
     assert!(spool(t.path()).is_empty());
 }
 
+/// A bug in the hook still answers the agent: exit 0, a valid envelope, one
+/// line on stderr and nothing in the spool. The panic unwinds through the
+/// unwinder `build.rs` links into the binary, so this also proves that
+/// unwinder works (fault injection through `MEMHOOK_TEST_PANIC`, debug
+/// builds only).
+#[test]
+fn a_panic_in_the_hook_still_answers_the_agent() {
+    if !cfg!(debug_assertions) {
+        eprintln!("SKIPPED: the panic switch exists in debug builds only");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let payload = crate::util::claude_payload("PostToolUse-Read", t.path(), "panic-session");
+    let mut cmd = hook(t.path(), "claude-code", Some("PostToolUse"));
+    cmd.env(memhook::hook::PANIC_ENV, "1");
+    let out = run_with_stdin(cmd, payload.to_string().as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "{}\n", "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "memhook: internal error (MEMHOOK_TEST_PANIC is set); the event was not captured\n"
+    );
+    assert!(spool(t.path()).is_empty());
+}
+
+/// The dynamically linked Linux binary does not load `libgcc_s.so`: loading
+/// it cost every hook call 0.1–0.2 ms (docs/benchmarks.md, "The
+/// unwinder"); `build.rs` links GCC's static unwinder in instead.
+#[test]
+fn the_linux_binary_does_not_load_libgcc_s() {
+    if !(cfg!(target_os = "linux") && cfg!(target_env = "gnu")) {
+        return;
+    }
+    let out = Command::new("readelf")
+        .args(["--dynamic", env!("CARGO_BIN_EXE_memhook")])
+        .output()
+        .expect("readelf (binutils) reads the binary's dynamic section");
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let needed: Vec<&str> = text.lines().filter(|l| l.contains("(NEEDED)")).collect();
+    if !cfg!(target_feature = "crt-static") {
+        assert!(
+            needed.iter().any(|l| l.contains("libc.so")),
+            "a dynamic binary needs libc: {text}"
+        );
+    }
+    assert!(
+        !needed.iter().any(|l| l.contains("libgcc_s")),
+        "the binary still loads libgcc_s: {needed:?}"
+    );
+}
+
 #[test]
 fn a_bom_is_stripped() {
     let t = tempfile::tempdir().unwrap();
