@@ -135,6 +135,12 @@ pub fn run(args: &ImportArgs, data_dir: Option<&Path>) -> CmdResult {
         eprintln!("memhook: import stopped: {e}");
         return Ok(ExitCode::from(1));
     }
+    // Leave the WAL empty, as the drainer does after each run: a short-lived
+    // reader (session start) that finds a WAL full of imported frames and no
+    // other connection rebuilds the WAL's index from every frame, each time.
+    if let Target::Local(store) = &target {
+        store.checkpoint();
+    }
     if tally.reported > MAX_REPORTED {
         eprintln!(
             "memhook: … {} more problems not shown",

@@ -159,6 +159,15 @@ fn export_then_import_twice_and_in_any_order_gives_the_same_store() {
         "{}",
         stderr(&first)
     );
+    // The import leaves the WAL empty: a session start that finds a full WAL
+    // and no other connection rebuilds the WAL's index from every frame.
+    let wal = data(b.path()).join(format!("{}-wal", memhook::sink::store::STORE_FILE));
+    assert_eq!(
+        std::fs::metadata(&wal).map_or(0, |m| m.len()),
+        0,
+        "{}",
+        wal.display()
+    );
     let again = run(b.path(), &["import", file.to_str().unwrap()], &[]);
     assert_eq!(code(&again), 0, "{}", stderr(&again));
     assert!(stderr(&again).contains(&format!("(0 new, {n} already stored)")));
