@@ -2,12 +2,18 @@
 """Session start with a briefing from a store of many sessions, against
 `/bin/true` and against the same hook on an empty store, in one run.
 
-Usage: scripts/bench-session-start.py MEMHOOK_BINARY [SESSIONS] [RECORDS_PER_SESSION] [RUNS]
+Usage: scripts/bench-session-start.py [--keep-wal] [--instructions] MEMHOOK_BINARY [SESSIONS] [RECORDS_PER_SESSION] [RUNS]
+
+--keep-wal leaves the WAL the import wrote (what this script measured
+before 6a09815). --instructions counts the instructions of one session
+start with the briefing under valgrind's callgrind instead of timing RUNS
+(a steady figure on a noisy machine; needs valgrind).
 
 Seeds a throw-away data dir through `memhook import` (the export format of
 docs/team.md): SESSIONS sessions of the project being briefed, each with a
 prompt, tool results of four families (one failing), edited and read files,
-a stop and a session end; as many records again in another project. Then
+a stop and a session end; as many records again in another project. It
+empties the store's WAL as the drainer does after each run. Then
 runs the real Claude Code SessionStart payload through `memhook hook`
 RUNS times, alternating with `/bin/true` and with the same hook against an
 empty data dir, and reports each child's CPU (user + system) and peak RSS
@@ -17,6 +23,7 @@ figures (nothing is pending anyway). Uses only the standard library.
 
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -75,10 +82,15 @@ def run(argv, env, cwd, stdin_bytes):
 
 
 def main():
-    binary = os.path.abspath(sys.argv[1])
-    sessions = int(sys.argv[2]) if len(sys.argv) > 2 else 100
-    per_session = int(sys.argv[3]) if len(sys.argv) > 3 else 40
-    runs = int(sys.argv[4]) if len(sys.argv) > 4 else 100
+    flags = {a for a in sys.argv[1:] if a.startswith("--")}
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    unknown = flags - {"--keep-wal", "--instructions"}
+    if unknown or not args:
+        raise SystemExit(__doc__ if not unknown else f"unknown option {sorted(unknown)[0]}")
+    binary = os.path.abspath(args[0])
+    sessions = int(args[1]) if len(args) > 1 else 100
+    per_session = int(args[2]) if len(args) > 2 else 40
+    runs = int(args[3]) if len(args) > 3 else 100
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(("AI_MEMORY_", "MEMHOOK_"))}
 
     def home_env(home):
@@ -99,6 +111,14 @@ def main():
             for l in records(project, sessions, per_session, t0):
                 f.write(l + "\n")
     subprocess.run([binary, "import", dump], env=full_env, check=True, capture_output=True)
+    # The WAL as a session start finds it: the drainer empties it after each
+    # run (`wal_checkpoint(TRUNCATE)`), and `memhook import` does since
+    # 6a09815. Builds before that left the imported 4 MB in the WAL, and
+    # each session start then rebuilt the WAL's index from every frame.
+    if "--keep-wal" not in flags:
+        con = sqlite3.connect(os.path.join(full, "data", "store.sqlite3"))
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        con.close()
     subprocess.run([binary, "import", os.devnull], env=empty_env, check=True, capture_output=True)
 
     with open(FIXTURE) as f:
@@ -109,6 +129,14 @@ def main():
         return json.dumps(p).encode()
 
     hook = [binary, "hook", "--agent", "claude-code"]
+    if "--instructions" in flags:
+        subprocess.run(hook, input=start(full_cwd, "warm"), env=full_env, cwd=full_cwd, capture_output=True, check=True)
+        out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *hook],
+                             input=start(full_cwd, "counted"), env=full_env, cwd=full_cwd, capture_output=True, check=True)
+        ir = [l for l in out.stderr.decode().splitlines() if "Collected" in l]
+        print(f"SessionStart with the briefing: {ir[-1].split(':')[-1].strip()} instructions "
+              f"(WAL {'as the import left it' if '--keep-wal' in flags else 'emptied'})")
+        return
     cpu = {"true": [], "empty": [], "full": []}
     rss = {"true": [], "empty": [], "full": []}
     for i in range(runs):

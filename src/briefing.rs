@@ -271,7 +271,15 @@ pub fn compose_from(
     max_chars: usize,
     digest: bool,
 ) -> Result<Option<String>, StoreError> {
-    let sessions = store.sessions(scope, exclude_session, HANDOFF_SESSIONS)?;
+    // One query for both the hand-off and the digest: the newest sessions
+    // first, so each takes its own prefix.
+    let want = if digest {
+        HANDOFF_SESSIONS.max(DIGEST_SESSIONS)
+    } else {
+        HANDOFF_SESSIONS
+    };
+    let recent = store.sessions(scope, exclude_session, want)?;
+    let sessions = &recent[..recent.len().min(HANDOFF_SESSIONS)];
     let memory = memory_index(store.data_dir(), scope);
     if sessions.is_empty() && memory.is_none() {
         return Ok(None);
@@ -290,8 +298,8 @@ pub fn compose_from(
         sections.push(s);
     }
     if digest {
-        let recent = store.sessions(scope, exclude_session, DIGEST_SESSIONS)?;
-        if let Some(s) = digest_section(store, &recent)? {
+        let recent = &recent[..recent.len().min(DIGEST_SESSIONS)];
+        if let Some(s) = digest_section(store, recent)? {
             sections.push(s);
         }
     }

@@ -9,6 +9,12 @@
 //! holds the number of [`MIGRATIONS`] applied, and opening a database runs the
 //! missing ones in order inside one transaction. A database written by a newer
 //! memhook (higher version) is refused rather than guessed at.
+//!
+//! Every `LIMIT` is an integer written into the SQL, never a bound
+//! parameter: SQLite looks at a bound `LIMIT` while it plans a statement,
+//! so binding it invalidates the plan and the statement is compiled a
+//! second time on its first step. That was a fifth of a session start's
+//! work (docs/benchmarks.md, "Session start: the store's share").
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -560,20 +566,20 @@ impl Store {
                     .conn
                     .prepare_cached(&format!(
                         "{base} WHERE p.workspace = ?1 AND p.project = ?2 \
-                         ORDER BY r.occurred_ms DESC, r.id DESC LIMIT ?3"
+                         ORDER BY r.occurred_ms DESC, r.id DESC LIMIT {limit}"
                     ))
                     .map_err(|e| self.err(e))?;
-                let rows = st.query_map(params![w, p, limit], row_to_record);
+                let rows = st.query_map(params![w, p], row_to_record);
                 collect(rows)
             }
             None => {
                 let mut st = self
                     .conn
                     .prepare_cached(&format!(
-                        "{base} ORDER BY r.occurred_ms DESC, r.id DESC LIMIT ?1"
+                        "{base} ORDER BY r.occurred_ms DESC, r.id DESC LIMIT {limit}"
                     ))
                     .map_err(|e| self.err(e))?;
-                let rows = st.query_map(params![limit], row_to_record);
+                let rows = st.query_map([], row_to_record);
                 collect(rows)
             }
         };
@@ -604,18 +610,18 @@ impl Store {
                 let mut st = self
                     .conn
                     .prepare_cached(&format!(
-                        "{base} AND p.workspace = ?2 AND p.project = ?3 {order} LIMIT ?4"
+                        "{base} AND p.workspace = ?2 AND p.project = ?3 {order} LIMIT {limit}"
                     ))
                     .map_err(|e| self.err(e))?;
-                let rows = st.query_map(params![q, w, p, limit], row_to_record);
+                let rows = st.query_map(params![q, w, p], row_to_record);
                 collect(rows)
             }
             None => {
                 let mut st = self
                     .conn
-                    .prepare_cached(&format!("{base} {order} LIMIT ?2"))
+                    .prepare_cached(&format!("{base} {order} LIMIT {limit}"))
                     .map_err(|e| self.err(e))?;
-                let rows = st.query_map(params![q, limit], row_to_record);
+                let rows = st.query_map(params![q], row_to_record);
                 collect(rows)
             }
         };
@@ -632,21 +638,17 @@ impl Store {
     ) -> Result<Vec<SessionSummary>, StoreError> {
         let mut st = self
             .conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT s.id, s.agent, s.session_id, s.first_ms, s.last_ms, s.events, s.work
                  FROM sessions s JOIN projects p ON p.id = s.project_id
                  WHERE p.workspace = ?1 AND p.project = ?2 AND s.work > 0
                    AND s.session_id != ?3
-                 ORDER BY s.last_ms DESC, s.id DESC LIMIT ?4",
-            )
+                 ORDER BY s.last_ms DESC, s.id DESC LIMIT {}",
+                limit.min(MAX_QUERY_LIMIT)
+            ))
             .map_err(|e| self.err(e))?;
         let rows = st.query_map(
-            params![
-                scope.0,
-                scope.1,
-                exclude_session.unwrap_or(""),
-                limit.min(MAX_QUERY_LIMIT) as i64
-            ],
+            params![scope.0, scope.1, exclude_session.unwrap_or("")],
             |r| {
                 Ok(SessionSummary {
                     row: r.get(0)?,
@@ -676,10 +678,10 @@ impl Store {
             .prepare(&format!(
                 "SELECT coalesce(tool_name, tool_family, 'unknown'), count(*) FROM records
                  WHERE {within} AND event IN {TOOL_RESULT_EVENTS}
-                 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?1"
+                 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT {lim}"
             ))
             .map_err(e)?;
-        a.tools = collect(st.query_map([lim], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))))
+        a.tools = collect(st.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))))
             .map_err(e)?;
         let mut st = self
             .conn
@@ -731,10 +733,10 @@ impl Store {
                         nullif(trim(substr({b}, 1, instr({b} || char(10), char(10)) - 1)), ''),
                         count(*)
                  FROM records WHERE {within} AND {FAILED}
-                 GROUP BY 1, 2 ORDER BY 3 DESC, max(occurred_ms) DESC LIMIT ?1"
+                 GROUP BY 1, 2 ORDER BY 3 DESC, max(occurred_ms) DESC LIMIT {lim}"
             ))
             .map_err(e)?;
-        a.failures = collect(st.query_map([lim], |r| {
+        a.failures = collect(st.query_map([], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))
         }))
         .map_err(e)?;
@@ -775,13 +777,11 @@ impl Store {
             .conn
             .prepare_cached(&format!(
                 "SELECT {RECORD_COLUMNS} FROM records r JOIN projects p ON p.id = r.project_id
-                 WHERE r.session_row = ?1 ORDER BY r.occurred_ms, r.id LIMIT ?2"
+                 WHERE r.session_row = ?1 ORDER BY r.occurred_ms, r.id LIMIT {}",
+                limit.min(10 * MAX_QUERY_LIMIT)
             ))
             .map_err(|e| self.err(e))?;
-        let rows = st.query_map(
-            params![session_row, limit.min(10 * MAX_QUERY_LIMIT) as i64],
-            row_to_record,
-        );
+        let rows = st.query_map([session_row], row_to_record);
         collect(rows).map_err(|e| self.err(e))
     }
 }
@@ -1164,6 +1164,47 @@ pub(crate) mod tests {
     use super::*;
     use crate::record::RecordTool;
     use std::collections::BTreeMap;
+
+    /// How many times `sql` was compiled again after its first step.
+    fn recompiles(s: &Store, sql: &str, bound: &[i64]) -> i32 {
+        let mut st = s.conn.prepare(sql).unwrap();
+        let mut rows = st.query(rusqlite::params_from_iter(bound.iter())).unwrap();
+        while rows.next().unwrap().is_some() {}
+        drop(rows);
+        st.get_status(rusqlite::StatementStatus::RePrepare)
+    }
+
+    /// The premise of the module's rule: a bound `LIMIT` makes SQLite
+    /// compile the statement twice, a written one once.
+    #[test]
+    fn a_bound_limit_is_compiled_twice_and_a_written_one_once() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::open(t.path()).unwrap();
+        let bound = "SELECT id FROM records ORDER BY occurred_ms LIMIT ?1";
+        assert_eq!(recompiles(&s, bound, &[5]), 1);
+        assert_eq!(recompiles(&s, &bound.replace("?1", "5"), &[]), 0);
+    }
+
+    /// The rule itself, over the store's code (tests excluded): no query
+    /// binds its `LIMIT` or `OFFSET`. Before, every briefing query did.
+    #[test]
+    fn no_store_query_binds_its_limit() {
+        let code = |text: &'static str| text.split("#[cfg(test)]").next().unwrap();
+        for (file, text) in [
+            ("store.rs", code(include_str!("store.rs"))),
+            ("store/activity.rs", code(include_str!("store/activity.rs"))),
+            ("store/browse.rs", code(include_str!("store/browse.rs"))),
+            ("store/export.rs", code(include_str!("store/export.rs"))),
+            ("store/forget.rs", code(include_str!("store/forget.rs"))),
+            ("store/handoff.rs", code(include_str!("store/handoff.rs"))),
+            ("store/tokens.rs", code(include_str!("store/tokens.rs"))),
+        ] {
+            let squeezed: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            for word in ["LIMIT ?", "OFFSET ?"] {
+                assert!(!squeezed.contains(word), "{file} binds a {word}");
+            }
+        }
+    }
 
     pub(crate) fn rec(key: &str, ms: u64, project: &str, session: &str, event: &str) -> Record {
         Record {

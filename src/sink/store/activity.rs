@@ -31,7 +31,8 @@ impl Store {
                  WHERE records_fts MATCH ?1
                    AND (?2 = '' OR (p.workspace = ?2 AND p.project = ?3))
                    AND r.occurred_ms >= ?4 AND r.occurred_ms < ?5
-                 ORDER BY bm25(records_fts), r.occurred_ms DESC LIMIT ?6"
+                 ORDER BY bm25(records_fts), r.occurred_ms DESC LIMIT {}",
+                limit.min(super::MAX_QUERY_LIMIT)
             ))
             .map_err(|e| self.err(e))?;
         let rows = st.query_map(
@@ -40,8 +41,7 @@ impl Store {
                 w,
                 p,
                 from_ms.unwrap_or(0) as i64,
-                to_ms.map_or(i64::MAX, |t| t.min(i64::MAX as u64) as i64),
-                limit.min(super::MAX_QUERY_LIMIT) as i64
+                to_ms.map_or(i64::MAX, |t| t.min(i64::MAX as u64) as i64)
             ],
             row_to_record,
         );
@@ -94,10 +94,10 @@ impl Store {
                      WHERE r.session_row = (SELECT session_row FROM records WHERE key = ?1)
                        AND (r.occurred_ms, r.id) {cmp}
                            (SELECT occurred_ms, id FROM records WHERE key = ?1)
-                     ORDER BY r.occurred_ms {order}, r.id {order} LIMIT ?2"
+                     ORDER BY r.occurred_ms {order}, r.id {order} LIMIT {n}"
                 ))
                 .map_err(|e| self.err(e))?;
-            let rows = st.query_map(params![anchor.key, n as i64], row_to_record);
+            let rows = st.query_map([&anchor.key], row_to_record);
             super::collect(rows).map_err(|e| self.err(e))
         };
         let mut list = side("<", "DESC", before)?;

@@ -133,14 +133,14 @@ impl Store {
     pub fn browse_projects(&self) -> Result<Vec<ProjectRow>, StoreError> {
         let mut st = self
             .conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT p.workspace, p.project, p.first_ms, p.last_ms,
                         (SELECT count(*) FROM sessions s WHERE s.project_id = p.id),
                         (SELECT count(*) FROM records r WHERE r.project_id = p.id)
-                 FROM projects p ORDER BY p.last_ms DESC, p.id DESC LIMIT ?1",
-            )
+                 FROM projects p ORDER BY p.last_ms DESC, p.id DESC LIMIT {MAX_QUERY_LIMIT}"
+            ))
             .map_err(|e| self.err(e))?;
-        let rows = st.query_map([MAX_QUERY_LIMIT as i64], |r| {
+        let rows = st.query_map([], |r| {
             Ok(ProjectRow {
                 workspace: r.get(0)?,
                 project: r.get(1)?,
@@ -162,14 +162,12 @@ impl Store {
         let mut st = self
             .conn
             .prepare_cached(&format!(
-                "{} ORDER BY s.last_ms DESC, s.id DESC LIMIT ?3",
-                session_select(FAILED, "p.workspace = ?1 AND p.project = ?2")
+                "{} ORDER BY s.last_ms DESC, s.id DESC LIMIT {}",
+                session_select(FAILED, "p.workspace = ?1 AND p.project = ?2"),
+                limit.min(MAX_QUERY_LIMIT)
             ))
             .map_err(|e| self.err(e))?;
-        let rows = st.query_map(
-            params![scope.0, scope.1, limit.min(MAX_QUERY_LIMIT) as i64],
-            session_row,
-        );
+        let rows = st.query_map(params![scope.0, scope.1], session_row);
         let mut sessions = super::collect(rows).map_err(|e| self.err(e))?;
         self.add_families(&mut sessions)?;
         Ok(sessions)
@@ -230,10 +228,11 @@ impl Store {
                 "SELECT key, occurred_ms, agent, event, tool_family, tool_name, outcome, {FAILED},
                         files, title, substr(body, 1, {EXCERPT_CHARS}),
                         length(body) > {EXCERPT_CHARS}
-                 FROM records WHERE session_row = ?1 ORDER BY occurred_ms, id LIMIT ?2"
+                 FROM records WHERE session_row = ?1 ORDER BY occurred_ms, id LIMIT {}",
+                limit.min(MAX_QUERY_LIMIT)
             ))
             .map_err(|e| self.err(e))?;
-        let rows = st.query_map(params![row, limit.min(MAX_QUERY_LIMIT) as i64], |r| {
+        let rows = st.query_map([row], |r| {
             let files: Option<String> = r.get(8)?;
             Ok(RecordRow {
                 key: r.get(0)?,
@@ -278,11 +277,13 @@ impl Store {
                  JOIN records r ON r.id = f.rowid JOIN projects p ON p.id = r.project_id
                  WHERE records_fts MATCH ?1
                    AND (?2 = '' OR (p.workspace = ?2 AND p.project = ?3))
-                 ORDER BY bm25(records_fts), r.occurred_ms DESC LIMIT ?4",
-                HIT_START as u32, HIT_END as u32
+                 ORDER BY bm25(records_fts), r.occurred_ms DESC LIMIT {}",
+                HIT_START as u32,
+                HIT_END as u32,
+                limit.min(MAX_QUERY_LIMIT)
             ))
             .map_err(|e| self.err(e))?;
-        let rows = st.query_map(params![q, w, p, limit.min(MAX_QUERY_LIMIT) as i64], |r| {
+        let rows = st.query_map(params![q, w, p], |r| {
             Ok(SearchHit {
                 key: r.get(0)?,
                 occurred_ms: r.get::<_, i64>(1)? as u64,

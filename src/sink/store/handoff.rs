@@ -66,10 +66,10 @@ impl Store {
                 .prepare_cached(&format!(
                     "SELECT coalesce(title, substr(body, 1, 400)), occurred_ms, key FROM records
                      WHERE session_row = ?1 AND event = 'user-prompt' AND subagent = 0
-                     ORDER BY occurred_ms {order}, id {order} LIMIT ?2"
+                     ORDER BY occurred_ms {order}, id {order} LIMIT {limit}"
                 ))
                 .map_err(e)?;
-            let rows = st.query_map(params![row, limit as i64], |r| {
+            let rows = st.query_map([row], |r| {
                 Ok(Prompt {
                     text: r.get::<_, Option<String>>(0)?.unwrap_or_default(),
                     ms: r.get::<_, i64>(1)? as u64,
@@ -103,13 +103,13 @@ impl Store {
     pub fn session_tail(&self, row: i64, from_ms: u64) -> Result<Vec<TailEvent>, StoreError> {
         let mut st = self
             .conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT event, tool_name, tool_family, tool_call_id, outcome FROM records
                  WHERE session_row = ?1 AND occurred_ms >= ?2
-                 ORDER BY occurred_ms DESC, id DESC LIMIT ?3",
-            )
+                 ORDER BY occurred_ms DESC, id DESC LIMIT {MAX_TAIL_RECORDS}"
+            ))
             .map_err(|x| self.err(x))?;
-        let rows = st.query_map(params![row, from_ms as i64, MAX_TAIL_RECORDS as i64], |r| {
+        let rows = st.query_map(params![row, from_ms as i64], |r| {
             Ok(TailEvent {
                 event: r.get(0)?,
                 tool_name: r.get(1)?,
@@ -153,10 +153,10 @@ impl Store {
                             AND lower(coalesce(r.tool_name, '')) NOT IN ({reads})) AS changed
                  FROM records r, json_each(r.files) j
                  WHERE r.session_row = ?1 AND r.files IS NOT NULL AND j.type = 'text'
-                 GROUP BY 1 ORDER BY changed DESC, 2 DESC, 1 LIMIT ?2"
+                 GROUP BY 1 ORDER BY changed DESC, 2 DESC, 1 LIMIT {MAX_SESSION_FILES}"
             ))
             .map_err(|x| self.err(x))?;
-        let rows = st.query_map(params![row, MAX_SESSION_FILES as i64], |r| {
+        let rows = st.query_map([row], |r| {
             Ok(TouchedFile {
                 path: r.get(0)?,
                 last_ms: r.get::<_, i64>(1)? as u64,
