@@ -4,7 +4,7 @@ alternating with /bin/true, call after call.
 
 Each round runs /bin/true, then every binary in turn, through the launcher
 of bench-hook.py (scripts/bench-hook-launch.c: the child's own CPU time,
-wall time and peak RSS from wait4(2)). The payload is the real Claude Code
+wall time, peak RSS and page faults from wait4(2)). The payload is the real Claude Code
 PostToolUse `Read` payload of bench-hook.py padded to 2 KiB, the project
 marker has its 16 patterns, and MEMHOOK_NO_HOOK_DELIVERY=1 keeps the
 drainer out; the records stay in the spool (the hook's cost does not depend
@@ -72,28 +72,29 @@ def main():
             f.write(bench_hook.payload(project, 2048))
         empty = os.path.join(tmp, "empty")
         open(empty, "wb").close()
-        rows = {b: ([], [], []) for b in ["/bin/true"] + bins}
+        rows = {b: ([], [], [], []) for b in ["/bin/true"] + bins}
         for i in range(a.runs + 5):
             for b in rows:
                 if b == "/bin/true":
-                    c, w, r = bench_hook.run_once([b], empty, env)
+                    c, w, r, f = bench_hook.run_once([b], empty, env, faults=True)
                 else:
-                    c, w, r = bench_hook.run_once(
+                    c, w, r, f = bench_hook.run_once(
                         [b, "hook", "--agent", "claude-code", "--event", "PostToolUse"],
-                        payload_file, env)
+                        payload_file, env, faults=True)
                 if i >= 5:
                     rows[b][0].append(c)
                     rows[b][1].append(w)
                     rows[b][2].append(r)
+                    rows[b][3].append(f)
         med = statistics.median
         tc, tw = med(rows["/bin/true"][0]), med(rows["/bin/true"][1])
         print(f"{a.runs} rounds, medians; load {os.getloadavg()[0]:.1f}\n")
-        print("| binary | CPU | CPU ratio | wall | wall ratio | peak RSS |")
-        print("|---|---|---|---|---|---|")
-        for b, (c, w, r) in rows.items():
+        print("| binary | CPU | CPU ratio | wall | wall ratio | peak RSS | page faults |")
+        print("|---|---|---|---|---|---|---|")
+        for b, (c, w, r, f) in rows.items():
             label = b if b == "/bin/true" else os.path.basename(b).split("-", 1)[1]
             print(f"| `{label}` | {med(c):.2f} ms | {med(c) / tc:.2f}× | {med(w):.2f} ms | "
-                  f"{med(w) / tw:.2f}× | {max(r):.1f} MiB |")
+                  f"{med(w) / tw:.2f}× | {max(r):.1f} MiB | {med(f):.0f} |")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(copies, ignore_errors=True)

@@ -1,5 +1,5 @@
 /* Run one command with a payload piped to its stdin and report the child's
- * own CPU time, wall time and peak RSS from wait4(2).
+ * own CPU time, wall time, peak RSS and page faults from wait4(2).
  *
  * A small launcher matters for the RSS figure: a child's ru_maxrss includes
  * the memory it inherited before exec, so forking from a large process
@@ -71,6 +71,7 @@ int main(int argc, char **argv) {
     long long wall = now_us() - t0;
     long long cpu = (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec +
                     (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec;
-    printf("%lld %lld %ld %d\n", cpu, wall, ru.ru_maxrss, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    printf("%lld %lld %ld %d %ld\n", cpu, wall, ru.ru_maxrss, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+           ru.ru_minflt + ru.ru_majflt);
     return 0;
 }

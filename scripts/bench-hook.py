@@ -82,11 +82,14 @@ def launcher():
     return exe
 
 
-def run_once(argv, payload_file, env):
+def run_once(argv, payload_file, env, faults=False):
+    """CPU ms, wall ms, peak RSS MiB of one child (and its page faults)."""
     out = subprocess.run([launcher(), payload_file] + argv, env=env,
                          capture_output=True, check=True).stdout.split()
-    cpu_us, wall_us, rss_kib, status = (int(x) for x in out)
+    cpu_us, wall_us, rss_kib, status, flt = (int(x) for x in out)
     assert status == 0, argv
+    if faults:
+        return cpu_us / 1e3, wall_us / 1e3, rss_kib / 1024.0, flt
     return cpu_us / 1e3, wall_us / 1e3, rss_kib / 1024.0
 
 
