@@ -257,7 +257,8 @@ fn the_linux_binary_does_not_load_libgcc_s() {
 /// The code a hook call runs comes first in the Linux binary, in its own
 /// output section `.text.hot` before `.text` (build.rs hands the linker
 /// `link/hot-text.ld`): a hook process then maps a few hundred KiB of code
-/// instead of pieces of all of it (docs/benchmarks.md, "Hot code first").
+/// instead of pieces of all of it (docs/benchmarks.md, "The unwinder, the
+/// store's plans and hot code first").
 /// Its size shows the script's patterns still name this code's functions.
 #[test]
 fn the_code_a_hook_runs_comes_first_in_the_linux_binary() {
