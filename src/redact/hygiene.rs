@@ -98,8 +98,14 @@ pub(super) fn may_hold_controls(text: &str) -> bool {
         .any(|c| c.iter().fold(false, |acc, &b| acc | suspect(b)))
 }
 
+/// Does `text` hold a character [`strip_controls`] removes? The byte check
+/// first, so text without a suspect byte (nearly all) is read once, fast.
+pub(crate) fn holds_stripped_control(text: &str) -> bool {
+    may_hold_controls(text) && text.chars().any(is_stripped_control)
+}
+
 pub(super) fn strip_controls(text: &str) -> Cow<'_, str> {
-    if !may_hold_controls(text) || !text.chars().any(is_stripped_control) {
+    if !holds_stripped_control(text) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());

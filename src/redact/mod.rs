@@ -36,8 +36,9 @@ mod scan;
 #[cfg(test)]
 mod tests;
 
-/// Whether [`clean`] removes a character (so no cleaned text holds it).
-pub(crate) use hygiene::is_stripped_control;
+/// Whether a text holds a character [`clean`] removes (so no cleaned text
+/// holds one).
+pub(crate) use hygiene::holds_stripped_control;
 pub use rules::warm_rule;
 
 /// Every kind a redaction marker can name, in rule order.

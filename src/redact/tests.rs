@@ -328,6 +328,28 @@ fn the_control_byte_check_covers_every_stripped_char() {
     }
 }
 
+/// The drainer refuses a spool entry whose text holds a character `clean`
+/// strips; the byte check in front must never hide one, wherever it sits.
+#[test]
+fn holds_stripped_control_finds_every_stripped_char_anywhere() {
+    let all = (0..=0x10ffffu32).filter_map(char::from_u32);
+    for c in all {
+        let alone = c.to_string();
+        let inside = format!("{}{c}{}", "plain text ".repeat(7), " and more");
+        for text in [&alone, &inside] {
+            assert_eq!(
+                super::holds_stripped_control(text),
+                is_stripped_control(c),
+                "{:x} in {text:?}",
+                c as u32
+            );
+        }
+    }
+    assert!(!super::holds_stripped_control(
+        "tab\tnl\ncr\r é ü 中文 👩\u{200d}💻"
+    ));
+}
+
 #[test]
 fn ansi_inside_a_secret_does_not_hide_it() {
     assert_eq!(

@@ -928,7 +928,7 @@ impl SpoolEntry {
             if text.len() > max {
                 return Some(format!("{what} longer than {max} bytes"));
             }
-            if text.chars().any(crate::redact::is_stripped_control) {
+            if crate::redact::holds_stripped_control(text) {
                 return Some(format!("{what} holds control characters"));
             }
         }
