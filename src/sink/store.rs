@@ -1467,6 +1467,10 @@ pub(crate) mod tests {
         assert_eq!(first.unwrap().text, "first line\nsecond");
         assert!(tail.is_empty());
         assert_eq!(count, 1);
+        // A count past any real one is cut, not an error (it is written
+        // into the SQL's LIMIT).
+        let (first, tail, _) = s.session_prompts(row, usize::MAX).unwrap();
+        assert!(first.is_some() && tail.is_empty());
         // `outcomes` is the same families and failures, and nothing else.
         let o = s.outcomes(&[row], 10).unwrap();
         assert_eq!((&o.families, &o.failures), (&a.families, &a.failures));

@@ -94,7 +94,8 @@ impl Store {
                      WHERE r.session_row = (SELECT session_row FROM records WHERE key = ?1)
                        AND (r.occurred_ms, r.id) {cmp}
                            (SELECT occurred_ms, id FROM records WHERE key = ?1)
-                     ORDER BY r.occurred_ms {order}, r.id {order} LIMIT {n}"
+                     ORDER BY r.occurred_ms {order}, r.id {order} LIMIT {}",
+                    n.min(super::MAX_QUERY_LIMIT)
                 ))
                 .map_err(|e| self.err(e))?;
             let rows = st.query_map([&anchor.key], row_to_record);
@@ -168,5 +169,10 @@ mod tests {
         let ids: Vec<u64> = list.iter().map(num).collect();
         assert_eq!((ids, at), (vec![1, 2, 3, 4, 5, 6], 2));
         assert!(s.around(&"f".repeat(32), 2, 2).unwrap().is_none());
+        // A count past any real one is cut, not an error (it is written
+        // into the SQL's LIMIT).
+        let (all, at) = s.around(&k3, usize::MAX, usize::MAX).unwrap().unwrap();
+        assert_eq!(all[at].key, k3);
+        assert!(at > 2 && all.len() > 6, "{at} of {}", all.len());
     }
 }

@@ -66,7 +66,8 @@ impl Store {
                 .prepare_cached(&format!(
                     "SELECT coalesce(title, substr(body, 1, 400)), occurred_ms, key FROM records
                      WHERE session_row = ?1 AND event = 'user-prompt' AND subagent = 0
-                     ORDER BY occurred_ms {order}, id {order} LIMIT {limit}"
+                     ORDER BY occurred_ms {order}, id {order} LIMIT {}",
+                    limit.min(super::MAX_QUERY_LIMIT)
                 ))
                 .map_err(e)?;
             let rows = st.query_map([row], |r| {
