@@ -428,6 +428,12 @@ mod tests {
         p.matches(&c) == MatchOutcome::Match
     }
 
+    /// Does `p` match the absolute path `path` (normalised without a base)?
+    fn hit_abs(p: &mut Policy, path: &str) -> bool {
+        p.reset_work();
+        p.matches(&np(path)) == MatchOutcome::Match
+    }
+
     #[test]
     fn relative_patterns_are_rooted_at_the_marker() {
         let mut p = policy(&["docs/adr/**", "*.env", "~/private/*", "/etc/x?"]);
@@ -464,10 +470,7 @@ mod tests {
             "\\\\srv\\share\\x\\*".to_string(),
         ];
         let mut p = Policy::compile(&pats, &np("/repo"), None).unwrap();
-        let mut m = |s: &str| {
-            p.reset_work();
-            p.matches(&np(s)) == MatchOutcome::Match
-        };
+        let mut m = |s: &str| hit_abs(&mut p, s);
         assert!(m("c:\\repo\\secret\\a.txt"));
         assert!(m("C:/REPO/SECRET"));
         assert!(m("\\\\SRV\\Share\\X\\f"));
@@ -489,10 +492,7 @@ mod tests {
             "\\\\sërver\\share\\**\\ÜBER".to_string(),
         ];
         let mut p = Policy::compile(&pats, &np("/repo"), None).unwrap();
-        let mut m = |s: &str| {
-            p.reset_work();
-            p.matches(&np(s)) == MatchOutcome::Match
-        };
+        let mut m = |s: &str| hit_abs(&mut p, s);
         assert!(m("c:\\users\\émile\\secret\\notes.txt"));
         assert!(m("C:/USERS/ÉMILE/SECRET"));
         assert!(m("c:/data/aω.KEY"));
