@@ -22,36 +22,11 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use memhook::drain::{self, Options};
-use memhook::record::{Record, RecordScope, RecordTool, RECORD_VERSION};
+use memhook::record::{Record, RecordTool, RECORD_VERSION};
 use memhook::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
 
-fn bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    exe.parent()
-        .and_then(Path::parent)
-        .map(|d| d.join("memhook"))
-        .filter(|p| p.exists())
-        .expect("build the binary first: cargo build --release --bins --examples")
-}
-
-fn cpu(who: i32) -> Duration {
-    // SAFETY: getrusage fills a zeroed struct we own.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(who, &mut ru);
-        ru
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
-fn self_cpu() -> Duration {
-    cpu(libc::RUSAGE_SELF)
-}
-
-fn children_cpu() -> Duration {
-    cpu(libc::RUSAGE_CHILDREN)
-}
+mod bench_common;
+use bench_common::{bin, children_cpu, median, record_scope, self_cpu};
 
 /// A realistic post-tool record (~600 bytes of excerpt, one file).
 fn record(i: usize, round: usize, project: &str, session: &str, ms: u64) -> Record {
@@ -75,17 +50,7 @@ fn record(i: usize, round: usize, project: &str, session: &str, ms: u64) -> Reco
         .into(),
         session_id: Some(session.into()),
         cwd: Some(format!("/home/dev/projects/{project}")),
-        scope: RecordScope {
-            workspace: "bench".into(),
-            project: project.into(),
-            workspace_source: "marker".into(),
-            project_source: "marker".into(),
-            project_strategy: "basename".into(),
-            drop_subagent: false,
-            default_global: false,
-            briefing: false,
-            briefing_budget: 4000,
-        },
+        scope: record_scope(project),
         subagent: false,
         tool: (!prompt).then(|| RecordTool {
             family: ["file", "shell", "search-list"][i % 3].into(),
@@ -161,11 +126,6 @@ fn copy_of(template: &Path) -> tempfile::TempDir {
     // SAFETY: sync(2) takes no arguments and cannot fail.
     unsafe { libc::sync() };
     t
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
 }
 
 fn bench_drain(n: usize, rounds: usize) {

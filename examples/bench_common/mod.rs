@@ -1,6 +1,6 @@
-//! What the delivery benchmarks (`serve_bench`, `pg_bench`) share: the
-//! binary next to the example, the CPU of finished children, a realistic
-//! tool record, filling a spool, running `memhook drain` and starting
+//! What the delivery benchmarks (`delivery_bench`, `serve_bench`,
+//! `pg_bench`) share: the binary next to the example, CPU from getrusage,
+//! the benchmark scope, a realistic tool record, filling a spool, running `memhook drain` and starting
 //! `memhook serve` (on SQLite, or on PostgreSQL with a database URL).
 #![allow(dead_code)] // each benchmark uses its own part
 
@@ -18,7 +18,7 @@ pub const BENCH_TOKEN: &str = "bench-token";
 
 pub fn bin() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
-    // target/<profile>/examples/serve_bench → target/<profile>/memhook
+    // target/<profile>/examples/<bench> → target/<profile>/memhook
     exe.parent()
         .and_then(Path::parent)
         .map(|d| d.join("memhook"))
@@ -26,15 +26,41 @@ pub fn bin() -> PathBuf {
         .expect("build the binary first: cargo build --release --bins --examples")
 }
 
-pub fn children_cpu() -> Duration {
+/// User + system CPU of `who` (`RUSAGE_SELF`, `RUSAGE_CHILDREN`).
+fn cpu(who: i32) -> Duration {
     // SAFETY: getrusage fills a zeroed struct we own.
     let ru = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
+        libc::getrusage(who, &mut ru);
         ru
     };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// CPU of this process, all threads.
+pub fn self_cpu() -> Duration {
+    cpu(libc::RUSAGE_SELF)
+}
+
+/// CPU of the children that have finished.
+pub fn children_cpu() -> Duration {
+    cpu(libc::RUSAGE_CHILDREN)
+}
+
+/// The scope every benchmark record is in: `bench/<project>`, from a marker.
+pub fn record_scope(project: &str) -> RecordScope {
+    RecordScope {
+        workspace: "bench".into(),
+        project: project.into(),
+        workspace_source: "marker".into(),
+        project_source: "marker".into(),
+        project_strategy: "basename".into(),
+        drop_subagent: false,
+        default_global: false,
+        briefing: false,
+        briefing_budget: 4000,
+    }
 }
 
 pub fn record(i: usize, round: usize) -> Record {
@@ -47,17 +73,7 @@ pub fn record(i: usize, round: usize) -> Record {
         native_event: "PostToolUse".into(),
         session_id: Some(format!("bench-session-{}", i / 500)),
         cwd: Some("/home/dev/projects/demo".into()),
-        scope: RecordScope {
-            workspace: "bench".into(),
-            project: "demo".into(),
-            workspace_source: "marker".into(),
-            project_source: "marker".into(),
-            project_strategy: "basename".into(),
-            drop_subagent: false,
-            default_global: false,
-            briefing: false,
-            briefing_budget: 4000,
-        },
+        scope: record_scope("demo"),
         subagent: false,
         tool: Some(RecordTool {
             family: "shell".into(),
