@@ -265,10 +265,10 @@ fn charge(work: &mut u64, budget: u64, cost: u64) -> bool {
 
 fn same_root(g: &Group, cand: &NormPath) -> bool {
     let root = cand.root();
-    g.prefix_key.len() >= root.len()
-        && g.prefix_key
-            .get(..root.len())
-            .is_some_and(|k| path::eq_folded(k, root))
+    // `get` is `None` for a key shorter than the root or cut inside a char.
+    g.prefix_key
+        .get(..root.len())
+        .is_some_and(|k| path::eq_folded(k, root))
         && (g.flavour == Flavour::Windows || g.prefix_key.starts_with(root))
 }
 
