@@ -298,11 +298,11 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
             );
         }
     }
-    if let SinkTarget::Http { .. } = crate::hook::sink_target(None) {
+    if let SinkTarget::Http { .. } = SinkTarget::configured(None) {
         eprintln!(
             "memhook: {} is set: records already delivered to that server are not touched \
              by this command",
-            crate::hook::HOOK_URL_ENV
+            crate::spool::HOOK_URL_ENV
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -479,11 +479,11 @@ fn scope_words(scope: &Option<(String, String)>) -> String {
 /// Notes that keep `recent`/`search` from answering with silence: where new
 /// events go when a server is configured, and why nothing was listed.
 fn explain_empty_or_elsewhere(dir: &Path, store_exists: bool, empty: Option<String>) {
-    if let SinkTarget::Http { .. } = crate::hook::sink_target(None) {
+    if let SinkTarget::Http { .. } = SinkTarget::configured(None) {
         eprintln!(
             "memhook: {} is set: hooks run with it deliver new events to that server; \
              this lists only the local store in {}",
-            crate::hook::HOOK_URL_ENV,
+            crate::spool::HOOK_URL_ENV,
             dir.display()
         );
     }

@@ -59,7 +59,7 @@ pub fn session_start_reserve(budget: Duration) -> Duration {
 pub const PANIC_ENV: &str = "MEMHOOK_TEST_PANIC";
 
 /// Environment variable naming the server URL when `--server-url` is absent.
-pub const HOOK_URL_ENV: &str = "AI_MEMORY_HOOK_URL";
+pub use crate::spool::HOOK_URL_ENV;
 
 /// What stdin held.
 #[derive(Debug, PartialEq)]
@@ -229,7 +229,7 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
         return decision.to_json();
     }
 
-    let sink = sink_target(args.server_url.as_deref());
+    let sink = SinkTarget::configured(args.server_url.as_deref());
     let data_dir = match crate::data_dir::resolve(data_dir_flag) {
         Ok(d) => Some(d),
         Err(e) => {
@@ -370,33 +370,6 @@ fn resolve_scope(args: &HookArgs, event: &Event) -> (Scope, Option<PathBuf>) {
                 warnings: vec![format!("{e}; capture falls back to metadata-only")],
             };
             (scope, home)
-        }
-    }
-}
-
-/// Where records go: `--server-url`, else `AI_MEMORY_HOOK_URL`, else the
-/// embedded store. Never the marker: a cloned repository cannot choose
-/// where data is sent.
-pub fn sink_target(flag: Option<&str>) -> SinkTarget {
-    let url = flag
-        .map(str::to_string)
-        .or_else(|| std::env::var(HOOK_URL_ENV).ok())
-        .filter(|u| !u.trim().is_empty());
-    match url {
-        Some(url) => checked_server_url(&url),
-        None => SinkTarget::Store,
-    }
-}
-
-/// The server sink for `url` when it is a usable base URL; otherwise a
-/// warning (which never repeats credentials) and the embedded store, so
-/// the event is kept and nothing writes the bad URL anywhere.
-fn checked_server_url(url: &str) -> SinkTarget {
-    match crate::sink::http::check_base_url(url) {
-        Ok(url) => SinkTarget::Http { url },
-        Err(e) => {
-            eprintln!("memhook: {e}; this event goes to the embedded store");
-            SinkTarget::Store
         }
     }
 }
@@ -772,18 +745,5 @@ mod tests {
             ms(99) + Duration::from_micros(900)
         );
         assert_eq!(session_start_reserve(ms(100)), ms(10));
-    }
-
-    #[test]
-    fn sink_from_flag_trims_the_slash() {
-        assert_eq!(
-            sink_target(Some(" http://127.0.0.1:9/ ")),
-            SinkTarget::Http {
-                url: "http://127.0.0.1:9".into()
-            }
-        );
-        for bad in ["http://user:pw@host", "ftp://x", "http://", "host:1"] {
-            assert_eq!(sink_target(Some(bad)), SinkTarget::Store, "{bad}");
-        }
     }
 }

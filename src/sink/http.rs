@@ -18,6 +18,7 @@ use crate::scope::Scope;
 use crate::spool::SpoolEntry;
 
 use super::{ItemOutcome, Sink};
+use crate::spool::{check_base_url, UrlError};
 
 /// Most items in one `POST /hook/batch` (the server refuses more with 413).
 pub const MAX_BATCH_ITEMS: usize = 256;
@@ -40,7 +41,7 @@ const MAX_SERVER_TEXT: usize = 160;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HttpError {
     /// The server URL cannot be used as configured.
-    InvalidUrl { url: String, problem: String },
+    InvalidUrl(UrlError),
     /// Refused, unresolvable, reset or timed out.
     Unreachable { url: String, detail: String },
     /// 401: the server wants a (different) bearer token.
@@ -56,10 +57,7 @@ pub enum HttpError {
 impl fmt::Display for HttpError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            HttpError::InvalidUrl { url, problem } => write!(
-                f,
-                "server URL {url:?} {problem} (set --server-url or AI_MEMORY_HOOK_URL to http[s]://host:port)"
-            ),
+            HttpError::InvalidUrl(e) => e.fmt(f),
             HttpError::Unreachable { url, detail } => write!(
                 f,
                 "server {url} is unreachable: {detail} (is it running? records stay in the spool)"
@@ -82,6 +80,12 @@ impl fmt::Display for HttpError {
 
 impl std::error::Error for HttpError {}
 
+impl From<UrlError> for HttpError {
+    fn from(e: UrlError) -> HttpError {
+        HttpError::InvalidUrl(e)
+    }
+}
+
 /// The answer to one request.
 enum Reply {
     Status {
@@ -96,58 +100,6 @@ enum Reply {
 
 /// Reason for items left untried because the time budget ran out.
 const NO_TIME: &str = "not attempted: the delivery time budget was used up; retrying later";
-
-/// Check and normalise a base URL: `http://` or `https://` (any case,
-/// written lowercase), a host, no credentials, no query or fragment, only
-/// printable ASCII; a trailing `/` is dropped. The one check for every URL
-/// memhook sends to: the hook's `--server-url` / `AI_MEMORY_HOOK_URL`, the
-/// sink of a spool entry, `GET /handoff`. Its error never repeats
-/// credentials (see [`redact_url`]).
-pub fn check_base_url(url: &str) -> Result<String, HttpError> {
-    let bad = |problem: &str| HttpError::InvalidUrl {
-        url: redact_url(url),
-        problem: problem.to_string(),
-    };
-    let trimmed = url.trim().trim_end_matches('/');
-    let (scheme, rest) = trimmed
-        .split_once("://")
-        .filter(|(s, _)| s.eq_ignore_ascii_case("http") || s.eq_ignore_ascii_case("https"))
-        .ok_or_else(|| bad("must start with http:// or https://"))?;
-    let authority = rest.split('/').next().unwrap_or("");
-    if authority.contains('@') {
-        return Err(bad(
-            "must not carry credentials; put the token in AI_MEMORY_AUTH_TOKEN or <data dir>/auth-token",
-        ));
-    }
-    if authority.is_empty() || authority.starts_with(':') {
-        return Err(bad("has no host"));
-    }
-    if rest.contains(['?', '#']) || trimmed.bytes().any(|b| !b.is_ascii_graphic()) {
-        return Err(bad(
-            "must not hold a query, a fragment, spaces or control characters",
-        ));
-    }
-    Ok(format!("{}://{rest}", scheme.to_ascii_lowercase()))
-}
-
-/// `url` fit to show: anything before an `@` in its authority becomes
-/// `***`, and it is cut to 200 printable ASCII characters.
-pub fn redact_url(url: &str) -> String {
-    let (head, rest) = match url.split_once("://") {
-        Some((h, r)) => (format!("{h}://"), r),
-        None => (String::new(), url),
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let shown = match rest[..end].rfind('@') {
-        Some(at) => format!("{head}***{}", &rest[at..]),
-        None => format!("{head}{rest}"),
-    };
-    shown
-        .chars()
-        .map(|c| if c.is_ascii_graphic() { c } else { '?' })
-        .take(200)
-        .collect()
-}
 
 fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
@@ -289,7 +241,7 @@ impl HttpSink {
     pub fn new(base_url: &str, token: Option<String>, timeout: Duration) -> HttpSink {
         HttpSink {
             agent: agent(),
-            base: check_base_url(base_url),
+            base: check_base_url(base_url).map_err(HttpError::from),
             token,
             data_dir: None,
             timeout,
@@ -642,53 +594,6 @@ pub fn handoff(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base_urls_are_checked() {
-        assert_eq!(
-            check_base_url("http://127.0.0.1:9/").unwrap(),
-            "http://127.0.0.1:9"
-        );
-        assert_eq!(
-            check_base_url("https://mem.example/wiki").unwrap(),
-            "https://mem.example/wiki"
-        );
-        for bad in [
-            "127.0.0.1:9",
-            "ftp://x",
-            "http://",
-            "http://u:p@host",
-            "http://h/?a=b",
-            "http://h/a b",
-        ] {
-            assert!(check_base_url(bad).is_err(), "{bad}");
-        }
-        for bad in [
-            "ftp://x",
-            "http://:80",
-            "file:///etc/passwd",
-            "http://u@h",
-            "https://@h",
-        ] {
-            assert!(check_base_url(bad).is_err(), "{bad}");
-        }
-        assert_eq!(check_base_url("HTTP://H:1/").unwrap(), "http://H:1");
-        // The refusal never repeats the credentials.
-        for with in [
-            "http://u:secret@host",
-            "http://secret@host/x",
-            "ftp://u:secret@x",
-        ] {
-            let e = check_base_url(with).unwrap_err().to_string();
-            assert!(!e.contains("secret"), "{e}");
-            assert!(e.contains("***@"), "{e}");
-        }
-        let e = check_base_url("http://u:secret@host")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("AI_MEMORY_AUTH_TOKEN"), "{e}");
-        assert_eq!(redact_url("http://a:b@h/p@q"), "http://***@h/p@q");
-    }
 
     #[test]
     fn batch_outcomes_follow_the_reply() {

@@ -28,7 +28,9 @@ use crate::data_dir::{self, DirError};
 use crate::record::Record;
 
 mod pending;
+mod target;
 pub use pending::{Mark, MARK_FILE};
+pub use target::{check_base_url, redact_url, SinkTarget, UrlError, HOOK_URL_ENV};
 
 /// Most records the spool holds; an enqueue past it is refused and counted.
 pub const MAX_SPOOL_FILES: usize = 10_000;
@@ -36,39 +38,6 @@ pub const MAX_SPOOL_FILES: usize = 10_000;
 pub const MAX_ENTRY_BYTES: u64 = 256 * 1024;
 /// Version of the spool entry format.
 pub const ENTRY_VERSION: u32 = 1;
-
-/// Where a spooled record must be delivered. Fixed at enqueue, so whichever
-/// drainer runs later delivers it to the sink that was in effect for the hook.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum SinkTarget {
-    /// The embedded SQLite store in the data dir.
-    Store,
-    /// An ai-memory compatible server (base URL, no credentials).
-    Http { url: String },
-}
-
-impl SinkTarget {
-    /// A short, file-name-safe id for counters: `store` or `http-<16 hex>`.
-    pub fn id(&self) -> String {
-        match self {
-            SinkTarget::Store => "store".to_string(),
-            SinkTarget::Http { url } => {
-                use sha2::{Digest, Sha256};
-                let d = Sha256::digest(url.as_bytes());
-                format!("http-{}", crate::hex::encode(&d[..8]))
-            }
-        }
-    }
-
-    /// Human description for status output.
-    pub fn describe(&self) -> String {
-        match self {
-            SinkTarget::Store => "embedded store".to_string(),
-            SinkTarget::Http { url } => url.clone(),
-        }
-    }
-}
 
 /// One spooled record and its delivery state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -821,21 +790,6 @@ pub fn load_as(path: &Path, uid: u32) -> Result<SpoolEntry, SpoolError> {
     Ok(entry)
 }
 
-impl SinkTarget {
-    /// Why this sink is not one a hook writes: an HTTP URL must pass
-    /// [`crate::sink::http::check_base_url`] (http or https, a host, no
-    /// credentials).
-    pub fn problem(&self) -> Option<String> {
-        match self {
-            SinkTarget::Store => None,
-            SinkTarget::Http { url } => match crate::sink::http::check_base_url(url) {
-                Ok(_) => None,
-                // The URL is not repeated: it came from the file.
-                Err(_) => Some("sink is not a usable http(s) base URL without credentials".into()),
-            },
-        }
-    }
-}
 
 /// Most bytes of a record's body (the largest cap, prompts and summaries).
 const MAX_BODY_BYTES: usize = {

@@ -98,7 +98,7 @@ pub fn run(args: &ImportArgs, data_dir: Option<&Path>) -> CmdResult {
     let mut target = match &args.server {
         Some(url) => {
             let url =
-                crate::sink::http::check_base_url(url).map_err(|e| format!("--server: {e}"))?;
+                crate::spool::check_base_url(url).map_err(|e| format!("--server: {e}"))?;
             Target::Server {
                 url,
                 token: crate::sink::auth_token(&dir),
@@ -159,7 +159,7 @@ pub fn run(args: &ImportArgs, data_dir: Option<&Path>) -> CmdResult {
             "memhook: sent {} records to {} (it stores each key once); {} bad lines, \
              {} not taken",
             tally.done,
-            crate::sink::http::redact_url(url),
+            crate::spool::redact_url(url),
             tally.bad,
             tally.failed
         ),
