@@ -513,7 +513,7 @@ pub const FETCH_MORE: &str =
 fn cite(key: &str) -> String {
     format!(
         " [id {}]",
-        &key[..key.len().min(crate::mcp::ACTIVITY_ID_CHARS)]
+        &key[..key.len().min(crate::record::ACTIVITY_ID_CHARS)]
     )
 }
 

@@ -12,6 +12,9 @@ use crate::scope::Scope;
 
 /// Version of the record format written by this build.
 pub const RECORD_VERSION: u32 = 1;
+/// Characters of a record's key that cite it (the briefing's `[id]`, the MCP
+/// activity tools' row ids; any 8 or more are accepted back).
+pub const ACTIVITY_ID_CHARS: usize = 12;
 
 /// The scope a record belongs to, plus the marker settings a server needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

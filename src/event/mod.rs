@@ -77,6 +77,7 @@ pub struct Event {
     pub subagent: bool,
 }
 
+pub mod names;
 pub mod payload;
 mod schema;
 pub use schema::{is_repeat, normalize, valid_call_id, MAX_CALL_ID_CHARS};

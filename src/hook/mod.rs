@@ -123,32 +123,12 @@ fn warn_unknown_event(agent: &Agent, name: &str) {
         .filter(|c| !c.is_control())
         .take(crate::event::MAX_NAME_CHARS)
         .collect();
-    match closest_event(agent, name) {
+    match crate::event::names::closest_event(agent.as_str(), name) {
         Some(known) => eprintln!(
             "memhook: unknown event '{shown}' (did you mean '{known}'?); captured as 'other'"
         ),
         None => eprintln!("memhook: unknown event '{shown}'; captured as 'other'"),
     }
-}
-
-/// The native event name of `agent` (every agent's, when it has no profile)
-/// nearest to `name` by edit distance on the folded spelling, if it is near
-/// enough to be a typo: at most a third of the name's letters, and at least 2.
-fn closest_event(agent: &Agent, name: &str) -> Option<&'static str> {
-    let folded = crate::event::fold_name(name);
-    let profiles = crate::install::profile::all();
-    let own: Vec<_> = profiles.iter().filter(|p| p.id == agent.as_str()).collect();
-    let candidates = if own.is_empty() {
-        profiles.iter().collect()
-    } else {
-        own
-    };
-    let (distance, best) = candidates
-        .into_iter()
-        .flat_map(|p| p.native_events())
-        .map(|e| (strsim::levenshtein(&crate::event::fold_name(e), &folded), e))
-        .min_by_key(|(d, _)| *d)?;
-    (distance <= (folded.len() / 3).max(2)).then_some(best)
 }
 
 /// `memhook hook` with arguments clap refused: one `memhook:` line on stderr,
@@ -702,25 +682,6 @@ mod tests {
         // The message never quotes the payload.
         let e = parse_payload(b"{\"secret-value\" nope").unwrap_err();
         assert!(!e.contains("secret"), "{e}");
-    }
-
-    #[test]
-    fn a_misspelt_event_finds_the_agents_own_name() {
-        let claude = Agent::ClaudeCode;
-        assert_eq!(
-            closest_event(&claude, "UserPromtSubmit"),
-            Some("UserPromptSubmit")
-        );
-        assert_eq!(closest_event(&claude, "pre_tool_us"), Some("PreToolUse"));
-        assert_eq!(
-            closest_event(&Agent::GeminiCli, "BeforeAgnet"),
-            Some("BeforeAgent")
-        );
-        // No profile: every agent's names are candidates.
-        let other = Agent::parse("my-agent");
-        assert_eq!(closest_event(&other, "SesionEnd"), Some("SessionEnd"));
-        // Nothing near: no guess.
-        assert_eq!(closest_event(&claude, "Deploy"), None);
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub const DEFAULT_AROUND: usize = 5;
 /// Most ids one `activity_get` takes.
 pub const MAX_GET_IDS: usize = 10;
 /// Characters of a row's id (a key prefix; any 8 or more are accepted back).
-pub const ROW_ID_CHARS: usize = 12;
+pub const ROW_ID_CHARS: usize = crate::record::ACTIVITY_ID_CHARS;
 /// Longest `line` of a row.
 pub const ROW_LINE_CHARS: usize = 120;
 

@@ -27,7 +27,6 @@ pub struct McpArgs {
 pub mod records;
 
 /// Characters of a record id as the briefing and the activity tools show it.
-pub use activity::ROW_ID_CHARS as ACTIVITY_ID_CHARS;
 pub mod rpc;
 pub mod tools;
 
