@@ -7,21 +7,16 @@
 
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
 use clap::Args;
 
 use crate::cmd::CmdResult;
 use crate::data_dir;
-use crate::drain;
-use crate::names;
-use crate::sink::pg::PgStore;
-use crate::sink::store::{ForgetError, Forgotten, Selector, Store, STORE_FILE};
-use crate::spool::{SinkTarget, Spool};
 
-/// How long `forget --yes` waits for a running drainer to let go of the
-/// spool before giving up.
-pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+use crate::drain::forget::{forget_in, forget_with, Report};
+use crate::sink::pg::PgStore;
+use crate::sink::store::{ForgetError, Selector, Store, STORE_FILE};
+use crate::spool::SinkTarget;
 
 #[derive(Debug, Args)]
 pub struct ForgetArgs {
@@ -57,139 +52,12 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// The selector the arguments describe, or a usage error naming the fix.
 pub fn selector(args: &ForgetArgs) -> Result<Selector, Error> {
-    let project = match &args.project {
-        None => None,
-        Some(wp) => {
-            let (w, p) = wp.split_once('/').ok_or_else(|| {
-                format!("--project {wp:?}: write it as WORKSPACE/PROJECT, e.g. default/api")
-            })?;
-            for n in [w, p] {
-                if !names::is_valid_name(n) {
-                    return Err(format!("--project: {}", names::name_problem(n)).into());
-                }
-            }
-            Some((w.to_string(), p.to_string()))
-        }
-    };
-    let before_ms = match &args.before {
-        None => None,
-        Some(d) => Some(crate::timefmt::parse_utc_ms(d).ok_or_else(|| {
-            format!(
-                "--before {d:?}: write a UTC date or time, e.g. 2026-11-30 or 2026-11-30T18:00Z"
-            )
-        })?),
-    };
-    let sel = Selector {
-        record: args.record.clone(),
-        session: args.session.clone(),
-        project,
-        before_ms,
-    };
-    if sel == Selector::default() {
-        return Err(
-            "say what to forget: --record KEY, --session ID, --project W/P \
-                    and/or --before DATE"
-                .into(),
-        );
-    }
-    Ok(sel)
-}
-
-/// What is pending in the spool for `sel`: (file, its sink).
-fn pending_matches(
-    dir: &Path,
-    sel: &Selector,
-) -> Result<Vec<(std::path::PathBuf, SinkTarget)>, Error> {
-    if !dir.join("spool").is_dir() {
-        return Ok(Vec::new());
-    }
-    let spool = Spool::open(dir)?;
-    let mut out = Vec::new();
-    for path in spool.pending()? {
-        // An entry that cannot be read is the drainer's business (it drops
-        // it as corrupt); it is not ours to guess about.
-        let Ok(e) = Spool::load(&path) else { continue };
-        let r = &e.record;
-        if sel.matches(
-            &r.key,
-            r.session_id.as_deref(),
-            (&r.scope.workspace, &r.scope.project),
-            r.occurred_ms,
-        ) {
-            out.push((path, e.sink));
-        }
-    }
-    Ok(out)
-}
-
-/// What forgetting did (`applied`) or would do (a dry run).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Report {
-    pub applied: bool,
-    /// The store's counts (`None` when there is no store).
-    pub stored: Option<Forgotten>,
-    /// Pending spool records of that scope removed (or that would be).
-    pub pending: u64,
-}
-
-impl Report {
-    /// Whether forgotten text may still be in the WAL file (a reader kept
-    /// the checkpoint from emptying it).
-    pub fn wal_pending(&self) -> bool {
-        self.applied
-            && self
-                .stored
-                .as_ref()
-                .is_some_and(|f| f.records > 0 && !f.wal_emptied)
-    }
-}
-
-/// Forget what `sel` names in the data dir `dir`: from the store and from
-/// the pending spool files (`apply` false: only count). While applying, the
-/// drain lock is held throughout so no drainer delivers a record of this
-/// scope into the store behind our back; a drainer that keeps it longer
-/// than [`LOCK_WAIT`] is an error that says to try again. The one
-/// implementation `memhook forget` and `memhook serve`'s web view share.
-pub fn forget_in(dir: &Path, sel: &Selector, apply: bool) -> Result<Report, Error> {
-    forget_with(dir, sel, apply, || {
-        if dir.join(STORE_FILE).exists() {
-            let mut store = Store::open(dir)?;
-            Ok(Some(store.forget(sel, apply)?))
-        } else {
-            Ok(None)
-        }
-    })
-}
-
-/// [`forget_in`] with another store: `store` forgets in it (or counts, as
-/// `apply` says) and returns its counts (`None`: there is no store), while
-/// the spool of `dir` is handled here under the drain lock. `memhook
-/// serve --database` uses it with PostgreSQL.
-pub fn forget_with(
-    dir: &Path,
-    sel: &Selector,
-    apply: bool,
-    store: impl FnOnce() -> Result<Option<Forgotten>, Error>,
-) -> Result<Report, Error> {
-    let lock =
-        if apply {
-            Some(drain::lock_until(dir, Instant::now() + LOCK_WAIT)?.ok_or(
-                "a drainer is delivering right now; run `memhook forget` again in a moment",
-            )?)
-        } else {
-            None
-        };
-    let pending = pending_matches(dir, sel)?;
-    let stored = store()?;
-    let pending = match &lock {
-        None => pending.len() as u64,
-        Some(lock) => drain::drop_pending(lock, dir, &pending, drain::DROP_FORGOTTEN)? as u64,
-    };
-    Ok(Report {
-        applied: apply,
-        stored,
-        pending,
-    })
+    Ok(Selector::parse(
+        args.record.as_deref(),
+        args.session.as_deref(),
+        args.project.as_deref(),
+        args.before.as_deref(),
+    )?)
 }
 
 /// `memhook forget`. On PostgreSQL a database that cannot be reached (or

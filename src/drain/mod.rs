@@ -59,6 +59,7 @@ macro_rules! log {
 }
 
 mod counters;
+pub mod forget;
 mod linger;
 mod lock;
 mod log;

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::forget::Report;
+use crate::drain::forget::Report;
 use crate::record::Record;
 use crate::sink::pg::PgStore;
 use crate::sink::reads::Browse;
@@ -152,15 +152,15 @@ impl Backend {
 
     /// Forget what `sel` names (`apply` false: only count): from the store,
     /// and from the pending spool files of the server's data dir
-    /// (`crate::forget::forget_with`).
+    /// (`crate::drain::forget::forget_with`).
     pub fn forget(
         &self,
         sel: &Selector,
         apply: bool,
     ) -> Result<Report, Box<dyn std::error::Error + Send + Sync>> {
         match self {
-            Backend::Sqlite { data_dir, .. } => crate::forget::forget_in(data_dir, sel, apply),
-            Backend::Postgres(pg) => crate::forget::forget_with(pg.data_dir(), sel, apply, || {
+            Backend::Sqlite { data_dir, .. } => crate::drain::forget::forget_in(data_dir, sel, apply),
+            Backend::Postgres(pg) => crate::drain::forget::forget_with(pg.data_dir(), sel, apply, || {
                 Ok(Some(pg.forget(sel, apply)?))
             }),
         }

@@ -7,11 +7,10 @@ use super::{
     json_error, json_response, memory_docs, project_arg, segments, Req, Web, MAX_SESSION_RECORDS,
     MAX_TIMELINE_SESSIONS, SEARCH_RESULTS,
 };
-use crate::forget::ForgetArgs;
 use crate::memory::{MemoryStore, Outcome, INDEX_PATH};
 use crate::serve::backend::Backend;
 use crate::serve::http::Response;
-use crate::sink::store::{RecordRow, SessionRow, StoreError, HIT_END, HIT_START};
+use crate::sink::store::{RecordRow, Selector, SessionRow, StoreError, HIT_END, HIT_START};
 use crate::timefmt::rfc3339_ms;
 
 fn store_error(e: &StoreError) -> Response {
@@ -263,18 +262,15 @@ fn forget(req: &Req<'_>, backend: &Backend) -> Response {
         Ok(Value::Object(m)) => Value::Object(m),
         _ => return json_error(400, "send a JSON object"),
     };
-    let field = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-    let args = ForgetArgs {
-        record: field("record"),
-        session: field("session"),
-        project: field("project"),
-        before: field("before"),
-        yes: false,
-        history: false,
-        db: Default::default(),
-    };
+    let field = |k: &str| v.get(k).and_then(Value::as_str);
     let apply = v.get("apply").and_then(Value::as_bool).unwrap_or(false);
-    let sel = match crate::forget::selector(&args) {
+    let parsed = Selector::parse(
+        field("record"),
+        field("session"),
+        field("project"),
+        field("before"),
+    );
+    let sel = match parsed {
         Ok(s) => s,
         Err(e) => return json_error(400, &e.to_string().replace("--", "")),
     };

@@ -8,7 +8,8 @@ use super::{
     memory_docs, memory_projects, project_arg, secure, segments, Req, Viewer, Web, HTML,
     MAX_SESSION_RECORDS, MAX_TIMELINE_SESSIONS, SEARCH_RESULTS,
 };
-use crate::forget::{ForgetArgs, Report};
+use crate::drain::forget::Report;
+use crate::sink::store::Selector;
 use crate::memory::{MemoryStore, Outcome, INDEX_PATH, NEW_VERSION};
 use crate::serve::backend::Backend;
 use crate::serve::http::Response;
@@ -548,17 +549,10 @@ fn memory(web: &Web, req: &Req<'_>, w: &str, p: &str, logged: bool) -> Response 
 /// The selector fields a forget form or link carries.
 const FORGET_FIELDS: [&str; 4] = ["record", "session", "project", "before"];
 
-fn forget_args(q: &Query) -> ForgetArgs {
-    let get = |k: &str| q.get(k).map(|v| v.trim().to_string());
-    ForgetArgs {
-        record: get("record"),
-        session: get("session"),
-        project: get("project"),
-        before: get("before"),
-        yes: false,
-        history: false,
-        db: Default::default(),
-    }
+/// The selector of the forget form's fields.
+fn forget_selector(q: &Query) -> Result<Selector, String> {
+    let get = |k: &str| q.get(k).map(|v| v.trim());
+    Selector::parse(get("record"), get("session"), get("project"), get("before"))
 }
 
 /// What a report says, in words.
@@ -597,7 +591,7 @@ fn forget(req: &Req<'_>, backend: &Backend, logged: bool) -> Response {
             logged,
         );
     }
-    let sel = match crate::forget::selector(&forget_args(&q)) {
+    let sel = match forget_selector(&q) {
         Ok(s) => s,
         Err(e) => {
             let msg = e.to_string().replace("--", "");

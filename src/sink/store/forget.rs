@@ -34,6 +34,54 @@ pub struct Selector {
 pub const MIN_KEY_PREFIX: usize = 8;
 
 impl Selector {
+    /// The selector of the four fields as a person writes them (`memhook
+    /// forget`'s options, the web view's form): `project` as
+    /// `WORKSPACE/PROJECT`, `before` as a UTC date or time. A usage error
+    /// names the option to fix.
+    pub fn parse(
+        record: Option<&str>,
+        session: Option<&str>,
+        project: Option<&str>,
+        before: Option<&str>,
+    ) -> Result<Selector, String> {
+        let project = match project {
+            None => None,
+            Some(wp) => {
+                let (w, p) = wp.split_once('/').ok_or_else(|| {
+                    format!("--project {wp:?}: write it as WORKSPACE/PROJECT, e.g. default/api")
+                })?;
+                for n in [w, p] {
+                    if !crate::names::is_valid_name(n) {
+                        return Err(format!("--project: {}", crate::names::name_problem(n)));
+                    }
+                }
+                Some((w.to_string(), p.to_string()))
+            }
+        };
+        let before_ms = match before {
+            None => None,
+            Some(d) => Some(crate::timefmt::parse_utc_ms(d).ok_or_else(|| {
+                format!(
+                "--before {d:?}: write a UTC date or time, e.g. 2026-11-30 or 2026-11-30T18:00Z"
+            )
+            })?),
+        };
+        let sel = Selector {
+            record: record.map(str::to_string),
+            session: session.map(str::to_string),
+            project,
+            before_ms,
+        };
+        if sel == Selector::default() {
+            return Err(
+                "say what to forget: --record KEY, --session ID, --project W/P \
+                    and/or --before DATE"
+                    .into(),
+            );
+        }
+        Ok(sel)
+    }
+
     /// Words for the forget log and the command's output: ids and names,
     /// never stored text.
     pub fn describe(&self) -> String {
