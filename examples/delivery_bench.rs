@@ -297,7 +297,7 @@ fn bench_start(rounds: usize) {
     const ITERS: usize = 200;
     const SESSIONS: usize = 20;
     const PER_SESSION: usize = 250;
-    let budget = memhook::briefing::DEFAULT_BUDGET;
+    let budget = memhook::session_start::DEFAULT_BUDGET;
     // A store with 20 sessions x 250 records of this project and as many of another.
     let full = tempfile::tempdir().unwrap();
     {
@@ -335,7 +335,7 @@ fn bench_start(rounds: usize) {
     let ev = start_event();
     let (sc, sc_digest) = (scope("demo", false), scope("demo", true));
     let sample =
-        memhook::briefing::session_start(full.path(), &SinkTarget::Store, &sc, &ev, budget)
+        memhook::session_start::session_start(full.path(), &SinkTarget::Store, &sc, &ev, budget)
             .expect("a briefing");
     let (
         mut base_cpu,
@@ -348,7 +348,7 @@ fn bench_start(rounds: usize) {
     ) = (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
     for _ in 0..rounds {
         let (c, w) = per_call(ITERS, || {
-            let r = memhook::briefing::session_start(
+            let r = memhook::session_start::session_start(
                 empty.path(),
                 &SinkTarget::Store,
                 &sc,
@@ -361,13 +361,13 @@ fn bench_start(rounds: usize) {
         base_w.push(w);
         let (c, w) = per_call(ITERS, || {
             let r =
-                memhook::briefing::session_start(full.path(), &SinkTarget::Store, &sc, &ev, budget);
+                memhook::session_start::session_start(full.path(), &SinkTarget::Store, &sc, &ev, budget);
             assert!(r.is_some());
         });
         brief_cpu.push(c);
         brief_w.push(w);
         let (c, w) = per_call(ITERS, || {
-            let r = memhook::briefing::session_start(
+            let r = memhook::session_start::session_start(
                 full.path(),
                 &SinkTarget::Store,
                 &sc_digest,

@@ -28,6 +28,7 @@ pub mod record;
 pub mod redact;
 pub mod scope;
 pub mod serve;
+pub mod session_start;
 pub mod show;
 pub mod sink;
 pub mod spool;

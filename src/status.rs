@@ -198,7 +198,7 @@ pub fn collect(dir: &Path) -> Result<Status, crate::spool::SpoolError> {
         sinks,
         corrupt_unattributed,
         unreadable_pending: unreadable,
-        last_briefing_error: crate::briefing::last_failure(dir),
+        last_briefing_error: crate::session_start::last_failure(dir),
         paused: crate::switches::describe(dir, None),
         not_regular: listing.not_regular as u64,
     })

@@ -39,7 +39,7 @@ pub const STDIN_TIMEOUT: Duration = Duration::from_millis(1500);
 /// the agent never sees a broken pipe), up to this many bytes or the
 /// deadline.
 pub const MAX_DISCARD_BYTES: usize = 64 * 1024 * 1024;
-/// Part of the session-start budget ([`crate::briefing::DEFAULT_BUDGET`])
+/// Part of the session-start budget ([`crate::session_start::DEFAULT_BUDGET`])
 /// kept back for what happens outside the briefing: process start before the
 /// hook's clock starts, handing leftovers to the drainer and exit. Without
 /// it a black-holed server pushed the whole run a few milliseconds past the
@@ -260,12 +260,12 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
     // moment the hook started reading stdin.
     let context = match (&data_dir, event.kind) {
         (Some(dir), EventKind::SessionStart) => {
-            let budget = crate::briefing::start_budget();
+            let budget = crate::session_start::start_budget();
             let budget = budget
                 .saturating_sub(session_start_reserve(budget))
                 .saturating_sub(started.elapsed());
             let briefing = (!quarantined && gate.briefs())
-                .then(|| crate::briefing::session_start(dir, &sink, &scope, &event, budget))
+                .then(|| crate::session_start::session_start(dir, &sink, &scope, &event, budget))
                 .flatten();
             // Whatever the bounded delivery left behind goes to the drainer.
             spawn_drainer(dir, &sink);
