@@ -144,9 +144,12 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 #[derive(Debug)]
 pub enum StoreError {
     Dir(DirError),
-    Sqlite {
-        path: PathBuf,
-        source: rusqlite::Error,
+    /// The database engine failed. `db` names the database (the SQLite
+    /// file's path; empty when the engine's own error names it, as
+    /// PostgreSQL's does without its password).
+    Engine {
+        db: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The database was written by a newer memhook.
     TooNew {
@@ -158,15 +161,14 @@ pub enum StoreError {
         path: PathBuf,
         problem: String,
     },
-    /// The PostgreSQL store (`memhook serve --database`) failed.
-    Postgres(crate::sink::pg::PgError),
 }
 
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StoreError::Dir(e) => write!(f, "store directory unusable: {e}"),
-            StoreError::Sqlite { path, source } => write!(f, "{}: {source}", path.display()),
+            StoreError::Engine { db, source } if db.is_empty() => write!(f, "{source}"),
+            StoreError::Engine { db, source } => write!(f, "{db}: {source}"),
             StoreError::TooNew { path, version } => write!(
                 f,
                 "{}: schema version {version} is newer than this memhook understands \
@@ -178,16 +180,19 @@ impl fmt::Display for StoreError {
                 "{}: {problem}; memhook refuses to use it (move it away)",
                 path.display()
             ),
-            StoreError::Postgres(e) => write!(f, "{e}"),
         }
     }
 }
 
 impl std::error::Error for StoreError {}
 
-impl From<crate::sink::pg::PgError> for StoreError {
-    fn from(e: crate::sink::pg::PgError) -> Self {
-        StoreError::Postgres(e)
+impl StoreError {
+    /// A SQLite error of the database at `path`.
+    pub fn sqlite(path: &Path, source: rusqlite::Error) -> StoreError {
+        StoreError::Engine {
+            db: path.display().to_string(),
+            source: Box::new(source),
+        }
     }
 }
 
@@ -361,10 +366,7 @@ impl Store {
         data_dir::ensure_private_dir(data_dir)?;
         let path = data_dir.join(STORE_FILE);
         check_store_file(&path)?;
-        let sql = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let sql = |source| StoreError::sqlite(&path, source);
         // Create the file 0600 ourselves so SQLite never creates it with the umask.
         if !path.exists() {
             create_private(&path).map_err(|e| StoreError::Unsafe {
@@ -414,10 +416,7 @@ impl Store {
     }
 
     fn err(&self, source: rusqlite::Error) -> StoreError {
-        StoreError::Sqlite {
-            path: self.path.clone(),
-            source,
-        }
+        StoreError::sqlite(&self.path, source)
     }
 
     /// The schema version of the open database.
@@ -439,10 +438,7 @@ impl Store {
             return Ok(());
         }
         let path = self.path.clone();
-        let sql = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let sql = |source| StoreError::sqlite(&path, source);
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -495,10 +491,7 @@ impl Store {
         records: impl IntoIterator<Item = (&'a Record, Option<&'a str>)>,
     ) -> Result<Vec<bool>, StoreError> {
         let path = self.path.clone();
-        let sql = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let sql = |source| StoreError::sqlite(&path, source);
         // IMMEDIATE: take the write lock first, under the busy timeout. A
         // deferred transaction reads first and then fails at once with
         // "database is locked" when another writer got in between (SQLite

@@ -56,7 +56,7 @@ impl PgStore {
         match (n, stopped) {
             (_, Some(x)) => Err(x),
             (Ok(n), None) => Ok(n),
-            (Err(e), None) => Err(StoreError::Postgres(e).into()),
+            (Err(e), None) => Err(StoreError::from(e).into()),
         }
     }
 }

@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 use postgres::{Client, NoTls, Statement};
 
 use crate::record::Record;
+use crate::sink::store::StoreError;
 
 pub use config::{Target, DATABASE_URL_ENV};
 pub use read::PgRead;
@@ -160,6 +161,32 @@ impl PgError {
     /// The database could not be reached or the connection broke.
     pub fn is_unavailable(&self) -> bool {
         matches!(self, PgError::Unavailable { .. })
+    }
+
+    /// The PostgreSQL error a [`StoreError`] carries, or a query error
+    /// holding its words.
+    pub fn from_store(e: StoreError, db: &str) -> PgError {
+        match e {
+            StoreError::Engine { source, .. } if source.is::<PgError>() => *source
+                .downcast::<PgError>()
+                .expect("checked by is::<PgError>()"),
+            other => PgError::Query {
+                db: db.to_string(),
+                code: None,
+                reason: other.to_string(),
+            },
+        }
+    }
+}
+
+/// A PostgreSQL error as the store interface's error: the engine's error
+/// kept whole (its text names the database without its password).
+impl From<PgError> for StoreError {
+    fn from(e: PgError) -> StoreError {
+        StoreError::Engine {
+            db: String::new(),
+            source: Box::new(e),
+        }
     }
 }
 
@@ -473,14 +500,7 @@ impl PgStore {
                 let reader = PgRead::new(c, &db, &data_dir);
                 f(&reader)
             };
-            let out = out.map_err(|x| match x {
-                crate::sink::store::StoreError::Postgres(p) => p,
-                other => PgError::Query {
-                    db: db.clone(),
-                    code: None,
-                    reason: other.to_string(),
-                },
-            })?;
+            let out = out.map_err(|x| PgError::from_store(x, &db))?;
             c.batch_execute("COMMIT").map_err(e)?;
             Ok(out)
         })

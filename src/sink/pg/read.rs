@@ -190,14 +190,14 @@ impl<'c> PgRead<'c> {
         self.client
             .borrow_mut()
             .query(sql, params)
-            .map_err(|e| StoreError::Postgres(PgError::of(&self.db, &e)))
+            .map_err(|e| StoreError::from(PgError::of(&self.db, &e)))
     }
 
     pub(super) fn one(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row, StoreError> {
         self.client
             .borrow_mut()
             .query_one(sql, params)
-            .map_err(|e| StoreError::Postgres(PgError::of(&self.db, &e)))
+            .map_err(|e| StoreError::from(PgError::of(&self.db, &e)))
     }
 
     fn prompts(&self, row: i64, order: &str, limit: usize) -> Result<Vec<Prompt>, StoreError> {

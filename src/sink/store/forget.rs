@@ -403,10 +403,7 @@ impl Store {
 }
 
 fn self_err(path: &std::path::Path, source: rusqlite::Error) -> StoreError {
-    StoreError::Sqlite {
-        path: path.to_path_buf(),
-        source,
-    }
+    StoreError::sqlite(path, source)
 }
 
 /// The WHERE clause (over `records r JOIN projects p`) and its parameters.

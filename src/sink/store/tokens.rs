@@ -36,10 +36,7 @@ impl TokenStore for Store {
     }
 
     fn revoke_token(&mut self, name: &str, at: &str) -> Result<Option<TokenInfo>, StoreError> {
-        let e = |e| StoreError::Sqlite {
-            path: self.path.clone(),
-            source: e,
-        };
+        let e = |e| StoreError::sqlite(&self.path, e);
         self.conn
             .prepare_cached("UPDATE tokens SET revoked = ?2 WHERE name = ?1 AND revoked IS NULL")
             .and_then(|mut st| st.execute(params![name, at]))
