@@ -241,7 +241,7 @@ pub fn sink_factory_until(
     deadline: Option<Instant>,
 ) -> impl FnMut(&SinkTarget) -> Box<dyn Sink> + '_ {
     move |target| match target {
-        SinkTarget::Store => Box::new(crate::sink::store::StoreSink::new(data_dir).until(deadline)),
+        SinkTarget::Store => Box::new(crate::sink::store_sink::StoreSink::new(data_dir).until(deadline)),
         SinkTarget::Http { url } => Box::new(
             crate::sink::http::HttpSink::new(url, crate::sink::auth_token(data_dir), timeout)
                 .with_data_dir(data_dir)

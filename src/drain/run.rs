@@ -23,7 +23,7 @@ use super::{
 };
 use crate::cmd::CmdResult;
 use crate::data_dir;
-use crate::sink::store::StoreSink;
+use crate::sink::store_sink::StoreSink;
 use crate::sink::Sink;
 use crate::spool::{SinkTarget, Spool};
 use crate::timefmt::now_ms;

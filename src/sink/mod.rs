@@ -10,6 +10,7 @@ pub mod http;
 pub mod pg;
 pub mod reads;
 pub mod store;
+pub mod store_sink;
 
 /// Environment variable holding the bearer token for an ai-memory server
 /// (and the token `memhook serve` checks).
