@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use memhook::scope::{self, Mode, ScopeInput, Strategy, MARKER_FILE};
+use memhook_core::scope::{self, Mode, ScopeInput, Strategy, MARKER_FILE};
 
 fn cpu_micros() -> f64 {
     // SAFETY: getrusage only writes into the struct we pass.

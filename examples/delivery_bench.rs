@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use memhook::drain::{self, Options};
-use memhook::record::{Record, RecordTool, RECORD_VERSION};
-use memhook::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
+use memhook_core::record::{Record, RecordTool, RECORD_VERSION};
+use memhook_delivery::drain::{self, Options};
+use memhook_delivery::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
 
 mod bench_common;
 use bench_common::{bin, children_cpu, median, record_scope, self_cpu};
@@ -93,7 +93,7 @@ fn record(i: usize, round: usize, project: &str, session: &str, ms: u64) -> Reco
 
 fn fill(dir: &Path, n: usize, round: usize) {
     let spool = Spool::open(dir).unwrap();
-    let now = memhook::timefmt::now_ms();
+    let now = memhook_core::timefmt::now_ms();
     for i in 0..n {
         spool
             .enqueue(&SpoolEntry {
@@ -217,14 +217,14 @@ fn bench_drain(n: usize, rounds: usize) {
 /// (one transaction each), no spool. Splits a drain's cost into its spool
 /// part and its SQLite part.
 fn bench_insert(n: usize, rounds: usize) {
-    let now = memhook::timefmt::now_ms();
+    let now = memhook_core::timefmt::now_ms();
     let recs: Vec<Record> = (0..n)
         .map(|i| record(i, 0, "demo", &format!("s{}", i / 500), now + i as u64))
         .collect();
     let mut cpu = vec![];
     for _ in 0..rounds {
         let t = tempfile::tempdir().unwrap();
-        let mut store = memhook::sink::store::Store::open(t.path()).unwrap();
+        let mut store = memhook_store::sqlite::Store::open(t.path()).unwrap();
         let c0 = self_cpu();
         for chunk in recs.chunks(drain::MAX_STORE_BATCH) {
             store.insert_all(chunk.iter()).unwrap();
@@ -239,8 +239,8 @@ fn bench_insert(n: usize, rounds: usize) {
     );
 }
 
-fn scope(project: &str, digest: bool) -> memhook::scope::Scope {
-    use memhook::scope::*;
+fn scope(project: &str, digest: bool) -> memhook_core::scope::Scope {
+    use memhook_core::scope::*;
     Scope {
         workspace: "bench".into(),
         project: project.into(),
@@ -257,10 +257,10 @@ fn scope(project: &str, digest: bool) -> memhook::scope::Scope {
     }
 }
 
-fn start_event() -> memhook::event::Event {
-    memhook::event::Event {
-        agent: memhook::event::Agent::ClaudeCode,
-        kind: memhook::event::EventKind::SessionStart,
+fn start_event() -> memhook_core::event::Event {
+    memhook_core::event::Event {
+        agent: memhook_core::event::Agent::ClaudeCode,
+        kind: memhook_core::event::EventKind::SessionStart,
         native_name: "SessionStart".into(),
         session_id: Some("the-new-session".into()),
         cwd: Some("/home/dev/projects/demo".into()),
@@ -297,12 +297,12 @@ fn bench_start(rounds: usize) {
     const ITERS: usize = 200;
     const SESSIONS: usize = 20;
     const PER_SESSION: usize = 250;
-    let budget = memhook::session_start::DEFAULT_BUDGET;
+    let budget = memhook_hook::session_start::DEFAULT_BUDGET;
     // A store with 20 sessions x 250 records of this project and as many of another.
     let full = tempfile::tempdir().unwrap();
     {
-        let mut store = memhook::sink::store::Store::open(full.path()).unwrap();
-        let base = memhook::timefmt::now_ms() - 86_400_000;
+        let mut store = memhook_store::sqlite::Store::open(full.path()).unwrap();
+        let base = memhook_core::timefmt::now_ms() - 86_400_000;
         let mut recs = Vec::new();
         for project in ["demo", "other"] {
             for s in 0..SESSIONS {
@@ -334,9 +334,14 @@ fn bench_start(rounds: usize) {
     let empty = tempfile::tempdir().unwrap();
     let ev = start_event();
     let (sc, sc_digest) = (scope("demo", false), scope("demo", true));
-    let sample =
-        memhook::session_start::session_start(full.path(), &SinkTarget::Store, &sc, &ev, budget)
-            .expect("a briefing");
+    let sample = memhook_hook::session_start::session_start(
+        full.path(),
+        &SinkTarget::Store,
+        &sc,
+        &ev,
+        budget,
+    )
+    .expect("a briefing");
     let (
         mut base_cpu,
         mut brief_cpu,
@@ -348,7 +353,7 @@ fn bench_start(rounds: usize) {
     ) = (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
     for _ in 0..rounds {
         let (c, w) = per_call(ITERS, || {
-            let r = memhook::session_start::session_start(
+            let r = memhook_hook::session_start::session_start(
                 empty.path(),
                 &SinkTarget::Store,
                 &sc,
@@ -360,14 +365,19 @@ fn bench_start(rounds: usize) {
         base_cpu.push(c);
         base_w.push(w);
         let (c, w) = per_call(ITERS, || {
-            let r =
-                memhook::session_start::session_start(full.path(), &SinkTarget::Store, &sc, &ev, budget);
+            let r = memhook_hook::session_start::session_start(
+                full.path(),
+                &SinkTarget::Store,
+                &sc,
+                &ev,
+                budget,
+            );
             assert!(r.is_some());
         });
         brief_cpu.push(c);
         brief_w.push(w);
         let (c, w) = per_call(ITERS, || {
-            let r = memhook::session_start::session_start(
+            let r = memhook_hook::session_start::session_start(
                 full.path(),
                 &SinkTarget::Store,
                 &sc_digest,
@@ -388,7 +398,7 @@ fn bench_start(rounds: usize) {
     // End to end: the real hook binary on a real SessionStart payload, with
     // the populated store and with an empty one (same scope via env).
     let payload = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
             .join("fixtures/agents/claude-code/2.1.328/SessionStart-startup.json"),
     )
     .unwrap();

@@ -20,8 +20,8 @@
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use memhook::record::Record;
-use memhook::spool::SinkTarget;
+use memhook_core::record::Record;
+use memhook_delivery::spool::SinkTarget;
 
 mod bench_common;
 use bench_common::*;
@@ -89,18 +89,18 @@ fn briefing(url: &str, n: usize, requests: usize) {
     );
     let history: Vec<Record> = (0..n).map(history_record).collect();
     let t = Instant::now();
-    let mut store = memhook::sink::store::Store::open(&sqlite_dir).expect("sqlite store");
+    let mut store = memhook_store::sqlite::Store::open(&sqlite_dir).expect("sqlite store");
     for chunk in history.chunks(4096) {
         store.insert_each(chunk).expect("sqlite ingest");
     }
     drop(store);
     let sqlite_seed = t.elapsed();
-    let env = memhook::sink::pg::config::Env::from_process();
-    let target = memhook::sink::pg::config::resolve(None, None, &env)
+    let env = memhook_store_pg::config::Env::from_process();
+    let target = memhook_store_pg::config::resolve(None, None, &env)
         .expect("MEMHOOK_DATABASE_URL")
         .expect("MEMHOOK_DATABASE_URL is set");
     let t = Instant::now();
-    let pg_store = memhook::sink::pg::PgStore::new(target, &pg_dir);
+    let pg_store = memhook_store_pg::PgStore::new(target, &pg_dir);
     for chunk in history.chunks(4096) {
         pg_store.insert_each(chunk).expect("postgres ingest");
     }

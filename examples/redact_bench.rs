@@ -18,7 +18,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use memhook::redact;
+use memhook_core::redact;
 
 const SECRETS: &[&str] = &[
     "AKIAQYLPMN5HHHFPZAM2",
@@ -77,7 +77,8 @@ fn shell(len: usize) -> String {
 /// The texts of `fixtures/secrets/secrets.jsonl` and `near_misses.jsonl`,
 /// one a line, repeated to `len` bytes (cut at a line end).
 fn corpus(len: usize) -> String {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/secrets");
+    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join("fixtures/secrets");
     let mut lines = Vec::new();
     for f in ["secrets.jsonl", "near_misses.jsonl"] {
         let text = std::fs::read_to_string(dir.join(f)).expect("the corpus");
@@ -205,7 +206,10 @@ fn main() {
 /// `record::build` for a post-tool event whose output is `text`: only a
 /// window of 4x the 2,000-byte cap is ever cleaned, whatever the size.
 fn bench_record(size: &str, text: &str) {
-    use memhook::{capture, event, record, scope};
+    use memhook_core::capture;
+    use memhook_core::event;
+    use memhook_core::record;
+    use memhook_core::scope;
     let payload = serde_json::json!({
         "hook_event_name": "PostToolUse", "session_id": "s", "cwd": "/tmp/p",
         "tool_name": "Bash", "tool_input": {"command": "cat big.log"},

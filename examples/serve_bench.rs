@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use memhook::spool::SinkTarget;
+use memhook_delivery::spool::SinkTarget;
 
 mod bench_common;
 use bench_common::*;
@@ -86,7 +86,7 @@ fn main() {
         }
     });
     let payload = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
             .join("fixtures/agents/claude-code/2.1.328/SessionStart-startup.json"),
     )
     .expect("fixture");

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use memhook::record::{Record, RecordScope, RecordTool, RECORD_VERSION};
-use memhook::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
+use memhook_core::record::{Record, RecordScope, RecordTool, RECORD_VERSION};
+use memhook_delivery::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
 
 /// The token the server requires and the drainer sends (serve requires one
 /// by default; the benchmarks measure that path).
@@ -67,7 +67,7 @@ pub fn record(i: usize, round: usize) -> Record {
     Record {
         v: RECORD_VERSION,
         key: format!("{round:08x}{i:024x}"),
-        occurred_ms: memhook::timefmt::now_ms(),
+        occurred_ms: memhook_core::timefmt::now_ms(),
         agent: "claude-code".into(),
         event: "post-tool-use".into(),
         native_event: "PostToolUse".into(),
@@ -100,7 +100,7 @@ pub fn fill(data: &Path, sink: &SinkTarget, n: usize, round: usize) {
                 v: ENTRY_VERSION,
                 sink: sink.clone(),
                 attempts: 0,
-                enqueued_ms: memhook::timefmt::now_ms(),
+                enqueued_ms: memhook_core::timefmt::now_ms(),
                 record: record(i, round),
             })
             .expect("enqueue");

@@ -6,12 +6,12 @@
 use std::path::{Path, PathBuf};
 
 use libfuzzer_sys::fuzz_target;
-use memhook::scope::CaptureConfig;
+use memhook_core::scope::CaptureConfig;
 
 const AGENTS: &[&str] = &["claude-code", "codex", "gemini-cli", "opencode", "cursor", "other"];
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(payload) = memhook::hook::parse_payload(data) else {
+    let Ok(payload) = memhook_hook::parse_payload(data) else {
         return;
     };
     let policy = CaptureConfig::Active {
@@ -19,8 +19,8 @@ fuzz_target!(|data: &[u8]| {
         patterns: vec!["secret/**".into(), "**/*.pem".into(), "~/.ssh/**".into()],
     };
     for agent in AGENTS {
-        let event = memhook::event::normalize(agent, None, &payload);
-        let decision = memhook::capture::decide(&policy, Some(Path::new("/home/u")), &event);
+        let event = memhook_core::event::normalize(agent, None, &payload);
+        let decision = memhook_core::capture::decide(&policy, Some(Path::new("/home/u")), &event);
         let _ = decision.to_json();
     }
 });

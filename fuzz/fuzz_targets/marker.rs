@@ -6,10 +6,10 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use memhook::scope::CaptureConfig;
+use memhook_core::scope::CaptureConfig;
 
 fuzz_target!(|data: &[u8]| {
-    let m = memhook::scope::marker::parse(Path::new("/w/p/.ai-memory.toml"), data, true);
+    let m = memhook_core::scope::marker::parse(Path::new("/w/p/.ai-memory.toml"), data, true);
     if m.declared.is_err() {
         assert!(matches!(m.capture, CaptureConfig::Invalid { .. }));
     }

@@ -11,13 +11,13 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let out = memhook::redact::clean(text);
+    let out = memhook_core::redact::clean(text);
     assert!(!out.contains('\u{1b}'), "escape survived: {text:?}");
     for bidi in ['\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}'] {
         assert!(!out.contains(bidi), "bidi survived: {text:?}");
     }
     let with = format!("{text} token={SECRET} ");
-    let out = memhook::record::clean_capped(&with, 1 << 20);
+    let out = memhook_core::record::clean_capped(&with, 1 << 20);
     // The fuzzer learns the secret's bytes and may put pieces of it into the
     // text itself, where they are not a token: only the appended copy must go.
     let middle = &SECRET[8..];

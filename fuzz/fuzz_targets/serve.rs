@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    memhook::serve::fuzz_request(data);
+    memhook_server::fuzz_request(data);
 });

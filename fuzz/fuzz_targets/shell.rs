@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use libfuzzer_sys::fuzz_target;
-use memhook::capture::Disposition;
-use memhook::scope::CaptureConfig;
+use memhook_core::capture::Disposition;
+use memhook_core::scope::CaptureConfig;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(command) = std::str::from_utf8(data) else {
@@ -26,8 +26,8 @@ fuzz_target!(|data: &[u8]| {
         "tool_input": {"command": command},
         "tool_response": {"stdout": "out", "stderr": ""},
     });
-    let event = memhook::event::normalize("claude-code", None, &payload);
-    let d = memhook::capture::decide(&policy, Some(Path::new("/home/u")), &event);
+    let event = memhook_core::event::normalize("claude-code", None, &payload);
+    let d = memhook_core::capture::decide(&policy, Some(Path::new("/home/u")), &event);
     // Appending a plain read of the excluded file to any command must not
     // be kept (the fuzzer finds commands whose splitting loses it).
     let leaky = format!("{command}\ncat secret/key.txt");
@@ -36,8 +36,8 @@ fuzz_target!(|data: &[u8]| {
         p["tool_input"]["command"] = leaky.into();
         p
     };
-    let event2 = memhook::event::normalize("claude-code", None, &payload2);
-    let d2 = memhook::capture::decide(&policy, Some(Path::new("/home/u")), &event2);
+    let event2 = memhook_core::event::normalize("claude-code", None, &payload2);
+    let d2 = memhook_core::capture::decide(&policy, Some(Path::new("/home/u")), &event2);
     let _ = d;
     assert_ne!(d2.disposition, Disposition::Keep, "kept: {command:?}");
 });

@@ -96,8 +96,7 @@ impl World {
     fn install_via_shim(&self, agent: &str) -> PathBuf {
         let dir = self.home().join("My Tööls");
         fs::create_dir_all(&dir).unwrap();
-        let copy = dir.join("memhook");
-        fs::copy(crate::util::bin(), &copy).unwrap();
+        let copy = crate::util::install_copy(&dir);
         let mut cmd = Command::new(&copy);
         cmd.env_clear()
             .env("HOME", self.home())
@@ -513,7 +512,8 @@ fn codex_end_to_end() {
 
 /// The ripgrep Codex ships: OpenCode's glob/grep need `rg` on PATH offline.
 fn bundled_rg() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(".agent-clis/node_modules/@openai");
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join(".agent-clis/node_modules/@openai");
     let mut stack = vec![root];
     while let Some(d) = stack.pop() {
         for e in fs::read_dir(&d).ok()?.flatten() {

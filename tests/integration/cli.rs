@@ -70,7 +70,7 @@ fn a_misspelt_event_is_reported_with_the_closest_known_one() {
     ] {
         let mut cmd = memhook(t.path());
         cmd.args(["hook", "--agent", agent, "--event", typo])
-            .env(memhook::drain::NO_HOOK_DELIVERY_ENV, "1");
+            .env(memhook_delivery::drain::NO_HOOK_DELIVERY_ENV, "1");
         let out = run_with_stdin(cmd, &payload);
         assert_eq!(out.status.code(), Some(0), "{out:?}");
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "{}");
@@ -91,7 +91,7 @@ fn a_misspelt_event_is_reported_with_the_closest_known_one() {
         "--event",
         "user_prompt_submit",
     ])
-    .env(memhook::drain::NO_HOOK_DELIVERY_ENV, "1");
+    .env(memhook_delivery::drain::NO_HOOK_DELIVERY_ENV, "1");
     let out = run_with_stdin(cmd, &payload);
     assert!(out.stderr.is_empty(), "{}", stderr(&out));
 }

@@ -43,8 +43,8 @@ fn crash_at(step: &str) -> Option<String> {
     });
     let mut hook = memhook(home.path());
     hook.args(["hook", "--agent", "claude-code"])
-        .env(memhook::drain::NO_HOOK_DELIVERY_ENV, "1")
-        .env(memhook::spool::CRASH_AT_ENV, step);
+        .env(memhook_delivery::drain::NO_HOOK_DELIVERY_ENV, "1")
+        .env(memhook_delivery::spool::CRASH_AT_ENV, step);
     let ran = run_with_stdin(hook, payload.to_string().as_bytes());
     if ran.status.signal() != Some(libc::SIGABRT) {
         return Some(format!("the hook did not abort at {step}: {ran:?}"));

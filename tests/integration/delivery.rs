@@ -17,10 +17,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memhook::drain::{self, MAX_AGE_MS, MAX_ATTEMPTS};
-use memhook::record::{Record, RecordScope, RecordTool, RECORD_VERSION};
-use memhook::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
-use memhook::timefmt::now_ms;
+use memhook_core::record::{Record, RecordScope, RecordTool, RECORD_VERSION};
+use memhook_core::timefmt::now_ms;
+use memhook_delivery::drain::{self, MAX_AGE_MS, MAX_ATTEMPTS};
+use memhook_delivery::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
 use serde_json::Value;
 
 use crate::util::{fixture, memhook};
@@ -51,7 +51,7 @@ fn run_hook(home: &Path, payload: &Value) -> std::process::Output {
     let mut c = memhook(home);
     c.args(["hook", "--agent", "claude-code"])
         .stdin(f)
-        .env(memhook::session_start::BUDGET_ENV, "10000");
+        .env(memhook_hook::session_start::BUDGET_ENV, "10000");
     if let Some(cwd) = payload["cwd"].as_str() {
         c.current_dir(cwd);
     }
@@ -626,8 +626,8 @@ fn concurrent_enqueues_with_a_killed_drainer_store_each_event_exactly_once() {
     assert_eq!(s["balanced"], true, "{st}");
 }
 
-fn scope(project: &str, max_chars: usize) -> memhook::scope::Scope {
-    use memhook::scope::*;
+fn scope(project: &str, max_chars: usize) -> memhook_core::scope::Scope {
+    use memhook_core::scope::*;
     Scope {
         workspace: "default".into(),
         project: project.into(),
@@ -644,10 +644,10 @@ fn scope(project: &str, max_chars: usize) -> memhook::scope::Scope {
     }
 }
 
-fn start_event(session: &str) -> memhook::event::Event {
-    memhook::event::Event {
-        agent: memhook::event::Agent::ClaudeCode,
-        kind: memhook::event::EventKind::SessionStart,
+fn start_event(session: &str) -> memhook_core::event::Event {
+    memhook_core::event::Event {
+        agent: memhook_core::event::Agent::ClaudeCode,
+        kind: memhook_core::event::EventKind::SessionStart,
         native_name: "SessionStart".into(),
         session_id: Some(session.into()),
         cwd: Some("/work/api".into()),
@@ -667,7 +667,7 @@ fn start_event(session: &str) -> memhook::event::Event {
 
 #[test]
 fn session_start_briefs_from_the_store_within_budget() {
-    use memhook::session_start::session_start;
+    use memhook_hook::session_start::session_start;
     let home = tempfile::tempdir().unwrap();
     let dir = data(home.path());
     let sc = scope("api", 4000);
@@ -750,7 +750,7 @@ fn session_start_briefs_from_the_store_within_budget() {
 
 #[test]
 fn session_start_degrades_to_nothing_against_a_black_holed_server() {
-    use memhook::session_start::session_start;
+    use memhook_hook::session_start::session_start;
     let home = tempfile::tempdir().unwrap();
     let dir = data(home.path());
     // Accepts connections and never answers.
@@ -1076,7 +1076,7 @@ fn outcome_less_tool_results_still_brief_and_a_failed_briefing_says_why() {
     // still `{}` and exit 0, but one `memhook:` line says why, and status
     // remembers it.
     assert!(wait_delivered(&dir, Duration::from_secs(30)));
-    let db = dir.join(memhook::sink::store::STORE_FILE);
+    let db = dir.join(memhook_store::sqlite::STORE_FILE);
     for ext in ["-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{ext}", db.display()));
     }
@@ -1201,7 +1201,7 @@ fn drain_reports_what_the_running_drainer_delivered_while_it_waited() {
     let dir = data(home.path());
     // Create the store, then hold a write transaction on it so the
     // background drainer (which holds the drain lock) has to wait.
-    memhook::sink::store::Store::open(&dir).unwrap();
+    memhook_store::sqlite::Store::open(&dir).unwrap();
     let db = rusqlite::Connection::open(dir.join("store.sqlite3")).unwrap();
     db.execute_batch("BEGIN IMMEDIATE").unwrap();
     for n in 1..=3 {

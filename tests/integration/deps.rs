@@ -68,14 +68,16 @@ pub fn in_ci() -> bool {
 fn find_agent_cli(name: &str) -> Option<PathBuf> {
     let prefix = std::env::var_os("MEMHOOK_AGENT_CLIS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".agent-clis"));
+        .unwrap_or_else(|| {
+            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join(".agent-clis")
+        });
     let p = prefix.join("node_modules/.bin").join(name);
     p.exists().then_some(p)
 }
 
 /// `.venv`'s Python, when it can import the official MCP SDK.
 fn find_python_mcp() -> Option<PathBuf> {
-    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    let py = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join(".venv/bin/python");
     let ok = Command::new(&py)
         .args(["-c", "import mcp"])
         .stdout(Stdio::null())

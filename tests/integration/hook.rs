@@ -38,10 +38,10 @@ fn spool(home: &Path) -> Vec<Value> {
 /// is held (the drainer a hook starts waits for it), so what hooks enqueue
 /// stays in the spool to be counted. Session start waits its delivery share
 /// for the lock, then goes on.
-fn hold_drain(home: &Path) -> memhook::drain::DrainLock {
+fn hold_drain(home: &Path) -> memhook_delivery::drain::DrainLock {
     let d = data_dir(home);
-    memhook::data_dir::ensure_private_dir(&d).unwrap();
-    memhook::drain::try_lock(&d)
+    memhook_core::data_dir::ensure_private_dir(&d).unwrap();
+    memhook_delivery::drain::try_lock(&d)
         .unwrap()
         .expect("the drain lock is free")
 }
@@ -216,7 +216,7 @@ fn a_panic_in_the_hook_still_answers_the_agent() {
     let t = tempfile::tempdir().unwrap();
     let payload = crate::util::claude_payload("PostToolUse-Read", t.path(), "panic-session");
     let mut cmd = hook(t.path(), "claude-code", Some("PostToolUse"));
-    cmd.env(memhook::hook::PANIC_ENV, "1");
+    cmd.env(memhook_hook::PANIC_ENV, "1");
     let out = run_with_stdin(cmd, payload.to_string().as_bytes());
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "{}\n", "{out:?}");
@@ -704,7 +704,7 @@ fn subagent_events_are_accepted_and_not_stored_when_the_marker_says_so() {
 #[test]
 fn stdin_size_bound_at_its_edge() {
     const MAX: usize = 8 * 1024 * 1024;
-    assert_eq!(memhook::hook::MAX_STDIN_BYTES, MAX);
+    assert_eq!(memhook_hook::MAX_STDIN_BYTES, MAX);
     let t = tempfile::tempdir().unwrap();
     let _drain = hold_drain(t.path());
     let base = fs::read(fixture("agents/claude-code/2.1.328/PostToolUse-Bash.json")).unwrap();
@@ -812,7 +812,7 @@ fn claude_hook(home: &Path, name: &str, session: &str, env: &[(&str, &str)]) -> 
 /// A store with one finished session of real work, so session start has
 /// something to say.
 fn store_with_a_session(home: &Path) {
-    let quiet = [(memhook::drain::NO_HOOK_DELIVERY_ENV, "1")];
+    let quiet = [(memhook_delivery::drain::NO_HOOK_DELIVERY_ENV, "1")];
     for name in ["SessionStart-startup", "UserPromptSubmit", "Stop"] {
         let (out, _) = claude_hook(home, name, "earlier", &quiet);
         assert_envelope(&out, name);
@@ -832,7 +832,7 @@ fn session_start_keeps_its_budget_while_another_process_holds_the_store() {
             let t = tempfile::tempdir().unwrap();
             store_with_a_session(t.path());
             if pending {
-                let quiet = [(memhook::drain::NO_HOOK_DELIVERY_ENV, "1")];
+                let quiet = [(memhook_delivery::drain::NO_HOOK_DELIVERY_ENV, "1")];
                 let (out, _) = claude_hook(t.path(), "UserPromptSubmit", "other", &quiet);
                 assert_envelope(&out, "pending prompt");
             }
@@ -860,7 +860,7 @@ fn session_start_keeps_its_budget_while_another_process_holds_the_store() {
                 t.path(),
                 "SessionStart-startup",
                 "new",
-                &[(memhook::session_start::BUDGET_ENV, "1500")],
+                &[(memhook_hook::session_start::BUDGET_ENV, "1500")],
             );
             done.send(()).unwrap();
             holder.join().unwrap();
@@ -882,10 +882,10 @@ fn session_start_keeps_its_budget_while_another_process_holds_the_store() {
 fn the_smallest_start_budget_can_still_brief() {
     let t = tempfile::tempdir().unwrap();
     store_with_a_session(t.path());
-    let min = memhook::session_start::MIN_BUDGET_MS.to_string();
+    let min = memhook_hook::session_start::MIN_BUDGET_MS.to_string();
     let mut envelopes = Vec::new();
     let briefed = (0..8).any(|_| {
-        let budget = [(memhook::session_start::BUDGET_ENV, min.as_str())];
+        let budget = [(memhook_hook::session_start::BUDGET_ENV, min.as_str())];
         let (out, _) = claude_hook(t.path(), "SessionStart-startup", "new", &budget);
         let env = assert_envelope(&out, "100 ms");
         assert!(
@@ -915,7 +915,7 @@ fn a_bad_start_budget_is_reported() {
         ("5", "outside 100..=10000"),
         ("99999", "outside 100..=10000"),
     ] {
-        let budget = [(memhook::session_start::BUDGET_ENV, value)];
+        let budget = [(memhook_hook::session_start::BUDGET_ENV, value)];
         let (out, _) = claude_hook(t.path(), "SessionStart-startup", "new", &budget);
         assert_envelope(&out, value);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -941,7 +941,7 @@ fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 }
 
 fn stored(home: &Path) -> u64 {
-    memhook::sink::store::Store::open(&data_dir(home))
+    memhook_store::sqlite::Store::open(&data_dir(home))
         .and_then(|s| s.count())
         .unwrap_or(0)
 }
@@ -973,8 +973,8 @@ fn a_record_enqueued_while_another_process_holds_the_drain_lock_is_delivered() {
 /// record for a healthy destination: the hook starts a drainer for it.
 #[test]
 fn a_drainer_backing_off_from_a_dead_server_does_not_delay_a_healthy_sink() {
-    use memhook::drain;
-    use memhook::spool::SinkTarget;
+    use memhook_delivery::drain;
+    use memhook_delivery::spool::SinkTarget;
     let t = tempfile::tempdir().unwrap();
     let dir = data_dir(t.path());
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -988,10 +988,10 @@ fn a_drainer_backing_off_from_a_dead_server_does_not_delay_a_healthy_sink() {
     let counters = drain::SinkCounters {
         sink: Some(dead.clone()),
         failed_passes: 3,
-        retry_after_ms: memhook::timefmt::now_ms() + 30_000,
+        retry_after_ms: memhook_core::timefmt::now_ms() + 30_000,
         ..Default::default()
     };
-    memhook::data_dir::ensure_private_dir(&dir.join("counters")).unwrap();
+    memhook_core::data_dir::ensure_private_dir(&dir.join("counters")).unwrap();
     fs::write(
         drain::counters_path(&dir, &dead.id()),
         serde_json::to_vec(&counters).unwrap(),
@@ -1109,7 +1109,8 @@ fn closed_standard_streams_are_reopened_on_dev_null() {
         (&["status"][..], None),
     ] {
         let mut c = memhook(t.path());
-        c.args(args).env(memhook::drain::NO_HOOK_DELIVERY_ENV, "1");
+        c.args(args)
+            .env(memhook_delivery::drain::NO_HOOK_DELIVERY_ENV, "1");
         match stdin {
             Some(name) => {
                 let path = fixture(&format!("agents/claude-code/2.1.328/{name}.json"));

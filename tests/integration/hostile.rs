@@ -69,7 +69,7 @@ fn hook_cmd(home: &Path) -> Command {
     let mut c = memhook(home);
     c.args(["hook", "--agent", "claude-code"]);
     // Records stay in the spool to be looked at.
-    c.env(memhook::drain::NO_HOOK_DELIVERY_ENV, "1");
+    c.env(memhook_delivery::drain::NO_HOOK_DELIVERY_ENV, "1");
     c
 }
 
@@ -145,7 +145,7 @@ fn a_huge_array_payload_stays_within_64_mib() {
     const LIMIT: u64 = 64 * 1024 * 1024;
     let home = tempfile::tempdir().unwrap();
     let head = br#"{"hook_event_name":"PostToolUse","session_id":"s","tool_name":"Bash","tool_use_id":"t1","tool_response":["#;
-    let cap = memhook::hook::MAX_STDIN_BYTES;
+    let cap = memhook_hook::MAX_STDIN_BYTES;
     let mut payload = head.to_vec();
     while payload.len() + 4 < cap {
         payload.extend_from_slice(b"0,");
@@ -329,9 +329,9 @@ fn the_drain_log_is_capped_while_written() {
     for i in 0..50 {
         fs::write(dir.join(format!("spool/0000000000001-{i:04}.json")), b"{").unwrap();
     }
-    let log = dir.join(memhook::drain::LOG_FILE);
+    let log = dir.join(memhook_delivery::drain::LOG_FILE);
     fs::create_dir_all(log.parent().unwrap()).unwrap();
-    let cap = memhook::drain::MAX_LOG_BYTES;
+    let cap = memhook_delivery::drain::MAX_LOG_BYTES;
     fs::write(&log, vec![b'x'; cap as usize + 1]).unwrap();
     let mut c = memhook(home.path());
     c.args(["drain", "--background"]);

@@ -253,7 +253,7 @@ fn check_5_moved_binary_replaces_not_duplicates() {
     );
     let other = h.path().join("other bin");
     fs::create_dir_all(&other).unwrap();
-    fs::copy(bin(), other.join("memhook")).unwrap();
+    crate::util::install_copy(&other);
     let mut c = mh(h.path());
     c.current_dir(h.path());
     let mut c2 = Command::new(other.join("memhook"));
@@ -665,8 +665,7 @@ fn check_18_generated_commands_run() {
     let h = home();
     let dir = h.path().join("My Tools/bïn ü");
     fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join("memhook");
-    fs::copy(bin(), &exe).unwrap();
+    let exe = crate::util::install_copy(&dir);
     let mut c = Command::new(&exe);
     c.env_clear()
         .env("HOME", h.path())

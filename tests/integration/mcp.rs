@@ -104,7 +104,8 @@ fn official_python_sdk_client_round_trip() {
         &project,
         "why does the flaky integration test fail on CI?",
     );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/mcp_client_test.py");
+    let script =
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("scripts/mcp_client_test.py");
     let mut cmd = Command::new(py);
     for (k, _) in std::env::vars_os() {
         if k.to_string_lossy().starts_with("AI_MEMORY_") || k == "XDG_DATA_HOME" {
@@ -527,8 +528,8 @@ fn memory_index_written_over_mcp_reaches_the_briefing() {
     assert_eq!(structured(&r[1])["outcome"], "ok");
 
     let data = home.path().join(".memhook-data");
-    let store = memhook::sink::store::Store::open(&data).unwrap();
-    let briefing = memhook::briefing::compose(&store, ("default", "api"), None, 4000, false)
+    let store = memhook_store::sqlite::Store::open(&data).unwrap();
+    let briefing = memhook_store::briefing::compose(&store, ("default", "api"), None, 4000, false)
         .unwrap()
         .expect("a briefing with the memory index");
     let open = briefing
@@ -547,7 +548,7 @@ fn memory_index_written_over_mcp_reaches_the_briefing() {
     assert_eq!(briefing.matches("</memhook-memory-index>").count(), 1);
     // Another project's briefing has no index.
     assert!(
-        memhook::briefing::compose(&store, ("default", "web"), None, 4000, false)
+        memhook_store::briefing::compose(&store, ("default", "web"), None, 4000, false)
             .unwrap()
             .is_none()
     );
@@ -569,9 +570,10 @@ fn memory_index_written_over_mcp_reaches_the_briefing() {
         "200 short lines fit what sessions load"
     );
     for max_chars in [500, 1000, 4000] {
-        let b = memhook::briefing::compose(&store, ("default", "api"), None, max_chars, false)
-            .unwrap()
-            .unwrap();
+        let b =
+            memhook_store::briefing::compose(&store, ("default", "api"), None, max_chars, false)
+                .unwrap()
+                .unwrap();
         assert!(b.chars().count() <= max_chars, "{max_chars}");
         let open = b.find("<memhook-memory-index").expect("opening tag");
         let close = b.find("</memhook-memory-index>").expect("closing tag kept");

@@ -1,6 +1,6 @@
 //! Integration tests for scope: replay `fixtures/scope/cases.json` through the
 //! real binary (`memhook show --json`, Mode::Client) and, where a case pins
-//! it, through `memhook::scope::resolve` in Mode::Hook. The case format is
+//! it, through `memhook_core::scope::resolve` in Mode::Hook. The case format is
 //! described in the fixture's `_about`.
 
 use std::collections::BTreeMap;
@@ -328,7 +328,7 @@ fn replay_client(case: &Value, w: &World) -> Result<(), String> {
 }
 
 fn replay_hook(case: &Value, w: &World) -> Result<(), String> {
-    use memhook::scope::{self, Mode, ScopeInput, Strategy};
+    use memhook_core::scope::{self, Mode, ScopeInput, Strategy};
     let name = case["name"].as_str().unwrap();
     let mut strategy = None;
     let args: Vec<&str> = case["args"]

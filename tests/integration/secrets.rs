@@ -324,7 +324,7 @@ fn hook_and_drain(home: &Path, proj: &Path, runs: &[Run], env: &[(&str, &str)]) 
         let mut cmd = memhook(home);
         cmd.current_dir(proj)
             .args(["hook", "--agent", r.agent])
-            .env(memhook::drain::NO_HOOK_DELIVERY_ENV, "1")
+            .env(memhook_delivery::drain::NO_HOOK_DELIVERY_ENV, "1")
             .envs(env.iter().copied());
         let out = run_with_stdin(cmd, r.payload.to_string().as_bytes());
         assert!(out.status.success(), "{}: {out:?}", r.agent);
@@ -383,7 +383,7 @@ fn assert_clean(dirs: &[&Path], runs: &[Run]) {
     assert!(
         files
             .iter()
-            .any(|(p, _)| p.ends_with(memhook::sink::store::STORE_FILE)),
+            .any(|(p, _)| p.ends_with(memhook_store::sqlite::STORE_FILE)),
         "no database under {dirs:?}"
     );
 }

@@ -10,11 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use memhook::record::{Record, RecordScope, RecordTool, RECORD_VERSION};
-use memhook::sink::http::{wire, HttpSink};
-use memhook::sink::store::Store;
-use memhook::sink::{ItemOutcome, Sink};
-use memhook::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
+use memhook_core::record::{Record, RecordScope, RecordTool, RECORD_VERSION};
+use memhook_delivery::sink::http::HttpSink;
+use memhook_delivery::sink::{ItemOutcome, Sink};
+use memhook_delivery::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
+use memhook_delivery::wire;
+use memhook_store::sqlite::Store;
 
 use crate::util::memhook;
 
@@ -301,7 +302,7 @@ pub(crate) fn entry(r: Record, url: &str) -> SpoolEntry {
         sink: SinkTarget::Http { url: url.into() },
         attempts: 0,
         // Fresh: the drainer drops entries past its age cap.
-        enqueued_ms: memhook::timefmt::now_ms(),
+        enqueued_ms: memhook_core::timefmt::now_ms(),
         record: r,
     }
 }
@@ -889,20 +890,20 @@ fn sink_and_handoff_against_a_black_hole_stay_within_the_timeout() {
     assert!(out[1..].iter().all(is_free));
     assert!(sink.unreachable());
 
-    let scope = memhook::scope::Scope {
+    let scope = memhook_core::scope::Scope {
         workspace: "acme".into(),
         project: "api".into(),
-        workspace_source: memhook::scope::Source::Marker,
-        project_source: memhook::scope::Source::Marker,
+        workspace_source: memhook_core::scope::Source::Marker,
+        project_source: memhook_core::scope::Source::Marker,
         marker: None,
-        strategy: memhook::scope::Strategy::Basename,
-        settings: memhook::scope::Settings::default(),
-        capture: memhook::scope::CaptureConfig::Absent,
+        strategy: memhook_core::scope::Strategy::Basename,
+        settings: memhook_core::scope::Settings::default(),
+        capture: memhook_core::scope::CaptureConfig::Absent,
         warnings: vec![],
     };
-    let event = memhook::event::Event {
-        agent: memhook::event::Agent::ClaudeCode,
-        kind: memhook::event::EventKind::SessionStart,
+    let event = memhook_core::event::Event {
+        agent: memhook_core::event::Agent::ClaudeCode,
+        kind: memhook_core::event::EventKind::SessionStart,
         native_name: "SessionStart".into(),
         session_id: Some("s".into()),
         cwd: Some("/w".into()),
@@ -919,7 +920,8 @@ fn sink_and_handoff_against_a_black_hole_stay_within_the_timeout() {
         subagent: false,
     };
     let start = Instant::now();
-    let err = memhook::sink::http::handoff(&url, None, &scope, &event, timeout).unwrap_err();
+    let err =
+        memhook_delivery::sink::http::handoff(&url, None, &scope, &event, timeout).unwrap_err();
     assert!(start.elapsed() < timeout + Duration::from_secs(3));
     assert!(err.to_string().contains("unreachable"), "{err}");
 }
@@ -935,20 +937,20 @@ fn handoff_through_the_sink_api_reads_a_real_serve() {
     for r in &prior {
         assert_eq!(post_record(&s, r, Some("tk")).0, 200);
     }
-    let scope = memhook::scope::Scope {
+    let scope = memhook_core::scope::Scope {
         workspace: "acme".into(),
         project: "api".into(),
-        workspace_source: memhook::scope::Source::Marker,
-        project_source: memhook::scope::Source::Marker,
+        workspace_source: memhook_core::scope::Source::Marker,
+        project_source: memhook_core::scope::Source::Marker,
         marker: None,
-        strategy: memhook::scope::Strategy::Basename,
-        settings: memhook::scope::Settings::default(),
-        capture: memhook::scope::CaptureConfig::Absent,
+        strategy: memhook_core::scope::Strategy::Basename,
+        settings: memhook_core::scope::Settings::default(),
+        capture: memhook_core::scope::CaptureConfig::Absent,
         warnings: vec![],
     };
-    let mut event = memhook::event::Event {
-        agent: memhook::event::Agent::ClaudeCode,
-        kind: memhook::event::EventKind::SessionStart,
+    let mut event = memhook_core::event::Event {
+        agent: memhook_core::event::Agent::ClaudeCode,
+        kind: memhook_core::event::EventKind::SessionStart,
         native_name: "SessionStart".into(),
         session_id: Some("new".into()),
         cwd: Some("/work/my repo".into()),
@@ -965,16 +967,17 @@ fn handoff_through_the_sink_api_reads_a_real_serve() {
         subagent: false,
     };
     let t = Duration::from_secs(5);
-    let text = memhook::sink::http::handoff(&s.url(), Some("tk"), &scope, &event, t)
+    let text = memhook_delivery::sink::http::handoff(&s.url(), Some("tk"), &scope, &event, t)
         .unwrap()
         .expect("a briefing");
     assert!(text.contains("fix the login bug"), "{text}");
-    let err = memhook::sink::http::handoff(&s.url(), Some("bad"), &scope, &event, t).unwrap_err();
+    let err = memhook_delivery::sink::http::handoff(&s.url(), Some("bad"), &scope, &event, t)
+        .unwrap_err();
     assert!(err.to_string().contains("401"), "{err}");
     // The same session asking: its own work is not a "previous" session.
     event.session_id = Some("old".into());
     assert_eq!(
-        memhook::sink::http::handoff(&s.url(), Some("tk"), &scope, &event, t).unwrap(),
+        memhook_delivery::sink::http::handoff(&s.url(), Some("tk"), &scope, &event, t).unwrap(),
         None
     );
 }
@@ -1162,7 +1165,7 @@ fn hook_to_env(
         .current_dir(payload["cwd"].as_str().unwrap())
         .stdin(f);
     if no_delivery {
-        cmd.env(memhook::drain::NO_HOOK_DELIVERY_ENV, "1");
+        cmd.env(memhook_delivery::drain::NO_HOOK_DELIVERY_ENV, "1");
     }
     let start = Instant::now();
     let out = cmd.output().unwrap();
@@ -1743,7 +1746,7 @@ fn connections_are_bounded_and_heads_have_a_deadline() {
     let _heavy = heavy();
     let home = tempfile::tempdir().unwrap();
     let s = Serve::start(home.path(), None);
-    let mut held: Vec<TcpStream> = (0..memhook::serve::MAX_CONNECTIONS)
+    let mut held: Vec<TcpStream> = (0..memhook_server::MAX_CONNECTIONS)
         .map(|_| TcpStream::connect(s.addr).unwrap())
         .collect();
     let partial = held.last_mut().unwrap();
@@ -1777,8 +1780,8 @@ fn connections_are_bounded_and_heads_have_a_deadline() {
     let waited = opened.elapsed();
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(
-        waited >= memhook::serve::HEADER_DEADLINE - Duration::from_millis(500)
-            && waited < memhook::serve::HEADER_DEADLINE + Duration::from_secs(10),
+        waited >= memhook_server::HEADER_DEADLINE - Duration::from_millis(500)
+            && waited < memhook_server::HEADER_DEADLINE + Duration::from_secs(10),
         "{waited:?}"
     );
     // Its slot (and the ones closed by the deadline) are free again.

@@ -8,10 +8,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use memhook::record::{Record, RecordTool};
-use memhook::sink::pg::config::Env;
-use memhook::sink::pg::PgStore;
-use memhook::sink::store::Store;
+use memhook_core::record::{Record, RecordTool};
+use memhook_store::sqlite::Store;
+use memhook_store_pg::config::Env;
+use memhook_store_pg::PgStore;
 
 use crate::pg::Cluster;
 use crate::serve::{json, key, post_batch, post_record, record, request, Serve};
@@ -315,7 +315,7 @@ fn search_finds_the_same_records_in_both_stores() {
         url: Some(c.url_with_password(db)),
         ..Env::default()
     };
-    let target = memhook::sink::pg::config::resolve(None, None, &env)
+    let target = memhook_store_pg::config::resolve(None, None, &env)
         .unwrap()
         .unwrap();
     let pg = PgStore::new(target, t.path());
@@ -327,7 +327,7 @@ fn search_finds_the_same_records_in_both_stores() {
     recs.push(other);
     sqlite.insert_all(recs.iter()).unwrap();
     pg.insert_each(recs.iter()).unwrap();
-    let keys = |v: Vec<memhook::sink::store::StoredRecord>| {
+    let keys = |v: Vec<memhook_store::sqlite::StoredRecord>| {
         let mut k: Vec<String> = v.into_iter().map(|r| r.key).collect();
         k.sort();
         k
@@ -367,7 +367,7 @@ fn search_finds_the_same_records_in_both_stores() {
     );
     assert_eq!(pg.search(None, "login", 100).unwrap().len(), 2);
     // Newest first, the same order.
-    let order = |v: Vec<memhook::sink::store::StoredRecord>| -> Vec<String> {
+    let order = |v: Vec<memhook_store::sqlite::StoredRecord>| -> Vec<String> {
         v.into_iter().map(|r| r.key).collect()
     };
     assert_eq!(
@@ -462,7 +462,7 @@ fn servers_starting_at_once_migrate_once() {
     // Each waits between reading the schema version and migrating (debug
     // builds only): without the advisory lock all three would read "none"
     // and migrate, and two would fail or report a migration.
-    env.push((memhook::sink::pg::schema::TEST_PAUSE_ENV, "700".into()));
+    env.push((memhook_store_pg::schema::TEST_PAUSE_ENV, "700".into()));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     // All three spawned before any is waited for: they migrate at once.
     let starting: Vec<_> = homes
@@ -474,7 +474,7 @@ fn servers_starting_at_once_migrate_once() {
         &servers[0].data,
         "SELECT version::bigint FROM memhook_migrations ORDER BY version",
     );
-    let want: Vec<String> = (1..=memhook::sink::pg::schema::SCHEMA_VERSION)
+    let want: Vec<String> = (1..=memhook_store_pg::schema::SCHEMA_VERSION)
         .map(|v| v.to_string())
         .collect();
     assert_eq!(versions, want);
@@ -602,7 +602,7 @@ fn pg_store(c: &Cluster, db: &str, dir: &Path) -> PgStore {
         url: Some(c.url_with_password(db)),
         ..Env::default()
     };
-    let target = memhook::sink::pg::config::resolve(None, None, &env)
+    let target = memhook_store_pg::config::resolve(None, None, &env)
         .unwrap()
         .unwrap();
     PgStore::new(target, dir)
@@ -615,7 +615,7 @@ fn export_streams_past_its_chunk_in_order() {
     };
     let t = tempfile::tempdir().unwrap();
     let pg = pg_store(&c, db, t.path());
-    let n = memhook::sink::pg::export::EXPORT_CHUNK as usize + 1;
+    let n = memhook_store_pg::export::EXPORT_CHUNK as usize + 1;
     // Keys in reverse of time: the order is by time, then key.
     let recs: Vec<Record> = (0..n)
         .map(|i| at(record(&key(n - i), "s", "stop", None), 1_000 + i as u64 / 2))
@@ -625,7 +625,7 @@ fn export_streams_past_its_chunk_in_order() {
     let count = pg
         .export_each(&Default::default(), |r| {
             seen.push((r.occurred_ms, r.key));
-            Ok::<(), memhook::sink::store::StoreError>(())
+            Ok::<(), memhook_store::sqlite::StoreError>(())
         })
         .unwrap();
     assert_eq!(count as usize, n);
@@ -661,7 +661,7 @@ fn forget_under_concurrent_ingest_keeps_rollups_equal_to_a_recount() {
     for b in 0..5 {
         pg.insert_each(batch(b).iter()).unwrap();
     }
-    let sel = memhook::sink::store::Selector {
+    let sel = memhook_store::sqlite::Selector {
         project: Some(("acme".into(), "api".into())),
         before_ms: Some(cutoff),
         ..Default::default()

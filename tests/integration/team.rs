@@ -10,9 +10,9 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use memhook::sink::http::wire;
-use memhook::sink::store::Store;
 use memhook::transfer::Line;
+use memhook_delivery::wire;
+use memhook_store::sqlite::Store;
 
 use crate::serve::{request, Serve};
 use crate::util::{contains, fixture, memhook, run_with_stdin, walk};
@@ -48,7 +48,7 @@ fn hook(home: &Path, agent: &str, p: &Value, env: &[(&str, &str)], args: &[&str]
     let mut c = memhook(home);
     c.args(["hook", "--agent", agent])
         .args(args)
-        .env(memhook::drain::NO_HOOK_DELIVERY_ENV, "1")
+        .env(memhook_delivery::drain::NO_HOOK_DELIVERY_ENV, "1")
         .current_dir(p["cwd"].as_str().unwrap())
         .stdin(f);
     for (k, v) in env {
@@ -161,7 +161,7 @@ fn export_then_import_twice_and_in_any_order_gives_the_same_store() {
     );
     // The import leaves the WAL empty: a session start that finds a full WAL
     // and no other connection rebuilds the WAL's index from every frame.
-    let wal = data(b.path()).join(format!("{}-wal", memhook::sink::store::STORE_FILE));
+    let wal = data(b.path()).join(format!("{}-wal", memhook_store::sqlite::STORE_FILE));
     assert_eq!(
         std::fs::metadata(&wal).map_or(0, |m| m.len()),
         0,

@@ -10,6 +10,23 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_memhook"))
 }
 
+/// Install the two binaries a user installs (`memhook` and the
+/// `memhook-cli` it hands other commands to) into `dir`, as
+/// `cargo install` does; the path of the copied `memhook`.
+pub fn install_copy(dir: &Path) -> PathBuf {
+    fs::create_dir_all(dir).unwrap();
+    let exe = dir.join("memhook");
+    fs::copy(bin(), &exe).unwrap();
+    fs::copy(full_bin(), dir.join("memhook-cli")).unwrap();
+    exe
+}
+
+/// Path of the `memhook-cli` binary under test (every command but the
+/// per-event ones; `memhook` execs it).
+pub fn full_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_memhook-cli"))
+}
+
 /// A `memhook` command with a clean environment: HOME and the data dir point
 /// into `home`, and no `AI_MEMORY_*` variable leaks in from the caller.
 pub fn memhook(home: &Path) -> Command {
@@ -43,7 +60,7 @@ pub fn run_with_stdin(mut cmd: Command, stdin: &[u8]) -> Output {
 
 /// Path of a file under the repository's `fixtures/`.
 pub fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .join("fixtures")
         .join(rel)
 }

@@ -577,7 +577,7 @@ fn web_request_bodies_are_bounded_at_their_edge() {
     let home = tempfile::tempdir().unwrap();
     let s = Serve::start(home.path(), None);
     let bearer = format!("Bearer {}", token(home.path()));
-    let max = memhook::serve::MAX_FORM_BYTES as usize;
+    let max = memhook_server::MAX_FORM_BYTES as usize;
     let post = |len: usize| {
         call(
             "POST",

@@ -94,7 +94,10 @@ fn revoked_named_token_gets_401_at_once_and_records_keep_their_token(db: &Db) {
     assert_eq!(stored.len(), 2);
     for (line, token) in stored.iter().zip([&alice, &bob]) {
         assert!(!line.contains(token.as_str()), "{line}");
-        assert!(line.ends_with(&memhook::token::hash(token)), "{line}");
+        assert!(
+            line.ends_with(&memhook_store::tokens::hash(token)),
+            "{line}"
+        );
     }
     let out = db.memhook(home.path(), &["token", "list", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -203,8 +206,8 @@ fn seed(s: &Serve) {
     let items: Vec<Value> = recs
         .iter()
         .map(|r| {
-            json!({"url": memhook::sink::http::wire::hook_path(r),
-                   "body": memhook::sink::http::wire::hook_body(r)})
+            json!({"url": memhook_delivery::wire::hook_path(r),
+                   "body": memhook_delivery::wire::hook_body(r)})
         })
         .collect();
     let body = serde_json::to_vec(&items).unwrap();
@@ -275,7 +278,7 @@ fn walk_the_api(s: &Serve) -> Vec<(String, Value)> {
         "café_menu",
         "absent",
     ] {
-        paths.push(format!("search?q={}", memhook::sink::http::wire::encode(q)));
+        paths.push(format!("search?q={}", memhook_delivery::wire::encode(q)));
     }
     paths.push("search?q=login&project=acme%2Fweb".into());
     paths.iter().map(|p| get(s, p, &ids)).collect()

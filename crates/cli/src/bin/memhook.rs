@@ -1,0 +1,134 @@
+//! The `memhook` binary agents run on every event: `memhook hook …` and the
+//! detached drainer it starts (`memhook drain --background`) run here,
+//! built from the per-event crates only (memhook-hook and below: no clap,
+//! no PostgreSQL, no tokio, no server, installer or MCP code). Every other
+//! command line — other commands, `--help`, arguments this binary does not
+//! read exactly — is handed to `memhook-cli` beside it, which replaces this
+//! process (`exec`), so users type `memhook …` for everything and agents'
+//! configurations written by any version keep working
+//! (docs/architecture.md, "Two binaries").
+//!
+//! The entry point is the C `main` rather than Rust's: every agent starts
+//! `memhook hook` on every event, and std's runtime setup before `main`
+//! costs about as much as a tenth of the whole call (`docs/benchmarks.md`,
+//! "Process start"). Of what that setup does, memhook keeps what it relies
+//! on and does it here, in the same order:
+//!
+//! - standard streams that were closed are reopened on `/dev/null`, so a
+//!   file memhook opens later (a spool entry) can never become fd 1 and
+//!   receive the envelope;
+//! - `SIGPIPE` is ignored, so writing to an agent that stopped reading is an
+//!   error memhook handles, not a silent death (children get the default
+//!   back, as std does);
+//! - a panic that escapes is caught and ends the process with status 101.
+//!
+//! What it skips is the main thread's stack-overflow handler: finding the
+//! stack's bounds makes glibc read and parse `/proc/self/maps`, and the
+//! handler needs an alternate signal stack mapped and two signal handlers
+//! set. Without it, a stack overflow ends the process with `SIGSEGV`
+//! instead of first printing "has overflowed its stack". The hook's inputs
+//! cannot get there: event payloads are JSON read with a nesting limit of
+//! 128 and markers are TOML read with the parser's own recursion limit
+//! (tests in `tests/integration/hook.rs` feed both 30,000 levels deep).
+//!
+//! Arguments come from `std::env::args_os`, which glibc fills before any
+//! `main` runs.
+// (The test harness brings its own `main`.)
+#![cfg_attr(not(test), no_main)]
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[cfg(not(test))]
+#[no_mangle]
+extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
+    reopen_closed_std_streams();
+    // SAFETY: setting a signal's disposition to SIG_IGN before any thread
+    // exists.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    let code = std::panic::catch_unwind(lean_main).unwrap_or(ExitCode::from(101));
+    // std's runtime would flush stdout after `main`; so does this.
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    std::process::exit(status(code))
+}
+
+/// Run the hook or the background drainer here; hand anything else to
+/// `memhook-cli`.
+#[cfg_attr(test, allow(dead_code))]
+fn lean_main() -> ExitCode {
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    if let Some((args, data_dir)) = memhook_hook::parse_fast(&argv) {
+        return memhook_hook::run(&args, data_dir.as_deref());
+    }
+    if let Some(dir) = memhook_hook::parse_background_drain(&argv) {
+        if let Ok(dir) = memhook_core::data_dir::resolve(Some(&dir)) {
+            memhook_delivery::drain::run_background(&dir);
+        }
+        return ExitCode::SUCCESS;
+    }
+    let full = full_binary();
+    let err = std::process::Command::new(&full)
+        .arg0(argv.first().cloned().unwrap_or_else(|| "memhook".into()))
+        .args(argv.iter().skip(1))
+        .exec();
+    let problem = format!(
+        "cannot run {}: {err}; install memhook again (`cargo install --locked --path crates/cli` \
+         installs both `memhook` and `memhook-cli`)",
+        full.display()
+    );
+    if memhook_hook::is_hook_invocation(&argv) {
+        // Still a hook call: exit 0 with an envelope, whatever happened.
+        return memhook_hook::run_bad_arguments(&argv, &problem);
+    }
+    eprintln!("memhook: {problem}");
+    ExitCode::from(2)
+}
+
+/// `memhook-cli` in this binary's directory.
+#[cfg_attr(test, allow(dead_code))]
+fn full_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("memhook"));
+    exe.with_file_name(FULL_BINARY)
+}
+
+/// The binary every command but the per-event ones lives in.
+#[cfg_attr(test, allow(dead_code))]
+const FULL_BINARY: &str = "memhook-cli";
+
+/// The number `code` stands for (`ExitCode` only says whether two are equal).
+fn status(code: ExitCode) -> i32 {
+    (0..=u8::MAX)
+        .find(|&n| ExitCode::from(n) == code)
+        .map_or(1, i32::from)
+}
+
+#[cfg(not(test))]
+fn reopen_closed_std_streams() {
+    for fd in 0..=2 {
+        // SAFETY: F_GETFD only asks whether `fd` is open.
+        let closed = unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF);
+        if closed {
+            // SAFETY: a NUL-terminated path; the lowest free descriptor is
+            // `fd`, as every lower one is open. If /dev/null cannot be
+            // opened the stream stays closed and writes to it fail.
+            unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_exit_code_keeps_its_number() {
+        for n in [0u8, 1, 2, 101, 255] {
+            assert_eq!(status(ExitCode::from(n)), i32::from(n));
+        }
+        assert_eq!(status(ExitCode::SUCCESS), 0);
+        assert_eq!(status(ExitCode::FAILURE), 1);
+    }
+}

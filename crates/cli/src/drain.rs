@@ -1,0 +1,36 @@
+//! `memhook drain`: the command's arguments; the drain itself is
+//! `memhook_delivery::drain`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::cmd::CmdResult;
+use memhook_core::data_dir;
+use memhook_delivery::drain;
+
+#[derive(Debug, Args)]
+pub struct DrainArgs {
+    /// Stop after this many seconds even if records remain.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    pub budget_secs: u64,
+    /// Internal: run as the detached background drainer.
+    #[arg(long, hide = true)]
+    pub background: bool,
+    /// Start a detached background drainer (unless one is running) and
+    /// return at once, as the hook does after each event.
+    #[arg(long, conflicts_with = "background")]
+    pub detach: bool,
+}
+
+/// `memhook drain`: deliver in the foreground (or, with `--background`, run
+/// as the detached drainer). Exit 0 when the spool ends empty, 1 otherwise.
+pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
+    let dir = data_dir::resolve(data_dir)?;
+    if args.background {
+        drain::run_background(&dir);
+        return Ok(ExitCode::SUCCESS);
+    }
+    drain::foreground(&dir, args.budget_secs, args.detach)
+}

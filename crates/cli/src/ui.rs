@@ -1,0 +1,314 @@
+//! `memhook ui`: open the web view of `memhook serve` (DESIGN §12).
+//!
+//! Reuses the server answering on `--listen`, or starts one there
+//! (detached, its stderr in `<data>/logs/serve.log`); asks it for a
+//! one-time login code with the bearer token (`POST /api/login-code`; the
+//! token itself never leaves this process except in that header); prints
+//! the loopback login link and opens it in a browser when one is at hand.
+//! Not finding a browser is never an error: the link is printed.
+
+use std::fs;
+use std::io::{self, Read};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::cmd::CmdResult;
+use memhook_core::data_dir;
+
+/// How long to wait for an answer from a server that may be running.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long a server started here has to answer `/healthz`.
+pub const START_WAIT: Duration = Duration::from_secs(15);
+/// How often to look for the started server.
+const START_POLL: Duration = Duration::from_millis(50);
+/// The started server's log (its stderr), in the data dir.
+pub const SERVE_LOG: &str = "logs/serve.log";
+/// A serve log past this size is renamed to `serve.log.old` when `ui`
+/// starts the next server (one generation kept).
+pub const MAX_SERVE_LOG_BYTES: u64 = 1024 * 1024;
+/// Largest answer read from the server.
+const MAX_REPLY_BYTES: u64 = 64 * 1024;
+
+#[derive(Debug, clap::Args)]
+pub struct UiArgs {
+    /// Address of the `memhook serve` to use; one is started there (in the
+    /// background, loopback only) when none answers.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:49374")]
+    pub listen: String,
+    /// Print the login link without opening a browser.
+    #[arg(long)]
+    pub no_open: bool,
+}
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .proxy(None)
+        .max_redirects(0)
+        .http_status_as_error(false)
+        .timeout_global(Some(PROBE_TIMEOUT))
+        .build()
+        .new_agent()
+}
+
+/// What answers on the address.
+enum Probe {
+    /// A memhook server.
+    Memhook,
+    /// Nothing (connection refused).
+    Nothing,
+    /// Something that is not memhook, or a failure; the text says what.
+    Other(String),
+}
+
+fn probe(base: &str) -> Probe {
+    match agent().get(format!("{base}/healthz")).call() {
+        Ok(mut r) => {
+            let text = r
+                .body_mut()
+                .with_config()
+                .limit(MAX_REPLY_BYTES)
+                .read_to_string()
+                .unwrap_or_default();
+            let ok = r.status().as_u16() == 200
+                && serde_json::from_str::<serde_json::Value>(&text)
+                    .is_ok_and(|v| v["status"] == "ok" && v.get("version").is_some());
+            if ok {
+                Probe::Memhook
+            } else {
+                Probe::Other(format!(
+                    "{base} answers, but not as memhook serve (HTTP {})",
+                    r.status().as_u16()
+                ))
+            }
+        }
+        Err(ureq::Error::Io(e)) if e.kind() == io::ErrorKind::ConnectionRefused => Probe::Nothing,
+        Err(ureq::Error::ConnectionFailed) => Probe::Nothing,
+        Err(e) => Probe::Other(format!("{base}: {e}")),
+    }
+}
+
+/// Start `memhook serve --listen addr` detached, its stderr appended to
+/// [`SERVE_LOG`]; wait until it answers. Returns its process id.
+fn start_server(dir: &Path, addr: SocketAddr, base: &str) -> Result<u32, Error> {
+    let log_path = dir.join(SERVE_LOG);
+    let logs = log_path.parent().expect("the log has a directory");
+    data_dir::ensure_private_dir(logs)?;
+    rotate(&log_path);
+    let mut opts = fs::OpenOptions::new();
+    opts.append(true).create(true);
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    let log = opts
+        .open(&log_path)
+        .map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let log_start = log.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.arg("--data-dir")
+        .arg(dir)
+        .args(["serve", "--listen", &addr.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log);
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setsid is async-signal-safe and touches no memory of ours.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() == -1 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut child = cmd.spawn()?;
+    let pid = child.id();
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Err(format!(
+                "memhook serve exited at once ({status}): {}",
+                log_tail(&log_path, log_start)
+            )
+            .into());
+        }
+        if let Probe::Memhook = probe(base) {
+            return Ok(pid);
+        }
+        if start.elapsed() > START_WAIT {
+            return Err(format!(
+                "memhook serve (pid {pid}) did not answer on {base} within {}s; see {}",
+                START_WAIT.as_secs(),
+                log_path.display()
+            )
+            .into());
+        }
+        std::thread::sleep(START_POLL);
+    }
+}
+
+/// Rename the log to `serve.log.old` when it is past [`MAX_SERVE_LOG_BYTES`].
+fn rotate(log: &Path) {
+    if fs::symlink_metadata(log).is_ok_and(|m| m.is_file() && m.len() > MAX_SERVE_LOG_BYTES) {
+        let _ = fs::rename(log, log.with_file_name("serve.log.old"));
+    }
+}
+
+/// What the log got since `from`, on one line.
+fn log_tail(path: &Path, from: u64) -> String {
+    let mut text = String::new();
+    if let Ok(mut f) = fs::File::open(path) {
+        use std::io::Seek;
+        let _ = f.seek(io::SeekFrom::Start(from));
+        let _ = f.take(4096).read_to_string(&mut text);
+    }
+    memhook_core::term::line(text.trim())
+}
+
+/// Ask the server for a login code: the login path (`/login?code=…`).
+fn login_path(base: &str, token: Option<&str>) -> Result<String, Error> {
+    let mut req = agent().post(format!("{base}{}", memhook_server::LOGIN_CODE_PATH));
+    if let Some(t) = token {
+        req = req.header("Authorization", &format!("Bearer {t}"));
+    }
+    let mut resp = req
+        .send_empty()
+        .map_err(|e| format!("{base}: cannot ask for a login code: {e}"))?;
+    let code = resp.status().as_u16();
+    let text = resp
+        .body_mut()
+        .with_config()
+        .limit(MAX_REPLY_BYTES)
+        .read_to_string()
+        .unwrap_or_default();
+    if code == 401 {
+        return Err(format!(
+            "the memhook serve on {base} does not accept this data dir's token: it serves \
+             another data dir or token (pass the same --data-dir / AI_MEMORY_AUTH_TOKEN, or \
+             stop it, or use another --listen)"
+        )
+        .into());
+    }
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    match v["login_path"].as_str() {
+        Some(p) if code == 200 && p.starts_with("/login?code=") => Ok(p.to_string()),
+        _ => Err(format!(
+            "the memhook serve on {base} gave no login code (HTTP {code}); it may be older than \
+             this memhook: restart it"
+        )
+        .into()),
+    }
+}
+
+/// The program that opens a URL in the desktop's browser, if there is one.
+fn opener() -> Option<&'static str> {
+    if cfg!(target_os = "macos") {
+        return Some("open");
+    }
+    let desktop = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    desktop.then_some("xdg-open")
+}
+
+/// Open `url` in a browser; `false` when there is none (never an error).
+fn open(url: &str) -> bool {
+    let Some(prog) = opener() else {
+        return false;
+    };
+    Command::new(prog)
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .is_ok()
+}
+
+/// `memhook ui`.
+pub fn run(args: &UiArgs, data_dir: Option<&Path>) -> CmdResult {
+    let dir = data_dir::resolve(data_dir)?;
+    data_dir::ensure_private_dir(&dir)?;
+    let addr = args
+        .listen
+        .to_socket_addrs()
+        .map_err(|e| format!("--listen {:?}: {e} (expected HOST:PORT)", args.listen))?
+        .next()
+        .ok_or_else(|| format!("--listen {:?} resolves to no address", args.listen))?;
+    if !addr.ip().is_loopback() {
+        return Err(format!(
+            "--listen {addr}: memhook ui opens the web view on this machine only; use a \
+             loopback address such as 127.0.0.1:49374"
+        )
+        .into());
+    }
+    let base = format!("http://{addr}");
+    match probe(&base) {
+        Probe::Memhook => eprintln!("memhook ui: using the memhook serve on {base}"),
+        Probe::Nothing => {
+            let pid = start_server(&dir, addr, &base)?;
+            eprintln!(
+                "memhook ui: started memhook serve on {base} (pid {pid}; log {})",
+                dir.join(SERVE_LOG).display()
+            );
+        }
+        Probe::Other(why) => {
+            eprintln!("memhook: {why}; choose another --listen");
+            return Ok(ExitCode::from(1));
+        }
+    }
+    let token = memhook_delivery::sink::auth_token(&dir);
+    let path = match login_path(&base, token.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("memhook: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let url = format!("{base}{path}");
+    println!("{url}");
+    let ttl = memhook_server::LOGIN_CODE_TTL.as_secs();
+    if !args.no_open && open(&url) {
+        eprintln!("memhook ui: opened the link in your browser (it works once, within {ttl} s)");
+    } else {
+        eprintln!("memhook ui: open the link above in a browser on this machine (it works once, within {ttl} s)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_serve_log_rotates_past_its_cap() {
+        let t = tempfile::tempdir().unwrap();
+        let log = t.path().join("serve.log");
+        fs::write(&log, vec![b'x'; MAX_SERVE_LOG_BYTES as usize]).unwrap();
+        rotate(&log);
+        assert!(log.exists(), "at the cap: kept");
+        fs::write(&log, vec![b'x'; MAX_SERVE_LOG_BYTES as usize + 1]).unwrap();
+        rotate(&log);
+        assert!(!log.exists() && t.path().join("serve.log.old").exists());
+    }
+
+    #[test]
+    fn nothing_listening_is_told_apart() {
+        // A port nobody listens on: bind, learn it, close.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        assert!(matches!(
+            probe(&format!("http://127.0.0.1:{port}")),
+            Probe::Nothing
+        ));
+    }
+}

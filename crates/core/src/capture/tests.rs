@@ -1,0 +1,256 @@
+//! Replays `fixtures/capture/cases.json` and checks bounds at their edges.
+
+use super::*;
+use crate::event::normalize;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+/// The directory the fixture payloads were recorded in (the marker lives here).
+pub const DEMO: &str = "/home/dev/projects/demo";
+const HOME: &str = "/home/dev";
+
+fn fixtures() -> PathBuf {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("fixtures")
+}
+
+/// Set `value` at JSON pointer `ptr`, creating the last key.
+pub fn set_pointer(v: &mut Value, ptr: &str, value: Value) {
+    let (parent, key) = ptr.rsplit_once('/').unwrap();
+    let parent = if parent.is_empty() {
+        v
+    } else {
+        v.pointer_mut(parent)
+            .unwrap_or_else(|| panic!("no {parent}"))
+    };
+    parent
+        .as_object_mut()
+        .unwrap()
+        .insert(key.to_string(), value);
+}
+
+/// A case's payload with its edits applied.
+pub fn case_payload(case: &Value) -> Value {
+    let mut payload = match &case["payload"] {
+        Value::String(rel) => {
+            let p = fixtures().join("agents").join(rel);
+            serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap()
+        }
+        v => v.clone(),
+    };
+    if let Some(rm) = case["remove"].as_array() {
+        for ptr in rm {
+            let (parent, key) = ptr.as_str().unwrap().rsplit_once('/').unwrap();
+            payload
+                .pointer_mut(parent)
+                .and_then(Value::as_object_mut)
+                .unwrap()
+                .remove(key);
+        }
+    }
+    if let Some(set) = case["set"].as_object() {
+        for (ptr, v) in set {
+            set_pointer(&mut payload, ptr, v.clone());
+        }
+    }
+    payload
+}
+
+fn config(policy: &Value) -> CaptureConfig {
+    let marker = PathBuf::from(DEMO).join(".ai-memory.toml");
+    match policy {
+        Value::String(s) if s == "absent" => CaptureConfig::Absent,
+        Value::String(s) if s == "inactive" => CaptureConfig::Inactive { marker },
+        Value::String(s) if s == "invalid" => CaptureConfig::Invalid {
+            marker,
+            reason: "test".into(),
+        },
+        Value::Array(items) => CaptureConfig::Active {
+            marker,
+            patterns: items
+                .iter()
+                .map(|p| p.as_str().unwrap().to_string())
+                .collect(),
+        },
+        other => panic!("bad policy {other}"),
+    }
+}
+
+#[test]
+fn replay_capture_cases() {
+    let cases: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(fixtures().join("capture/cases.json")).unwrap())
+            .unwrap();
+    assert!(cases.len() >= 40);
+    let mut failures = Vec::new();
+    for case in &cases {
+        let ev = normalize(
+            case["agent"].as_str().unwrap(),
+            case["event"].as_str(),
+            &case_payload(case),
+        );
+        let d = decide(&config(&case["policy"]), Some(Path::new(HOME)), &ev);
+        let got: Value = serde_json::from_str(&d.to_json()).unwrap();
+        let mut want = case["expect"].clone();
+        want.as_object_mut()
+            .unwrap()
+            .insert("version".into(), json!(1));
+        let want_sorted: std::collections::BTreeMap<_, _> =
+            want.as_object().unwrap().iter().collect();
+        let got_sorted: std::collections::BTreeMap<_, _> =
+            got.as_object().unwrap().iter().collect();
+        if want_sorted != got_sorted {
+            failures.push(format!("{}: want {want} got {got}", case["name"]));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+pub fn active(patterns: &[&str]) -> CaptureConfig {
+    CaptureConfig::Active {
+        marker: PathBuf::from(DEMO).join(".ai-memory.toml"),
+        patterns: patterns.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+pub fn bash(cmd: &str) -> Event {
+    normalize(
+        "claude-code",
+        None,
+        &json!({"hook_event_name": "PreToolUse", "cwd": DEMO, "tool_name": "Bash",
+                "tool_input": {"command": cmd}}),
+    )
+}
+
+#[test]
+fn shell_word_count_bound_at_its_edge() {
+    let cfg = active(&["secret/**"]);
+    let words: Vec<String> = (0..MAX_CANDIDATES).map(|i| format!("w{i}")).collect();
+    let d = decide(&cfg, None, &bash(&words.join(" ")));
+    assert_eq!((d.disposition, d.path_count), (Disposition::Keep, 32));
+    let words: Vec<String> = (0..=MAX_CANDIDATES).map(|i| format!("w{i}")).collect();
+    let d = decide(&cfg, None, &bash(&words.join(" ")));
+    assert_eq!(d.disposition, Disposition::MetadataOnly);
+}
+
+#[test]
+fn candidate_length_bound_at_its_edge() {
+    let cfg = active(&["secret/**"]);
+    let read = |p: String| {
+        normalize(
+            "claude-code",
+            None,
+            &json!({"hook_event_name": "PreToolUse", "cwd": DEMO, "tool_name": "Read",
+                    "tool_input": {"file_path": p}}),
+        )
+    };
+    let at = format!("/{}", "a".repeat(MAX_CANDIDATE_CHARS - 1));
+    assert_eq!(decide(&cfg, None, &read(at)).disposition, Disposition::Keep);
+    let over = format!("/{}", "a".repeat(MAX_CANDIDATE_CHARS));
+    assert_eq!(
+        decide(&cfg, None, &read(over.clone())).disposition,
+        Disposition::MetadataOnly
+    );
+    // A shell word too long to check is never kept.
+    assert_eq!(
+        decide(&cfg, None, &bash(&format!("cat {over}"))).disposition,
+        Disposition::MetadataOnly
+    );
+}
+
+#[test]
+fn work_budget_degrades_to_metadata_only_never_keep() {
+    // 128 patterns of 1024 chars sharing the candidates' prefix: far past
+    // the budget after a few pairs.
+    let pats: Vec<String> = (0..MAX_PATTERNS)
+        .map(|i| format!("src/{}{i}*", "p".repeat(1000)))
+        .collect();
+    let refs: Vec<&str> = pats.iter().map(String::as_str).collect();
+    let cfg = active(&refs);
+    let paths: Vec<String> = (0..MAX_CANDIDATES)
+        .map(|i| format!("src/{}{i}", "f".repeat(3000)))
+        .collect();
+    let ev = normalize(
+        "gemini-cli",
+        None,
+        &json!({"hook_event_name": "BeforeTool", "cwd": DEMO, "tool_name": "read_many_files",
+                "tool_input": {"paths": paths}}),
+    );
+    let d = decide(&cfg, None, &ev);
+    assert_eq!(
+        (d.disposition, d.extraction_state),
+        (
+            Disposition::MetadataOnly,
+            ExtractionState::MissingOrMalformed
+        )
+    );
+    let words = format!("cat {}", paths[..4].join(" "));
+    assert_eq!(
+        decide(&cfg, None, &bash(&words)).disposition,
+        Disposition::MetadataOnly
+    );
+}
+
+#[test]
+fn missing_cwd_makes_relative_candidates_uncheckable() {
+    let cfg = active(&["secret/**"]);
+    let ev = normalize(
+        "claude-code",
+        None,
+        &json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                "tool_input": {"command": "cat secret/a"}}),
+    );
+    assert_eq!(
+        decide(&cfg, None, &ev).disposition,
+        Disposition::MetadataOnly
+    );
+}
+
+#[test]
+fn home_patterns_without_home_make_the_policy_invalid() {
+    let cfg = active(&["~/x/**"]);
+    let d = decide(&cfg, None, &bash("ls"));
+    assert_eq!(
+        (d.policy_state, d.disposition),
+        (PolicyState::Invalid, Disposition::MetadataOnly)
+    );
+}
+
+#[test]
+fn classify_and_kept_paths() {
+    assert_eq!(
+        classify_tool(&Agent::ClaudeCode, "Read"),
+        (ToolFamily::File, true)
+    );
+    assert_eq!(
+        classify_tool(&Agent::ClaudeCode, "read_file"),
+        (ToolFamily::File, false)
+    );
+    assert_eq!(
+        classify_tool(&Agent::ClaudeCode, "mcp__x"),
+        (ToolFamily::Unknown, false)
+    );
+    assert_eq!(
+        classify_tool(&Agent::GeminiCli, "glob"),
+        (ToolFamily::SearchList, true)
+    );
+    let ev = normalize(
+        "codex",
+        None,
+        &json!({"hook_event_name": "PostToolUse", "cwd": DEMO, "tool_name": "apply_patch",
+                "tool_input": {"command": "*** Add File: a.md\n*** Update File: ./src/../b.rs\n*** Update File: a.md\n"}}),
+    );
+    assert_eq!(
+        kept_file_paths(&ev),
+        [format!("{DEMO}/a.md"), format!("{DEMO}/b.rs")]
+    );
+    assert!(kept_file_paths(&bash("cat a")).is_empty());
+}
+
+#[test]
+fn check_capture_json_has_exactly_six_keys_in_order() {
+    let d = decide(&CaptureConfig::Absent, None, &bash("ls"));
+    assert_eq!(
+        d.to_json(),
+        r#"{"version":1,"policy_state":"absent","tool_family":"shell","path_count":0,"disposition":"keep","extraction_state":"not-applicable"}"#
+    );
+}

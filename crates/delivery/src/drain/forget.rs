@@ -1,0 +1,113 @@
+//! Forget in a data dir: the store's records and the pending spool files
+//! of the same selector, under the drain lock, so no drainer delivers a
+//! forgotten record behind the store's back. `memhook forget` and `memhook
+//! serve`'s web view both call it.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::spool::{SinkTarget, Spool};
+use memhook_store::sqlite::{Forgotten, Selector, Store, STORE_FILE};
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// How long `forget --yes` waits for a running drainer to let go of the
+/// spool before giving up.
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// What is pending in the spool for `sel`: (file, its sink).
+fn pending_matches(
+    dir: &Path,
+    sel: &Selector,
+) -> Result<Vec<(std::path::PathBuf, SinkTarget)>, Error> {
+    if !dir.join("spool").is_dir() {
+        return Ok(Vec::new());
+    }
+    let spool = Spool::open(dir)?;
+    let mut out = Vec::new();
+    for path in spool.pending()? {
+        // An entry that cannot be read is the drainer's business (it drops
+        // it as corrupt); it is not ours to guess about.
+        let Ok(e) = Spool::load(&path) else { continue };
+        let r = &e.record;
+        if sel.matches(
+            &r.key,
+            r.session_id.as_deref(),
+            (&r.scope.workspace, &r.scope.project),
+            r.occurred_ms,
+        ) {
+            out.push((path, e.sink));
+        }
+    }
+    Ok(out)
+}
+
+/// What forgetting did (`applied`) or would do (a dry run).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    pub applied: bool,
+    /// The store's counts (`None` when there is no store).
+    pub stored: Option<Forgotten>,
+    /// Pending spool records of that scope removed (or that would be).
+    pub pending: u64,
+}
+
+impl Report {
+    /// Whether forgotten text may still be in the WAL file (a reader kept
+    /// the checkpoint from emptying it).
+    pub fn wal_pending(&self) -> bool {
+        self.applied
+            && self
+                .stored
+                .as_ref()
+                .is_some_and(|f| f.records > 0 && !f.wal_emptied)
+    }
+}
+
+/// Forget what `sel` names in the data dir `dir`: from the store and from
+/// the pending spool files (`apply` false: only count). While applying, the
+/// drain lock is held throughout so no drainer delivers a record of this
+/// scope into the store behind our back; a drainer that keeps it longer
+/// than [`LOCK_WAIT`] is an error that says to try again. The one
+/// implementation `memhook forget` and `memhook serve`'s web view share.
+pub fn forget_in(dir: &Path, sel: &Selector, apply: bool) -> Result<Report, Error> {
+    forget_with(dir, sel, apply, || {
+        if dir.join(STORE_FILE).exists() {
+            let mut store = Store::open(dir)?;
+            Ok(Some(store.forget(sel, apply)?))
+        } else {
+            Ok(None)
+        }
+    })
+}
+
+/// [`forget_in`] with another store: `store` forgets in it (or counts, as
+/// `apply` says) and returns its counts (`None`: there is no store), while
+/// the spool of `dir` is handled here under the drain lock. `memhook
+/// serve --database` uses it with PostgreSQL.
+pub fn forget_with(
+    dir: &Path,
+    sel: &Selector,
+    apply: bool,
+    store: impl FnOnce() -> Result<Option<Forgotten>, Error>,
+) -> Result<Report, Error> {
+    let lock =
+        if apply {
+            Some(super::lock_until(dir, Instant::now() + LOCK_WAIT)?.ok_or(
+                "a drainer is delivering right now; run `memhook forget` again in a moment",
+            )?)
+        } else {
+            None
+        };
+    let pending = pending_matches(dir, sel)?;
+    let stored = store()?;
+    let pending = match &lock {
+        None => pending.len() as u64,
+        Some(lock) => super::drop_pending(lock, dir, &pending, super::DROP_FORGOTTEN)? as u64,
+    };
+    Ok(Report {
+        applied: apply,
+        stored,
+        pending,
+    })
+}

@@ -1,0 +1,102 @@
+//! The background drainer's log: its stderr, `<data>/logs/drain.log`,
+//! rotated past [`MAX_LOG_BYTES`].
+
+use std::fmt;
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use memhook_core::data_dir;
+
+/// The background drainer's log (its stderr), in the data dir.
+pub const LOG_FILE: &str = "logs/drain.log";
+/// The log is rotated to `drain.log.old` when it grows past this.
+pub const MAX_LOG_BYTES: u64 = 1024 * 1024;
+
+/// The data dir whose drain log is this process's stderr (set by the
+/// background drainer).
+pub(super) static LOG_OF: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+/// Serialises rotation and writing (the deleting thread logs too).
+pub(super) static LOG_WRITE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Write one line to stderr, never panicking. In the background drainer
+/// (stderr is `<data>/logs/drain.log`) the log is rotated first when it is
+/// past [`MAX_LOG_BYTES`], so a drainer that logs a lot never grows it
+/// past the cap by more than one line.
+pub fn log_line(line: fmt::Arguments) {
+    use std::io::Write;
+    let _guard = LOG_WRITE.lock();
+    if let Some(dir) = LOG_OF.get() {
+        cap_stderr_log(dir);
+    }
+    let _ = writeln!(io::stderr(), "{line}");
+}
+
+/// When stderr is a drain log past [`MAX_LOG_BYTES`]: rotate the log file
+/// (unless someone else already did) and point stderr at a fresh one.
+pub(super) fn cap_stderr_log(data_dir: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        use std::os::unix::io::AsRawFd;
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat writes into `st` only; a closed fd just fails.
+        if unsafe { libc::fstat(2, &mut st) } != 0 || (st.st_size as u64) <= MAX_LOG_BYTES {
+            return;
+        }
+        let path = data_dir.join(LOG_FILE);
+        let ours = fs::symlink_metadata(&path)
+            .is_ok_and(|m| m.dev() == st.st_dev as u64 && m.ino() == st.st_ino as u64);
+        let rotated = path.with_file_name("drain.log.old");
+        let is_old = fs::symlink_metadata(&rotated)
+            .is_ok_and(|m| m.dev() == st.st_dev as u64 && m.ino() == st.st_ino as u64);
+        // Only a stderr that is (or was) this drain log is replaced.
+        if !(ours || is_old) {
+            return;
+        }
+        if let Ok(f) = open_log(data_dir) {
+            // SAFETY: both descriptors are open; dup2 replaces fd 2 atomically.
+            unsafe { libc::dup2(f.as_raw_fd(), 2) };
+        }
+    }
+}
+
+/// Open the drain log for appending (0600), rotating it past [`MAX_LOG_BYTES`].
+pub(super) fn open_log(data_dir: &Path) -> io::Result<File> {
+    let path = data_dir.join(LOG_FILE);
+    let dir = path.parent().expect("log file has a parent");
+    data_dir::ensure_private_dir(dir).map_err(|e| io::Error::other(e.to_string()))?;
+    if fs::metadata(&path)
+        .map(|m| m.len() > MAX_LOG_BYTES)
+        .unwrap_or(false)
+    {
+        let _ = fs::rename(&path, dir.join("drain.log.old"));
+    }
+    let mut opts = fs::OpenOptions::new();
+    opts.append(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    opts.open(&path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_rotates_past_the_cap() {
+        let t = tempfile::tempdir().unwrap();
+        let log = t.path().join(LOG_FILE);
+        drop(open_log(t.path()).unwrap());
+        fs::write(&log, vec![b'x'; MAX_LOG_BYTES as usize]).unwrap();
+        drop(open_log(t.path()).unwrap());
+        assert!(log.exists() && !t.path().join("logs/drain.log.old").exists());
+        fs::write(&log, vec![b'x'; MAX_LOG_BYTES as usize + 1]).unwrap();
+        drop(open_log(t.path()).unwrap());
+        assert_eq!(fs::metadata(&log).unwrap().len(), 0);
+        assert!(t.path().join("logs/drain.log.old").exists());
+    }
+}

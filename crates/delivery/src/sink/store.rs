@@ -1,0 +1,101 @@
+//! The embedded store as a delivery sink: each batch of spool entries goes
+//! into the data dir's SQLite database in one transaction.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::{ItemOutcome, Sink};
+use crate::spool::SpoolEntry;
+use memhook_store::sqlite::Store;
+
+/// The store as a delivery sink: one transaction per batch.
+pub struct StoreSink {
+    data_dir: PathBuf,
+    store: Option<Store>,
+    deadline: Option<Instant>,
+}
+
+impl StoreSink {
+    /// A sink for the store in `data_dir`; the database opens on first use.
+    pub fn new(data_dir: &Path) -> StoreSink {
+        StoreSink {
+            data_dir: data_dir.to_path_buf(),
+            store: None,
+            deadline: None,
+        }
+    }
+
+    /// Wait for another connection's lock only until `deadline` (see
+    /// [`Store::open_until`]); a batch still locked out then is retried later.
+    pub fn until(mut self, deadline: Option<Instant>) -> StoreSink {
+        self.deadline = deadline;
+        self
+    }
+}
+
+impl Drop for StoreSink {
+    fn drop(&mut self) {
+        if let Some(store) = &self.store {
+            store.checkpoint();
+        }
+    }
+}
+
+impl Sink for StoreSink {
+    fn deliver(&mut self, entries: &[SpoolEntry]) -> Vec<ItemOutcome> {
+        // A store failure (disk full, locked too long, newer schema) is never
+        // the records' fault: retry without charging an attempt.
+        let retry = |reason: String| {
+            entries
+                .iter()
+                .map(|_| ItemOutcome::Retry {
+                    charge: false,
+                    reason: reason.clone(),
+                })
+                .collect()
+        };
+        if self.store.is_none() {
+            match Store::open_until(&self.data_dir, self.deadline) {
+                Ok(s) => self.store = Some(s),
+                Err(e) => return retry(e.to_string()),
+            }
+        }
+        let store = self.store.as_mut().expect("opened above");
+        match store.insert_all(entries.iter().map(|e| &e.record)) {
+            Ok(_) => entries.iter().map(|_| ItemOutcome::Delivered).collect(),
+            Err(e) => {
+                // A broken connection is reopened on the next batch.
+                self.store = None;
+                retry(e.to_string())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memhook_store::sqlite::STORE_FILE;
+
+    #[test]
+    fn sink_delivers_batches_idempotently() {
+        let t = tempfile::tempdir().unwrap();
+        let mut sink = StoreSink::new(t.path());
+        let entries: Vec<SpoolEntry> = (0..3)
+            .map(|i| SpoolEntry {
+                v: crate::spool::ENTRY_VERSION,
+                sink: crate::spool::SinkTarget::Store,
+                attempts: 0,
+                enqueued_ms: 1,
+                record: memhook_core::record::sample::record(&format!("k{i}")),
+            })
+            .collect();
+        assert_eq!(sink.deliver(&entries), vec![ItemOutcome::Delivered; 3]);
+        assert_eq!(sink.deliver(&entries), vec![ItemOutcome::Delivered; 3]);
+        assert_eq!(Store::open(t.path()).unwrap().count().unwrap(), 3);
+        // Done: the sink leaves no WAL behind.
+        drop(sink);
+        let wal = t.path().join(format!("{STORE_FILE}-wal"));
+        assert_eq!(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0), 0);
+    }
+}

@@ -1,0 +1,793 @@
+//! The briefing: what the next session of a scope should know,
+//! composed from the store (or fetched from a server's `GET /handoff`) within
+//! the marker's `[briefing] max_chars`.
+//!
+//! Order (DESIGN §6): (1) the handoff — the previous session of this scope in
+//! detail (when, prompts' first lines, tool activity by family, failures,
+//! files touched) and the sessions before it in one line each; (2) the project
+//! memory index (`MEMORY.md`); (3) only when the marker opts in
+//! (`inject_on_session_start`), a digest of recent sessions (files most
+//! touched, recurring failures, tools most used). The first line states the
+//! briefing's own size. Reading is never destructive: nothing is marked
+//! consumed, so a session that does no work leaves the handoff for the next.
+
+use std::path::Path;
+
+use crate::model::Reads;
+use crate::sqlite::{Prompt, SessionSummary, Store, StoreError, TailEvent};
+
+/// Previous sessions shown in the handoff (the newest in detail).
+pub const HANDOFF_SESSIONS: usize = 3;
+/// Sessions the opt-in digest looks at.
+pub const DIGEST_SESSIONS: usize = 20;
+/// The previous session's last prompts looked at (the last one and those
+/// listed under "Other prompts"); its first prompt is always shown too.
+pub const LAST_PROMPTS: usize = 6;
+/// Files listed for the previous session and in the digest.
+pub const MAX_FILES: usize = 12;
+/// Failures listed for the previous session and in the digest.
+pub const MAX_FAILURES: usize = 5;
+/// Longest prompt line shown.
+pub const PROMPT_LINE_CHARS: usize = 120;
+/// Characters per token used for the size estimate in the first line.
+pub const CHARS_PER_TOKEN: usize = 4;
+
+/// The project memory index for the briefing (`MEMORY.md`, bounded and
+/// wrapped in its tag; `None` when the scope has none).
+fn memory_index(data_dir: &Path, scope: (&str, &str)) -> Option<String> {
+    crate::memory::index_for(data_dir, scope.0, scope.1)
+}
+
+/// Compose the briefing of `scope` from `store`, leaving out the session
+/// `exclude_session` (the one starting), within `max_chars` characters.
+/// `digest` adds the opt-in digest of recent sessions. `None` when no
+/// previous session did any work and there is no memory index.
+/// Used by session start and by `memhook serve`'s `GET /handoff`.
+pub fn compose(
+    store: &Store,
+    scope: (&str, &str),
+    exclude_session: Option<&str>,
+    max_chars: usize,
+    digest: bool,
+) -> Result<Option<String>, StoreError> {
+    store.read(|store| compose_from(store, scope, exclude_session, max_chars, digest))
+}
+
+/// [`compose`] from any store's [`Reads`] (the caller gives it one
+/// consistent snapshot): what `memhook serve` uses for either store.
+pub fn compose_from(
+    store: &dyn Reads,
+    scope: (&str, &str),
+    exclude_session: Option<&str>,
+    max_chars: usize,
+    digest: bool,
+) -> Result<Option<String>, StoreError> {
+    // One query for both the hand-off and the digest: the newest sessions
+    // first, so each takes its own prefix.
+    let want = if digest {
+        HANDOFF_SESSIONS.max(DIGEST_SESSIONS)
+    } else {
+        HANDOFF_SESSIONS
+    };
+    let recent = store.sessions(scope, exclude_session, want)?;
+    let sessions = &recent[..recent.len().min(HANDOFF_SESSIONS)];
+    let memory = memory_index(store.data_dir(), scope);
+    if sessions.is_empty() && memory.is_none() {
+        return Ok(None);
+    }
+    let mut sections: Vec<Section> = Vec::new();
+    if let Some(last) = sessions.first() {
+        sections.push(handoff_section(last, &sessions[1..], store)?);
+    }
+    if let Some(index) = memory {
+        let mut s = Section::new("## Project memory (MEMORY.md)");
+        let mut lines: Vec<&str> = index.lines().collect();
+        s.closing = lines.pop().map(str::to_string);
+        for line in lines {
+            s.text(line);
+        }
+        sections.push(s);
+    }
+    if digest {
+        let recent = &recent[..recent.len().min(DIGEST_SESSIONS)];
+        if let Some(s) = digest_section(store, recent)? {
+            sections.push(s);
+        }
+    }
+    if !sessions.is_empty() {
+        // How to get more than the briefing holds (DESIGN §6): by id, on
+        // demand. Last, so a short budget drops it first.
+        sections.push(Section::new(FETCH_MORE));
+    }
+    Ok(render(scope, &sections, max_chars))
+}
+
+/// A titled block of lines; `items` are the bullet lines.
+struct Section {
+    lines: Vec<(String, bool)>,
+    /// A last line that must follow whatever part of the section fits (the
+    /// memory index's closing tag): room for it is kept while filling.
+    closing: Option<String>,
+}
+
+impl Section {
+    fn new(title: &str) -> Section {
+        Section {
+            lines: vec![(title.to_string(), false)],
+            closing: None,
+        }
+    }
+    fn item(&mut self, line: String) {
+        self.lines.push((format!("- {line}"), true));
+    }
+    fn text(&mut self, line: &str) {
+        self.lines.push((line.to_string(), false));
+    }
+}
+
+fn when(ms: u64) -> String {
+    // `YYYY-MM-DDTHH:MM:SS.mmmZ` → `YYYY-MM-DD HH:MM UTC`
+    let t = memhook_core::timefmt::rfc3339_ms(ms);
+    format!("{} {} UTC", &t[..10], &t[11..16])
+}
+
+fn first_line(text: &str, max: usize) -> String {
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    if line.chars().count() > max {
+        let cut: String = line.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    } else {
+        line.to_string()
+    }
+}
+
+fn failure_label(tool: &str, line: Option<&str>) -> String {
+    let line = line.map(|l| first_line(l, 100)).unwrap_or_default();
+    match exit_status(&line) {
+        Some((code, rest)) if rest.is_empty() => format!("{tool}, exit {code}"),
+        Some((code, rest)) => format!("{tool}, exit {code}: {rest}"),
+        None if line.is_empty() => tool.to_string(),
+        None => format!("{tool}: {line}"),
+    }
+}
+
+/// An exit status stated in a failure line (`error: Exit code 1`, `exit
+/// status 101: test failed`, `Exit Code: 2`), and what follows it.
+fn exit_status(line: &str) -> Option<(i64, String)> {
+    let lower = line.to_ascii_lowercase();
+    let at = ["exit code", "exit status"]
+        .iter()
+        .filter_map(|w| lower.find(w).map(|i| i + w.len()))
+        .min()?;
+    let rest = line[at..].trim_start_matches([':', ' ']);
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let code = rest[..digits].parse().ok()?;
+    let after = rest[digits..].trim_start_matches([':', ' ', '-']).trim();
+    Some((code, after.to_string()))
+}
+
+fn handoff_section(
+    last: &SessionSummary,
+    older: &[SessionSummary],
+    store: &dyn Reads,
+) -> Result<Section, StoreError> {
+    let act = store.outcomes(&[last.row], MAX_FILES)?;
+    let (first, tail, prompt_count) = store.session_prompts(last.row, LAST_PROMPTS)?;
+    let root = store.session_root(last.row)?;
+    let mut s = Section::new(&format!(
+        "## Previous session ({}, {} to {}, {} events; session {})",
+        last.agent,
+        when(last.first_ms),
+        &when(last.last_ms)[11..],
+        last.events,
+        first_line(&last.session_id, 64)
+    ));
+    // Lines in order of what matters most when the budget is short: where
+    // the work ended, what it was about, what failed and what changed.
+    let last_prompt = tail.last().or(first.as_ref());
+    let after_ms = last_prompt.map_or(0, |p| p.ms);
+    let ending = store.session_tail(last.row, after_ms)?;
+    match (&first, tail.last()) {
+        (Some(f), Some(l)) => {
+            s.item(format!(
+                "Last prompt: {}{}",
+                prompt_line(&l.text),
+                cite(&l.key)
+            ));
+            s.item(after_line(&ending));
+            s.item(format!(
+                "First prompt: {}{}",
+                prompt_line(&f.text),
+                cite(&f.key)
+            ));
+        }
+        (Some(only), None) => {
+            s.item(format!(
+                "Prompt: {}{}",
+                prompt_line(&only.text),
+                cite(&only.key)
+            ));
+            s.item(after_line(&ending));
+        }
+        _ => s.item(after_line(&ending)),
+    }
+
+    for (tool, line, n) in act.failures.iter().take(MAX_FAILURES) {
+        let times = if *n > 1 {
+            format!(" (×{n})")
+        } else {
+            String::new()
+        };
+        s.item(format!(
+            "Failed: {}{times}",
+            failure_label(tool, line.as_deref())
+        ));
+    }
+    let files = store.session_files(last.row)?;
+    for (changed, label) in [(true, "Changed"), (false, "Read")] {
+        let group: Vec<String> = files
+            .iter()
+            .filter(|f| f.changed == changed)
+            .map(|f| relative(&f.path, root.as_deref()))
+            .collect();
+        if group.is_empty() {
+            continue;
+        }
+        let shown = group.len().min(MAX_FILES);
+        let more = group.len() - shown;
+        let tail = if more > 0 {
+            format!(" (+{more} more)")
+        } else {
+            String::new()
+        };
+        s.item(format!("{label}: {}{tail}", group[..shown].join(", ")));
+    }
+    // The prompts between the first and the last, newest first, folded.
+    let middle: Vec<&Prompt> = tail.iter().rev().skip(1).collect();
+    if !middle.is_empty() || prompt_count > 2 {
+        let lines = fold(middle.iter().map(|p| prompt_line(&p.text)));
+        let shown = 2 + middle.len() as u64;
+        let more = prompt_count.saturating_sub(shown);
+        let more = if more > 0 {
+            format!(" (+{more} earlier)")
+        } else {
+            String::new()
+        };
+        if !lines.is_empty() {
+            s.item(format!(
+                "Other prompts, newest first: {}{more}",
+                lines.join(" | ")
+            ));
+        } else if !more.is_empty() {
+            s.item(format!("Other prompts:{more}"));
+        }
+    }
+    if !act.families.is_empty() {
+        let parts: Vec<String> = act
+            .families
+            .iter()
+            .map(|(f, n, failed)| {
+                if *failed > 0 {
+                    format!("{f} {n} ({failed} failed)")
+                } else {
+                    format!("{f} {n}")
+                }
+            })
+            .collect();
+        s.item(format!("Tool activity: {}", parts.join(", ")));
+    }
+    for o in older {
+        let (prompts, tools, first) = store.session_outline(o.row)?;
+        let first = first
+            .map(|p| first_line(&p, PROMPT_LINE_CHARS))
+            .filter(|p| !p.is_empty())
+            .map(|p| format!(" — {p}"))
+            .unwrap_or_default();
+        s.item(format!(
+            "Earlier ({}, {}): {prompts} prompts, {tools} tool calls{first}",
+            o.agent,
+            when(o.last_ms)
+        ));
+    }
+    Ok(s)
+}
+
+/// The last line of a briefing with a handoff: how the model fetches more.
+pub const FETCH_MORE: &str =
+    "More: MCP tools activity_search, then activity_timeline / activity_get with an [id].";
+
+/// ` [id 0123456789ab]`: a record id the activity tools take back.
+fn cite(key: &str) -> String {
+    format!(
+        " [id {}]",
+        &key[..key.len().min(memhook_core::record::ACTIVITY_ID_CHARS)]
+    )
+}
+
+fn prompt_line(text: &str) -> String {
+    first_line(text, PROMPT_LINE_CHARS)
+}
+
+/// Identical neighbours folded into one with a count: `a (×3)`.
+fn fold(items: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for it in items {
+        match out.last_mut() {
+            Some((prev, n)) if *prev == it => *n += 1,
+            _ => out.push((it, 1)),
+        }
+    }
+    out.into_iter()
+        .map(|(s, n)| if n > 1 { format!("{s} (×{n})") } else { s })
+        .collect()
+}
+
+/// `path` relative to the session's working directory when it lies below
+/// it; other absolute paths stay as they are.
+fn relative(path: &str, root: Option<&str>) -> String {
+    let Some(root) = root
+        .map(|r| r.trim_end_matches('/'))
+        .filter(|r| !r.is_empty())
+    else {
+        return path.to_string();
+    };
+    match path.strip_prefix(root) {
+        Some(rest) if rest.starts_with('/') && rest.len() > 1 => rest[1..].to_string(),
+        _ => path.to_string(),
+    }
+}
+
+/// What happened after the last prompt: the tools used (failures counted)
+/// and how the session ended — the agent finished its turn, the session
+/// ended, or it stopped in the middle of a tool call.
+fn after_line(records: &[TailEvent]) -> String {
+    let mut tools: Vec<(String, u64, u64)> = Vec::new();
+    // Calls announced (pre-tool-use) and not answered yet. Only one still
+    // open at the very end means the session stopped mid-call: an agent
+    // that reports no result for a failed call (OpenCode) and went on
+    // leaves older ones open.
+    let mut open_calls: Vec<(Option<&str>, String)> = Vec::new();
+    let mut stopped = false;
+    let mut ended = false;
+    for r in records {
+        let tool = r
+            .tool_name
+            .clone()
+            .or_else(|| r.tool_family.clone())
+            .unwrap_or_else(|| "tool".to_string());
+        match r.event.as_str() {
+            "pre-tool-use" => {
+                open_calls.push((r.tool_call_id.as_deref(), tool));
+                stopped = false;
+            }
+            "post-tool-use" | "post-tool-use-failure" => {
+                let failed =
+                    r.event == "post-tool-use-failure" || r.outcome.as_deref() == Some("error");
+                match tools.iter_mut().find(|t| t.0 == tool) {
+                    Some(t) => {
+                        t.1 += 1;
+                        t.2 += u64::from(failed);
+                    }
+                    None => tools.push((tool.clone(), 1, u64::from(failed))),
+                }
+                // A result closes its own call and anything older.
+                let id = r.tool_call_id.as_deref();
+                if let Some(i) = open_calls
+                    .iter()
+                    .position(|(c, t)| (id.is_some() && *c == id) || (id.is_none() && *t == tool))
+                {
+                    open_calls.drain(..=i);
+                } else {
+                    open_calls.clear();
+                }
+                // A result after a stop is a late report of an earlier
+                // call (OpenCode sends some after session.idle), not new work.
+            }
+            "user-prompt" => stopped = false,
+            "stop" => stopped = true,
+            "session-end" => ended = true,
+            _ => {}
+        }
+    }
+    let used = if tools.is_empty() {
+        "no tool calls".to_string()
+    } else {
+        tools
+            .iter()
+            .map(|(t, n, f)| match (n, f) {
+                (1, 0) => t.clone(),
+                (n, 0) => format!("{t} ×{n}"),
+                (1, _) => format!("{t} (failed)"),
+                (n, f) => format!("{t} ×{n} ({f} failed)"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let how = match (open_calls.last(), stopped, ended) {
+        (Some((_, t)), false, _) => format!("it ended in the middle of a {t} call"),
+        (_, true, true) => "the agent finished its turn, then the session ended".to_string(),
+        (_, true, false) => "the agent finished its turn".to_string(),
+        (_, false, true) => "the session ended before the agent finished".to_string(),
+        (_, false, false) => "no stop was recorded".to_string(),
+    };
+    format!("After it: {used}; {how}")
+}
+
+fn digest_section(
+    store: &dyn Reads,
+    sessions: &[SessionSummary],
+) -> Result<Option<Section>, StoreError> {
+    let rows: Vec<i64> = sessions.iter().map(|s| s.row).collect();
+    let act = store.activity(&rows, MAX_FILES)?;
+    let mut s = Section::new(&format!(
+        "## Recent sessions digest ({} sessions)",
+        sessions.len()
+    ));
+    if !act.files.is_empty() {
+        let shown: Vec<String> = act
+            .files
+            .iter()
+            .map(|(f, n)| format!("{f} ({n})"))
+            .collect();
+        s.item(format!("Files most touched: {}", shown.join(", ")));
+    }
+    if !act.tools.is_empty() {
+        let shown: Vec<String> = act.tools.iter().map(|(t, n)| format!("{t} {n}")).collect();
+        s.item(format!("Tools most used: {}", shown.join(", ")));
+    }
+    for (tool, line, n) in act.failures.iter().filter(|f| f.2 > 1).take(MAX_FAILURES) {
+        s.item(format!(
+            "Recurring failure (×{n}): {}",
+            failure_label(tool, line.as_deref())
+        ));
+    }
+    Ok((s.lines.len() > 1).then_some(s))
+}
+
+/// Lay the sections out under the size line, whole lines only, within
+/// `max_chars` characters in total (the size line included). `None` when not
+/// even the size line and one line fit.
+fn render(scope: (&str, &str), sections: &[Section], max_chars: usize) -> Option<String> {
+    // The size line depends on the body and the body's room on the size line:
+    // settle it in a few rounds (the digits change at most a little).
+    let mut header_len = 80;
+    let mut out = String::new();
+    for _ in 0..4 {
+        let room = max_chars.saturating_sub(header_len + 1);
+        let (body, items) = fit(sections, room);
+        let mut header = String::new();
+        let mut total: usize = 0;
+        for _ in 0..3 {
+            header = format!(
+                "memhook briefing for {}/{}: {items} items, {total} characters, ~{} tokens",
+                scope.0,
+                scope.1,
+                total.div_ceil(CHARS_PER_TOKEN)
+            );
+            total = header.chars().count() + 1 + body.chars().count();
+        }
+        let hl = header.chars().count();
+        out = format!("{header}\n{body}");
+        if hl <= header_len {
+            break;
+        }
+        header_len = hl;
+    }
+    let fits = out.chars().count() <= max_chars && out.lines().count() > 1;
+    fits.then_some(out)
+}
+
+/// The sections' lines that fit in `room` characters, and the item count.
+fn fit(sections: &[Section], room: usize) -> (String, usize) {
+    let mut body = String::new();
+    let mut used = 0;
+    let mut items = 0;
+    'outer: for (i, sec) in sections.iter().enumerate() {
+        // Room the closing line needs once anything under the title is in.
+        let reserve = sec.closing.as_ref().map_or(0, |c| 1 + c.chars().count());
+        for (j, (line, is_item)) in sec.lines.iter().enumerate() {
+            let sep = usize::from(!body.is_empty());
+            let blank = usize::from(i > 0 && j == 0);
+            let need = sep + blank + line.chars().count();
+            let keep = if j > 0 { reserve } else { 0 };
+            if used + need + keep > room {
+                // A title with no room for anything under it is left out.
+                if j == 1 && body.ends_with(&sec.lines[0].0) {
+                    let cut = body.len() - sec.lines[0].0.len();
+                    body.truncate(cut);
+                    while body.ends_with('\n') {
+                        body.pop();
+                    }
+                } else if j > 1 {
+                    if let Some(c) = &sec.closing {
+                        body.push('\n');
+                        body.push_str(c);
+                    }
+                }
+                break 'outer;
+            }
+            if sep == 1 {
+                body.push('\n');
+            }
+            if blank == 1 {
+                body.push('\n');
+            }
+            body.push_str(line);
+            used += need;
+            if *is_item {
+                items += 1;
+            }
+        }
+        if let Some(c) = &sec.closing {
+            body.push('\n');
+            body.push_str(c);
+            used += reserve;
+        }
+    }
+    (body, items)
+}
+
+/// Cut `text` to at most `max` characters on a line boundary when it can.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max).collect();
+    match cut.rfind('\n') {
+        Some(i) if i > 0 => cut[..i].to_string(),
+        _ => cut,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memhook_core::record::{sample, Record, RecordTool};
+
+    fn rec(key: &str, ms: u64, session: &str, event: &str) -> Record {
+        Record {
+            occurred_ms: ms,
+            event: event.into(),
+            native_event: event.into(),
+            session_id: Some(session.into()),
+            cwd: Some("/w/api".into()),
+            scope: sample::scope("acme", "api", "marker"),
+            ..sample::record(key)
+        }
+    }
+
+    fn tool(
+        key: &str,
+        ms: u64,
+        session: &str,
+        name: &str,
+        fam: &str,
+        ok: bool,
+        file: &str,
+    ) -> Record {
+        let mut r = rec(
+            key,
+            ms,
+            session,
+            if ok {
+                "post-tool-use"
+            } else {
+                "post-tool-use-failure"
+            },
+        );
+        r.tool = Some(RecordTool {
+            family: fam.into(),
+            name: Some(name.into()),
+            call_id: Some(format!("c{key}")),
+            outcome: Some(if ok { "success" } else { "error" }.into()),
+        });
+        if !ok {
+            r.body = Some("exit status 101: test failed".into());
+        }
+        if !file.is_empty() {
+            r.files = vec![file.into()];
+        }
+        r
+    }
+
+    fn seeded() -> (tempfile::TempDir, Store) {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        let base = 1_795_964_955_760;
+        let mut p = rec("p1", base, "old", "user-prompt");
+        p.title = Some("Add the login endpoint".into());
+        s.insert(&p).unwrap();
+        let mut p = rec("p2", base + 1000, "last", "user-prompt");
+        p.title = Some("Fix the flaky retry test".into());
+        s.insert(&p).unwrap();
+        s.insert(&tool(
+            "t1",
+            base + 2000,
+            "last",
+            "Edit",
+            "file",
+            true,
+            "src/retry.rs",
+        ))
+        .unwrap();
+        s.insert(&tool("t2", base + 3000, "last", "Bash", "shell", false, ""))
+            .unwrap();
+        s.insert(&tool("t3", base + 4000, "last", "Bash", "shell", false, ""))
+            .unwrap();
+        s.insert(&rec("e1", base + 5000, "new", "session-start"))
+            .unwrap();
+        (t, s)
+    }
+
+    #[test]
+    fn nothing_to_say_without_previous_work() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        assert_eq!(
+            compose(&s, ("acme", "api"), None, 4000, true).unwrap(),
+            None
+        );
+        // A session that only started and ended is not a handoff.
+        s.insert(&rec("a", 1, "idle", "session-start")).unwrap();
+        s.insert(&rec("b", 2, "idle", "session-end")).unwrap();
+        assert_eq!(
+            compose(&s, ("acme", "api"), None, 4000, true).unwrap(),
+            None
+        );
+        // The starting session never briefs itself.
+        s.insert(&rec("c", 3, "cur", "user-prompt")).unwrap();
+        assert_eq!(
+            compose(&s, ("acme", "api"), Some("cur"), 4000, false).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn handoff_lists_prompts_tools_failures_files_in_order() {
+        let (_t, s) = seeded();
+        let b = compose(&s, ("acme", "api"), Some("new"), 4000, false)
+            .unwrap()
+            .unwrap();
+        let first = b.lines().next().unwrap();
+        assert!(first.starts_with("memhook briefing for acme/api: "), "{b}");
+        let chars = b.chars().count();
+        assert!(first.contains(&format!("{chars} characters")), "{b}");
+        assert!(
+            first.contains(&format!("~{} tokens", chars.div_ceil(4))),
+            "{b}"
+        );
+        let pos = |needle: &str| b.find(needle).unwrap_or_else(|| panic!("{needle} in {b}"));
+        // Where the work ended first, then what failed and changed.
+        assert!(
+            pos("Prompt: Fix the flaky retry test")
+                < pos("After it: Edit, Bash ×2 (2 failed); no stop was recorded")
+        );
+        assert!(pos("After it:") < pos("Failed: Bash, exit 101: test failed (×2)"));
+        assert!(pos("Failed:") < pos("Changed: src/retry.rs"));
+        assert!(pos("Changed:") < pos("Tool activity: shell 2 (2 failed), file 1"));
+        assert!(pos("Tool activity") < pos("Earlier (claude-code"));
+        assert!(b.contains("; session last)"), "{b}");
+        // Ids to fetch more by, and the line that says how.
+        assert!(b.contains("Prompt: Fix the flaky retry test [id "), "{b}");
+        assert!(b.trim_end().ends_with(FETCH_MORE), "{b}");
+        assert!(b.contains("Add the login endpoint"));
+        assert!(!b.contains("Recent sessions digest"));
+        // Items in the size line = bullet lines.
+        let bullets = b.lines().filter(|l| l.starts_with("- ")).count();
+        assert!(first.contains(&format!(": {bullets} items")), "{b}");
+        // Reading is not destructive.
+        assert_eq!(
+            compose(&s, ("acme", "api"), Some("new"), 4000, false)
+                .unwrap()
+                .unwrap(),
+            b
+        );
+        // Another scope has nothing.
+        assert_eq!(
+            compose(&s, ("acme", "web"), None, 4000, false).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn helpers_fold_relativise_and_read_exit_statuses() {
+        assert_eq!(
+            fold(["a", "a", "b", "a"].iter().map(|s| s.to_string())),
+            vec!["a (×2)", "b", "a"]
+        );
+        assert_eq!(relative("/w/api/src/x.rs", Some("/w/api")), "src/x.rs");
+        assert_eq!(relative("/w/api/src/x.rs", Some("/w/api/")), "src/x.rs");
+        assert_eq!(relative("/w/apix/y.rs", Some("/w/api")), "/w/apix/y.rs");
+        assert_eq!(relative("/etc/hosts", None), "/etc/hosts");
+        assert_eq!(
+            failure_label("Bash", Some("error: Exit code 1")),
+            "Bash, exit 1"
+        );
+        assert_eq!(
+            failure_label("Bash", Some("Exit Code: 2 - no such file")),
+            "Bash, exit 2: no such file"
+        );
+        assert_eq!(
+            failure_label("Read", Some("File not found")),
+            "Read: File not found"
+        );
+        assert_eq!(failure_label("Read", None), "Read");
+    }
+
+    #[test]
+    fn the_end_of_a_session_is_told() {
+        let r = |event: &str, tool: Option<&str>, call: Option<&str>, outcome: Option<&str>| {
+            TailEvent {
+                event: event.into(),
+                tool_name: tool.map(str::to_string),
+                tool_family: None,
+                tool_call_id: call.map(str::to_string),
+                outcome: outcome.map(str::to_string),
+            }
+        };
+        let done = [
+            r("user-prompt", None, None, None),
+            r("pre-tool-use", Some("Bash"), Some("c1"), None),
+            r("post-tool-use", Some("Bash"), Some("c1"), Some("error")),
+            r("post-tool-use", Some("Edit"), Some("c2"), Some("success")),
+            r("stop", None, None, None),
+            r("session-end", None, None, None),
+        ];
+        assert_eq!(
+            after_line(&done),
+            "After it: Bash (failed), Edit; the agent finished its turn, then the session ended"
+        );
+        let cut = [
+            r("user-prompt", None, None, None),
+            r("pre-tool-use", Some("Bash"), Some("c9"), None),
+            r("session-end", None, None, None),
+        ];
+        assert_eq!(
+            after_line(&cut),
+            "After it: no tool calls; it ended in the middle of a Bash call"
+        );
+    }
+
+    #[test]
+    fn digest_only_when_opted_in() {
+        let (_t, s) = seeded();
+        let b = compose(&s, ("acme", "api"), Some("new"), 4000, true)
+            .unwrap()
+            .unwrap();
+        assert!(b.contains("## Recent sessions digest (2 sessions)"), "{b}");
+        assert!(b.contains("Files most touched: src/retry.rs (1)"), "{b}");
+        assert!(b.contains("Recurring failure (×2): Bash"), "{b}");
+    }
+
+    #[test]
+    fn stays_within_max_chars_at_every_size() {
+        let (_t, s) = seeded();
+        assert_eq!(
+            compose(&s, ("acme", "api"), Some("new"), 60, true).unwrap(),
+            None
+        );
+        for max in [250, 333, memhook_core::scope::MAX_CHARS_MIN, 4000] {
+            let b = compose(&s, ("acme", "api"), Some("new"), max, true)
+                .unwrap()
+                .unwrap();
+            let n = b.chars().count();
+            assert!(n <= max, "{n} > {max}: {b}");
+            let first = b.lines().next().unwrap();
+            assert!(first.contains(&format!("{n} characters")), "{max}: {b}");
+            let bullets = b.lines().filter(|l| l.starts_with("- ")).count();
+            assert!(first.contains(&format!(": {bullets} items")), "{max}: {b}");
+        }
+    }
+
+    #[test]
+    fn clip_prefers_line_boundaries() {
+        assert_eq!(clip("ab\ncd", 10), "ab\ncd");
+        assert_eq!(clip("ab\ncdef", 5), "ab");
+        assert_eq!(clip("abcdef", 3), "abc");
+        assert_eq!(clip("ééé", 2), "éé");
+    }
+}

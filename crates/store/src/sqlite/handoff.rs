@@ -1,0 +1,169 @@
+//! The queries behind the handoff part of the briefing: how one session
+//! began and ended, and which files it changed or only read.
+
+use rusqlite::params;
+
+use super::{Store, StoreError};
+
+/// Most records read after a session's last prompt.
+pub const MAX_TAIL_RECORDS: usize = 2_000;
+/// Most distinct files listed per session.
+pub const MAX_SESSION_FILES: usize = 500;
+
+/// File tools that only read (lowercase, every agent's spelling). Any other
+/// file-family tool changed the file.
+pub const READ_ONLY_FILE_TOOLS: &[&str] = &[
+    "read",
+    "read_file",
+    "read_many_files",
+    "view",
+    "notebookread",
+    "beforereadfile",
+];
+
+/// One prompt of a session: its text (title, else the start of the body),
+/// when, and its record key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    pub text: String,
+    pub ms: u64,
+    pub key: String,
+}
+
+/// What one record says about the end of a session: only the fields the
+/// handoff's "after it" line reads (no text).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TailEvent {
+    pub event: String,
+    pub tool_name: Option<String>,
+    pub tool_family: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub outcome: Option<String>,
+}
+
+/// A file a session touched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TouchedFile {
+    pub path: String,
+    pub last_ms: u64,
+    /// Changed (written, edited, patched) at least once, not only read.
+    pub changed: bool,
+}
+
+impl Store {
+    /// The session's first prompt and its last `last` prompts (oldest first;
+    /// the first one is not repeated), and how many prompts it had. A
+    /// subagent's prompts are the agent's words, not the user's: not counted.
+    pub fn session_prompts(
+        &self,
+        row: i64,
+        last: usize,
+    ) -> Result<(Option<Prompt>, Vec<Prompt>, u64), StoreError> {
+        let e = |x| self.err(x);
+        let q = |order: &str, limit: usize| -> Result<Vec<Prompt>, StoreError> {
+            let mut st = self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT coalesce(title, substr(body, 1, 400)), occurred_ms, key FROM records
+                     WHERE session_row = ?1 AND event = 'user-prompt' AND subagent = 0
+                     ORDER BY occurred_ms {order}, id {order} LIMIT {}",
+                    limit.min(super::MAX_QUERY_LIMIT)
+                ))
+                .map_err(e)?;
+            let rows = st.query_map([row], |r| {
+                Ok(Prompt {
+                    text: r.get::<_, Option<String>>(0)?.unwrap_or_default(),
+                    ms: r.get::<_, i64>(1)? as u64,
+                    key: r.get(2)?,
+                })
+            });
+            super::collect(rows).map_err(e)
+        };
+        let first = q("ASC", 1)?.pop();
+        let mut tail = q("DESC", last)?;
+        tail.reverse();
+        if let (Some(f), Some(t)) = (&first, tail.first()) {
+            if f.key == t.key {
+                tail.remove(0);
+            }
+        }
+        let count: u64 = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM records
+                 WHERE session_row = ?1 AND event = 'user-prompt' AND subagent = 0",
+                [row],
+                |r| r.get(0),
+            )
+            .map_err(e)?;
+        Ok((first, tail, count))
+    }
+
+    /// The session's records from `from_ms` on, oldest first (at most
+    /// [`MAX_TAIL_RECORDS`], the newest kept), as [`TailEvent`]s.
+    pub fn session_tail(&self, row: i64, from_ms: u64) -> Result<Vec<TailEvent>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT event, tool_name, tool_family, tool_call_id, outcome FROM records
+                 WHERE session_row = ?1 AND occurred_ms >= ?2
+                 ORDER BY occurred_ms DESC, id DESC LIMIT {MAX_TAIL_RECORDS}"
+            ))
+            .map_err(|x| self.err(x))?;
+        let rows = st.query_map(params![row, from_ms as i64], |r| {
+            Ok(TailEvent {
+                event: r.get(0)?,
+                tool_name: r.get(1)?,
+                tool_family: r.get(2)?,
+                tool_call_id: r.get(3)?,
+                outcome: r.get(4)?,
+            })
+        });
+        let mut out = super::collect(rows).map_err(|x| self.err(x))?;
+        out.reverse();
+        Ok(out)
+    }
+
+    /// Where the session worked: the first working directory it reported.
+    pub fn session_root(&self, row: i64) -> Result<Option<String>, StoreError> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .query_row(
+                "SELECT cwd FROM records WHERE session_row = ?1 AND cwd IS NOT NULL
+                 ORDER BY occurred_ms, id LIMIT 1",
+                [row],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|x| self.err(x))
+    }
+
+    /// The files the session touched: changed ones first, then read-only
+    /// ones, each group most recent first.
+    pub fn session_files(&self, row: i64) -> Result<Vec<TouchedFile>, StoreError> {
+        let reads = READ_ONLY_FILE_TOOLS
+            .iter()
+            .map(|t| format!("'{t}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT j.value, max(r.occurred_ms),
+                        max(coalesce(r.tool_family, '') = 'file'
+                            AND lower(coalesce(r.tool_name, '')) NOT IN ({reads})) AS changed
+                 FROM records r, json_each(r.files) j
+                 WHERE r.session_row = ?1 AND r.files IS NOT NULL AND j.type = 'text'
+                 GROUP BY 1 ORDER BY changed DESC, 2 DESC, 1 LIMIT {MAX_SESSION_FILES}"
+            ))
+            .map_err(|x| self.err(x))?;
+        let rows = st.query_map([row], |r| {
+            Ok(TouchedFile {
+                path: r.get(0)?,
+                last_ms: r.get::<_, i64>(1)? as u64,
+                changed: r.get::<_, i64>(2)? != 0,
+            })
+        });
+        super::collect(rows).map_err(|x| self.err(x))
+    }
+}
