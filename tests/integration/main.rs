@@ -4,6 +4,7 @@
 mod util;
 
 mod agents;
+mod binaries;
 mod binding;
 mod briefing;
 mod capture;
