@@ -735,6 +735,8 @@ fn bounded_files(files: Vec<String>) -> Vec<String> {
     out
 }
 
+pub mod check;
+
 /// Test-only builders shared by the unit tests of every module that handles
 /// records: one plain record, changed with struct update syntax. Other
 /// crates' tests reach it through the `test-support` feature.

@@ -15,23 +15,17 @@ use sha2::{Digest, Sha256};
 
 use super::Answer;
 use memhook_core::names;
-use memhook_core::record::{clean_capped, title_line, Record, RECORD_VERSION};
+use memhook_core::record::check::{self, valid_client_key, Origin};
+use memhook_core::record::Record;
 use memhook_core::scope;
 use memhook_delivery::sink::http::MAX_BATCH_ITEMS;
 use memhook_delivery::wire::{self, Query};
 
-/// Longest id-like record field (agent, event names, session id), in bytes.
-pub const MAX_SHORT_FIELD: usize = 256;
-/// Longest path in a record (cwd, files), in bytes.
-pub const MAX_PATH_BYTES: usize = 4096;
-/// Most files one record lists.
-pub const MAX_RECORD_FILES: usize = 64;
-/// Largest record excerpt (the record format's biggest cap, prompts: 16 KiB).
-pub const MAX_RECORD_BODY_BYTES: usize = 16 * 1024;
-/// Longest record title, in characters.
-pub const MAX_TITLE_CHARS: usize = 80;
-/// Longest `ingest_key` (ai-memory's rule: 1–64 of `[A-Za-z0-9_-]`).
-pub const MAX_INGEST_KEY_LEN: usize = 64;
+pub use memhook_core::record::check::{
+    MAX_BODY_BYTES as MAX_RECORD_BODY_BYTES, MAX_CLIENT_FILES as MAX_RECORD_FILES,
+    MAX_CLIENT_KEY_LEN as MAX_INGEST_KEY_LEN, MAX_SHORT_FIELD,
+};
+pub use memhook_core::record::{MAX_PATH_BYTES, MAX_TITLE_CHARS};
 
 /// What to do with one hook item.
 #[derive(Debug)]
@@ -134,12 +128,6 @@ pub(super) fn check_name(param: &str, value: &str) -> Result<(), String> {
     }
 }
 
-fn valid_key(k: &str) -> bool {
-    (1..=MAX_INGEST_KEY_LEN).contains(&k.len())
-        && k.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
 /// A memhook client's hook body, read without a JSON tree: the exact record
 /// plus the few payload members [`prepare_body`] looks at (the rest of the
 /// payload is skipped). A body without a well-formed record member, with a
@@ -218,7 +206,7 @@ fn prepare_body(query: &Query, body: Body) -> Result<Prepared, String> {
         .get("event")
         .ok_or("query parameter `event` is required (e.g. event=post-tool-use)")?;
     if let Some(k) = query.get("ingest_key") {
-        if !valid_key(k) {
+        if !valid_client_key(k) {
             return Err(format!(
                 "query parameter `ingest_key`: must be 1-{MAX_INGEST_KEY_LEN} of A-Z a-z 0-9 '-' '_'"
             ));
@@ -248,32 +236,11 @@ fn prepare_body(query: &Query, body: Body) -> Result<Prepared, String> {
     if drop_subagent && (record.subagent || subagent_payload) {
         return Ok(Prepared::Skip("subagent capture dropped"));
     }
-    strip_metadata_only(&mut record);
+    check::strip_metadata_only(&mut record);
     Ok(Prepared::Store(Box::new(record)))
 }
 
 /// Whatever a client sent, a metadata-only record carries no text.
-fn strip_metadata_only(record: &mut Record) {
-    if record.disposition == "metadata-only" {
-        record.title = None;
-        record.body = None;
-        record.files.clear();
-        if let Some(t) = record.tool.as_mut() {
-            t.name = None;
-        }
-    }
-}
-
-/// A record read from a file by `memhook import` (hostile input, like a
-/// client's body): the checks and cleaning a memhook client's record gets
-/// here — key, names, bounds, then redaction and hygiene of every text —
-/// and a metadata-only record stripped of text. `Err` names the problem.
-pub fn check_imported(record: Record) -> Result<Record, String> {
-    let mut r = checked_record(&Query::default(), record)?;
-    strip_metadata_only(&mut r);
-    Ok(r)
-}
-
 /// A memhook client's exact record, checked: version, key, names, bounds,
 /// and agreement with the query.
 fn exact_record(query: &Query, raw: &Value) -> Result<Record, String> {
@@ -288,29 +255,14 @@ fn exact_record(query: &Query, raw: &Value) -> Result<Record, String> {
 
 /// [`exact_record`]'s checks on a record already read.
 fn checked_record(query: &Query, r: Record) -> Result<Record, String> {
-    if r.v > RECORD_VERSION {
-        return Err(format!(
-            "record format v{} is newer than this server understands (v{RECORD_VERSION}); \
-             upgrade memhook serve",
-            r.v
-        ));
-    }
-    if !valid_key(&r.key) {
-        return Err(format!(
-            "record `key` must be 1-{MAX_INGEST_KEY_LEN} of A-Z a-z 0-9 '-' '_'"
-        ));
+    if let Some(problem) = check::problem(&r, Origin::Client) {
+        return Err(problem);
     }
     for (field, value, given) in [
         ("workspace", &r.scope.workspace, query.get("workspace")),
         ("project", &r.scope.project, query.get("project")),
         ("ingest_key", &r.key, query.get("ingest_key")),
     ] {
-        if field != "ingest_key" && !names::is_valid_name(value) {
-            return Err(format!(
-                "record scope `{field}`: {}",
-                names::name_problem(value)
-            ));
-        }
         if let Some(g) = given {
             if g != value {
                 return Err(format!(
@@ -319,9 +271,8 @@ fn checked_record(query: &Query, r: Record) -> Result<Record, String> {
             }
         }
     }
-    check_record_bounds(&r)?;
     let mut r = r;
-    clean_record(&mut r);
+    check::clean(&mut r);
     Ok(r)
 }
 
@@ -335,97 +286,6 @@ fn kind_of(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-/// Pass every text of a client's record through the hook's cleaning
-/// (`record::clean_capped`: private spans, control and bidi characters,
-/// secrets, then the cap), as `record::build` does for the hook's own
-/// records. The title is rebuilt from its cleaned first line.
-fn clean_record(r: &mut Record) {
-    fn text(s: &mut String, max: usize) {
-        *s = clean_capped(s, max);
-    }
-    fn opt(s: &mut Option<String>, max: usize) {
-        *s = s
-            .as_deref()
-            .map(|t| clean_capped(t, max))
-            .filter(|t| !t.trim().is_empty());
-    }
-    text(&mut r.agent, MAX_SHORT_FIELD);
-    text(&mut r.event, MAX_SHORT_FIELD);
-    text(&mut r.native_event, MAX_SHORT_FIELD);
-    text(&mut r.disposition, MAX_SHORT_FIELD);
-    opt(&mut r.session_id, MAX_SHORT_FIELD);
-    opt(&mut r.cwd, MAX_PATH_BYTES);
-    opt(&mut r.body, MAX_RECORD_BODY_BYTES);
-    r.title = r
-        .title
-        .as_deref()
-        .and_then(|t| title_line(&clean_capped(t, MAX_RECORD_BODY_BYTES)));
-    for f in &mut r.files {
-        text(f, MAX_PATH_BYTES);
-    }
-    r.files.retain(|f| !f.is_empty());
-    let scope = &mut r.scope;
-    for s in [
-        &mut scope.workspace_source,
-        &mut scope.project_source,
-        &mut scope.project_strategy,
-    ] {
-        text(s, MAX_SHORT_FIELD);
-    }
-    if let Some(t) = r.tool.as_mut() {
-        text(&mut t.family, MAX_SHORT_FIELD);
-        opt(&mut t.name, MAX_SHORT_FIELD);
-        opt(&mut t.call_id, MAX_SHORT_FIELD);
-        opt(&mut t.outcome, MAX_SHORT_FIELD);
-    }
-    if let Some(c) = r.capture.as_mut() {
-        for s in [
-            &mut c.policy_state,
-            &mut c.tool_family,
-            &mut c.disposition,
-            &mut c.extraction_state,
-        ] {
-            text(s, MAX_SHORT_FIELD);
-        }
-    }
-}
-
-/// A record from a client is bounded like one the hook builds: the excerpt,
-/// the title, and every free-text field.
-fn check_record_bounds(r: &Record) -> Result<(), String> {
-    let over = |field: &str, limit: String| Err(format!("record `{field}` is over {limit}"));
-    if r.body
-        .as_ref()
-        .is_some_and(|b| b.len() > MAX_RECORD_BODY_BYTES)
-    {
-        return over("body", format!("{MAX_RECORD_BODY_BYTES} bytes"));
-    }
-    if r.title
-        .as_ref()
-        .is_some_and(|t| t.chars().count() > MAX_TITLE_CHARS)
-    {
-        return over("title", format!("{MAX_TITLE_CHARS} characters"));
-    }
-    for (field, value, max) in [
-        ("agent", Some(&r.agent), MAX_SHORT_FIELD),
-        ("event", Some(&r.event), MAX_SHORT_FIELD),
-        ("native_event", Some(&r.native_event), MAX_SHORT_FIELD),
-        ("session_id", r.session_id.as_ref(), MAX_SHORT_FIELD),
-        ("cwd", r.cwd.as_ref(), MAX_PATH_BYTES),
-    ] {
-        if value.is_some_and(|v| v.len() > max) {
-            return over(field, format!("{max} bytes"));
-        }
-    }
-    if r.files.len() > MAX_RECORD_FILES || r.files.iter().any(|f| f.len() > MAX_PATH_BYTES) {
-        return over(
-            "files",
-            format!("{MAX_RECORD_FILES} paths of at most {MAX_PATH_BYTES} bytes"),
-        );
-    }
-    Ok(())
 }
 
 /// A name made from free text: lowercase, invalid bytes → `-`.
@@ -630,19 +490,27 @@ mod tests {
         r.title = Some("é".repeat(MAX_TITLE_CHARS));
         r.cwd = Some("/".repeat(MAX_PATH_BYTES));
         r.files = vec!["f".into(); MAX_RECORD_FILES];
-        assert!(check_record_bounds(&r).is_ok());
+        assert!(checked_record(&Query::default(), r.clone()).is_ok());
         let mut b = r.clone();
         b.body = Some("x".repeat(MAX_RECORD_BODY_BYTES + 1));
-        assert!(check_record_bounds(&b).unwrap_err().contains("`body`"));
+        assert!(checked_record(&Query::default(), b.clone())
+            .unwrap_err()
+            .contains("`body`"));
         let mut t = r.clone();
         t.title = Some("é".repeat(MAX_TITLE_CHARS + 1));
-        assert!(check_record_bounds(&t).unwrap_err().contains("`title`"));
+        assert!(checked_record(&Query::default(), t.clone())
+            .unwrap_err()
+            .contains("`title`"));
         let mut c = r.clone();
         c.cwd = Some("/".repeat(MAX_PATH_BYTES + 1));
-        assert!(check_record_bounds(&c).unwrap_err().contains("`cwd`"));
+        assert!(checked_record(&Query::default(), c.clone())
+            .unwrap_err()
+            .contains("`cwd`"));
         let mut f = r;
         f.files.push("g".into());
-        assert!(check_record_bounds(&f).unwrap_err().contains("`files`"));
+        assert!(checked_record(&Query::default(), f.clone())
+            .unwrap_err()
+            .contains("`files`"));
     }
 
     /// Both ways of reading a body give the same verdict.

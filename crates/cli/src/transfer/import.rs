@@ -3,7 +3,7 @@
 //!
 //! A file is hostile input: every line is checked and cleaned exactly as
 //! `memhook serve` checks and cleans a client's record (key, names, bounds,
-//! redaction and hygiene: `serve::ingest::check_imported`). Records are
+//! redaction and hygiene: `memhook_core::record::check::admit_imported`). Records are
 //! stored under their own key, so importing a file twice, or several files
 //! in any order, stores each record once; they keep their time, scope,
 //! session and — in the local store — the name of the token that first
@@ -119,7 +119,9 @@ pub fn run(args: &ImportArgs, data_dir: Option<&Path>) -> CmdResult {
         let prepared = text
             .and_then(|t| Line::parse(&t))
             .and_then(Line::into_record)
-            .and_then(|(r, token)| memhook_server::ingest::check_imported(r).map(|r| (r, token)));
+            .and_then(|(r, token)| {
+                memhook_core::record::check::admit_imported(r).map(|r| (r, token))
+            });
         match prepared {
             Ok((r, token)) => batch.push((n, r, token)),
             Err(problem) => {

@@ -118,7 +118,7 @@ impl Line {
     }
 
     /// The record this line describes, and the name of the token that
-    /// delivered it. Not yet cleaned: see `serve::ingest::check_imported`.
+    /// delivered it. Not yet cleaned: see `memhook_core::record::check::admit_imported`.
     pub fn into_record(self) -> Result<(Record, Option<String>), String> {
         let occurred_ms =
             memhook_core::timefmt::parse_utc_ms(&self.occurred_at).ok_or_else(|| {

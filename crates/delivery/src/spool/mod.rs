@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde::{Deserialize, Serialize};
 
 use memhook_core::data_dir::{self, DirError};
+use memhook_core::record::check::Origin;
 use memhook_core::record::Record;
 
 mod pending;
@@ -790,132 +791,22 @@ pub fn load_as(path: &Path, uid: u32) -> Result<SpoolEntry, SpoolError> {
     Ok(entry)
 }
 
-/// Most bytes of a record's body (the largest cap, prompts and summaries).
-const MAX_BODY_BYTES: usize = {
-    let (a, b) = (
-        memhook_core::record::MAX_PROMPT_BYTES,
-        memhook_core::record::MAX_SUMMARY_BYTES,
-    );
-    if a > b {
-        a
-    } else {
-        b
-    }
-};
-
 impl SpoolEntry {
     /// Why this entry is not one the hook writes, if it is not: the
     /// versions, the sink, the key's shape, the scope names, the canonical
     /// agent and event names, and every text within the bound the record
     /// builder applies and free of what [`memhook_core::redact::clean`] strips.
     pub fn problem(&self) -> Option<String> {
-        use memhook_core::event::{sanitize_native_name, valid_call_id, Agent, EventKind};
-        use memhook_core::record as r;
-        let rec = &self.record;
         if self.v != ENTRY_VERSION {
             return Some(format!(
                 "entry version {} (this memhook writes {ENTRY_VERSION})",
                 self.v
             ));
         }
-        if rec.v != r::RECORD_VERSION {
-            return Some(format!(
-                "record version {} (this memhook writes {})",
-                rec.v,
-                r::RECORD_VERSION
-            ));
-        }
         if let Some(p) = self.sink.problem() {
             return Some(p);
         }
-        if !r::valid_key(&rec.key) {
-            return Some("key is not 32 lowercase hex digits".into());
-        }
-        for (what, name) in [
-            ("workspace", &rec.scope.workspace),
-            ("project", &rec.scope.project),
-        ] {
-            if !memhook_core::names::is_valid_name(name) {
-                return Some(format!("{what} is not a valid scope name"));
-            }
-        }
-        if Agent::parse(&rec.agent).as_str() != rec.agent {
-            return Some("agent is not a canonical agent name".into());
-        }
-        if EventKind::parse(&rec.event).as_str() != rec.event {
-            return Some("event is not a canonical event name".into());
-        }
-        if sanitize_native_name(&rec.native_event) != rec.native_event {
-            return Some("native event name holds characters the hook removes".into());
-        }
-        use memhook_core::capture::{Disposition, ToolFamily};
-        let one_of = |v: &str, all: &[&str]| all.contains(&v);
-        let dispositions = [Disposition::Keep, Disposition::MetadataOnly].map(Disposition::as_str);
-        if !one_of(&rec.disposition, &dispositions) {
-            return Some("disposition is neither keep nor metadata-only".into());
-        }
-        if rec.files.len() > r::MAX_FILES {
-            return Some(format!("more than {} files", r::MAX_FILES));
-        }
-        let texts = [
-            (
-                "session id",
-                rec.session_id.as_deref(),
-                r::MAX_SESSION_ID_BYTES,
-            ),
-            ("cwd", rec.cwd.as_deref(), r::MAX_PATH_BYTES),
-            ("title", rec.title.as_deref(), r::MAX_TITLE_CHARS * 4),
-            ("body", rec.body.as_deref(), MAX_BODY_BYTES),
-            (
-                "tool name",
-                rec.tool.as_ref().and_then(|t| t.name.as_deref()),
-                64,
-            ),
-        ];
-        let files = rec
-            .files
-            .iter()
-            .map(|f| ("file", Some(f.as_str()), r::MAX_PATH_BYTES));
-        for (what, text, max) in texts.into_iter().chain(files) {
-            let Some(text) = text else { continue };
-            if text.len() > max {
-                return Some(format!("{what} longer than {max} bytes"));
-            }
-            if memhook_core::redact::holds_stripped_control(text) {
-                return Some(format!("{what} holds control characters"));
-            }
-        }
-        if rec
-            .title
-            .as_ref()
-            .is_some_and(|t| t.chars().count() > r::MAX_TITLE_CHARS)
-        {
-            return Some(format!(
-                "title longer than {} characters",
-                r::MAX_TITLE_CHARS
-            ));
-        }
-        if let Some(t) = &rec.tool {
-            let families = [
-                ToolFamily::File,
-                ToolFamily::SearchList,
-                ToolFamily::Shell,
-                ToolFamily::Unknown,
-            ]
-            .map(ToolFamily::as_str);
-            if !one_of(&t.family, &families) {
-                return Some("tool family is not one the hook writes".into());
-            }
-            if t.call_id.as_deref().is_some_and(|c| !valid_call_id(c)) {
-                return Some("tool call id is not 1-128 of [A-Za-z0-9_.-]".into());
-            }
-            let outcomes = [r::Outcome::Success, r::Outcome::Error, r::Outcome::Unknown]
-                .map(r::Outcome::as_str);
-            if t.outcome.as_deref().is_some_and(|o| !one_of(o, &outcomes)) {
-                return Some("tool outcome is not success, error or unknown".into());
-            }
-        }
-        None
+        memhook_core::record::check::problem(&self.record, Origin::Hook)
     }
 }
 
