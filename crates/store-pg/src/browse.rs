@@ -16,7 +16,7 @@ use postgres::Row;
 
 use super::read::{PgRead, FAILED};
 use memhook_store::model::Browse;
-use memhook_store::sqlite::{
+use memhook_store::model::{
     session_select, FamilyCount, ProjectRow, RecordRow, SearchHit, SessionRow, StoreError,
     EXCERPT_CHARS, HIT_END, HIT_START, MAX_QUERY_LIMIT, SNIPPET_TOKENS, TOOL_RESULT_EVENTS,
 };

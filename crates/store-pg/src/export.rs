@@ -5,7 +5,7 @@
 
 use super::read::{to_record, RECORD_COLUMNS};
 use super::{PgError, PgStore};
-use memhook_store::sqlite::{ExportFilter, StoreError, StoredRecord};
+use memhook_store::model::{ExportFilter, StoreError, StoredRecord};
 
 /// Rows fetched from the cursor at a time.
 pub const EXPORT_CHUNK: i32 = 1000;

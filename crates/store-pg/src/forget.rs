@@ -25,7 +25,7 @@ use postgres::Client;
 
 use super::{PgError, PgStore};
 use memhook_core::timefmt::now_ms;
-use memhook_store::sqlite::{
+use memhook_store::model::{
     check_forget_key, ForgetError, Forgotten, LogEntry, Selector, WORK_EVENTS,
 };
 

@@ -35,7 +35,7 @@ use std::fmt::Write as _;
 
 use super::{Conn, PgError};
 use memhook_core::record::Record;
-use memhook_store::sqlite::WORK_EVENTS;
+use memhook_store::model::WORK_EVENTS;
 
 /// The words of a record's title, body and files, lowercased and joined by
 /// single spaces: what its full-text vector is made of. A word is a run of

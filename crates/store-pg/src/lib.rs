@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use postgres::{Client, NoTls, Statement};
 
 use memhook_core::record::Record;
-use memhook_store::sqlite::StoreError;
+use memhook_store::model::StoreError;
 
 pub use config::{Target, DATABASE_URL_ENV};
 pub use read::PgRead;
@@ -489,7 +489,7 @@ impl PgStore {
     /// ([`BRIEFING_READ_SETTINGS`]).
     pub fn read<T>(
         &self,
-        mut f: impl FnMut(&PgRead<'_>) -> Result<T, memhook_store::sqlite::StoreError>,
+        mut f: impl FnMut(&PgRead<'_>) -> Result<T, memhook_store::model::StoreError>,
     ) -> Result<T, PgError> {
         let db = self.target.shown.clone();
         let data_dir = self.data_dir.clone();

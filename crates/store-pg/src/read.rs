@@ -22,8 +22,8 @@ use postgres::{Client, Row};
 
 use super::{PgError, PgStore};
 use memhook_store::model::Reads;
-use memhook_store::sqlite::handoff::READ_ONLY_FILE_TOOLS;
-use memhook_store::sqlite::{
+use memhook_store::model::READ_ONLY_FILE_TOOLS;
+use memhook_store::model::{
     Activity, Prompt, SessionSummary, StoreError, StoredRecord, TailEvent, TouchedFile,
     MAX_QUERY_CHARS, MAX_QUERY_LIMIT, MAX_QUERY_TERMS, MAX_SESSION_FILES, MAX_TAIL_RECORDS,
     TOOL_RESULT_EVENTS,

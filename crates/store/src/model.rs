@@ -1,19 +1,564 @@
-//! The reads `memhook serve` makes, as interfaces that both stores answer:
-//! the embedded SQLite store ([`crate::sqlite::Store`]) and PostgreSQL
-//! ([`memhook_store_pg`]).
+//! The store model: what every store — the embedded SQLite store
+//! ([`crate::sqlite::Store`]) and PostgreSQL (`memhook-store-pg`) — reads
+//! and writes, named without any engine: the rows queries return, the
+//! engine-neutral [`StoreError`], what forget and export select, and every
+//! store trait:
 //!
 //! - [`Reads`]: the session-start briefing (`GET /handoff`).
 //!   `briefing::compose` is written against this trait only, so the same
 //!   input gives the same briefing text from either store.
 //! - [`Browse`]: the web view's pages and JSON API (projects, sessions,
 //!   records, search with highlights).
+//! - [`TokenStore`]: named tokens of a team server.
 
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
-use crate::sqlite::{
-    Activity, ProjectRow, Prompt, RecordRow, SearchHit, SessionRow, SessionSummary, StoreError,
-    TailEvent, TouchedFile,
-};
+use memhook_core::data_dir::DirError;
+
+// What both engines' queries share: their bounds and the event sets they
+// select by.
+
+/// Most rows any query returns, whatever the caller asks for.
+pub const MAX_QUERY_LIMIT: usize = 1_000;
+
+/// Longest search text accepted (longer text is cut on a char boundary).
+pub const MAX_QUERY_CHARS: usize = 512;
+
+/// Most words of a search query used (the rest are ignored).
+pub const MAX_QUERY_TERMS: usize = 32;
+
+/// Events that mean a session did real work (not only opened and closed).
+pub const WORK_EVENTS: &[&str] = &[
+    "user-prompt",
+    "pre-tool-use",
+    "post-tool-use",
+    "post-tool-use-failure",
+    "pre-compact",
+    "post-compact",
+];
+
+/// Tool result events, as an SQL list.
+pub const TOOL_RESULT_EVENTS: &str = "('post-tool-use', 'post-tool-use-failure')";
+
+/// Characters of a record's body kept as its excerpt.
+pub const EXCERPT_CHARS: usize = 400;
+
+/// Characters of a session's first prompt kept for its line.
+pub const FIRST_PROMPT_CHARS: usize = 200;
+
+/// Tokens of context around the hits in a search snippet.
+pub const SNIPPET_TOKENS: usize = 24;
+
+/// The columns of a [`SessionRow`] without its families, for the rows
+/// `condition` selects; `failed` is the dialect's test for a failed record
+/// ([`FAILED`] here, `sink/pg/read.rs`'s on PostgreSQL). Both stores read
+/// sessions with this one query, so their rows cannot drift apart.
+pub fn session_select(failed: &str, condition: &str) -> String {
+    format!(
+        "SELECT s.id, p.workspace, p.project, s.agent, s.session_id, s.first_ms, s.last_ms,
+                s.events,
+                (SELECT count(*) FROM records r
+                  WHERE r.session_row = s.id AND r.event = 'user-prompt'),
+                (SELECT count(*) FROM records WHERE session_row = s.id AND {failed}),
+                (SELECT substr(coalesce(r.title, r.body), 1, {FIRST_PROMPT_CHARS}) FROM records r
+                  WHERE r.session_row = s.id AND r.event = 'user-prompt'
+                  ORDER BY r.occurred_ms, r.id LIMIT 1)
+         FROM sessions s JOIN projects p ON p.id = s.project_id
+         WHERE {condition}"
+    )
+}
+
+/// Most records read after a session's last prompt.
+pub const MAX_TAIL_RECORDS: usize = 2_000;
+
+/// Most distinct files listed per session.
+pub const MAX_SESSION_FILES: usize = 500;
+
+/// File tools that only read (lowercase, every agent's spelling). Any other
+/// file-family tool changed the file.
+pub const READ_ONLY_FILE_TOOLS: &[&str] = &[
+    "read",
+    "read_file",
+    "read_many_files",
+    "view",
+    "notebookread",
+    "beforereadfile",
+];
+
+/// Why the store cannot be used.
+#[derive(Debug)]
+pub enum StoreError {
+    Dir(DirError),
+    /// The database engine failed. `db` names the database (the SQLite
+    /// file's path; empty when the engine's own error names it, as
+    /// PostgreSQL's does without its password).
+    Engine {
+        db: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The database was written by a newer memhook: its schema `version`
+    /// is past the `supported` one.
+    TooNew {
+        path: PathBuf,
+        version: u32,
+        supported: u32,
+    },
+    /// The store file exists but is not a regular file owned by us.
+    Unsafe {
+        path: PathBuf,
+        problem: String,
+    },
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Dir(e) => write!(f, "store directory unusable: {e}"),
+            StoreError::Engine { db, source } if db.is_empty() => write!(f, "{source}"),
+            StoreError::Engine { db, source } => write!(f, "{db}: {source}"),
+            StoreError::TooNew {
+                path,
+                version,
+                supported,
+            } => write!(
+                f,
+                "{}: schema version {version} is newer than this memhook understands \
+                 ({supported}); upgrade memhook",
+                path.display()
+            ),
+            StoreError::Unsafe { path, problem } => write!(
+                f,
+                "{}: {problem}; memhook refuses to use it (move it away)",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<DirError> for StoreError {
+    fn from(e: DirError) -> Self {
+        StoreError::Dir(e)
+    }
+}
+
+/// One stored record as the query API returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    pub key: String,
+    pub occurred_ms: u64,
+    pub agent: String,
+    pub event: String,
+    pub native_event: String,
+    pub workspace: String,
+    pub project: String,
+    pub session_id: Option<String>,
+    pub cwd: Option<String>,
+    pub subagent: bool,
+    pub tool_family: Option<String>,
+    pub tool_name: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub outcome: Option<String>,
+    pub disposition: String,
+    pub title: Option<String>,
+    pub body: Option<String>,
+    pub files: Vec<String>,
+    /// The named token that delivered it to `memhook serve` (`owner` for
+    /// the server's own token); `None` when it was written without one.
+    pub token_name: Option<String>,
+}
+
+impl StoredRecord {
+    /// The `--json` line shape of `recent` and `search` (one object).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "key": self.key,
+            "occurred_at": memhook_core::timefmt::rfc3339_ms(self.occurred_ms),
+            "agent": self.agent,
+            "event": self.event,
+            "native_event": self.native_event,
+            "workspace": self.workspace,
+            "project": self.project,
+            "session_id": self.session_id,
+            "cwd": self.cwd,
+            "subagent": self.subagent,
+            "tool_family": self.tool_family,
+            "tool_name": self.tool_name,
+            "tool_call_id": self.tool_call_id,
+            "outcome": self.outcome,
+            "disposition": self.disposition,
+            "title": self.title,
+            "body": self.body,
+            "files": self.files,
+            "token_name": self.token_name,
+        })
+    }
+}
+
+/// One session of a scope, as the briefing sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    pub row: i64,
+    pub agent: String,
+    pub session_id: String,
+    pub first_ms: u64,
+    pub last_ms: u64,
+    pub events: u64,
+    pub work: u64,
+}
+
+/// What a set of sessions did, aggregated in SQL (the briefing's input).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Activity {
+    /// Tool results per family: (family, calls, failed), most used first.
+    pub families: Vec<(String, u64, u64)>,
+    /// Tool results per tool name (family when unnamed), most used first.
+    pub tools: Vec<(String, u64)>,
+    /// Failures grouped by (tool, first line of the excerpt), most frequent first.
+    pub failures: Vec<(String, Option<String>, u64)>,
+    /// Files touched with counts, most touched first.
+    pub files: Vec<(String, u64)>,
+    /// Distinct files touched.
+    pub file_count: u64,
+}
+
+/// Marks the start of a highlighted hit in [`SearchHit::snippet`].
+pub const HIT_START: char = '\u{2}';
+
+/// Marks the end of a highlighted hit in [`SearchHit::snippet`].
+pub const HIT_END: char = '\u{3}';
+
+/// One project: its names, time span and how much it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectRow {
+    pub workspace: String,
+    pub project: String,
+    pub first_ms: u64,
+    pub last_ms: u64,
+    pub sessions: u64,
+    pub records: u64,
+}
+
+/// Tool results of one family in a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FamilyCount {
+    pub family: String,
+    pub calls: u64,
+    pub failed: u64,
+}
+
+/// One session, summarised for a timeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRow {
+    /// The session's row id (what pages and the API name it by).
+    pub row: i64,
+    pub workspace: String,
+    pub project: String,
+    pub agent: String,
+    pub session_id: String,
+    pub first_ms: u64,
+    pub last_ms: u64,
+    pub events: u64,
+    pub prompts: u64,
+    pub failures: u64,
+    /// Tool results per family, most used first.
+    pub families: Vec<FamilyCount>,
+    /// The first [`FIRST_PROMPT_CHARS`] of its first prompt.
+    pub first_prompt: Option<String>,
+}
+
+/// One record as a session page lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordRow {
+    pub key: String,
+    pub occurred_ms: u64,
+    pub agent: String,
+    pub event: String,
+    pub tool_family: Option<String>,
+    pub tool_name: Option<String>,
+    pub outcome: Option<String>,
+    pub failed: bool,
+    pub files: Vec<String>,
+    pub title: Option<String>,
+    /// The first [`EXCERPT_CHARS`] of the body.
+    pub excerpt: Option<String>,
+    /// Whether the body is longer than the excerpt.
+    pub cut: bool,
+}
+
+/// One search hit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchHit {
+    pub key: String,
+    pub occurred_ms: u64,
+    pub workspace: String,
+    pub project: String,
+    /// The session's row id (`None` for a record without a session).
+    pub session_row: Option<i64>,
+    pub session_id: Option<String>,
+    pub agent: String,
+    pub event: String,
+    pub tool_family: Option<String>,
+    /// The best matching text, hits between [`HIT_START`] and [`HIT_END`].
+    pub snippet: String,
+}
+
+/// One prompt of a session: its text (title, else the start of the body),
+/// when, and its record key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    pub text: String,
+    pub ms: u64,
+    pub key: String,
+}
+
+/// What one record says about the end of a session: only the fields the
+/// handoff's "after it" line reads (no text).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TailEvent {
+    pub event: String,
+    pub tool_name: Option<String>,
+    pub tool_family: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub outcome: Option<String>,
+}
+
+/// A file a session touched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TouchedFile {
+    pub path: String,
+    pub last_ms: u64,
+    /// Changed (written, edited, patched) at least once, not only read.
+    pub changed: bool,
+}
+
+/// Which records to forget. Every given field must match.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selector {
+    /// A record's key, or a prefix of at least [`MIN_KEY_PREFIX`] characters
+    /// that names exactly one record.
+    pub record: Option<String>,
+    /// The agent's session id.
+    pub session: Option<String>,
+    /// `(workspace, project)`.
+    pub project: Option<(String, String)>,
+    /// Only records that occurred before this instant (Unix ms).
+    pub before_ms: Option<u64>,
+}
+
+/// The shortest key prefix accepted (what `memhook recent` prints).
+pub const MIN_KEY_PREFIX: usize = 8;
+
+impl Selector {
+    /// The selector of the four fields as a person writes them (`memhook
+    /// forget`'s options, the web view's form): `project` as
+    /// `WORKSPACE/PROJECT`, `before` as a UTC date or time. A usage error
+    /// names the option to fix.
+    pub fn parse(
+        record: Option<&str>,
+        session: Option<&str>,
+        project: Option<&str>,
+        before: Option<&str>,
+    ) -> Result<Selector, String> {
+        let project = match project {
+            None => None,
+            Some(wp) => {
+                let (w, p) = wp.split_once('/').ok_or_else(|| {
+                    format!("--project {wp:?}: write it as WORKSPACE/PROJECT, e.g. default/api")
+                })?;
+                for n in [w, p] {
+                    if !memhook_core::names::is_valid_name(n) {
+                        return Err(format!(
+                            "--project: {}",
+                            memhook_core::names::name_problem(n)
+                        ));
+                    }
+                }
+                Some((w.to_string(), p.to_string()))
+            }
+        };
+        let before_ms = match before {
+            None => None,
+            Some(d) => Some(memhook_core::timefmt::parse_utc_ms(d).ok_or_else(|| {
+                format!(
+                "--before {d:?}: write a UTC date or time, e.g. 2026-11-30 or 2026-11-30T18:00Z"
+            )
+            })?),
+        };
+        let sel = Selector {
+            record: record.map(str::to_string),
+            session: session.map(str::to_string),
+            project,
+            before_ms,
+        };
+        if sel == Selector::default() {
+            return Err(
+                "say what to forget: --record KEY, --session ID, --project W/P \
+                    and/or --before DATE"
+                    .into(),
+            );
+        }
+        Ok(sel)
+    }
+
+    /// Words for the forget log and the command's output: ids and names,
+    /// never stored text.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(k) = &self.record {
+            parts.push(format!("record {k}"));
+        }
+        if let Some(s) = &self.session {
+            parts.push(format!("session {s}"));
+        }
+        if let Some((w, p)) = &self.project {
+            parts.push(format!("project {w}/{p}"));
+        }
+        if let Some(ms) = self.before_ms {
+            parts.push(format!("before {}", memhook_core::timefmt::rfc3339_ms(ms)));
+        }
+        if parts.is_empty() {
+            "everything".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// Whether a record with these fields is selected (the spool side of
+    /// forgetting uses the same rule as the SQL below).
+    pub fn matches(
+        &self,
+        key: &str,
+        session: Option<&str>,
+        scope: (&str, &str),
+        occurred_ms: u64,
+    ) -> bool {
+        self.record.as_deref().is_none_or(|k| key.starts_with(k))
+            && self.session.as_deref().is_none_or(|s| session == Some(s))
+            && self
+                .project
+                .as_ref()
+                .is_none_or(|(w, p)| (w.as_str(), p.as_str()) == scope)
+            && self.before_ms.is_none_or(|b| occurred_ms < b)
+    }
+}
+
+/// What forgetting removed (or, in a dry run, would remove).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Forgotten {
+    pub records: u64,
+    /// Sessions left with no record, removed.
+    pub sessions: u64,
+    /// Projects left with no record, removed.
+    pub projects: u64,
+    /// False when a reader kept the WAL from being emptied: the forgotten
+    /// text may stay in the WAL file until the next checkpoint.
+    pub wal_emptied: bool,
+}
+
+/// One line of the forget log: when, which selector, how many went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEntry {
+    pub at_ms: u64,
+    pub selector: String,
+    pub records: u64,
+    pub sessions: u64,
+    pub projects: u64,
+}
+
+/// Why forgetting refused to start.
+#[derive(Debug)]
+pub enum ForgetError {
+    Store(StoreError),
+    /// A key prefix that is too short or names several records.
+    Key(String),
+}
+
+impl std::fmt::Display for ForgetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ForgetError::Store(e) => e.fmt(f),
+            ForgetError::Key(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for ForgetError {}
+
+impl From<StoreError> for ForgetError {
+    fn from(e: StoreError) -> Self {
+        ForgetError::Store(e)
+    }
+}
+
+/// A `--record` key prefix must be at least [`MIN_KEY_PREFIX`] letters and
+/// digits (both stores check it before any SQL).
+pub fn check_forget_key(sel: &Selector) -> Result<(), ForgetError> {
+    if let Some(k) = &sel.record {
+        if k.len() < MIN_KEY_PREFIX || !k.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(ForgetError::Key(format!(
+                "--record {k:?}: give the record's key, or at least its first \
+                 {MIN_KEY_PREFIX} characters as `memhook recent` prints them"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Which records [`Store::export_each`] visits.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportFilter {
+    /// Only this `(workspace, project)`.
+    pub project: Option<(String, String)>,
+    /// Only records that occurred at or after this time (Unix ms).
+    pub since_ms: Option<u64>,
+}
+
+impl ExportFilter {
+    /// The query parameters both stores bind: whether a project is chosen,
+    /// its workspace and name (`""` when not), and the earliest time.
+    pub fn params(&self) -> (bool, &str, &str, i64) {
+        let (w, p) = self
+            .project
+            .as_ref()
+            .map_or(("", ""), |(w, p)| (w.as_str(), p.as_str()));
+        (
+            self.project.is_some(),
+            w,
+            p,
+            self.since_ms.unwrap_or(0) as i64,
+        )
+    }
+}
+
+/// One named token as listed (never the token or its hash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenInfo {
+    pub name: String,
+    /// RFC 3339 UTC.
+    pub created: String,
+    /// RFC 3339 UTC, when revoked.
+    pub revoked: Option<String>,
+}
+
+/// What a store does for named tokens. Table `tokens(name TEXT PRIMARY KEY,
+/// hash TEXT NOT NULL, created TEXT NOT NULL, revoked TEXT)`; `hash` is
+/// [`hash`] of the token.
+pub trait TokenStore {
+    type Error: fmt::Display;
+    /// Add a token; `Ok(false)` when the name is taken (revoked or not).
+    fn add_token(&mut self, name: &str, hash: &str, created: &str) -> Result<bool, Self::Error>;
+    /// Every token, by name.
+    fn list_tokens(&self) -> Result<Vec<TokenInfo>, Self::Error>;
+    /// Mark `name` revoked at `at` (a revoked token stays revoked, its first
+    /// time kept). `Ok(None)` when there is no such token.
+    fn revoke_token(&mut self, name: &str, at: &str) -> Result<Option<TokenInfo>, Self::Error>;
+    /// `(name, hash)` of every token not revoked: read on each request that
+    /// needs it, never cached, so a revocation holds at once.
+    fn active_tokens(&self) -> Result<Vec<(String, String)>, Self::Error>;
+}
 
 /// One consistent view of a store for composing a briefing.
 pub trait Reads {
@@ -48,45 +593,6 @@ pub trait Reads {
     fn session_files(&self, row: i64) -> Result<Vec<TouchedFile>, StoreError>;
 }
 
-impl Reads for crate::sqlite::Store {
-    fn data_dir(&self) -> &Path {
-        crate::sqlite::Store::data_dir(self)
-    }
-    fn sessions(
-        &self,
-        scope: (&str, &str),
-        exclude_session: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<SessionSummary>, StoreError> {
-        crate::sqlite::Store::sessions(self, scope, exclude_session, limit)
-    }
-    fn outcomes(&self, rows: &[i64], max_list: usize) -> Result<Activity, StoreError> {
-        crate::sqlite::Store::outcomes(self, rows, max_list)
-    }
-    fn activity(&self, rows: &[i64], max_list: usize) -> Result<Activity, StoreError> {
-        crate::sqlite::Store::activity(self, rows, max_list)
-    }
-    fn session_outline(&self, row: i64) -> Result<(u64, u64, Option<String>), StoreError> {
-        crate::sqlite::Store::session_outline(self, row)
-    }
-    fn session_prompts(
-        &self,
-        row: i64,
-        last: usize,
-    ) -> Result<(Option<Prompt>, Vec<Prompt>, u64), StoreError> {
-        crate::sqlite::Store::session_prompts(self, row, last)
-    }
-    fn session_tail(&self, row: i64, from_ms: u64) -> Result<Vec<TailEvent>, StoreError> {
-        crate::sqlite::Store::session_tail(self, row, from_ms)
-    }
-    fn session_root(&self, row: i64) -> Result<Option<String>, StoreError> {
-        crate::sqlite::Store::session_root(self, row)
-    }
-    fn session_files(&self, row: i64) -> Result<Vec<TouchedFile>, StoreError> {
-        crate::sqlite::Store::session_files(self, row)
-    }
-}
-
 /// One consistent view of a store for the web view (DESIGN §12). The SQLite
 /// queries are in `sink/store/browse.rs`, their PostgreSQL mirror in
 /// `sink/pg/browse.rs`.
@@ -112,31 +618,4 @@ pub trait Browse {
         query: &str,
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError>;
-}
-
-impl Browse for crate::sqlite::Store {
-    fn browse_projects(&self) -> Result<Vec<ProjectRow>, StoreError> {
-        crate::sqlite::Store::browse_projects(self)
-    }
-    fn browse_sessions(
-        &self,
-        scope: (&str, &str),
-        limit: usize,
-    ) -> Result<Vec<SessionRow>, StoreError> {
-        crate::sqlite::Store::browse_sessions(self, scope, limit)
-    }
-    fn browse_session(&self, row: i64) -> Result<Option<SessionRow>, StoreError> {
-        crate::sqlite::Store::browse_session(self, row)
-    }
-    fn browse_records(&self, row: i64, limit: usize) -> Result<Vec<RecordRow>, StoreError> {
-        crate::sqlite::Store::browse_records(self, row, limit)
-    }
-    fn browse_search(
-        &self,
-        scope: Option<(&str, &str)>,
-        query: &str,
-        limit: usize,
-    ) -> Result<Vec<SearchHit>, StoreError> {
-        crate::sqlite::Store::browse_search(self, scope, query, limit)
-    }
 }

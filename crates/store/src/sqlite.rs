@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use memhook_core::data_dir::{self, DirError};
+use memhook_core::data_dir;
 use memhook_core::record::Record;
 
 mod activity;
@@ -30,37 +30,23 @@ mod browse;
 mod export;
 mod forget;
 pub mod handoff;
+mod reads;
 mod tokens;
 pub use activity::MIN_ID_PREFIX;
-pub use browse::session_select;
-pub use browse::{
-    FamilyCount, ProjectRow, RecordRow, SearchHit, SessionRow, EXCERPT_CHARS, FIRST_PROMPT_CHARS,
-    HIT_END, HIT_START, SNIPPET_TOKENS,
+// The model's rows and errors, where the SQLite queries return them.
+pub use crate::model::{
+    check_forget_key, session_select, Activity, ExportFilter, FamilyCount, ForgetError, Forgotten,
+    LogEntry, ProjectRow, Prompt, RecordRow, SearchHit, Selector, SessionRow, SessionSummary,
+    StoreError, StoredRecord, TailEvent, TouchedFile, EXCERPT_CHARS, FIRST_PROMPT_CHARS, HIT_END,
+    HIT_START, MAX_QUERY_CHARS, MAX_QUERY_LIMIT, MAX_QUERY_TERMS, MAX_SESSION_FILES,
+    MAX_TAIL_RECORDS, MIN_KEY_PREFIX, READ_ONLY_FILE_TOOLS, SNIPPET_TOKENS, TOOL_RESULT_EVENTS,
+    WORK_EVENTS,
 };
-pub use export::ExportFilter;
-pub use forget::{check_forget_key, ForgetError, Forgotten, LogEntry, Selector, MIN_KEY_PREFIX};
-pub use handoff::{Prompt, TailEvent, TouchedFile, MAX_SESSION_FILES, MAX_TAIL_RECORDS};
 
 /// File name of the store inside the data dir.
 pub const STORE_FILE: &str = "store.sqlite3";
 /// How long a writer waits for another connection's lock before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-/// Most rows any query returns, whatever the caller asks for.
-pub const MAX_QUERY_LIMIT: usize = 1_000;
-/// Longest search text accepted (longer text is cut on a char boundary).
-pub const MAX_QUERY_CHARS: usize = 512;
-/// Most words of a search query used (the rest are ignored).
-pub const MAX_QUERY_TERMS: usize = 32;
-
-/// Events that mean a session did real work (not only opened and closed).
-pub const WORK_EVENTS: &[&str] = &[
-    "user-prompt",
-    "pre-tool-use",
-    "post-tool-use",
-    "post-tool-use-failure",
-    "pre-compact",
-    "post-compact",
-];
 
 /// Ordered schema migrations; index `i` moves the schema from version `i` to
 /// `i + 1`. Never edit a released entry: append a new one.
@@ -138,52 +124,6 @@ const MIGRATIONS: &[&str] = &[
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
-/// Why the store cannot be used.
-#[derive(Debug)]
-pub enum StoreError {
-    Dir(DirError),
-    /// The database engine failed. `db` names the database (the SQLite
-    /// file's path; empty when the engine's own error names it, as
-    /// PostgreSQL's does without its password).
-    Engine {
-        db: String,
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-    /// The database was written by a newer memhook.
-    TooNew {
-        path: PathBuf,
-        version: u32,
-    },
-    /// The store file exists but is not a regular file owned by us.
-    Unsafe {
-        path: PathBuf,
-        problem: String,
-    },
-}
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StoreError::Dir(e) => write!(f, "store directory unusable: {e}"),
-            StoreError::Engine { db, source } if db.is_empty() => write!(f, "{source}"),
-            StoreError::Engine { db, source } => write!(f, "{db}: {source}"),
-            StoreError::TooNew { path, version } => write!(
-                f,
-                "{}: schema version {version} is newer than this memhook understands \
-                 ({SCHEMA_VERSION}); upgrade memhook",
-                path.display()
-            ),
-            StoreError::Unsafe { path, problem } => write!(
-                f,
-                "{}: {problem}; memhook refuses to use it (move it away)",
-                path.display()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for StoreError {}
-
 impl StoreError {
     /// A SQLite error of the database at `path`.
     pub fn sqlite(path: &Path, source: rusqlite::Error) -> StoreError {
@@ -194,92 +134,6 @@ impl StoreError {
     }
 }
 
-impl From<DirError> for StoreError {
-    fn from(e: DirError) -> Self {
-        StoreError::Dir(e)
-    }
-}
-
-/// One stored record as the query API returns it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredRecord {
-    pub key: String,
-    pub occurred_ms: u64,
-    pub agent: String,
-    pub event: String,
-    pub native_event: String,
-    pub workspace: String,
-    pub project: String,
-    pub session_id: Option<String>,
-    pub cwd: Option<String>,
-    pub subagent: bool,
-    pub tool_family: Option<String>,
-    pub tool_name: Option<String>,
-    pub tool_call_id: Option<String>,
-    pub outcome: Option<String>,
-    pub disposition: String,
-    pub title: Option<String>,
-    pub body: Option<String>,
-    pub files: Vec<String>,
-    /// The named token that delivered it to `memhook serve` (`owner` for
-    /// the server's own token); `None` when it was written without one.
-    pub token_name: Option<String>,
-}
-
-impl StoredRecord {
-    /// The `--json` line shape of `recent` and `search` (one object).
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "key": self.key,
-            "occurred_at": memhook_core::timefmt::rfc3339_ms(self.occurred_ms),
-            "agent": self.agent,
-            "event": self.event,
-            "native_event": self.native_event,
-            "workspace": self.workspace,
-            "project": self.project,
-            "session_id": self.session_id,
-            "cwd": self.cwd,
-            "subagent": self.subagent,
-            "tool_family": self.tool_family,
-            "tool_name": self.tool_name,
-            "tool_call_id": self.tool_call_id,
-            "outcome": self.outcome,
-            "disposition": self.disposition,
-            "title": self.title,
-            "body": self.body,
-            "files": self.files,
-            "token_name": self.token_name,
-        })
-    }
-}
-
-/// One session of a scope, as the briefing sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionSummary {
-    pub row: i64,
-    pub agent: String,
-    pub session_id: String,
-    pub first_ms: u64,
-    pub last_ms: u64,
-    pub events: u64,
-    pub work: u64,
-}
-
-/// What a set of sessions did, aggregated in SQL (the briefing's input).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Activity {
-    /// Tool results per family: (family, calls, failed), most used first.
-    pub families: Vec<(String, u64, u64)>,
-    /// Tool results per tool name (family when unnamed), most used first.
-    pub tools: Vec<(String, u64)>,
-    /// Failures grouped by (tool, first line of the excerpt), most frequent first.
-    pub failures: Vec<(String, Option<String>, u64)>,
-    /// Files touched with counts, most touched first.
-    pub files: Vec<(String, u64)>,
-    /// Distinct files touched.
-    pub file_count: u64,
-}
-
 /// `session_row IN (…)` for `rows` (integers from our own queries: safe to
 /// inline); `None` for no rows.
 fn within(rows: &[i64]) -> Option<String> {
@@ -287,8 +141,6 @@ fn within(rows: &[i64]) -> Option<String> {
     (!ids.is_empty()).then(|| format!("session_row IN ({})", ids.join(",")))
 }
 
-/// Tool result events, as an SQL list.
-pub const TOOL_RESULT_EVENTS: &str = "('post-tool-use', 'post-tool-use-failure')";
 /// A tool result that failed, as an SQL condition. It is never NULL: a result
 /// without an outcome (`outcome IS NULL`) counts as not failed (`IS`, not `=`,
 /// so that `NULL OR false` cannot leak into an aggregate).
@@ -430,6 +282,7 @@ impl Store {
             return Err(StoreError::TooNew {
                 path: self.path.clone(),
                 version: have,
+                supported: SCHEMA_VERSION,
             });
         }
         if have == SCHEMA_VERSION {

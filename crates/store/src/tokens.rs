@@ -13,6 +13,8 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
+pub use crate::model::{TokenInfo, TokenStore};
+
 /// Random bytes in a generated token (shown as twice as many hex digits).
 pub const TOKEN_BYTES: usize = 32;
 /// Longest token name.
@@ -23,33 +25,6 @@ pub const MAX_TOKENS: usize = 1_000;
 /// The name records delivered with the server's own token carry (reserved:
 /// `token add owner` is refused).
 pub const OWNER: &str = "owner";
-
-/// One named token as listed (never the token or its hash).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TokenInfo {
-    pub name: String,
-    /// RFC 3339 UTC.
-    pub created: String,
-    /// RFC 3339 UTC, when revoked.
-    pub revoked: Option<String>,
-}
-
-/// What a store does for named tokens. Table `tokens(name TEXT PRIMARY KEY,
-/// hash TEXT NOT NULL, created TEXT NOT NULL, revoked TEXT)`; `hash` is
-/// [`hash`] of the token.
-pub trait TokenStore {
-    type Error: fmt::Display;
-    /// Add a token; `Ok(false)` when the name is taken (revoked or not).
-    fn add_token(&mut self, name: &str, hash: &str, created: &str) -> Result<bool, Self::Error>;
-    /// Every token, by name.
-    fn list_tokens(&self) -> Result<Vec<TokenInfo>, Self::Error>;
-    /// Mark `name` revoked at `at` (a revoked token stays revoked, its first
-    /// time kept). `Ok(None)` when there is no such token.
-    fn revoke_token(&mut self, name: &str, at: &str) -> Result<Option<TokenInfo>, Self::Error>;
-    /// `(name, hash)` of every token not revoked: read on each request that
-    /// needs it, never cached, so a revocation holds at once.
-    fn active_tokens(&self) -> Result<Vec<(String, String)>, Self::Error>;
-}
 
 /// The stored form of a token: SHA-256 of its bytes, lowercase hex.
 pub fn hash(token: &str) -> String {

@@ -3,33 +3,9 @@
 
 use rusqlite::params;
 
+use crate::model::*;
+
 use super::{row_to_record, Store, StoreError, StoredRecord, RECORD_COLUMNS};
-
-/// Which records [`Store::export_each`] visits.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ExportFilter {
-    /// Only this `(workspace, project)`.
-    pub project: Option<(String, String)>,
-    /// Only records that occurred at or after this time (Unix ms).
-    pub since_ms: Option<u64>,
-}
-
-impl ExportFilter {
-    /// The query parameters both stores bind: whether a project is chosen,
-    /// its workspace and name (`""` when not), and the earliest time.
-    pub fn params(&self) -> (bool, &str, &str, i64) {
-        let (w, p) = self
-            .project
-            .as_ref()
-            .map_or(("", ""), |(w, p)| (w.as_str(), p.as_str()));
-        (
-            self.project.is_some(),
-            w,
-            p,
-            self.since_ms.unwrap_or(0) as i64,
-        )
-    }
-}
 
 impl Store {
     /// Call `each` with every record `filter` selects, by time then key (a

@@ -3,52 +3,9 @@
 
 use rusqlite::params;
 
+use crate::model::*;
+
 use super::{Store, StoreError};
-
-/// Most records read after a session's last prompt.
-pub const MAX_TAIL_RECORDS: usize = 2_000;
-/// Most distinct files listed per session.
-pub const MAX_SESSION_FILES: usize = 500;
-
-/// File tools that only read (lowercase, every agent's spelling). Any other
-/// file-family tool changed the file.
-pub const READ_ONLY_FILE_TOOLS: &[&str] = &[
-    "read",
-    "read_file",
-    "read_many_files",
-    "view",
-    "notebookread",
-    "beforereadfile",
-];
-
-/// One prompt of a session: its text (title, else the start of the body),
-/// when, and its record key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Prompt {
-    pub text: String,
-    pub ms: u64,
-    pub key: String,
-}
-
-/// What one record says about the end of a session: only the fields the
-/// handoff's "after it" line reads (no text).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TailEvent {
-    pub event: String,
-    pub tool_name: Option<String>,
-    pub tool_family: Option<String>,
-    pub tool_call_id: Option<String>,
-    pub outcome: Option<String>,
-}
-
-/// A file a session touched.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TouchedFile {
-    pub path: String,
-    pub last_ms: u64,
-    /// Changed (written, edited, patched) at least once, not only read.
-    pub changed: bool,
-}
 
 impl Store {
     /// The session's first prompt and its last `last` prompts (oldest first;
