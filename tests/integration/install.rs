@@ -1840,3 +1840,104 @@ fn agent_aliases_are_accepted() {
     let out = run(mh(h.path()), &["install-hooks", "--agent", "claud"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Configurations written by the last single-binary memhook (11d17a9,
+/// fixtures/install/upgrade-11d17a9) keep working after the upgrade to two
+/// binaries: every agent's file is already up to date for today's
+/// installer (nothing to migrate: the command is still `memhook hook …`),
+/// and the hook command it holds runs, exits 0 and captures the event.
+#[test]
+fn configurations_written_by_the_single_binary_release_still_run_and_need_no_migration() {
+    let h = home();
+    let src = fixture("install/upgrade-11d17a9");
+    let exe = crate::util::install_copy(&h.path().join("bin"));
+    let data = h.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    fs::set_permissions(&data, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let home_str = h.path().to_str().unwrap();
+    let mut files = Vec::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().unwrap() != "README.md" {
+                files.push(p);
+            }
+        }
+    }
+    for f in &files {
+        let rel = f.strip_prefix(&src).unwrap();
+        let to = h.path().join(rel);
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        let text = fs::read_to_string(f).unwrap().replace("@HOME@", home_str);
+        fs::write(&to, text).unwrap();
+        fs::set_permissions(&to, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    }
+    let agents = [
+        ("claude-code", ".claude/settings.json"),
+        ("codex", ".codex/hooks.json"),
+        ("opencode", ".config/opencode/plugins/memhook.js"),
+        ("gemini-cli", ".gemini/settings.json"),
+        ("cursor", ".cursor/hooks.json"),
+        ("qwen-code", ".qwen/settings.json"),
+        ("copilot", ".copilot/hooks/memhook.json"),
+        ("kilo", ".config/kilo/plugins/memhook.js"),
+    ];
+    for (agent, file) in agents {
+        let path = h.path().join(file);
+        let before = fs::read(&path).unwrap();
+        let mut c = Command::new(&exe);
+        c.env_clear()
+            .env("HOME", h.path())
+            .env("PATH", "/usr/bin:/bin")
+            .env("AI_MEMORY_DATA_DIR", &data)
+            .args(["install-hooks", "--agent", agent, "--apply"]);
+        let out = c.output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{agent}: {out:?}");
+        assert!(said.contains("already up to date"), "{agent}: {said}");
+        assert_eq!(fs::read(&path).unwrap(), before, "{agent}: {file} changed");
+    }
+    // The command Claude Code runs, as written then, through a shell.
+    let settings = read_json(&h.path().join(".claude/settings.json"));
+    let command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(command.contains(" hook "), "{command}");
+    let payload = format!(
+        r#"{{"session_id":"up-1","cwd":"{home_str}","hook_event_name":"UserPromptSubmit","prompt":"after the upgrade"}}"#
+    );
+    let mut sh = Command::new("sh");
+    sh.env_clear()
+        .env("HOME", h.path())
+        .env("PATH", "/usr/bin:/bin")
+        .env("MEMHOOK_NO_HOOK_DELIVERY", "1")
+        .args(["-c", &command]);
+    let out = crate::util::run_with_stdin(sh, payload.as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "{}");
+    let mut drain = Command::new(&exe);
+    drain
+        .env_clear()
+        .env("HOME", h.path())
+        .env("PATH", "/usr/bin:/bin")
+        .args(["--data-dir", data.to_str().unwrap(), "drain"]);
+    assert!(drain.output().unwrap().status.success());
+    let mut search = Command::new(&exe);
+    search
+        .env_clear()
+        .env("HOME", h.path())
+        .env("PATH", "/usr/bin:/bin")
+        .args([
+            "--data-dir",
+            data.to_str().unwrap(),
+            "search",
+            "--all",
+            "upgrade",
+        ]);
+    let found = String::from_utf8_lossy(&search.output().unwrap().stdout).to_string();
+    assert!(found.contains("after the upgrade"), "{found}");
+}
