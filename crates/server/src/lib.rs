@@ -9,9 +9,11 @@
 //! - [`writer`]: the single store writer with group commit;
 //! - [`web`]: the web view at `/` and its JSON API under `/api/`
 //!   (`docs/ui.md`), behind the same checks plus a login;
-//! - [`backend`]: the store behind it all — SQLite in the data dir, or
-//!   PostgreSQL with `--database` / `MEMHOOK_DATABASE_URL` (`docs/postgres.md`):
-//!   ingest, named-token checks, `/handoff`, the web view's reads and forget.
+//! - the store behind it all is a `dyn memhook_store::model::Database` —
+//!   SQLite in the data dir, or PostgreSQL with `--database` /
+//!   `MEMHOOK_DATABASE_URL` (`docs/postgres.md`): ingest, named-token
+//!   checks, `/handoff`, the web view's reads and forget; nothing here names
+//!   an engine but the line that picks one.
 //!
 //! Loopback only unless `--allow-remote`; `--no-auth` (loopback only) is the
 //! logged opt-out. Bodies over [`MAX_BODY_BYTES`] get 413; names are
@@ -21,7 +23,6 @@
 //! Wire format: `docs/protocol.md`.
 
 mod auth;
-mod backend;
 pub mod http;
 pub mod ingest;
 mod web;
@@ -38,12 +39,12 @@ use serde_json::{json, Value};
 /// What `run` returns: the exit code, or an error `main` prints and turns into 2.
 pub type CmdResult = Result<std::process::ExitCode, Box<dyn std::error::Error + Send + Sync>>;
 use memhook_delivery::wire::Query;
-use memhook_store::sqlite::Store;
 use memhook_store_pg::PgStore;
 
 use self::auth::{Caller, Denied};
-use self::backend::{Backend, WriteConn};
 use self::http::{Head, Response};
+use memhook_store::model::Database;
+use memhook_store::sqlite::database::SqliteDatabase;
 
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
@@ -150,13 +151,10 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
         Some(auth::server_token(&data_dir)?)
     };
     let database = args.db.target()?;
-    let (backend, conn) = match database {
+    let db: Arc<dyn Database> = match database {
         // Open (and migrate) once before serving: a store that cannot open
         // is a start-up error, not a stream of 503s.
-        None => (
-            Backend::sqlite(&data_dir),
-            WriteConn::sqlite(Store::open(&data_dir)?),
-        ),
+        None => Arc::new(SqliteDatabase::open(&data_dir)?),
         Some(target) => {
             let pg = PgStore::new(target, &data_dir);
             match pg.ensure_schema() {
@@ -170,21 +168,20 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
                 // operator must act.
                 Err(e) => return Err(e.into()),
             }
-            (Backend::Postgres(Box::new(pg)), WriteConn::default())
+            Arc::new(pg)
         }
     };
     let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr().unwrap_or(addr);
     install_signal_handlers();
     let done = Arc::new(AtomicBool::new(false));
-    let backend = Arc::new(backend);
-    let store_note = backend.describe();
-    let (writer, writer_thread) = Writer::start(Arc::clone(&backend), conn, Arc::clone(&done))?;
+    let store_note = db.describe();
+    let (writer, writer_thread) = Writer::start(Arc::clone(&db), Arc::clone(&done))?;
     let app = Arc::new(App {
         guard: auth::Guard::new(token.as_ref().map(|(t, _)| t.as_str()), local, origins),
         writer,
         web: web::Web::new(&data_dir, local.port(), token.is_none()),
-        backend,
+        db,
     });
     let auth_note = match &token {
         Some((_, source)) => source.describe(),
@@ -232,7 +229,7 @@ struct App {
     /// The web view and its API.
     web: web::Web,
     /// The store: every read and write goes through it.
-    backend: Arc<Backend>,
+    db: Arc<dyn Database>,
 }
 
 /// An answer: status, content type, body.
@@ -294,7 +291,7 @@ const ROUTES: &[(&str, &str)] = &[
 impl App {
     /// The name of the live named token `given` is (one store query, no cache).
     fn named_token(&self, given: &str) -> Result<Option<String>, String> {
-        self.backend.named_token(given).map_err(|e| e.to_string())
+        self.db.named_token(given).map_err(|e| e.to_string())
     }
 
     /// Everything decided from the head alone: `Err` answers now. `Ok`
@@ -474,12 +471,14 @@ impl App {
                 )
             }
         };
-        let text = self.backend.briefing(
-            (&workspace, &project),
+        let (scope, session) = (
+            (workspace.as_str(), project.as_str()),
             query.get("session_id"),
-            ingest::briefing_budget(query),
-            query.truthy("briefing"),
         );
+        let (max_chars, digest) = (ingest::briefing_budget(query), query.truthy("briefing"));
+        let text = memhook_store::model::read(&*self.db, |r| {
+            memhook_store::briefing::compose_from(r, scope, session, max_chars, digest)
+        });
         match text {
             Ok(text) => Answer::text(200, text.unwrap_or_default()),
             Err(e) => {
@@ -511,7 +510,7 @@ impl http::Handler for App {
 
     fn answer(&self, head: &Head, caller: Option<Caller>, body: Vec<u8>) -> Response {
         let Some(caller) = caller.filter(|_| !web::is_web_path(head.path())) else {
-            return web::secure(self.web.answer(head, &body, &self.guard, &self.backend));
+            return web::secure(self.web.answer(head, &body, &self.guard, &*self.db));
         };
         let answer = self.route(head, caller, &body);
         web::secure(self.finish(head, answer))

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::backend::{Backend, WriteConn};
 use memhook_core::record::Record;
+use memhook_store::model::Database;
 
 /// Most records committed in one transaction.
 pub const MAX_GROUP_RECORDS: usize = 4096;
@@ -42,18 +42,17 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// Start the writer on `backend`, with `conn` (SQLite's write
-    /// connection, reopened after a failure). It runs until every handle is
-    /// dropped, or until `done` is set and nothing is waiting.
+    /// Start the writer on `db` (whose SQLite write connection is reopened
+    /// after a failure). It runs until every handle is dropped, or until
+    /// `done` is set and nothing is waiting.
     pub fn start(
-        backend: Arc<Backend>,
-        conn: WriteConn,
+        db: Arc<dyn Database>,
         done: Arc<AtomicBool>,
     ) -> std::io::Result<(Writer, JoinHandle<()>)> {
         let (tx, rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("serve-writer".into())
-            .spawn(move || run(conn, &backend, &rx, &done))?;
+            .spawn(move || run(&*db, &rx, &done))?;
         Ok((Writer { tx }, handle))
     }
 
@@ -82,7 +81,7 @@ impl Writer {
     }
 }
 
-fn run(mut conn: WriteConn, backend: &Backend, rx: &mpsc::Receiver<Job>, done: &AtomicBool) {
+fn run(db: &dyn Database, rx: &mpsc::Receiver<Job>, done: &AtomicBool) {
     loop {
         let first = match rx.recv_timeout(POLL) {
             Ok(job) => job,
@@ -101,7 +100,7 @@ fn run(mut conn: WriteConn, backend: &Backend, rx: &mpsc::Receiver<Job>, done: &
                 Err(_) => break,
             }
         }
-        match commit(&mut conn, backend, &jobs) {
+        match commit(db, &jobs) {
             Ok(mut fates) => {
                 for job in jobs {
                     let rest = fates.split_off(job.records.len());
@@ -113,7 +112,7 @@ fn run(mut conn: WriteConn, backend: &Backend, rx: &mpsc::Receiver<Job>, done: &
             // transaction: commit each alone.
             Err(_) if jobs.len() > 1 => {
                 for job in jobs {
-                    let fate = commit(&mut conn, backend, std::slice::from_ref(&job));
+                    let fate = commit(db, std::slice::from_ref(&job));
                     let _ = job.reply.send(fate);
                 }
             }
@@ -127,14 +126,12 @@ fn run(mut conn: WriteConn, backend: &Backend, rx: &mpsc::Receiver<Job>, done: &
 }
 
 /// Commit every record of `jobs` in one transaction.
-fn commit(conn: &mut WriteConn, backend: &Backend, jobs: &[Job]) -> Result<Vec<bool>, Unavailable> {
+fn commit(db: &dyn Database, jobs: &[Job]) -> Result<Vec<bool>, Unavailable> {
     let records: Vec<(&Record, Option<&str>)> = jobs
         .iter()
         .flat_map(|j| j.records.iter().map(|r| (r, j.token_name.as_deref())))
         .collect();
-    backend
-        .insert_each(conn, &records)
-        .map_err(|e| unavailable(&e))
+    db.insert_each(&records).map_err(|e| unavailable(&e))
 }
 
 fn unavailable(e: &memhook_store::sqlite::StoreError) -> Unavailable {
@@ -146,16 +143,15 @@ fn unavailable(e: &memhook_store::sqlite::StoreError) -> Unavailable {
 mod tests {
     use super::*;
     use memhook_core::record::sample;
+    use memhook_store::sqlite::database::SqliteDatabase;
     use memhook_store::sqlite::Store;
 
     #[test]
     fn concurrent_inserts_are_committed_and_replays_reported() {
         let t = tempfile::tempdir().unwrap();
-        let store = Store::open(t.path()).unwrap();
         let done = Arc::new(AtomicBool::new(false));
-        let backend = Arc::new(Backend::sqlite(t.path()));
-        let (w, handle) =
-            Writer::start(backend, WriteConn::sqlite(store), Arc::clone(&done)).unwrap();
+        let db: Arc<dyn Database> = Arc::new(SqliteDatabase::open(t.path()).unwrap());
+        let (w, handle) = Writer::start(db, Arc::clone(&done)).unwrap();
         let threads: Vec<_> = (0..8)
             .map(|i| {
                 let w = w.clone();
@@ -193,8 +189,7 @@ mod tests {
             token_name: None,
             reply,
         };
-        let mut conn = WriteConn::default();
-        let e = commit(&mut conn, &Backend::sqlite(&dir), &[job]).unwrap_err();
+        let e = commit(&SqliteDatabase::lazy(&dir), &[job]).unwrap_err();
         assert!(e.0.contains("unavailable"), "{e:?}");
     }
 }

@@ -26,6 +26,7 @@
 
 pub mod browse;
 pub mod config;
+mod database;
 pub mod export;
 pub mod forget;
 pub mod ingest;

@@ -619,3 +619,73 @@ pub trait Browse {
         limit: usize,
     ) -> Result<Vec<SearchHit>, StoreError>;
 }
+
+/// What `memhook serve` needs of a store, whichever engine holds it: the
+/// embedded SQLite store ([`crate::sqlite::database::SqliteDatabase`]) or
+/// PostgreSQL (`memhook_store_pg::PgStore`). The server holds a `dyn
+/// Database` and names no engine; [`browse`] and [`read`] give its callers
+/// typed answers over the object-safe methods.
+pub trait Database: Send + Sync {
+    /// Where the records go, for the start-up line (never a password).
+    fn describe(&self) -> String;
+    /// The data dir whose spool and memory documents go with this store.
+    fn data_dir(&self) -> &Path;
+    /// Store `records`, each with the name of the token that delivered it,
+    /// in one transaction; for each, whether it was new. A replay keeps the
+    /// record's first token name. Called from one writer thread.
+    fn insert_each(
+        &self,
+        records: &[(&memhook_core::record::Record, Option<&str>)],
+    ) -> Result<Vec<bool>, StoreError>;
+    /// The name of the live named token `given` is: one query per call, no
+    /// cache, so a revocation holds at once.
+    fn named_token(&self, given: &str) -> Result<Option<String>, StoreError>;
+    /// Run `f` on one consistent snapshot for the briefing.
+    fn with_reads(
+        &self,
+        f: &mut dyn FnMut(&dyn Reads) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+    /// Run `f` on one consistent snapshot for the web view (`f` may run
+    /// again when a pooled connection was stale).
+    fn with_browse(
+        &self,
+        f: &mut dyn FnMut(&dyn Browse) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+    /// Forget (`apply`) or count what `sel` names in the store; `None` when
+    /// the store holds nothing yet. The spool is the caller's (it is not
+    /// the store's): `memhook_delivery::drain::forget`.
+    fn forget(
+        &self,
+        sel: &Selector,
+        apply: bool,
+    ) -> Result<Option<Forgotten>, Box<dyn std::error::Error + Send + Sync>>;
+    /// What forgetting promises about the text on this engine, for the web
+    /// view's confirmation page.
+    fn forget_promise(&self) -> &'static str;
+}
+
+/// [`Database::with_browse`] with a typed answer.
+pub fn browse<T>(
+    db: &dyn Database,
+    mut f: impl FnMut(&dyn Browse) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let mut out = None;
+    db.with_browse(&mut |b| {
+        out = Some(f(b)?);
+        Ok(())
+    })?;
+    Ok(out.expect("with_browse runs f once it succeeds"))
+}
+
+/// [`Database::with_reads`] with a typed answer.
+pub fn read<T>(
+    db: &dyn Database,
+    mut f: impl FnMut(&dyn Reads) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let mut out = None;
+    db.with_reads(&mut |r| {
+        out = Some(f(r)?);
+        Ok(())
+    })?;
+    Ok(out.expect("with_reads runs f once it succeeds"))
+}

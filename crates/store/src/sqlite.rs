@@ -27,6 +27,7 @@ use memhook_core::record::Record;
 
 mod activity;
 mod browse;
+pub mod database;
 mod export;
 mod forget;
 pub mod handoff;

@@ -7,7 +7,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::spool::{SinkTarget, Spool};
-use memhook_store::sqlite::{Forgotten, Selector, Store, STORE_FILE};
+use memhook_store::model::{Database, Forgotten, Selector};
+use memhook_store::sqlite::database::SqliteDatabase;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -71,14 +72,13 @@ impl Report {
 /// than [`LOCK_WAIT`] is an error that says to try again. The one
 /// implementation `memhook forget` and `memhook serve`'s web view share.
 pub fn forget_in(dir: &Path, sel: &Selector, apply: bool) -> Result<Report, Error> {
-    forget_with(dir, sel, apply, || {
-        if dir.join(STORE_FILE).exists() {
-            let mut store = Store::open(dir)?;
-            Ok(Some(store.forget(sel, apply)?))
-        } else {
-            Ok(None)
-        }
-    })
+    forget_in_database(&SqliteDatabase::lazy(dir), sel, apply)
+}
+
+/// [`forget_in`] for any store a server holds: the store forgets (or
+/// counts) in itself, the spool of its data dir is handled here.
+pub fn forget_in_database(db: &dyn Database, sel: &Selector, apply: bool) -> Result<Report, Error> {
+    forget_with(db.data_dir(), sel, apply, || db.forget(sel, apply))
 }
 
 /// [`forget_in`] with another store: `store` forgets in it (or counts, as

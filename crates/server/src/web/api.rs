@@ -7,10 +7,10 @@ use super::{
     json_error, json_response, memory_docs, project_arg, segments, Req, Web, MAX_SESSION_RECORDS,
     MAX_TIMELINE_SESSIONS, SEARCH_RESULTS,
 };
-use crate::backend::Backend;
 use crate::http::Response;
 use memhook_core::timefmt::rfc3339_ms;
 use memhook_store::memory::{MemoryStore, Outcome, INDEX_PATH};
+use memhook_store::model::{browse, Database};
 use memhook_store::sqlite::{RecordRow, Selector, SessionRow, StoreError, HIT_END, HIT_START};
 
 fn store_error(e: &StoreError) -> Response {
@@ -22,26 +22,26 @@ fn names_ok(w: &str, p: &str) -> bool {
     memhook_core::names::is_valid_name(w) && memhook_core::names::is_valid_name(p)
 }
 
-pub(super) fn route(web: &Web, req: &Req<'_>, rest: &str, backend: &Backend) -> Response {
+pub(super) fn route(web: &Web, req: &Req<'_>, rest: &str, db: &dyn Database) -> Response {
     let segs = segments(rest).unwrap_or_default();
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
     let get = req.head.method == "GET";
     match segs.as_slice() {
-        ["projects"] if get => projects(web, backend),
-        ["projects", w, p] if get && names_ok(w, p) => project(web, backend, w, p),
+        ["projects"] if get => projects(web, db),
+        ["projects", w, p] if get && names_ok(w, p) => project(web, db, w, p),
         ["sessions", row] if get => match row.parse::<i64>() {
-            Ok(row) => session(backend, row),
+            Ok(row) => session(db, row),
             Err(_) => json_error(404, "no such session"),
         },
-        ["search"] if get => search(req, backend),
+        ["search"] if get => search(req, db),
         ["memory", w, p] if names_ok(w, p) => memory(web, req, w, p),
-        ["forget"] if !get => forget(req, backend),
+        ["forget"] if !get => forget(req, db),
         _ => json_error(404, &format!("no such endpoint: /api/{rest}")),
     }
 }
 
-fn projects(web: &Web, backend: &Backend) -> Response {
-    let rows = match backend.browse(|s| s.browse_projects()) {
+fn projects(web: &Web, db: &dyn Database) -> Response {
+    let rows = match browse(db, |s| s.browse_projects()) {
         Ok(r) => r,
         Err(e) => return store_error(&e),
     };
@@ -107,8 +107,8 @@ fn record_json(r: &RecordRow) -> Value {
     })
 }
 
-fn project(web: &Web, backend: &Backend, w: &str, p: &str) -> Response {
-    let sessions = match backend.browse(|s| s.browse_sessions((w, p), MAX_TIMELINE_SESSIONS)) {
+fn project(web: &Web, db: &dyn Database, w: &str, p: &str) -> Response {
+    let sessions = match browse(db, |s| s.browse_sessions((w, p), MAX_TIMELINE_SESSIONS)) {
         Ok(r) => r,
         Err(e) => return store_error(&e),
     };
@@ -130,8 +130,8 @@ fn project(web: &Web, backend: &Backend, w: &str, p: &str) -> Response {
     )
 }
 
-fn session(backend: &Backend, row: i64) -> Response {
-    let found = backend.browse(|s| {
+fn session(db: &dyn Database, row: i64) -> Response {
+    let found = browse(db, |s| {
         let Some(head) = s.browse_session(row)? else {
             return Ok(None);
         };
@@ -171,7 +171,7 @@ pub(super) fn snippet_pieces(snippet: &str) -> Vec<Value> {
     out
 }
 
-fn search(req: &Req<'_>, backend: &Backend) -> Response {
+fn search(req: &Req<'_>, db: &dyn Database) -> Response {
     let Some(q) = req.query.get("q") else {
         return json_error(400, "query parameter `q` is required");
     };
@@ -187,7 +187,7 @@ fn search(req: &Req<'_>, backend: &Backend) -> Response {
         Some(Ok(n)) if (1..=SEARCH_RESULTS).contains(&n) => n,
         Some(_) => return json_error(400, &format!("`limit` must be 1-{SEARCH_RESULTS}")),
     };
-    let hits = match backend.browse(|s| {
+    let hits = match browse(db, |s| {
         s.browse_search(
             scope.as_ref().map(|(w, p)| (w.as_str(), p.as_str())),
             q,
@@ -257,7 +257,7 @@ fn memory(web: &Web, req: &Req<'_>, w: &str, p: &str) -> Response {
     json_response(code, serde_json::to_value(&answer).unwrap_or(Value::Null))
 }
 
-fn forget(req: &Req<'_>, backend: &Backend) -> Response {
+fn forget(req: &Req<'_>, db: &dyn Database) -> Response {
     let v: Value = match serde_json::from_slice(req.body) {
         Ok(Value::Object(m)) => Value::Object(m),
         _ => return json_error(400, "send a JSON object"),
@@ -274,7 +274,7 @@ fn forget(req: &Req<'_>, backend: &Backend) -> Response {
         Ok(s) => s,
         Err(e) => return json_error(400, &e.to_string().replace("--", "")),
     };
-    match backend.forget(&sel, apply) {
+    match memhook_delivery::drain::forget::forget_in_database(db, &sel, apply) {
         Ok(r) => {
             let f = r.stored.clone().unwrap_or_default();
             json_response(

@@ -28,9 +28,9 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::auth::Guard;
-use super::backend::Backend;
 use super::http::{Head, Response};
 use memhook_delivery::wire::Query;
+use memhook_store::model::Database;
 
 pub use html::escape;
 pub use session::{
@@ -207,7 +207,7 @@ impl Web {
     }
 
     /// Answer a request whose head passed [`Web::check`].
-    pub fn answer(&self, head: &Head, body: &[u8], guard: &Guard, backend: &Backend) -> Response {
+    pub fn answer(&self, head: &Head, body: &[u8], guard: &Guard, db: &dyn Database) -> Response {
         let now = Instant::now();
         let path = head.path().to_string();
         if let Some((_, ctype, text)) = ASSETS.iter().find(|(p, _, _)| *p == path) {
@@ -255,9 +255,9 @@ impl Web {
             return self.logout(&req);
         }
         let resp = if let Some(rest) = path.strip_prefix("/api/") {
-            api::route(self, &req, rest, backend)
+            api::route(self, &req, rest, db)
         } else {
-            pages::route(self, &req, &path, backend)
+            pages::route(self, &req, &path, db)
         };
         secure(resp)
     }

@@ -8,11 +8,11 @@ use super::{
     memory_docs, memory_projects, project_arg, secure, segments, Req, Viewer, Web, HTML,
     MAX_SESSION_RECORDS, MAX_TIMELINE_SESSIONS, SEARCH_RESULTS,
 };
-use crate::backend::Backend;
 use crate::http::Response;
 use memhook_delivery::drain::forget::Report;
 use memhook_delivery::wire::Query;
 use memhook_store::memory::{MemoryStore, Outcome, INDEX_PATH, NEW_VERSION};
+use memhook_store::model::{browse, Database};
 use memhook_store::sqlite::Selector;
 use memhook_store::sqlite::{ProjectRow, SessionRow, StoreError};
 
@@ -72,21 +72,21 @@ fn not_found(logged_in: bool) -> Response {
     )
 }
 
-pub(super) fn route(web: &Web, req: &Req<'_>, path: &str, backend: &Backend) -> Response {
+pub(super) fn route(web: &Web, req: &Req<'_>, path: &str, db: &dyn Database) -> Response {
     let logged = matches!(req.viewer, Viewer::Browser { .. });
     let get = req.head.method == "GET";
     if path == "/" && get {
-        return projects(web, backend, logged);
+        return projects(web, db, logged);
     }
     if path == "/search" && get {
-        return search(req, backend, logged);
+        return search(req, db, logged);
     }
     if path == "/forget" {
-        return forget(req, backend, logged);
+        return forget(req, db, logged);
     }
     if let Some(rest) = path.strip_prefix("/sessions/") {
         return match rest.parse::<i64>() {
-            Ok(row) if get => session(backend, row, logged),
+            Ok(row) if get => session(db, row, logged),
             _ => not_found(logged),
         };
     }
@@ -96,7 +96,7 @@ pub(super) fn route(web: &Web, req: &Req<'_>, path: &str, backend: &Backend) -> 
             memhook_core::names::is_valid_name(w) && memhook_core::names::is_valid_name(p)
         };
         match segs.as_slice() {
-            [w, p] if get && names(w, p) => return project(web, backend, w, p, logged),
+            [w, p] if get && names(w, p) => return project(web, db, w, p, logged),
             [w, p, m] if m == "memory" && names(w, p) => {
                 return memory(web, req, w, p, logged);
             }
@@ -106,8 +106,8 @@ pub(super) fn route(web: &Web, req: &Req<'_>, path: &str, backend: &Backend) -> 
     not_found(logged)
 }
 
-fn projects(web: &Web, backend: &Backend, logged: bool) -> Response {
-    let mut rows = match backend.browse(|s| s.browse_projects()) {
+fn projects(web: &Web, db: &dyn Database, logged: bool) -> Response {
+    let mut rows = match browse(db, |s| s.browse_projects()) {
         Ok(r) => r,
         Err(e) => return store_problem(&e),
     };
@@ -169,8 +169,8 @@ fn families(s: &SessionRow) -> String {
         .join(" · ")
 }
 
-fn project(web: &Web, backend: &Backend, w: &str, p: &str, logged: bool) -> Response {
-    let sessions = match backend.browse(|s| s.browse_sessions((w, p), MAX_TIMELINE_SESSIONS)) {
+fn project(web: &Web, db: &dyn Database, w: &str, p: &str, logged: bool) -> Response {
+    let sessions = match browse(db, |s| s.browse_sessions((w, p), MAX_TIMELINE_SESSIONS)) {
         Ok(r) => r,
         Err(e) => return store_problem(&e),
     };
@@ -249,8 +249,8 @@ fn project(web: &Web, backend: &Backend, w: &str, p: &str, logged: bool) -> Resp
     html(200, page(&format!("{w} / {p}"), logged, &out))
 }
 
-fn session(backend: &Backend, row: i64, logged: bool) -> Response {
-    let found = backend.browse(|s| {
+fn session(db: &dyn Database, row: i64, logged: bool) -> Response {
+    let found = browse(db, |s| {
         let Some(head) = s.browse_session(row)? else {
             return Ok(None);
         };
@@ -338,13 +338,13 @@ fn session(backend: &Backend, row: i64, logged: bool) -> Response {
     )
 }
 
-fn search(req: &Req<'_>, backend: &Backend, logged: bool) -> Response {
+fn search(req: &Req<'_>, db: &dyn Database, logged: bool) -> Response {
     let q = req.query.get("q").unwrap_or("").trim().to_string();
     let scope = req.query.get("project").and_then(project_arg);
     let hits = if q.is_empty() {
         Vec::new()
     } else {
-        match backend.browse(|s| {
+        match browse(db, |s| {
             s.browse_search(
                 scope.as_ref().map(|(w, p)| (w.as_str(), p.as_str())),
                 &q,
@@ -570,7 +570,7 @@ pub(super) fn report_line(r: &Report, what: &str) -> String {
     )
 }
 
-fn forget(req: &Req<'_>, backend: &Backend, logged: bool) -> Response {
+fn forget(req: &Req<'_>, db: &dyn Database, logged: bool) -> Response {
     let post = req.head.method == "POST";
     let q = if post {
         match std::str::from_utf8(req.body).ok().map(Query::parse) {
@@ -600,7 +600,7 @@ fn forget(req: &Req<'_>, backend: &Backend, logged: bool) -> Response {
         }
     };
     let what = sel.describe();
-    let report = match backend.forget(&sel, post) {
+    let report = match memhook_delivery::drain::forget::forget_in_database(db, &sel, post) {
         Ok(r) => r,
         Err(e) => return problem(409, "Not forgotten", &e.to_string(), logged),
     };
@@ -643,7 +643,7 @@ fn forget(req: &Req<'_>, backend: &Backend, logged: bool) -> Response {
          <button type=\"submit\" class=\"danger\">Forget for good</button> \
          <a href=\"{back}\">Cancel</a></form>\n",
         escape(&report_line(&report, &what)),
-        escape(backend.forget_promise()),
+        escape(db.forget_promise()),
     );
     html(200, page("Forget", logged, &body))
 }
