@@ -1,5 +1,5 @@
 //! The store model: what every store — the embedded SQLite store
-//! ([`crate::sqlite::Store`]) and PostgreSQL (`memhook-store-pg`) — reads
+//! (`sqlite.rs`) and PostgreSQL (`memhook-store-pg`) — reads
 //! and writes, named without any engine: the rows queries return, the
 //! engine-neutral [`StoreError`], what forget and export select, and every
 //! store trait:
@@ -621,7 +621,7 @@ pub trait Browse {
 }
 
 /// What `memhook serve` needs of a store, whichever engine holds it: the
-/// embedded SQLite store ([`crate::sqlite::database::SqliteDatabase`]) or
+/// embedded SQLite store (`sqlite/database.rs`) or
 /// PostgreSQL (`memhook_store_pg::PgStore`). The server holds a `dyn
 /// Database` and names no engine; [`browse`] and [`read`] give its callers
 /// typed answers over the object-safe methods.

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::tools::{s, BadCall, Context};
+use super::call::{s, BadCall, Context};
 use memhook_store::memory::{Answer, Outcome};
 use memhook_store::sqlite::StoredRecord;
 

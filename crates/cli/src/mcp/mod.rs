@@ -17,6 +17,7 @@ use memhook_core::scope::{self, Mode, ScopeInput};
 use memhook_store::memory::MemoryStore;
 
 mod activity;
+mod call;
 #[derive(Debug, Args)]
 pub struct McpArgs {
     /// Serve the project memory of this directory instead of the current one.

@@ -4,27 +4,13 @@
 
 use serde_json::{json, Map, Value};
 
-use super::records::Records;
+pub use super::call::{s, BadCall, Context};
 use memhook_store::memory::search::terms;
-use memhook_store::memory::{Answer, Entry, MemoryStore, Outcome};
+use memhook_store::memory::{Answer, Entry, Outcome};
 
 /// Default and largest `limit` of `memory_search`.
 pub const SEARCH_DEFAULT_LIMIT: usize = 10;
 pub const SEARCH_MAX_LIMIT: usize = 50;
-
-/// What a tool call needs besides its arguments.
-pub struct Context<'a> {
-    pub store: &'a MemoryStore,
-    pub records: &'a dyn Records,
-    pub workspace: &'a str,
-    pub project: &'a str,
-    /// `[recall] default_global`: record search spans every project.
-    pub default_global: bool,
-}
-
-/// A call the server cannot make sense of (answered with JSON-RPC -32602).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BadCall(pub String);
 
 /// One tool: its name, argument table and description, in one place.
 struct Tool {
@@ -224,10 +210,6 @@ fn check_args(tool: &Tool, args: &Map<String, Value>) -> Result<(), BadCall> {
     Ok(())
 }
 
-pub(super) fn s<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    args.get(key).and_then(Value::as_str)
-}
-
 /// Run the tool `name` with `args`. `Err` only for a malformed call; every
 /// memory problem is an outcome inside the [`Answer`].
 pub fn call(ctx: &Context<'_>, name: &str, args: &Map<String, Value>) -> Result<Answer, BadCall> {
@@ -345,6 +327,7 @@ pub fn result(answer: &Answer) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use memhook_store::memory::MemoryStore;
     use crate::mcp::records::{NoRecords, RecordHit, RecordSearch};
 
     struct Fixed(Result<Vec<RecordHit>, String>);
