@@ -27,7 +27,9 @@ use serde::{Deserialize, Serialize};
 use crate::data_dir::{self, DirError};
 use crate::record::Record;
 
+mod commit;
 mod pending;
+pub use commit::COMMIT_SLACK_MS;
 pub use pending::{Mark, MARK_FILE};
 
 /// Most records the spool holds; an enqueue past it is refused and counted.
@@ -193,14 +195,6 @@ impl Spool {
         })
     }
 
-    /// Make the names renamed into the spool so far durable (`fsync` of
-    /// the spool directory). The drainer calls it after listing, before
-    /// it delivers and deletes: hooks do not sync their rename (see
-    /// [`Spool::enqueue`], step 5).
-    pub fn sync_names(&self) -> io::Result<()> {
-        sync_dir(&self.dir)
-    }
-
     /// The spool directory (`<data>/spool`).
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -237,7 +231,7 @@ impl Spool {
     /// 4. `counted`: set the slot to `.` and `fdatasync` the ledger.
     /// 5. `renamed`: rename to `spool/<name>.json` (now pending). Not
     ///    synced by the hook: the drainer syncs the spool directory once
-    ///    per pass ([`Spool::sync_names`]), so the rename is on disk
+    ///    per pass ([`Spool::commit`]), so the rename is on disk
     ///    before it deletes the delivered entry; until then a power cut
     ///    can only bring back the temp name, which it renames in again.
     ///
@@ -294,7 +288,7 @@ impl Spool {
             let mut f = create_locked(&tmp)?;
             f.write_all(&bytes)?;
             crash_point("written");
-            f.sync_data()?;
+            sync_file(&f, &tmp)?;
             crash_point("synced");
             sync_dir(&tmp_dir)?;
             crash_point("tmp_dir_synced");
@@ -317,7 +311,7 @@ impl Spool {
         // and counted (step 4). The spool directory is not synced here: a
         // power cut that loses the rename brings back the temp name, which
         // the drainer renames in again, and the drainer syncs the spool
-        // directory ([`Spool::sync_names`]) before it delivers and deletes
+        // directory ([`Spool::commit`]) before it delivers and deletes
         // what it listed.
         Ok(dest)
     }
@@ -342,7 +336,11 @@ impl Spool {
         let (file, offset) = self.append_fate(sink_id, SLOT_INTERRUPTED)?;
         // A positioned write on an O_APPEND descriptor appends on Linux.
         clear_append(&file)?;
-        Ok(Slot { file, offset })
+        Ok(Slot {
+            file,
+            offset,
+            path: self.ledger_path(sink_id, LEDGER_ENQUEUED),
+        })
     }
 
     /// The slot at `offset` of an existing `enqueued` ledger (for the
@@ -355,7 +353,8 @@ impl Spool {
             use std::os::unix::fs::OpenOptionsExt;
             opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
         }
-        let file = opts.open(self.ledger_path(sink_id, LEDGER_ENQUEUED))?;
+        let path = self.ledger_path(sink_id, LEDGER_ENQUEUED);
+        let file = opts.open(&path)?;
         let m = file.metadata()?;
         if !m.is_file() {
             return Err(io::Error::other("not a regular file"));
@@ -364,7 +363,7 @@ impl Spool {
         if offset >= m.len() + LEDGER_RESERVE {
             return Err(io::Error::other("slot past the ledger's end"));
         }
-        Ok(Slot { file, offset })
+        Ok(Slot { file, offset, path })
     }
 
     /// What the `enqueued` ledger of `sink_id` holds: attempts, and drops
@@ -673,6 +672,8 @@ impl Tally {
 struct Slot {
     file: fs::File,
     offset: u64,
+    /// The ledger's path (for [`probe`]).
+    path: PathBuf,
 }
 
 impl Slot {
@@ -686,7 +687,7 @@ impl Slot {
     /// [`Slot::set`] and make it durable (`fdatasync`).
     fn set_synced(&self, fate: u8) -> io::Result<()> {
         self.set(fate)?;
-        self.file.sync_data()
+        sync_file(&self.file, &self.path)
     }
 }
 
@@ -702,9 +703,17 @@ fn clear_append(f: &fs::File) -> io::Result<()> {
     Ok(())
 }
 
+/// `fdatasync` the file `f`, opened at `path`: every flush of a spool
+/// file goes through here (or [`sync_dir`]), so [`probe`] sees it.
+fn sync_file(f: &fs::File, path: &Path) -> io::Result<()> {
+    probe::note("sync", path);
+    f.sync_data()
+}
+
 /// `fsync` a directory so the names in it survive a power cut. A file
 /// system that cannot sync directories (`EINVAL`) is taken as it is.
 fn sync_dir(dir: &Path) -> io::Result<()> {
+    probe::note("sync", dir);
     match fs::File::open(dir).and_then(|d| d.sync_all()) {
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
         other => other,
@@ -980,11 +989,47 @@ fn crash_point(step: &str) {
 
 /// Delete an entry file; one already gone is fine.
 pub fn remove_file(path: &Path) -> Result<(), SpoolError> {
+    probe::note("delete", path);
     match fs::remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(io_err(path)(e)),
     }
+}
+
+/// What unit tests see of the spool's I/O: each flush (`sync`, through
+/// [`sync_file`] and [`sync_dir`]), each entry the drainer hands to a sink
+/// (`deliver`) and each deletion (`delete`, through [`remove_file`]), with
+/// its path, in the order they happened, from every thread. Tests run in
+/// parallel: each reads the events under its own temp dir.
+#[cfg(test)]
+pub(crate) mod probe {
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
+
+    static EVENTS: Mutex<Vec<(&'static str, PathBuf)>> = Mutex::new(Vec::new());
+
+    pub(crate) fn note(what: &'static str, path: &Path) {
+        let mut events = EVENTS.lock().unwrap_or_else(|e| e.into_inner());
+        events.push((what, path.to_path_buf()));
+    }
+
+    /// The events whose path lies under `dir`, oldest first.
+    pub(crate) fn under(dir: &Path) -> Vec<(&'static str, PathBuf)> {
+        let events = EVENTS.lock().unwrap_or_else(|e| e.into_inner());
+        events
+            .iter()
+            .filter(|(_, p)| p.starts_with(dir))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Outside unit tests the probe records nothing (compiled away).
+#[cfg(not(test))]
+pub(crate) mod probe {
+    #[inline(always)]
+    pub(crate) fn note(_: &'static str, _: &std::path::Path) {}
 }
 
 /// Count `*.json` entries in `dir`, stopping at `cap`.
