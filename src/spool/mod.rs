@@ -1,9 +1,11 @@
 //! The durable outbox: one file per record under `<data>/spool/`.
 //!
-//! Enqueue writes `spool/tmp/<name>.<sink>.<slot>` (0600), fsyncs it and
-//! renames it to `spool/<name>.json`; it never waits on a lock and never
-//! touches the network. Names sort oldest first. The drainer (see
-//! `src/drain/`) reads, delivers and deletes under the drain lock.
+//! Enqueue writes `spool/tmp/<name>.<sink>.<slot>` (0600) and renames it
+//! to `spool/<name>.json`; it never waits on a lock, the network or the
+//! disk (it flushes nothing). Names sort oldest first. The drainer (see
+//! `src/drain/`) makes what it finds durable in one group commit per pass
+//! ([`Spool::commit`]), then reads, delivers and deletes under the drain
+//! lock.
 //!
 //! Accounting: every enqueue attempt appends one byte, its slot, to
 //! `counters/<sink>.enqueued` (`O_APPEND`, lock-free, never through a
@@ -13,8 +15,8 @@
 //! keeps blocks allocated ahead of its end, so fates are kept on a full
 //! disk too. The drainer keeps delivered and dropped counts in
 //! `counters/<sink>.json` under the drain lock. So per sink: `enqueued
-//! (slots) = delivered + pending + dropped`, after a crash at any step
-//! too ([`Spool::enqueue`] has the argument).
+//! (slots) = delivered + pending + dropped`, after the process dies at any
+//! step too ([`Spool::enqueue`] has the argument).
 
 use std::fmt;
 use std::fs;
@@ -205,12 +207,13 @@ impl Spool {
         &self.data_dir
     }
 
-    /// Durably add `entry`. Refuses (and counts) when the spool is full.
+    /// Add `entry`, flushing nothing. Refuses (and counts) when the spool
+    /// is full.
     ///
     /// Crash consistency: `enqueued = delivered + pending + dropped` holds
-    /// after the process dies (or the power goes) between any two steps.
-    /// Every attempt owns one byte of `counters/<sink>.enqueued`, its
-    /// *slot*, whose value is the attempt's fate (`x` interrupted, `.`
+    /// after the process dies (kill -9, abort, out of memory) between any
+    /// two steps. Every attempt owns one byte of `counters/<sink>.enqueued`,
+    /// its *slot*, whose value is the attempt's fate (`x` interrupted, `.`
     /// counted, `w` write failed, `f` spool full); each fate counts once as
     /// enqueued and every fate but `.` as one drop of its reason. Setting
     /// a slot is one `pwrite` at a known offset, so it is atomic and
@@ -219,21 +222,24 @@ impl Spool {
     ///
     /// 1. `reserved`: append `x` to the ledger (lock-free `O_APPEND`); the
     ///    offset is the slot. Dying here: counted and dropped as
-    ///    `enqueue_interrupted` (nothing of the event reached the disk).
+    ///    `enqueue_interrupted` (nothing of the event was written).
     ///    Then the cap: the pending count comes from the drainer's last
     ///    mark and the slot's offset (`pending.rs`), never from listing
     ///    the directory; past [`MAX_SPOOL_FILES`] the slot is set to `f`.
-    /// 2. `written`, `synced`: create `tmp/<name>.<sink>.<slot>` (0600,
-    ///    `flock`ed while the hook lives: created under a hidden name and
-    ///    renamed once locked), write the entry, `fdatasync`.
-    /// 3. `tmp_dir_synced`: `fsync` the `tmp/` directory, so the temp
-    ///    name survives a power cut before the count below does.
-    /// 4. `counted`: set the slot to `.` and `fdatasync` the ledger.
-    /// 5. `renamed`: rename to `spool/<name>.json` (now pending). Not
-    ///    synced by the hook: the drainer syncs the spool directory once
-    ///    per pass ([`Spool::commit`]), so the rename is on disk
-    ///    before it deletes the delivered entry; until then a power cut
-    ///    can only bring back the temp name, which it renames in again.
+    /// 2. `written`: create `tmp/<name>.<sink>.<slot>` (0600, `flock`ed
+    ///    while the hook lives: created under a hidden name and renamed
+    ///    once locked) and write the entry.
+    /// 3. `counted`: set the slot to `.`.
+    /// 4. `renamed`: rename to `spool/<name>.json` (now pending).
+    ///
+    /// None of this is flushed, and process death needs no flush: each
+    /// step is done when its system call returns, and from then on the
+    /// kernel holds it in the page cache, which outlives the process.
+    /// Every other process (the drainer) sees the steps a dead hook
+    /// finished, in the order it made them, whether or not they have
+    /// reached the disk. That order is what the books rest on: the slot
+    /// exists before anything else, the entry is whole under its temp name
+    /// before it is counted, and counted before it is pending.
     ///
     /// A hook that dies after step 1 leaves a temp file whose lock is free
     /// (or nothing). The drainer's [`Spool::sweep_tmp`] finishes it: a
@@ -241,6 +247,16 @@ impl Spool {
     /// like any other); a torn or missing one leaves (or sets) `x` and is
     /// removed. Either way the books balance, and until then `status`
     /// shows the attempt as dropped (`x`), which is also balanced.
+    ///
+    /// A power cut loses what the kernel had not yet written, in any
+    /// order: guarding against it is the drainer's job, not the hook's.
+    /// A drainer runs within about a second of an enqueue and, once per
+    /// pass, before it delivers or deletes anything it found, flushes the
+    /// new entries, the spool directory and the ledgers in one group
+    /// commit ([`Spool::commit`]). So a power cut can take the events of
+    /// about the last second (docs/operations.md, "Crash consistency"),
+    /// never one that a drainer delivered or counted.
+    ///
     /// Crash points for tests: [`CRASH_AT_ENV`] names a step.
     pub fn enqueue(&self, entry: &SpoolEntry) -> Result<PathBuf, SpoolError> {
         let sink_id = entry.sink.id();
@@ -281,17 +297,13 @@ impl Spool {
         let tmp = tmp_dir.join(format!("{name}.{sink_id}.{}", slot.offset));
         let fail = |path: PathBuf, source: io::Error| {
             let _ = fs::remove_file(&tmp);
-            let _ = slot.set_synced(SLOT_WRITE_FAILED);
+            let _ = slot.set(SLOT_WRITE_FAILED);
             SpoolError::WriteFailed { path, source }
         };
         let written = (|| {
             let mut f = create_locked(&tmp)?;
             f.write_all(&bytes)?;
             crash_point("written");
-            sync_file(&f, &tmp)?;
-            crash_point("synced");
-            sync_dir(&tmp_dir)?;
-            crash_point("tmp_dir_synced");
             Ok(f)
         })();
         // Held (with its lock) until the rename: a drainer leaves it alone.
@@ -299,7 +311,7 @@ impl Spool {
             Ok(f) => f,
             Err(source) => return Err(fail(tmp.clone(), source)),
         };
-        if let Err(source) = slot.set_synced(SLOT_COUNTED) {
+        if let Err(source) = slot.set(SLOT_COUNTED) {
             return Err(fail(ledger, source));
         }
         crash_point("counted");
@@ -307,12 +319,8 @@ impl Spool {
             return Err(fail(dest, source));
         }
         crash_point("renamed");
-        // Acknowledged: the entry is durable under its temp name (step 3)
-        // and counted (step 4). The spool directory is not synced here: a
-        // power cut that loses the rename brings back the temp name, which
-        // the drainer renames in again, and the drainer syncs the spool
-        // directory ([`Spool::commit`]) before it delivers and deletes
-        // what it listed.
+        // Pending and counted, in the page cache: a drainer flushes it
+        // ([`Spool::commit`]) before it delivers it.
         Ok(dest)
     }
 
@@ -1164,6 +1172,34 @@ pub(crate) mod tests {
             return;
         }
         assert!(m.blocks() * 512 >= LEDGER_RESERVE, "{}", m.blocks());
+    }
+
+    /// DESIGN §5: the hook does not flush (the drainer group-commits,
+    /// [`Spool::commit`]). Before: three flushes per enqueue (the entry,
+    /// `tmp/`, the ledger), and one more for a failed write.
+    #[test]
+    fn enqueue_makes_no_flush() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        // Without a mark (the hook writes one), then with one, to two sinks.
+        s.enqueue(&sample(&"a".repeat(32))).unwrap();
+        let mut e = sample(&"b".repeat(32));
+        e.sink = SinkTarget::Http {
+            url: "http://127.0.0.1:9".into(),
+        };
+        s.enqueue(&e).unwrap();
+        // A write that fails, counted as spool_write_failed.
+        let busy = s.dir().join("tmp");
+        fs::remove_dir(&busy).unwrap();
+        fs::write(&busy, b"").unwrap();
+        assert!(matches!(
+            s.enqueue(&sample(&"c".repeat(32))),
+            Err(SpoolError::WriteFailed { .. })
+        ));
+        let events = probe::under(t.path());
+        let syncs: Vec<_> = events.iter().filter(|(what, _)| *what == "sync").collect();
+        assert!(syncs.is_empty(), "the hook flushed: {syncs:#?}");
+        assert_eq!(s.pending().unwrap().len(), 2);
     }
 
     #[test]
