@@ -8,22 +8,24 @@
 //! The order keeps the hook's: an entry's data before its name, its name
 //! before its count.
 //!
-//! Why this form, the cheapest correct one found:
+//! Why this form, the cheapest correct one found (figures: docs/
+//! benchmarks.md, "Group commit", `scripts/bench-group-commit.py`):
 //! - `syncfs` is a single call, but it writes out every dirty page of the
 //!   file system, other programs' too, and waits for them: its cost is
-//!   theirs (on the development VM 0.3 ms when idle, 34 ms with 64 MiB of
-//!   another file dirty), unbounded while something else writes.
+//!   theirs (0.6 ms on an idle disk, 36-40 ms with 64 MiB of another file
+//!   dirty), unbounded while something else writes.
 //! - One `fsync` of the directory (and the ledger) alone does not put the
 //!   entries' data on disk on every file system (ext4 without a journal,
 //!   or with `data=writeback`, XFS), so it is not enough.
 //! - So one `fdatasync` per new entry. On Linux every new entry's data is
 //!   handed to the disk first (`sync_file_range`, which only starts the
-//!   writes), so each `fdatasync` after it mostly finds its data written
-//!   and the journal commit it waits for serves the others too: 64 new
-//!   entries took 4.9 ms instead of 10.4 ms (ext4, development VM).
+//!   writes), so the writes go out together and each `fdatasync` after
+//!   them mostly finds its data written (on a journaled file system one
+//!   journal commit also serves several): 64 new entries took 10-11 ms
+//!   instead of 17 ms.
 //! - Only new entries: flushing a file with nothing dirty still costs the
-//!   disk a cache flush (0.05 ms each here), so re-flushing a backlog of
-//!   10,000 entries at every drainer start would cost half a second.
+//!   disk a cache flush (0.08 ms each), so re-flushing a backlog of 10,000
+//!   entries at every drainer start would cost most of a second.
 //!
 //! New means renamed into the spool after the last commit's watermark:
 //! the wall-clock time read before that commit's listing, less
@@ -34,7 +36,11 @@
 //! the slack covers. Every entry with a `ctime` at or before the watermark
 //! was therefore flushed by that commit. The drainer keeps the watermark
 //! in the spool's mark (`pending.rs`); a missing one, or one ahead of the
-//! clock (a clock set back), means flushing every entry listed.
+//! clock (a clock set back), means flushing every entry listed. What this
+//! cannot see: an entry renamed in while the clock was set back behind the
+//! watermark, when no commit runs before the clock passes the watermark
+//! again (a drainer normally commits within a second); the kernel then
+//! writes it back on its own, as it would have without a drainer.
 
 use std::fs;
 use std::io;
