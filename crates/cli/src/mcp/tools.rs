@@ -327,8 +327,8 @@ pub fn result(answer: &Answer) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memhook_store::memory::MemoryStore;
     use crate::mcp::records::{NoRecords, RecordHit, RecordSearch};
+    use memhook_store::memory::MemoryStore;
 
     struct Fixed(Result<Vec<RecordHit>, String>);
     impl crate::mcp::records::RecordFetch for Fixed {}

@@ -275,6 +275,8 @@ struct Drainer<'a, F> {
     remover: Option<Remover>,
     /// Files counted (delivered or dropped) in this run.
     committed: HashSet<PathBuf>,
+    /// The watermark of the last group commit ([`Spool::commit`]).
+    durable_before: Option<u64>,
 }
 
 /// Deliver pending entries. The caller must hold the drain lock (`_lock`).
@@ -300,6 +302,7 @@ where
         report: Report::default(),
         remover: None,
         committed: HashSet::new(),
+        durable_before: spool.read_mark().and_then(|m| m.durable_before_ms),
         opts,
     };
     d.recover_inflight();
@@ -408,7 +411,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
     fn count_remaining(&mut self) -> Result<usize, DrainError> {
         let ledgers = self.spool.ledger_lengths();
         let left = self.pending()?.len();
-        if let Err(e) = self.spool.write_mark(ledgers, left) {
+        if let Err(e) = self.spool.write_mark(ledgers, left, self.durable_before) {
             log!("memhook: drain: cannot write the spool's mark: {e}");
         }
         Ok(left)
@@ -437,17 +440,9 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
 
     /// One pass over the spool. Returns whether anything was delivered or dropped.
     fn pass(&mut self, first_pass: bool) -> Result<bool, DrainError> {
+        let listed_at = now_ms();
         let files = self.pending()?;
-        // Hooks do not sync their rename into the spool: the names listed
-        // must be on disk before their entries are delivered and deleted.
-        if !files.is_empty() {
-            if let Err(e) = self.spool.sync_names() {
-                log!(
-                    "memhook: drain: cannot sync {}: {e}",
-                    self.spool.dir().display()
-                );
-            }
-        }
+        self.commit(&files, listed_at);
         let before = (self.report.delivered, self.report.dropped_total());
         let now = now_ms();
         // Per-sink batches being filled, in first-seen order.
@@ -473,6 +468,21 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             }
         }
         Ok((self.report.delivered, self.report.dropped_total()) != before)
+    }
+
+    /// Hooks flush nothing: make what this pass found durable (the new
+    /// entries, the spool directory, the ledgers) before any of it is
+    /// delivered or deleted, in one group commit ([`Spool::commit`]).
+    /// `files` was listed after `listed_at`.
+    fn commit(&mut self, files: &[PathBuf], listed_at: u64) {
+        match self.spool.commit(files, listed_at, self.durable_before) {
+            Ok(w) => self.durable_before = Some(w),
+            // Delivering is then the best way to keep the records.
+            Err(e) => log!(
+                "memhook: drain: cannot flush {}: {e}",
+                self.spool.dir().display()
+            ),
+        }
     }
 
     /// Place one read spool entry: into its sink's batch (delivering the
@@ -564,6 +574,9 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
             self.sinks.insert(target.clone(), s);
         }
         let Batch { paths, entries } = batch;
+        for p in &paths {
+            crate::spool::probe::note("deliver", p);
+        }
         let sink = self.sinks.get_mut(target).expect("inserted above");
         let mut outcomes = sink.deliver(&entries);
         let unreachable = sink.unreachable();

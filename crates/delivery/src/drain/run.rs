@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::linger::{Arrivals, DRAIN_LINGER, LINGER_GATHER};
+use super::linger::{sleep_committing, Arrivals, DRAIN_LINGER, LINGER_GATHER};
 use super::lock::{named_lock_until, try_named_lock};
 use super::log::LOG_OF;
 use super::spawn::inherited_run_lock;
@@ -257,7 +257,7 @@ pub fn run_background_lingering(dir: &Path, linger: Duration) {
                 let Ok(Some(waiting)) = named_lock_until(dir, WAIT_LOCK_FILE, wait) else {
                     return;
                 };
-                std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                sleep_committing(&spool, &mut arrivals, at);
                 // Back on duty; when another drainer is on duty already, it
                 // delivers what is due (it looks at the spool before it exits).
                 run = match try_named_lock(dir, RUN_LOCK_FILE) {

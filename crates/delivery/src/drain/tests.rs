@@ -512,9 +512,9 @@ fn a_lingering_drainer_delivers_a_burst_alone_and_then_leaves() {
     let enqueue = |i: u32| {
         spool
             .enqueue(&entry(&format!("{i:032x}"), SinkTarget::Store, now_ms()))
-            .unwrap();
+            .unwrap()
     };
-    enqueue(1);
+    let mut paths = vec![enqueue(1)];
     let d = dir.clone();
     // Long enough that the burst below always falls within it.
     let drainer = std::thread::spawn(move || run_background_lingering(&d, Duration::from_secs(5)));
@@ -524,7 +524,7 @@ fn a_lingering_drainer_delivers_a_burst_alone_and_then_leaves() {
     // ...and what arrives meanwhile is delivered by it (nothing else runs
     // here: without the linger the burst would stay pending).
     for i in 2..=4 {
-        enqueue(i);
+        paths.push(enqueue(i));
     }
     wait_for("the burst", || stored(&dir) == 4);
     // Then it leaves, off duty, with nothing pending.
@@ -532,4 +532,101 @@ fn a_lingering_drainer_delivers_a_burst_alone_and_then_leaves() {
     assert!(try_named_lock(&dir, RUN_LOCK_FILE).unwrap().is_some());
     assert!(spool.pending().unwrap().is_empty());
     assert_eq!(load_counters(&dir, "store").delivered, 4);
+    // Each run flushed what it picked up before handing it to the store.
+    let ev = crate::spool::probe::under(&dir);
+    for p in &paths {
+        assert!(first(&ev, "sync", p) < first(&ev, "deliver", p), "{ev:#?}");
+        assert!(first(&ev, "deliver", p) < first(&ev, "delete", p));
+    }
+}
+
+/// Where the first `what` (`sync`, `deliver`, `delete`) of `path` is among
+/// `events`, as the spool's probe recorded them.
+fn first(events: &[(&'static str, PathBuf)], what: &str, path: &Path) -> usize {
+    events
+        .iter()
+        .position(|(w, p)| *w == what && p == path)
+        .unwrap_or_else(|| panic!("no {what} of {}: {events:#?}", path.display()))
+}
+
+/// DESIGN §5: hooks do not flush; a drain makes what it found durable
+/// (each new entry, the spool directory, the ledger) before it hands any
+/// of it to a sink or deletes any of it, in one pass. Before: only the
+/// spool directory was flushed.
+#[test]
+fn a_drain_flushes_what_it_found_before_it_delivers_or_deletes_any_of_it() {
+    use crate::spool::probe;
+    let t = tempfile::tempdir().unwrap();
+    let spool = Spool::open(t.path()).unwrap();
+    let mut paths: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            spool
+                .enqueue(&entry(&format!("{i:032x}"), SinkTarget::Store, now_ms()))
+                .unwrap()
+        })
+        .collect();
+    // A corrupt entry: dropped, so deleted too.
+    let bad = spool.dir().join("0000000000001-1-00000000-bad.json");
+    fs::write(&bad, b"{ not json").unwrap();
+    let seen = probe::under(t.path()).len();
+    let (r, _) = run_with(&spool, |_| ItemOutcome::Delivered, false, opts());
+    assert_eq!((r.delivered, r.dropped_total(), r.remaining), (3, 1, 0));
+    // The drain's own events.
+    let ev = probe::under(t.path()).split_off(seen);
+    let out = ev
+        .iter()
+        .position(|(w, _)| *w == "deliver" || *w == "delete")
+        .expect("deliveries");
+    let ledger = spool.counters_dir().join("store.enqueued");
+    assert!(first(&ev, "sync", spool.dir()) < out, "{ev:#?}");
+    assert!(first(&ev, "sync", &ledger) < out, "{ev:#?}");
+    for p in &paths {
+        assert!(first(&ev, "sync", p) < out, "{ev:#?}");
+        assert!(first(&ev, "deliver", p) < first(&ev, "delete", p));
+    }
+    assert!(first(&ev, "sync", &bad) < first(&ev, "delete", &bad));
+    // One flush per entry, one of the directory, one of the ledger.
+    paths.push(bad);
+    let syncs = |p: &Path| ev.iter().filter(|(w, q)| *w == "sync" && q == p).count();
+    assert!(paths.iter().all(|p| syncs(p) == 1), "{ev:#?}");
+    assert_eq!((syncs(spool.dir()), syncs(&ledger)), (1, 1), "{ev:#?}");
+}
+
+/// A drain flushes what arrived since the last flush, not again what an
+/// earlier drain left pending (flushing a clean file still costs the disk a
+/// cache flush): the next run of a lingering drainer pays for its new
+/// entries only.
+#[test]
+fn the_next_drain_flushes_only_what_arrived_since_the_last() {
+    use crate::spool::probe;
+    let t = tempfile::tempdir().unwrap();
+    let spool = Spool::open(t.path()).unwrap();
+    let key = |i: u32| format!("{i:032x}");
+    let old = spool
+        .enqueue(&entry(&key(1), SinkTarget::Store, now_ms()))
+        .unwrap();
+    // Renamed in well before the first drain looks (past the slack).
+    std::thread::sleep(Duration::from_millis(300));
+    let later = |e: &SpoolEntry| {
+        if e.record.key == format!("{:032x}", 1) {
+            ItemOutcome::Retry {
+                charge: false,
+                reason: "later".into(),
+            }
+        } else {
+            ItemOutcome::Delivered
+        }
+    };
+    let (r, _) = run_with(&spool, later, false, opts());
+    assert_eq!((r.delivered, r.remaining), (0, 1));
+    let new = spool
+        .enqueue(&entry(&key(2), SinkTarget::Store, now_ms()))
+        .unwrap();
+    let (r, _) = run_with(&spool, later, false, opts());
+    assert_eq!((r.delivered, r.remaining), (1, 1));
+    let ev = probe::under(t.path());
+    let syncs = |p: &Path| ev.iter().filter(|(w, q)| *w == "sync" && q == p).count();
+    assert_eq!(syncs(&old), 1, "{ev:#?}");
+    assert_eq!(syncs(&new), 1, "{ev:#?}");
+    assert!(first(&ev, "sync", &new) < first(&ev, "deliver", &new));
 }

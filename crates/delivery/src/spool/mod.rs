@@ -1,9 +1,11 @@
 //! The durable outbox: one file per record under `<data>/spool/`.
 //!
-//! Enqueue writes `spool/tmp/<name>.<sink>.<slot>` (0600), fsyncs it and
-//! renames it to `spool/<name>.json`; it never waits on a lock and never
-//! touches the network. Names sort oldest first. The drainer (see
-//! `src/drain/`) reads, delivers and deletes under the drain lock.
+//! Enqueue writes `spool/tmp/<name>.<sink>.<slot>` (0600) and renames it
+//! to `spool/<name>.json`; it never waits on a lock, the network or the
+//! disk (it flushes nothing). Names sort oldest first. The drainer (see
+//! `src/drain/`) makes what it finds durable in one group commit per pass
+//! ([`Spool::commit`]), then reads, delivers and deletes under the drain
+//! lock.
 //!
 //! Accounting: every enqueue attempt appends one byte, its slot, to
 //! `counters/<sink>.enqueued` (`O_APPEND`, lock-free, never through a
@@ -13,8 +15,8 @@
 //! keeps blocks allocated ahead of its end, so fates are kept on a full
 //! disk too. The drainer keeps delivered and dropped counts in
 //! `counters/<sink>.json` under the drain lock. So per sink: `enqueued
-//! (slots) = delivered + pending + dropped`, after a crash at any step
-//! too ([`Spool::enqueue`] has the argument).
+//! (slots) = delivered + pending + dropped`, after the process dies at any
+//! step too ([`Spool::enqueue`] has the argument).
 
 use std::fmt;
 use std::fs;
@@ -28,8 +30,10 @@ use memhook_core::data_dir::{self, DirError};
 use memhook_core::record::check::Origin;
 use memhook_core::record::Record;
 
+mod commit;
 mod pending;
 mod target;
+pub use commit::COMMIT_SLACK_MS;
 pub use pending::{Mark, MARK_FILE};
 pub use target::{check_base_url, redact_url, SinkTarget, UrlError, HOOK_URL_ENV};
 
@@ -163,14 +167,6 @@ impl Spool {
         })
     }
 
-    /// Make the names renamed into the spool so far durable (`fsync` of
-    /// the spool directory). The drainer calls it after listing, before
-    /// it delivers and deletes: hooks do not sync their rename (see
-    /// [`Spool::enqueue`], step 5).
-    pub fn sync_names(&self) -> io::Result<()> {
-        sync_dir(&self.dir)
-    }
-
     /// The spool directory (`<data>/spool`).
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -181,12 +177,13 @@ impl Spool {
         &self.data_dir
     }
 
-    /// Durably add `entry`. Refuses (and counts) when the spool is full.
+    /// Add `entry`, flushing nothing. Refuses (and counts) when the spool
+    /// is full.
     ///
     /// Crash consistency: `enqueued = delivered + pending + dropped` holds
-    /// after the process dies (or the power goes) between any two steps.
-    /// Every attempt owns one byte of `counters/<sink>.enqueued`, its
-    /// *slot*, whose value is the attempt's fate (`x` interrupted, `.`
+    /// after the process dies (kill -9, abort, out of memory) between any
+    /// two steps. Every attempt owns one byte of `counters/<sink>.enqueued`,
+    /// its *slot*, whose value is the attempt's fate (`x` interrupted, `.`
     /// counted, `w` write failed, `f` spool full); each fate counts once as
     /// enqueued and every fate but `.` as one drop of its reason. Setting
     /// a slot is one `pwrite` at a known offset, so it is atomic and
@@ -195,21 +192,24 @@ impl Spool {
     ///
     /// 1. `reserved`: append `x` to the ledger (lock-free `O_APPEND`); the
     ///    offset is the slot. Dying here: counted and dropped as
-    ///    `enqueue_interrupted` (nothing of the event reached the disk).
+    ///    `enqueue_interrupted` (nothing of the event was written).
     ///    Then the cap: the pending count comes from the drainer's last
     ///    mark and the slot's offset (`pending.rs`), never from listing
     ///    the directory; past [`MAX_SPOOL_FILES`] the slot is set to `f`.
-    /// 2. `written`, `synced`: create `tmp/<name>.<sink>.<slot>` (0600,
-    ///    `flock`ed while the hook lives: created under a hidden name and
-    ///    renamed once locked), write the entry, `fdatasync`.
-    /// 3. `tmp_dir_synced`: `fsync` the `tmp/` directory, so the temp
-    ///    name survives a power cut before the count below does.
-    /// 4. `counted`: set the slot to `.` and `fdatasync` the ledger.
-    /// 5. `renamed`: rename to `spool/<name>.json` (now pending). Not
-    ///    synced by the hook: the drainer syncs the spool directory once
-    ///    per pass ([`Spool::sync_names`]), so the rename is on disk
-    ///    before it deletes the delivered entry; until then a power cut
-    ///    can only bring back the temp name, which it renames in again.
+    /// 2. `written`: create `tmp/<name>.<sink>.<slot>` (0600, `flock`ed
+    ///    while the hook lives: created under a hidden name and renamed
+    ///    once locked) and write the entry.
+    /// 3. `counted`: set the slot to `.`.
+    /// 4. `renamed`: rename to `spool/<name>.json` (now pending).
+    ///
+    /// None of this is flushed, and process death needs no flush: each
+    /// step is done when its system call returns, and from then on the
+    /// kernel holds it in the page cache, which outlives the process.
+    /// Every other process (the drainer) sees the steps a dead hook
+    /// finished, in the order it made them, whether or not they have
+    /// reached the disk. That order is what the books rest on: the slot
+    /// exists before anything else, the entry is whole under its temp name
+    /// before it is counted, and counted before it is pending.
     ///
     /// A hook that dies after step 1 leaves a temp file whose lock is free
     /// (or nothing). The drainer's [`Spool::sweep_tmp`] finishes it: a
@@ -217,6 +217,16 @@ impl Spool {
     /// like any other); a torn or missing one leaves (or sets) `x` and is
     /// removed. Either way the books balance, and until then `status`
     /// shows the attempt as dropped (`x`), which is also balanced.
+    ///
+    /// A power cut loses what the kernel had not yet written, in any
+    /// order: guarding against it is the drainer's job, not the hook's.
+    /// A drainer runs within about a second of an enqueue and, once per
+    /// pass, before it delivers or deletes anything it found, flushes the
+    /// new entries, the spool directory and the ledgers in one group
+    /// commit ([`Spool::commit`]). So a power cut can take the events of
+    /// about the last second (docs/operations.md, "Crash consistency"),
+    /// never one that a drainer delivered or counted.
+    ///
     /// Crash points for tests: [`CRASH_AT_ENV`] names a step.
     pub fn enqueue(&self, entry: &SpoolEntry) -> Result<PathBuf, SpoolError> {
         let sink_id = entry.sink.id();
@@ -257,17 +267,13 @@ impl Spool {
         let tmp = tmp_dir.join(format!("{name}.{sink_id}.{}", slot.offset));
         let fail = |path: PathBuf, source: io::Error| {
             let _ = fs::remove_file(&tmp);
-            let _ = slot.set_synced(SLOT_WRITE_FAILED);
+            let _ = slot.set(SLOT_WRITE_FAILED);
             SpoolError::WriteFailed { path, source }
         };
         let written = (|| {
             let mut f = create_locked(&tmp)?;
             f.write_all(&bytes)?;
             crash_point("written");
-            f.sync_data()?;
-            crash_point("synced");
-            sync_dir(&tmp_dir)?;
-            crash_point("tmp_dir_synced");
             Ok(f)
         })();
         // Held (with its lock) until the rename: a drainer leaves it alone.
@@ -275,7 +281,7 @@ impl Spool {
             Ok(f) => f,
             Err(source) => return Err(fail(tmp.clone(), source)),
         };
-        if let Err(source) = slot.set_synced(SLOT_COUNTED) {
+        if let Err(source) = slot.set(SLOT_COUNTED) {
             return Err(fail(ledger, source));
         }
         crash_point("counted");
@@ -283,12 +289,8 @@ impl Spool {
             return Err(fail(dest, source));
         }
         crash_point("renamed");
-        // Acknowledged: the entry is durable under its temp name (step 3)
-        // and counted (step 4). The spool directory is not synced here: a
-        // power cut that loses the rename brings back the temp name, which
-        // the drainer renames in again, and the drainer syncs the spool
-        // directory ([`Spool::sync_names`]) before it delivers and deletes
-        // what it listed.
+        // Pending and counted, in the page cache: a drainer flushes it
+        // ([`Spool::commit`]) before it delivers it.
         Ok(dest)
     }
 
@@ -312,7 +314,11 @@ impl Spool {
         let (file, offset) = self.append_fate(sink_id, SLOT_INTERRUPTED)?;
         // A positioned write on an O_APPEND descriptor appends on Linux.
         clear_append(&file)?;
-        Ok(Slot { file, offset })
+        Ok(Slot {
+            file,
+            offset,
+            path: self.ledger_path(sink_id, LEDGER_ENQUEUED),
+        })
     }
 
     /// The slot at `offset` of an existing `enqueued` ledger (for the
@@ -325,7 +331,8 @@ impl Spool {
             use std::os::unix::fs::OpenOptionsExt;
             opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
         }
-        let file = opts.open(self.ledger_path(sink_id, LEDGER_ENQUEUED))?;
+        let path = self.ledger_path(sink_id, LEDGER_ENQUEUED);
+        let file = opts.open(&path)?;
         let m = file.metadata()?;
         if !m.is_file() {
             return Err(io::Error::other("not a regular file"));
@@ -334,7 +341,7 @@ impl Spool {
         if offset >= m.len() + LEDGER_RESERVE {
             return Err(io::Error::other("slot past the ledger's end"));
         }
-        Ok(Slot { file, offset })
+        Ok(Slot { file, offset, path })
     }
 
     /// What the `enqueued` ledger of `sink_id` holds: attempts, and drops
@@ -643,6 +650,8 @@ impl Tally {
 struct Slot {
     file: fs::File,
     offset: u64,
+    /// The ledger's path (for [`probe`]).
+    path: PathBuf,
 }
 
 impl Slot {
@@ -656,7 +665,7 @@ impl Slot {
     /// [`Slot::set`] and make it durable (`fdatasync`).
     fn set_synced(&self, fate: u8) -> io::Result<()> {
         self.set(fate)?;
-        self.file.sync_data()
+        sync_file(&self.file, &self.path)
     }
 }
 
@@ -672,9 +681,17 @@ fn clear_append(f: &fs::File) -> io::Result<()> {
     Ok(())
 }
 
+/// `fdatasync` the file `f`, opened at `path`: every flush of a spool
+/// file goes through here (or [`sync_dir`]), so [`probe`] sees it.
+fn sync_file(f: &fs::File, path: &Path) -> io::Result<()> {
+    probe::note("sync", path);
+    f.sync_data()
+}
+
 /// `fsync` a directory so the names in it survive a power cut. A file
 /// system that cannot sync directories (`EINVAL`) is taken as it is.
 fn sync_dir(dir: &Path) -> io::Result<()> {
+    probe::note("sync", dir);
     match fs::File::open(dir).and_then(|d| d.sync_all()) {
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
         other => other,
@@ -824,11 +841,47 @@ fn crash_point(step: &str) {
 
 /// Delete an entry file; one already gone is fine.
 pub fn remove_file(path: &Path) -> Result<(), SpoolError> {
+    probe::note("delete", path);
     match fs::remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(io_err(path)(e)),
     }
+}
+
+/// What unit tests see of the spool's I/O: each flush (`sync`, through
+/// [`sync_file`] and [`sync_dir`]), each entry the drainer hands to a sink
+/// (`deliver`) and each deletion (`delete`, through [`remove_file`]), with
+/// its path, in the order they happened, from every thread. Tests run in
+/// parallel: each reads the events under its own temp dir.
+#[cfg(test)]
+pub(crate) mod probe {
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
+
+    static EVENTS: Mutex<Vec<(&'static str, PathBuf)>> = Mutex::new(Vec::new());
+
+    pub(crate) fn note(what: &'static str, path: &Path) {
+        let mut events = EVENTS.lock().unwrap_or_else(|e| e.into_inner());
+        events.push((what, path.to_path_buf()));
+    }
+
+    /// The events whose path lies under `dir`, oldest first.
+    pub(crate) fn under(dir: &Path) -> Vec<(&'static str, PathBuf)> {
+        let events = EVENTS.lock().unwrap_or_else(|e| e.into_inner());
+        events
+            .iter()
+            .filter(|(_, p)| p.starts_with(dir))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Outside unit tests the probe records nothing (compiled away).
+#[cfg(not(test))]
+pub(crate) mod probe {
+    #[inline(always)]
+    pub(crate) fn note(_: &'static str, _: &std::path::Path) {}
 }
 
 /// Count `*.json` entries in `dir`, stopping at `cap`.
@@ -963,6 +1016,34 @@ pub mod tests {
             return;
         }
         assert!(m.blocks() * 512 >= LEDGER_RESERVE, "{}", m.blocks());
+    }
+
+    /// DESIGN §5: the hook does not flush (the drainer group-commits,
+    /// [`Spool::commit`]). Before: three flushes per enqueue (the entry,
+    /// `tmp/`, the ledger), and one more for a failed write.
+    #[test]
+    fn enqueue_makes_no_flush() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        // Without a mark (the hook writes one), then with one, to two sinks.
+        s.enqueue(&sample(&"a".repeat(32))).unwrap();
+        let mut e = sample(&"b".repeat(32));
+        e.sink = SinkTarget::Http {
+            url: "http://127.0.0.1:9".into(),
+        };
+        s.enqueue(&e).unwrap();
+        // A write that fails, counted as spool_write_failed.
+        let busy = s.dir().join("tmp");
+        fs::remove_dir(&busy).unwrap();
+        fs::write(&busy, b"").unwrap();
+        assert!(matches!(
+            s.enqueue(&sample(&"c".repeat(32))),
+            Err(SpoolError::WriteFailed { .. })
+        ));
+        let events = probe::under(t.path());
+        let syncs: Vec<_> = events.iter().filter(|(what, _)| *what == "sync").collect();
+        assert!(syncs.is_empty(), "the hook flushed: {syncs:#?}");
+        assert_eq!(s.pending().unwrap().len(), 2);
     }
 
     #[test]

@@ -42,6 +42,11 @@ pub struct Mark {
     pub pending: u64,
     /// Each sink's `enqueued` ledger length just before the listing.
     pub ledgers: BTreeMap<String, u64>,
+    /// The watermark of the drainer's last group commit: every entry
+    /// renamed into the spool before this time (Unix ms) is on disk
+    /// ([`Spool::commit`]). Absent: nothing is known to be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable_before_ms: Option<u64>,
 }
 
 impl Spool {
@@ -57,13 +62,20 @@ impl Spool {
     }
 
     /// Write the mark of a listing that found `pending` entries, with the
-    /// ledger lengths `ledgers` read before it. Not synced: a mark lost to
-    /// a power cut is stale or missing, which the next drain or hook
-    /// repairs.
-    pub fn write_mark(&self, ledgers: BTreeMap<String, u64>, pending: usize) -> io::Result<()> {
+    /// ledger lengths `ledgers` read before it and the watermark of the
+    /// last group commit. Not synced: a mark lost to a power cut is stale
+    /// or missing, which the next drain or hook repairs (a stale watermark
+    /// only means flushing more again; it was written after its flush).
+    pub fn write_mark(
+        &self,
+        ledgers: BTreeMap<String, u64>,
+        pending: usize,
+        durable_before_ms: Option<u64>,
+    ) -> io::Result<()> {
         let mark = Mark {
             pending: pending as u64,
             ledgers,
+            durable_before_ms,
         };
         let bytes = serde_json::to_vec(&mark).map_err(io::Error::other)?;
         let path = self.counters_dir().join(MARK_FILE);
@@ -90,9 +102,10 @@ impl Spool {
     /// List the spool and write its mark (the caller holds the drain lock,
     /// so no entry leaves meanwhile). Returns the entries found.
     pub fn mark_pending(&self) -> io::Result<usize> {
+        let durable = self.read_mark().and_then(|m| m.durable_before_ms);
         let ledgers = self.ledger_lengths();
         let pending = count_entries(&self.dir, usize::MAX)?;
-        self.write_mark(ledgers, pending)?;
+        self.write_mark(ledgers, pending, durable)?;
         Ok(pending)
     }
 
@@ -115,7 +128,7 @@ impl Spool {
             ledgers.insert(sink_id.to_string(), own_len);
             let pending = count_entries(&self.dir, MAX_SPOOL_FILES)?;
             // Best effort: without it the next hook counts again.
-            let _ = self.write_mark(ledgers, pending);
+            let _ = self.write_mark(ledgers, pending, None);
             return Ok(pending);
         };
         let mut n = mark.pending;
@@ -235,7 +248,8 @@ mod tests {
             s.read_mark().unwrap(),
             Mark {
                 pending: 4,
-                ledgers: [("store".to_string(), 4)].into()
+                ledgers: [("store".to_string(), 4)].into(),
+                durable_before_ms: None,
             }
         );
         // A mark that is a symlink is not read (and not written through).
