@@ -254,43 +254,6 @@ fn the_linux_binary_does_not_load_libgcc_s() {
     );
 }
 
-/// The code a hook call runs comes first in the Linux binary, in its own
-/// output section `.text.hot` before `.text` (build.rs hands the linker
-/// `link/hot-text.ld`): a hook process then maps a few hundred KiB of code
-/// instead of pieces of all of it (docs/benchmarks.md, "The unwinder, the
-/// store's plans and hot code first").
-/// Its size shows the script's patterns still name this code's functions.
-#[test]
-fn the_code_a_hook_runs_comes_first_in_the_linux_binary() {
-    if !cfg!(target_os = "linux") || std::env::var_os("MEMHOOK_NO_HOT_TEXT").is_some() {
-        return;
-    }
-    let out = Command::new("readelf")
-        .args(["--section-headers", "--wide", env!("CARGO_BIN_EXE_memhook")])
-        .output()
-        .expect("readelf (binutils) reads the binary's section headers");
-    assert!(out.status.success(), "{out:?}");
-    let text = String::from_utf8_lossy(&out.stdout);
-    // `[Nr] Name Type Address Off Size ...`, hex.
-    let section = |name: &str| -> Option<(u64, u64)> {
-        text.lines().find_map(|l| {
-            let f: Vec<&str> = l.split(']').nth(1)?.split_whitespace().collect();
-            (f.first() == Some(&name)).then(|| {
-                let hex = |s: &str| u64::from_str_radix(s, 16).unwrap();
-                (hex(f[2]), hex(f[4]))
-            })
-        })
-    };
-    let (hot_at, hot_size) = section(".text.hot").expect(".text.hot is in the binary");
-    let (text_at, text_size) = section(".text").expect(".text is in the binary");
-    assert!(hot_at < text_at, "{text}");
-    assert!(
-        hot_size >= 256 * 1024 && hot_size < text_size,
-        ".text.hot holds {hot_size} bytes: are link/hot-text.ld's names stale? \
-         (scripts/hot-text.py regenerates it)"
-    );
-}
-
 #[test]
 fn a_bom_is_stripped() {
     let t = tempfile::tempdir().unwrap();
