@@ -1018,7 +1018,7 @@ fn qwen_code_real_payloads_record_each_event_once_and_no_blank_prompt() {
     }
 }
 
-/// `memhook` starts from the C `main` (src/main.rs) and does itself what
+/// `memhook` starts from the C `main` (crates/cli/src/bin/memhook.rs) and does itself what
 /// std's runtime did before `main`. Standard streams the agent left closed
 /// are reopened on /dev/null: otherwise a file memhook opens later (the
 /// store, a spool entry) takes fd 1 or 2, and a warning or the envelope

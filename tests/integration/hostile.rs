@@ -545,7 +545,7 @@ fn a_full_disk_loses_no_event_uncounted() {
 /// A marker from a cloned repository nested deeper than any stack (30,000
 /// levels of arrays or inline tables, under the 64 KiB marker cap): the
 /// TOML parser's recursion limit refuses it, so the hook does not need the
-/// stack-overflow handler std's runtime would have installed (src/main.rs
+/// stack-overflow handler std's runtime would have installed (crates/cli/src/bin/memhook.rs
 /// skips it). The hook exits 0, says why, and treats the marker as it
 /// treats any unreadable one: its settings are ignored and the policy
 /// counts as invalid.

@@ -45,7 +45,7 @@ const TOOL_BATCH_BYTES: usize = 1_200;
 
 /// How one agent carries one placement: a payload (a fixture under
 /// `fixtures/agents/`, or a literal for Cursor, which has no captured
-/// fixtures; its field names come from `src/event/schema.rs`), the JSON
+/// fixtures; its field names come from `crates/core/src/event/schema.rs`), the JSON
 /// pointer the text goes to, and a template around the text (`{}`).
 struct Shape {
     agent: &'static str,

@@ -3,7 +3,7 @@
 //! Enqueue writes `spool/tmp/<name>.<sink>.<slot>` (0600) and renames it
 //! to `spool/<name>.json`; it never waits on a lock, the network or the
 //! disk (it flushes nothing). Names sort oldest first. The drainer (see
-//! `src/drain/`) makes what it finds durable in one group commit per pass
+//! `drain/`) makes what it finds durable in one group commit per pass
 //! ([`Spool::commit`]), then reads, delivers and deletes under the drain
 //! lock.
 //!
