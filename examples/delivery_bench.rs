@@ -152,7 +152,7 @@ fn bench_drain(n: usize, rounds: usize) {
         let t = copy_of(template.path());
         let spool = Spool::open(t.path()).unwrap();
         let lock = drain::try_lock(t.path()).unwrap().unwrap();
-        let mut factory = drain::sink_factory(t.path(), drain::HTTP_TIMEOUT);
+        let mut factory = memhook_sinks::sink_factory(t.path(), drain::HTTP_TIMEOUT);
         let (c0, w0) = (self_cpu(), Instant::now());
         let r = drain::drain_locked(
             &lock,
@@ -297,7 +297,7 @@ fn bench_start(rounds: usize) {
     const ITERS: usize = 200;
     const SESSIONS: usize = 20;
     const PER_SESSION: usize = 250;
-    let budget = memhook_hook::session_start::DEFAULT_BUDGET;
+    let budget = memhook_hook::budget::DEFAULT_BUDGET;
     // A store with 20 sessions x 250 records of this project and as many of another.
     let full = tempfile::tempdir().unwrap();
     {
@@ -334,7 +334,7 @@ fn bench_start(rounds: usize) {
     let empty = tempfile::tempdir().unwrap();
     let ev = start_event();
     let (sc, sc_digest) = (scope("demo", false), scope("demo", true));
-    let sample = memhook_hook::session_start::session_start(
+    let sample = memhook_sinks::session_start::session_start(
         full.path(),
         &SinkTarget::Store,
         &sc,
@@ -353,7 +353,7 @@ fn bench_start(rounds: usize) {
     ) = (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
     for _ in 0..rounds {
         let (c, w) = per_call(ITERS, || {
-            let r = memhook_hook::session_start::session_start(
+            let r = memhook_sinks::session_start::session_start(
                 empty.path(),
                 &SinkTarget::Store,
                 &sc,
@@ -365,7 +365,7 @@ fn bench_start(rounds: usize) {
         base_cpu.push(c);
         base_w.push(w);
         let (c, w) = per_call(ITERS, || {
-            let r = memhook_hook::session_start::session_start(
+            let r = memhook_sinks::session_start::session_start(
                 full.path(),
                 &SinkTarget::Store,
                 &sc,
@@ -377,7 +377,7 @@ fn bench_start(rounds: usize) {
         brief_cpu.push(c);
         brief_w.push(w);
         let (c, w) = per_call(ITERS, || {
-            let r = memhook_hook::session_start::session_start(
+            let r = memhook_sinks::session_start::session_start(
                 full.path(),
                 &SinkTarget::Store,
                 &sc_digest,

@@ -5,11 +5,12 @@ Two rules, read from `cargo metadata` (the resolved graph, normal
 dependencies only, every target platform):
 
 1. each memhook crate depends only on the memhook crates it may
-   (data flows one way: core -> store -> delivery -> hook; store-pg and
-   server sit beside the per-event path, the `memhook` crate on top);
-2. the per-event crates (core, store, delivery, hook) reach no crate of
-   the server, PostgreSQL, async runtime, installer or argument-parser
-   kind, however deep.
+   (data flows one way: core -> delivery -> hook is the per-event path;
+   store, sinks, store-pg and server sit beside it, the `memhook` crate on
+   top);
+2. the per-event crates (core, delivery, hook) reach no crate of the
+   store (SQLite), TLS, server, PostgreSQL, async runtime, installer or
+   argument-parser kind, however deep.
 
 Usage: python3 scripts/check-crate-edges.py [--manifest-path PATH] [--unlocked]
 Exit 0 when both hold, 1 with one line per broken edge otherwise.
@@ -21,24 +22,28 @@ import sys
 # Which memhook crates each memhook crate may depend on.
 ALLOWED = {
     "memhook-core": set(),
+    "memhook-delivery": {"memhook-core"},
+    "memhook-hook": {"memhook-core", "memhook-delivery"},
     "memhook-store": {"memhook-core"},
-    "memhook-delivery": {"memhook-core", "memhook-store"},
-    "memhook-hook": {"memhook-core", "memhook-store", "memhook-delivery"},
+    "memhook-sinks": {"memhook-core", "memhook-store", "memhook-delivery"},
     "memhook-store-pg": {"memhook-core", "memhook-store"},
-    "memhook-server": {"memhook-core", "memhook-store", "memhook-store-pg", "memhook-delivery"},
+    "memhook-server": {
+        "memhook-core", "memhook-store", "memhook-store-pg", "memhook-delivery", "memhook-sinks",
+    },
     "memhook": {
         "memhook-core", "memhook-store", "memhook-store-pg", "memhook-delivery",
-        "memhook-hook", "memhook-server",
+        "memhook-sinks", "memhook-hook", "memhook-server",
     },
 }
 
 # The per-event path: what `memhook hook` and its drainer are built from.
-PER_EVENT = ["memhook-core", "memhook-store", "memhook-delivery", "memhook-hook"]
+PER_EVENT = ["memhook-core", "memhook-delivery", "memhook-hook"]
 
 # Crates the per-event path must never reach (exact names or prefixes).
 FORBIDDEN_PREFIXES = (
     "postgres", "tokio", "clap", "jsonc-parser", "toml_edit", "tiny_http",
-    "memhook-server", "memhook-store-pg",
+    "rusqlite", "libsqlite3", "ureq", "rustls", "ring",
+    "memhook-server", "memhook-store", "memhook-sinks",
 )
 FORBIDDEN_EXACT = {"memhook"}
 

@@ -74,11 +74,11 @@ fn without_memhook_cli_commands_say_how_to_fix_it_and_hooks_still_answer() {
 }
 
 /// The per-event binary is built from the per-event crates only: none of
-/// the server, PostgreSQL, async runtime, argument parser, installer or MCP
-/// code is in it (the debug build keeps every function's name), while
-/// `memhook-cli` holds all of them.
+/// the store (SQLite), TLS, server, PostgreSQL, async runtime, argument
+/// parser, installer or MCP code is in it (the debug build keeps every
+/// function's name), while `memhook-cli` holds all of them.
 #[test]
-fn the_per_event_binary_carries_no_server_postgres_clap_or_installer_code() {
+fn the_per_event_binary_carries_no_sqlite_tls_server_postgres_clap_or_installer_code() {
     let lean = fs::read(bin()).unwrap();
     let full = fs::read(full_bin()).unwrap();
     let has = |hay: &[u8], needle: &str| hay.windows(needle.len()).any(|w| w == needle.as_bytes());
@@ -89,6 +89,10 @@ fn the_per_event_binary_carries_no_server_postgres_clap_or_installer_code() {
         "jsonc_parser",
         "toml_edit",
         "memhook_store_pg",
+        "rusqlite",
+        "sqlite3_prepare_v2",
+        "rustls",
+        "memhook_sinks",
     ] {
         assert!(has(&full, marker), "memhook-cli should hold {marker}");
         assert!(!has(&lean, marker), "memhook holds {marker}");

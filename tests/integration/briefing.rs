@@ -32,7 +32,7 @@ fn hook(home: &Path, agent: &str, event: Option<&str>, payload: &str, cwd: &Path
         .stdin(f)
         .current_dir(cwd)
         .env("MEMHOOK_NO_HOOK_DELIVERY", "1")
-        .env(memhook_hook::session_start::BUDGET_ENV, "10000");
+        .env(memhook_hook::budget::BUDGET_ENV, "10000");
     if let Some(e) = event {
         c.args(["--event", e]);
     }

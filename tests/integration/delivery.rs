@@ -51,7 +51,7 @@ fn run_hook(home: &Path, payload: &Value) -> std::process::Output {
     let mut c = memhook(home);
     c.args(["hook", "--agent", "claude-code"])
         .stdin(f)
-        .env(memhook_hook::session_start::BUDGET_ENV, "10000");
+        .env(memhook_hook::budget::BUDGET_ENV, "10000");
     if let Some(cwd) = payload["cwd"].as_str() {
         c.current_dir(cwd);
     }
@@ -667,7 +667,7 @@ fn start_event(session: &str) -> memhook_core::event::Event {
 
 #[test]
 fn session_start_briefs_from_the_store_within_budget() {
-    use memhook_hook::session_start::session_start;
+    use memhook_sinks::session_start::session_start;
     let home = tempfile::tempdir().unwrap();
     let dir = data(home.path());
     let sc = scope("api", 4000);
@@ -750,7 +750,7 @@ fn session_start_briefs_from_the_store_within_budget() {
 
 #[test]
 fn session_start_degrades_to_nothing_against_a_black_holed_server() {
-    use memhook_hook::session_start::session_start;
+    use memhook_sinks::session_start::session_start;
     let home = tempfile::tempdir().unwrap();
     let dir = data(home.path());
     // Accepts connections and never answers.

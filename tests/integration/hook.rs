@@ -823,7 +823,7 @@ fn session_start_keeps_its_budget_while_another_process_holds_the_store() {
                 t.path(),
                 "SessionStart-startup",
                 "new",
-                &[(memhook_hook::session_start::BUDGET_ENV, "1500")],
+                &[(memhook_hook::budget::BUDGET_ENV, "1500")],
             );
             done.send(()).unwrap();
             holder.join().unwrap();
@@ -845,10 +845,10 @@ fn session_start_keeps_its_budget_while_another_process_holds_the_store() {
 fn the_smallest_start_budget_can_still_brief() {
     let t = tempfile::tempdir().unwrap();
     store_with_a_session(t.path());
-    let min = memhook_hook::session_start::MIN_BUDGET_MS.to_string();
+    let min = memhook_hook::budget::MIN_BUDGET_MS.to_string();
     let mut envelopes = Vec::new();
     let briefed = (0..8).any(|_| {
-        let budget = [(memhook_hook::session_start::BUDGET_ENV, min.as_str())];
+        let budget = [(memhook_hook::budget::BUDGET_ENV, min.as_str())];
         let (out, _) = claude_hook(t.path(), "SessionStart-startup", "new", &budget);
         let env = assert_envelope(&out, "100 ms");
         assert!(
@@ -878,7 +878,7 @@ fn a_bad_start_budget_is_reported() {
         ("5", "outside 100..=10000"),
         ("99999", "outside 100..=10000"),
     ] {
-        let budget = [(memhook_hook::session_start::BUDGET_ENV, value)];
+        let budget = [(memhook_hook::budget::BUDGET_ENV, value)];
         let (out, _) = claude_hook(t.path(), "SessionStart-startup", "new", &budget);
         assert_envelope(&out, value);
         let stderr = String::from_utf8_lossy(&out.stderr);

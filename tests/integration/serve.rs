@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use memhook_core::record::{Record, RecordScope, RecordTool, RECORD_VERSION};
-use memhook_delivery::sink::http::HttpSink;
 use memhook_delivery::sink::{ItemOutcome, Sink};
 use memhook_delivery::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
 use memhook_delivery::wire;
+use memhook_sinks::http::HttpSink;
 use memhook_store::sqlite::Store;
 
 use crate::util::memhook;
@@ -920,8 +920,7 @@ fn sink_and_handoff_against_a_black_hole_stay_within_the_timeout() {
         subagent: false,
     };
     let start = Instant::now();
-    let err =
-        memhook_delivery::sink::http::handoff(&url, None, &scope, &event, timeout).unwrap_err();
+    let err = memhook_sinks::http::handoff(&url, None, &scope, &event, timeout).unwrap_err();
     assert!(start.elapsed() < timeout + Duration::from_secs(3));
     assert!(err.to_string().contains("unreachable"), "{err}");
 }
@@ -967,17 +966,16 @@ fn handoff_through_the_sink_api_reads_a_real_serve() {
         subagent: false,
     };
     let t = Duration::from_secs(5);
-    let text = memhook_delivery::sink::http::handoff(&s.url(), Some("tk"), &scope, &event, t)
+    let text = memhook_sinks::http::handoff(&s.url(), Some("tk"), &scope, &event, t)
         .unwrap()
         .expect("a briefing");
     assert!(text.contains("fix the login bug"), "{text}");
-    let err = memhook_delivery::sink::http::handoff(&s.url(), Some("bad"), &scope, &event, t)
-        .unwrap_err();
+    let err = memhook_sinks::http::handoff(&s.url(), Some("bad"), &scope, &event, t).unwrap_err();
     assert!(err.to_string().contains("401"), "{err}");
     // The same session asking: its own work is not a "previous" session.
     event.session_id = Some("old".into());
     assert_eq!(
-        memhook_delivery::sink::http::handoff(&s.url(), Some("tk"), &scope, &event, t).unwrap(),
+        memhook_sinks::http::handoff(&s.url(), Some("tk"), &scope, &event, t).unwrap(),
         None
     );
 }

@@ -19,7 +19,7 @@ const FIXTURES: &str = "agents/claude-code/2.1.328";
 fn hook(home: &Path, payload: &Value, env: &[(&str, &str)]) -> Vec<u8> {
     let mut c = hook_with_stdin_file(home, "claude-code", payload.to_string().as_bytes());
     c.env("MEMHOOK_NO_HOOK_DELIVERY", "1")
-        .env(memhook_hook::session_start::BUDGET_ENV, "10000");
+        .env(memhook_hook::budget::BUDGET_ENV, "10000");
     for (k, v) in env {
         c.env(k, v);
     }

@@ -25,7 +25,7 @@ fn start(home: &Path, cwd: &Path, session: &str) -> String {
     let mut c = hook_with_stdin_file(home, "claude-code", p.to_string().as_bytes());
     c.current_dir(cwd)
         .env("MEMHOOK_NO_HOOK_DELIVERY", "1")
-        .env(memhook_hook::session_start::BUDGET_ENV, "10000");
+        .env(memhook_hook::budget::BUDGET_ENV, "10000");
     let out = c.output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     v["hookSpecificOutput"]["additionalContext"]

@@ -115,7 +115,13 @@ pub fn main() -> ExitCode {
     let data_dir = cli.data_dir;
     let result = match cli.command {
         // The hook never fails: it prints an envelope and exits 0 on every path.
-        Command::Hook(args) => return memhook_hook::run(&args.into(), data_dir.as_deref()),
+        Command::Hook(args) => {
+            return memhook_hook::run(
+                &args.into(),
+                data_dir.as_deref(),
+                memhook_sinks::session_start::session_start,
+            )
+        }
         Command::Show(args) => crate::show::run(&args, data_dir.as_deref()),
         Command::Drain(args) => crate::drain::run(&args, data_dir.as_deref()),
         Command::Status(args) => crate::status::run_status(&args, data_dir.as_deref()),

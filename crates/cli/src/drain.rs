@@ -8,7 +8,6 @@ use clap::Args;
 
 use crate::cmd::CmdResult;
 use memhook_core::data_dir;
-use memhook_delivery::drain;
 
 #[derive(Debug, Args)]
 pub struct DrainArgs {
@@ -29,8 +28,13 @@ pub struct DrainArgs {
 pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
     let dir = data_dir::resolve(data_dir)?;
     if args.background {
-        drain::run_background(&dir);
+        memhook_delivery::drain::run_background(&dir, memhook_sinks::make_sink);
         return Ok(ExitCode::SUCCESS);
     }
-    drain::foreground(&dir, args.budget_secs, args.detach)
+    memhook_delivery::drain::foreground(
+        &dir,
+        args.budget_secs,
+        args.detach,
+        memhook_sinks::make_sink,
+    )
 }

@@ -13,8 +13,8 @@ use clap::Args;
 use crate::cmd::CmdResult;
 use memhook_core::data_dir;
 
-use memhook_delivery::drain::forget::{forget_in, forget_with, Report};
 use memhook_delivery::spool::SinkTarget;
+use memhook_sinks::forget::{forget_in, forget_with, Report};
 use memhook_store::sqlite::{ForgetError, Selector, Store, STORE_FILE};
 use memhook_store_pg::PgStore;
 

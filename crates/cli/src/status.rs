@@ -198,7 +198,7 @@ pub fn collect(dir: &Path) -> Result<Status, memhook_delivery::spool::SpoolError
         sinks,
         corrupt_unattributed,
         unreadable_pending: unreadable,
-        last_briefing_error: memhook_hook::session_start::last_failure(dir),
+        last_briefing_error: memhook_sinks::session_start::last_failure(dir),
         paused: memhook_core::switches::describe(dir, None),
         not_regular: listing.not_regular as u64,
     })

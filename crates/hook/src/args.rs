@@ -101,20 +101,6 @@ pub fn parse_fast(argv: &[OsString]) -> Option<(HookArgs, Option<PathBuf>)> {
     in_hook.then_some((args, data_dir))
 }
 
-/// The data dir of `memhook --data-dir DIR drain --background`, exactly as
-/// the hook spawns the detached drainer (`memhook_delivery::drain`); `None`
-/// for any other command line.
-pub fn parse_background_drain(argv: &[OsString]) -> Option<PathBuf> {
-    match argv {
-        [_, flag, dir, drain, background]
-            if flag == "--data-dir" && drain == "drain" && background == "--background" =>
-        {
-            Some(PathBuf::from(dir))
-        }
-        _ => None,
-    }
-}
-
 /// Whether `argv` runs `memhook hook`: the first argument that is neither an
 /// option nor the value of the global `--data-dir` is `hook`.
 pub fn is_hook_invocation(argv: &[std::ffi::OsString]) -> bool {
@@ -136,22 +122,6 @@ mod tests {
 
     fn argv(s: &str) -> Vec<std::ffi::OsString> {
         s.split_whitespace().map(Into::into).collect()
-    }
-
-    #[test]
-    fn only_the_spawned_drainer_line_is_a_background_drain() {
-        assert_eq!(
-            parse_background_drain(&argv("memhook --data-dir /d drain --background")),
-            Some(PathBuf::from("/d"))
-        );
-        for other in [
-            "memhook drain --background",
-            "memhook --data-dir /d drain",
-            "memhook --data-dir /d drain --background --detach",
-            "memhook --data-dir /d drain --detach",
-        ] {
-            assert_eq!(parse_background_drain(&argv(other)), None, "{other}");
-        }
     }
 
     #[test]

@@ -25,8 +25,8 @@ use memhook_core::scope::{self, CaptureConfig, Mode, Scope, ScopeInput};
 use memhook_delivery::spool::{SinkTarget, Spool, SpoolEntry, SpoolError, ENTRY_VERSION};
 
 mod args;
-pub mod session_start;
-pub use args::{is_hook_invocation, parse_background_drain, parse_fast, HookArgs};
+pub mod budget;
+pub use args::{is_hook_invocation, parse_fast, HookArgs};
 
 /// Largest payload read from stdin. Agents' payloads are a few KiB; a tool
 /// response can be large, but the record keeps at most a 2,000-byte
@@ -41,7 +41,7 @@ pub const STDIN_TIMEOUT: Duration = Duration::from_millis(1500);
 /// the agent never sees a broken pipe), up to this many bytes or the
 /// deadline.
 pub const MAX_DISCARD_BYTES: usize = 64 * 1024 * 1024;
-/// Part of the session-start budget ([`crate::session_start::DEFAULT_BUDGET`])
+/// Part of the session-start budget ([`budget::DEFAULT_BUDGET`])
 /// kept back for what happens outside the briefing: process start before the
 /// hook's clock starts, handing leftovers to the drainer and exit. Without
 /// it a black-holed server pushed the whole run a few milliseconds past the
@@ -77,8 +77,20 @@ pub enum Stdin {
     Failed(String),
 }
 
+/// What the hook does at session start beyond recording the event: deliver
+/// what is pending for the sink, then compose (or fetch) the briefing,
+/// within the budget it is given. The store and the HTTP sink are not in
+/// this crate: `memhook-cli` passes `memhook_sinks::session_start::session_start`;
+/// the per-event binary hands session start to `memhook-cli` whole.
+pub type Briefer = fn(&Path, &SinkTarget, &Scope, &Event, Duration) -> Option<String>;
+
+/// The briefer of a binary that cannot brief: no briefing (`{}`).
+pub fn no_briefing(_: &Path, _: &SinkTarget, _: &Scope, _: &Event, _: Duration) -> Option<String> {
+    None
+}
+
 /// Run the hook. Always exits 0 with an envelope on stdout.
-pub fn run(args: &HookArgs, data_dir: Option<&Path>) -> ExitCode {
+pub fn run(args: &HookArgs, data_dir: Option<&Path>, briefer: Briefer) -> ExitCode {
     let agent = Agent::parse(&args.agent);
     if let Some(name) = args.event.as_deref() {
         warn_unknown_event(&agent, name);
@@ -98,7 +110,7 @@ pub fn run(args: &HookArgs, data_dir: Option<&Path>) -> ExitCode {
             .unwrap_or_default();
         eprintln!("memhook: internal error ({msg}); the event was not captured");
     }));
-    let out = std::panic::catch_unwind(|| handle(args, data_dir)).unwrap_or_else(|_| {
+    let out = std::panic::catch_unwind(|| handle(args, data_dir, briefer)).unwrap_or_else(|_| {
         if args.check_capture {
             unreadable_decision(PolicyState::Invalid).to_json()
         } else {
@@ -174,7 +186,7 @@ fn guess_option(argv: &[std::ffi::OsString], name: &str) -> Option<String> {
 }
 
 /// The whole hook except printing; returns what goes to stdout.
-fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
+fn handle(args: &HookArgs, data_dir_flag: Option<&Path>, briefer: Briefer) -> String {
     let started = Instant::now();
     let agent = Agent::parse(&args.agent);
     let payload = match read_stdin(STDIN_TIMEOUT) {
@@ -266,12 +278,12 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>) -> String {
     // moment the hook started reading stdin.
     let context = match (&data_dir, event.kind) {
         (Some(dir), EventKind::SessionStart) => {
-            let budget = crate::session_start::start_budget();
+            let budget = budget::start_budget();
             let budget = budget
                 .saturating_sub(session_start_reserve(budget))
                 .saturating_sub(started.elapsed());
             let briefing = (!quarantined && gate.briefs())
-                .then(|| crate::session_start::session_start(dir, &sink, &scope, &event, budget))
+                .then(|| briefer(dir, &sink, &scope, &event, budget))
                 .flatten();
             // Whatever the bounded delivery left behind goes to the drainer.
             spawn_drainer(dir, &sink);

@@ -18,8 +18,8 @@ use memhook_core::names;
 use memhook_core::record::check::{self, valid_client_key, Origin};
 use memhook_core::record::Record;
 use memhook_core::scope;
-use memhook_delivery::sink::http::MAX_BATCH_ITEMS;
 use memhook_delivery::wire::{self, Query};
+use memhook_sinks::http::MAX_BATCH_ITEMS;
 
 pub use memhook_core::record::check::{
     MAX_BODY_BYTES as MAX_RECORD_BODY_BYTES, MAX_CLIENT_FILES as MAX_RECORD_FILES,

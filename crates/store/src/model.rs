@@ -653,7 +653,7 @@ pub trait Database: Send + Sync {
     ) -> Result<(), StoreError>;
     /// Forget (`apply`) or count what `sel` names in the store; `None` when
     /// the store holds nothing yet. The spool is the caller's (it is not
-    /// the store's): `memhook_delivery::drain::forget`.
+    /// the store's): `memhook_sinks::forget`.
     fn forget(
         &self,
         sel: &Selector,

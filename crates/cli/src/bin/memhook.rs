@@ -1,11 +1,13 @@
-//! The `memhook` binary agents run on every event: `memhook hook …` and the
-//! detached drainer it starts (`memhook drain --background`) run here,
-//! built from the per-event crates only (memhook-hook and below: no clap,
-//! no PostgreSQL, no tokio, no server, installer or MCP code). Every other
-//! command line — other commands, `--help`, arguments this binary does not
-//! read exactly — is handed to `memhook-cli` beside it, which replaces this
-//! process (`exec`), so users type `memhook …` for everything and agents'
-//! configurations written by any version keep working
+//! The `memhook` binary agents run on every event: `memhook hook --event E
+//! …` runs here, built from the per-event crates only (memhook-hook,
+//! memhook-delivery, memhook-core: no SQLite, no TLS, no clap, no
+//! PostgreSQL, no tokio, no server, installer or MCP code). Every other
+//! command line — session start (it delivers and briefs), other commands,
+//! `--help`, arguments this binary does not read exactly — is handed to
+//! `memhook-cli` beside it, which replaces this process (`exec`: same
+//! arguments, stdin, stdout and exit code), so users type `memhook …` for
+//! everything and agents' configurations written by any version keep
+//! working. The hook starts its drainer from `memhook-cli` too
 //! (docs/architecture.md, "Two binaries").
 //!
 //! The entry point is the C `main` rather than Rust's: every agent starts
@@ -41,6 +43,8 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use memhook_core::event::EventKind;
+
 #[cfg(not(test))]
 #[no_mangle]
 extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
@@ -60,19 +64,32 @@ extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> lib
 fn lean_main() -> ExitCode {
     let argv: Vec<OsString> = std::env::args_os().collect();
     if let Some((args, data_dir)) = memhook_hook::parse_fast(&argv) {
-        return memhook_hook::run(&args, data_dir.as_deref());
-    }
-    if let Some(dir) = memhook_hook::parse_background_drain(&argv) {
-        if let Ok(dir) = memhook_core::data_dir::resolve(Some(&dir)) {
-            memhook_delivery::drain::run_background(&dir);
+        // Session start delivers and briefs, which takes the store and the
+        // HTTP sink: memhook-cli's. So does an event named only in the
+        // payload (it may be a session start). The installer always writes
+        // `--event`.
+        let kind = args.event.as_deref().map(EventKind::parse);
+        if kind.is_some_and(|k| k != EventKind::SessionStart) {
+            return memhook_hook::run(&args, data_dir.as_deref(), memhook_hook::no_briefing);
         }
-        return ExitCode::SUCCESS;
     }
     let full = full_binary();
-    let err = std::process::Command::new(&full)
-        .arg0(argv.first().cloned().unwrap_or_else(|| "memhook".into()))
-        .args(argv.iter().skip(1))
-        .exec();
+    let mut err;
+    let mut tries = 0;
+    loop {
+        err = std::process::Command::new(&full)
+            .arg0(argv.first().cloned().unwrap_or_else(|| "memhook".into()))
+            .args(argv.iter().skip(1))
+            .exec();
+        // "Text file busy": the file is still open for writing somewhere
+        // (being installed, or a write descriptor a concurrent fork
+        // inherited for a moment). Wait for it, briefly.
+        tries += 1;
+        if err.kind() != std::io::ErrorKind::ExecutableFileBusy || tries >= EXEC_BUSY_TRIES {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let problem = format!(
         "cannot run {}: {err}; install memhook again (`cargo install --locked --path crates/cli` \
          installs both `memhook` and `memhook-cli`)",
@@ -85,6 +102,10 @@ fn lean_main() -> ExitCode {
     eprintln!("memhook: {problem}");
     ExitCode::from(2)
 }
+
+/// How often an `exec` refused as "Text file busy" is tried (10 ms apart).
+#[cfg_attr(test, allow(dead_code))]
+const EXEC_BUSY_TRIES: u32 = 100;
 
 /// `memhook-cli` in this binary's directory.
 #[cfg_attr(test, allow(dead_code))]

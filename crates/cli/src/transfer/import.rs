@@ -19,9 +19,9 @@ use clap::Args;
 use super::{Line, Lines};
 use crate::cmd::CmdResult;
 use memhook_core::record::Record;
-use memhook_delivery::sink::http::{HttpSink, MAX_BATCH_ITEMS};
 use memhook_delivery::sink::{ItemOutcome, Sink};
 use memhook_delivery::spool::{SinkTarget, SpoolEntry, ENTRY_VERSION};
+use memhook_sinks::http::{HttpSink, MAX_BATCH_ITEMS};
 use memhook_store::sqlite::Store;
 
 /// Records stored (or sent) together.
@@ -241,7 +241,7 @@ fn send(
         let entries: Vec<SpoolEntry> = left.iter().map(|(_, e)| e.clone()).collect();
         let outcomes = sink.deliver(&entries);
         // A refused token will be refused again: no point in waiting.
-        let refused = memhook_delivery::sink::http::HttpError::Unauthorized.to_string();
+        let refused = memhook_sinks::http::HttpError::Unauthorized.to_string();
         if outcomes
             .iter()
             .any(|o| matches!(o, ItemOutcome::Retry { reason, .. } if reason.ends_with(&refused)))

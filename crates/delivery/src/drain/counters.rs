@@ -60,9 +60,9 @@ pub fn load_counters(data_dir: &Path, sink_id: &str) -> SinkCounters {
 
 /// Most bytes of a counters file read (it holds a few numbers and at most
 /// one batch of in-flight names).
-pub(super) const MAX_COUNTERS_BYTES: u64 = 1024 * 1024;
+pub const MAX_COUNTERS_BYTES: u64 = 1024 * 1024;
 
-pub(super) fn read_counters(path: &Path) -> Option<SinkCounters> {
+pub fn read_counters(path: &Path) -> Option<SinkCounters> {
     let f = data_dir::open_nofollow(path).ok()?;
     let meta = f.metadata().ok()?;
     if !meta.is_file() {
@@ -72,7 +72,7 @@ pub(super) fn read_counters(path: &Path) -> Option<SinkCounters> {
     serde_json::from_slice(&bytes).ok()
 }
 
-pub(super) fn save_counters(data_dir: &Path, sink_id: &str, c: &SinkCounters) -> io::Result<()> {
+pub fn save_counters(data_dir: &Path, sink_id: &str, c: &SinkCounters) -> io::Result<()> {
     let bytes = serde_json::to_vec_pretty(c).map_err(io::Error::other)?;
     data_dir::write_private_file(&counters_path(data_dir, sink_id), &bytes)
 }
@@ -154,7 +154,7 @@ pub fn counter_sinks(data_dir: &Path) -> Vec<String> {
 
 /// Remove temp files of counter writes (`counters/.<name>.<pid>.tmp`) that a
 /// killed drainer left behind, once older than `max_age_ms`.
-pub(super) fn sweep_counter_tmp(data_dir: &Path, max_age_ms: u64) -> usize {
+pub fn sweep_counter_tmp(data_dir: &Path, max_age_ms: u64) -> usize {
     let Ok(rd) = fs::read_dir(data_dir.join("counters")) else {
         return 0;
     };

@@ -31,7 +31,7 @@ pub const LINGER_POLL: Duration = Duration::from_millis(25);
 pub const COMMIT_POLL: Duration = Duration::from_millis(500);
 
 /// New entries arriving in a spool directory.
-pub(super) struct Arrivals {
+pub struct Arrivals {
     #[cfg(target_os = "linux")]
     fd: Option<std::os::fd::OwnedFd>,
 }
@@ -40,7 +40,7 @@ impl Arrivals {
     /// Watch `spool_dir` for entries renamed into it. Set up before the
     /// spool is looked at, so no arrival falls between the look and the
     /// wait. Without inotify (or where it fails) [`Arrivals::wait`] polls.
-    pub(super) fn watch(spool_dir: &Path) -> Arrivals {
+    pub fn watch(spool_dir: &Path) -> Arrivals {
         #[cfg(target_os = "linux")]
         {
             Arrivals {
@@ -56,7 +56,7 @@ impl Arrivals {
 
     /// Wait until the spool of `data_dir` holds an entry (`true`) or
     /// `until` passes (`false`).
-    pub(super) fn wait(&mut self, data_dir: &Path, until: Instant) -> bool {
+    pub fn wait(&mut self, data_dir: &Path, until: Instant) -> bool {
         loop {
             if has_pending(data_dir) {
                 return true;
@@ -78,7 +78,7 @@ impl Arrivals {
     /// an inotify event, or without inotify every [`COMMIT_POLL`]) or
     /// `until` passes (`false`). Unlike [`Arrivals::wait`], entries already
     /// pending do not end it.
-    pub(super) fn wait_new(&mut self, until: Instant) -> bool {
+    pub fn wait_new(&mut self, until: Instant) -> bool {
         loop {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -105,7 +105,7 @@ impl Arrivals {
 /// commit of what is new ([`Spool::commit`]). No lock is needed to flush;
 /// the watermark stays in this process (the spool's mark is written under
 /// the drain lock only).
-pub(super) fn sleep_committing(spool: &Spool, arrivals: &mut Arrivals, until: Instant) {
+pub fn sleep_committing(spool: &Spool, arrivals: &mut Arrivals, until: Instant) {
     let mut durable = spool.read_mark().and_then(|m| m.durable_before_ms);
     while arrivals.wait_new(until) {
         std::thread::sleep(LINGER_GATHER.min(until.saturating_duration_since(Instant::now())));

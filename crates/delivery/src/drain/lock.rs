@@ -30,10 +30,10 @@ pub const LOCK_POLL: Duration = Duration::from_millis(20);
 /// The drain lock, held while the value lives.
 #[derive(Debug)]
 pub struct DrainLock {
-    pub(super) _file: File,
+    pub _file: File,
 }
 
-pub(super) fn open_named_lock(data_dir: &Path, name: &str) -> io::Result<File> {
+pub fn open_named_lock(data_dir: &Path, name: &str) -> io::Result<File> {
     let mut opts = fs::OpenOptions::new();
     opts.read(true).write(true).create(true).truncate(false);
     #[cfg(unix)]
@@ -51,7 +51,7 @@ pub fn try_lock(data_dir: &Path) -> io::Result<Option<DrainLock>> {
 }
 
 /// Take the lock file `name` of the data dir without waiting.
-pub(super) fn try_named_lock(data_dir: &Path, name: &str) -> io::Result<Option<DrainLock>> {
+pub fn try_named_lock(data_dir: &Path, name: &str) -> io::Result<Option<DrainLock>> {
     use fs2::FileExt;
     let f = open_named_lock(data_dir, name)?;
     match f.try_lock_exclusive() {
@@ -61,7 +61,7 @@ pub(super) fn try_named_lock(data_dir: &Path, name: &str) -> io::Result<Option<D
     }
 }
 
-pub(super) fn is_contended(e: &io::Error) -> bool {
+pub fn is_contended(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::WouldBlock
         || e.raw_os_error() == fs2::lock_contended_error().raw_os_error()
 }
@@ -71,7 +71,7 @@ pub fn lock_until(data_dir: &Path, deadline: Instant) -> io::Result<Option<Drain
     named_lock_until(data_dir, LOCK_FILE, deadline)
 }
 
-pub(super) fn named_lock_until(
+pub fn named_lock_until(
     data_dir: &Path,
     name: &str,
     deadline: Instant,

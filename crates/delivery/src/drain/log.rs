@@ -15,9 +15,9 @@ pub const MAX_LOG_BYTES: u64 = 1024 * 1024;
 
 /// The data dir whose drain log is this process's stderr (set by the
 /// background drainer).
-pub(super) static LOG_OF: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+pub static LOG_OF: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 /// Serialises rotation and writing (the deleting thread logs too).
-pub(super) static LOG_WRITE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub static LOG_WRITE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Write one line to stderr, never panicking. In the background drainer
 /// (stderr is `<data>/logs/drain.log`) the log is rotated first when it is
@@ -34,7 +34,7 @@ pub fn log_line(line: fmt::Arguments) {
 
 /// When stderr is a drain log past [`MAX_LOG_BYTES`]: rotate the log file
 /// (unless someone else already did) and point stderr at a fresh one.
-pub(super) fn cap_stderr_log(data_dir: &Path) {
+pub fn cap_stderr_log(data_dir: &Path) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
@@ -62,7 +62,7 @@ pub(super) fn cap_stderr_log(data_dir: &Path) {
 }
 
 /// Open the drain log for appending (0600), rotating it past [`MAX_LOG_BYTES`].
-pub(super) fn open_log(data_dir: &Path) -> io::Result<File> {
+pub fn open_log(data_dir: &Path) -> io::Result<File> {
     let path = data_dir.join(LOG_FILE);
     let dir = path.parent().expect("log file has a parent");
     data_dir::ensure_private_dir(dir).map_err(|e| io::Error::other(e.to_string()))?;

@@ -58,14 +58,13 @@ macro_rules! log {
     };
 }
 
-mod counters;
-pub mod forget;
-mod linger;
-mod lock;
-mod log;
-mod pipeline;
+pub mod counters;
+pub mod linger;
+pub mod lock;
+pub mod log;
+pub mod pipeline;
 mod run;
-mod spawn;
+pub mod spawn;
 #[cfg(test)]
 mod tests;
 
@@ -80,7 +79,7 @@ pub use lock::{
 };
 pub use log::{log_line, LOG_FILE, MAX_LOG_BYTES};
 pub use pipeline::{PIPELINE_MIN, READ_AHEAD};
-pub use run::{foreground, run_background, run_background_lingering};
+pub use run::{foreground, run_background, run_background_lingering, MakeSink};
 pub use spawn::{
     hook_delivery_disabled, spawn_after_enqueue, spawn_detached, LOCK_FD_ENV, NO_HOOK_DELIVERY_ENV,
 };
@@ -221,32 +220,6 @@ impl Report {
             ));
         }
         s
-    }
-}
-
-/// The real sinks: the embedded store, or an HTTP server with the live token
-/// and `timeout` per delivery call.
-pub fn sink_factory(
-    data_dir: &Path,
-    timeout: Duration,
-) -> impl FnMut(&SinkTarget) -> Box<dyn Sink> + '_ {
-    sink_factory_until(data_dir, timeout, None)
-}
-
-/// [`sink_factory`]; with a `deadline` (session start), the store waits for
-/// another connection's lock only until then.
-pub fn sink_factory_until(
-    data_dir: &Path,
-    timeout: Duration,
-    deadline: Option<Instant>,
-) -> impl FnMut(&SinkTarget) -> Box<dyn Sink> + '_ {
-    move |target| match target {
-        SinkTarget::Store => Box::new(crate::sink::store::StoreSink::new(data_dir).until(deadline)),
-        SinkTarget::Http { url } => Box::new(
-            crate::sink::http::HttpSink::new(url, crate::sink::auth_token(data_dir), timeout)
-                .with_data_dir(data_dir)
-                .until(deadline),
-        ),
     }
 }
 

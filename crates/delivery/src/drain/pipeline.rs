@@ -16,7 +16,7 @@ use crate::spool::{Spool, SpoolEntry, SpoolError};
 /// (their `inflight` list must never drop a name whose file still exists)
 /// and before it lists the spool (so it never reads a file it already
 /// counted).
-pub(super) struct Remover {
+pub struct Remover {
     queue: Option<mpsc::Sender<Arc<[PathBuf]>>>,
     done: mpsc::Receiver<()>,
     /// Batches sent and not yet acknowledged, oldest first (kept so that
@@ -27,7 +27,7 @@ pub(super) struct Remover {
 
 impl Remover {
     /// `None` when no thread can be started (the caller deletes inline).
-    pub(super) fn start() -> Option<Remover> {
+    pub fn start() -> Option<Remover> {
         let (queue, work) = mpsc::channel::<Arc<[PathBuf]>>();
         let (ack, done) = mpsc::channel();
         let thread = std::thread::Builder::new()
@@ -50,7 +50,7 @@ impl Remover {
     }
 
     /// Queue `paths` for deletion; deletes them here if the thread is gone.
-    pub(super) fn push(&mut self, paths: Vec<PathBuf>) {
+    pub fn push(&mut self, paths: Vec<PathBuf>) {
         let paths: Arc<[PathBuf]> = paths.into();
         match &self.queue {
             Some(q) if q.send(Arc::clone(&paths)).is_ok() => self.queued.push_back(paths),
@@ -59,7 +59,7 @@ impl Remover {
     }
 
     /// Wait until every queued file is deleted.
-    pub(super) fn settle(&mut self) {
+    pub fn settle(&mut self) {
         while !self.queued.is_empty() {
             if self.done.recv().is_ok() {
                 self.queued.pop_front();
@@ -95,14 +95,14 @@ pub const READ_AHEAD: usize = 256;
 /// saves.
 pub const PIPELINE_MIN: usize = 64;
 /// Entries the reading thread hands over at once.
-pub(super) const READ_CHUNK: usize = 32;
+pub const READ_CHUNK: usize = 32;
 
 /// Read `files` in order through [`Spool::load`] and hand each to `f` until it
 /// breaks. With `ahead`, a second thread reads up to [`READ_AHEAD`] entries
 /// ahead of `f`, so reading and parsing the spool overlaps delivering it;
 /// without (or when no thread can be started), each file is read when `f`
 /// is ready for it.
-pub(super) fn for_each_loaded(
+pub fn for_each_loaded(
     files: &[PathBuf],
     ahead: bool,
     mut f: impl FnMut(PathBuf, Result<SpoolEntry, SpoolError>) -> ControlFlow<()>,
@@ -152,11 +152,11 @@ pub(super) fn for_each_loaded(
 }
 
 /// A spool entry read by the reading thread, with its index in the listing.
-pub(super) type Loaded = (usize, Result<SpoolEntry, SpoolError>);
+pub type Loaded = (usize, Result<SpoolEntry, SpoolError>);
 
 /// Delete spool files; a failure is logged (never a panic, even when the
 /// log cannot be written) and the file is delivered again later.
-pub(super) fn remove_all(paths: &[PathBuf]) {
+pub fn remove_all(paths: &[PathBuf]) {
     for path in paths {
         if let Err(e) = crate::spool::remove_file(path) {
             log!("memhook: drain: {e}");

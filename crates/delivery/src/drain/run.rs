@@ -1,5 +1,14 @@
 //! The foreground drain `memhook drain` runs and the detached background
-//! drainer.
+//! drainer. Both deliver through the sinks a [`MakeSink`] makes: the real
+//! ones (the embedded store, an ai-memory server) are `memhook-sinks`'s, so
+//! that this crate, which the per-event binary links, carries neither SQLite
+//! nor TLS.
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// Makes the sink a spool entry's target names: (data dir, target, timeout
+/// of one delivery call, deadline of the whole drain).
+pub type MakeSink = fn(&Path, &SinkTarget, Duration, Option<Instant>) -> Box<dyn Sink>;
 
 use std::collections::HashSet;
 use std::io;
@@ -15,12 +24,10 @@ use super::lock::{named_lock_until, try_named_lock};
 use super::log::LOG_OF;
 use super::spawn::inherited_run_lock;
 use super::{
-    counter_sinks, drain_locked, load_counters, lock_until, sink_factory_until, spawn_detached,
-    try_lock, Options, Report, BACKGROUND_BUDGET, HOLDER_WAIT, HTTP_TIMEOUT, LOCK_FILE,
-    RUN_LOCK_FILE, WAIT_LOCK_FILE, WAIT_LOCK_WAIT,
+    counter_sinks, drain_locked, load_counters, lock_until, spawn_detached, try_lock, Options,
+    Report, BACKGROUND_BUDGET, HOLDER_WAIT, HTTP_TIMEOUT, LOCK_FILE, RUN_LOCK_FILE, WAIT_LOCK_FILE,
+    WAIT_LOCK_WAIT,
 };
-type Error = Box<dyn std::error::Error + Send + Sync>;
-use crate::sink::store::StoreSink;
 use crate::sink::Sink;
 use crate::spool::{SinkTarget, Spool};
 use memhook_core::timefmt::now_ms;
@@ -28,7 +35,12 @@ use memhook_core::timefmt::now_ms;
 /// `memhook drain`: deliver in the foreground for at most `budget_secs`
 /// (or, with `detach`, start a background drainer and return), printing
 /// what happened. Exit 0 when the spool ends empty, 1 otherwise.
-pub fn foreground(dir: &Path, budget_secs: u64, detach: bool) -> Result<ExitCode, Error> {
+pub fn foreground(
+    dir: &Path,
+    budget_secs: u64,
+    detach: bool,
+    make: MakeSink,
+) -> Result<ExitCode, Error> {
     let dir = dir.to_path_buf();
     if detach {
         let started =
@@ -66,7 +78,7 @@ pub fn foreground(dir: &Path, budget_secs: u64, detach: bool) -> Result<ExitCode
     };
     // The budget is a deadline for every wait inside it, a request in flight
     // included.
-    let mut factory = sink_factory_until(&dir, HTTP_TIMEOUT, Some(deadline));
+    let mut factory = |t: &SinkTarget| make(&dir, t, HTTP_TIMEOUT, Some(deadline));
     let report = drain_locked(
         &lock,
         &spool,
@@ -130,8 +142,8 @@ impl Sink for Shared {
 }
 
 /// [`run_background_lingering`] with [`DRAIN_LINGER`].
-pub fn run_background(dir: &Path) {
-    run_background_lingering(dir, DRAIN_LINGER)
+pub fn run_background(dir: &Path, make: MakeSink) {
+    run_background_lingering(dir, DRAIN_LINGER, make)
 }
 
 /// The detached drainer: drain until the spool is empty or the budget ends.
@@ -147,7 +159,7 @@ pub fn run_background(dir: &Path) {
 /// it stays on duty for up to `linger` ([`DRAIN_LINGER`]) and runs again as
 /// soon as a record arrives (`linger.rs`). Reports go to stderr, which is
 /// the drain log.
-pub fn run_background_lingering(dir: &Path, linger: Duration) {
+pub fn run_background_lingering(dir: &Path, linger: Duration, make: MakeSink) {
     let deadline = Instant::now() + BACKGROUND_BUDGET;
     let _ = LOG_OF.set(dir.to_path_buf());
     let spool = match Spool::open(dir) {
@@ -168,8 +180,11 @@ pub fn run_background_lingering(dir: &Path, linger: Duration) {
         }
     };
     let mut arrivals = Arrivals::watch(spool.dir());
-    let store: Rc<RefCell<Box<dyn Sink>>> = Rc::new(RefCell::new(Box::new(
-        StoreSink::new(dir).until(Some(deadline)),
+    let store: Rc<RefCell<Box<dyn Sink>>> = Rc::new(RefCell::new(make(
+        dir,
+        &SinkTarget::Store,
+        HTTP_TIMEOUT,
+        Some(deadline),
     )));
     loop {
         // What this run will look at; anything else found after it is new.
@@ -190,7 +205,7 @@ pub fn run_background_lingering(dir: &Path, linger: Duration) {
                 return;
             }
         };
-        let mut fresh = sink_factory_until(dir, HTTP_TIMEOUT, Some(deadline));
+        let fresh = |t: &SinkTarget| make(dir, t, HTTP_TIMEOUT, Some(deadline));
         let mut factory = |target: &SinkTarget| -> Box<dyn Sink> {
             match target {
                 SinkTarget::Store => Box::new(Shared(store.clone())),

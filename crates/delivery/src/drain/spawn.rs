@@ -25,7 +25,7 @@ pub fn hook_delivery_disabled() -> bool {
 /// file descriptors is the run lock its parent took for it.
 pub const LOCK_FD_ENV: &str = "MEMHOOK_DRAIN_LOCK_FD";
 /// The descriptor number the lock is handed over on.
-pub(super) const INHERITED_LOCK_FD: i32 = 3;
+pub const INHERITED_LOCK_FD: i32 = 3;
 
 /// Start a detached background drainer for `data_dir`, unless the spool is
 /// empty, a drainer is on duty ([`RUN_LOCK_FILE`]: it looks at the spool
@@ -71,8 +71,7 @@ fn spawn_unless_on_duty(data_dir: &Path, sink: Option<&SinkTarget>) -> io::Resul
         return Ok(false);
     }
     let log = open_log(data_dir)?;
-    let exe = std::env::current_exe()?;
-    let mut cmd = std::process::Command::new(exe);
+    let mut cmd = std::process::Command::new(drainer_program()?);
     cmd.arg("--data-dir")
         .arg(data_dir)
         .arg("drain")
@@ -113,7 +112,7 @@ fn spawn_unless_on_duty(data_dir: &Path, sink: Option<&SinkTarget>) -> io::Resul
 }
 
 /// Whether the spool holds at least one entry (stops at the first one).
-pub(super) fn has_pending(data_dir: &Path) -> bool {
+pub fn has_pending(data_dir: &Path) -> bool {
     fs::read_dir(data_dir.join("spool"))
         .map(|rd| {
             rd.flatten().any(|e| {
@@ -130,7 +129,7 @@ pub(super) fn has_pending(data_dir: &Path) -> bool {
 /// The run lock handed over by [`spawn_detached`], if this process got one:
 /// the descriptor must be the data dir's run lock file, and locking it must
 /// succeed.
-pub(super) fn inherited_run_lock(data_dir: &Path) -> Option<DrainLock> {
+pub fn inherited_run_lock(data_dir: &Path) -> Option<DrainLock> {
     #[cfg(unix)]
     {
         use fs2::FileExt;
@@ -163,3 +162,22 @@ pub(super) fn inherited_run_lock(data_dir: &Path) -> Option<DrainLock> {
         None
     }
 }
+/// The binary that delivers: the sinks (SQLite, TLS) live in
+/// `memhook-cli`, not in the per-event `memhook`, so a hook starts the
+/// drainer from `memhook-cli` beside it (docs/architecture.md). Any other
+/// binary (`memhook-cli` itself, a test) runs its own drain.
+pub fn drainer_program() -> io::Result<std::path::PathBuf> {
+    let exe = std::env::current_exe()?;
+    let full = exe.with_file_name(FULL_BINARY);
+    let lean = exe
+        .file_name()
+        .is_some_and(|n| n == "memhook" || n == "memhook.exe");
+    Ok(if lean && full.is_file() { full } else { exe })
+}
+
+/// The file name of the binary that holds every command and the sinks.
+pub const FULL_BINARY: &str = if cfg!(windows) {
+    "memhook-cli.exe"
+} else {
+    "memhook-cli"
+};

@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::fs;
 use std::rc::Rc;
 
-pub(super) fn entry(key: &str, sink: SinkTarget, enqueued_ms: u64) -> SpoolEntry {
+pub fn entry(key: &str, sink: SinkTarget, enqueued_ms: u64) -> SpoolEntry {
     SpoolEntry {
         v: crate::spool::ENTRY_VERSION,
         sink,
@@ -504,6 +504,23 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// The embedded store as a sink, for the drain's own tests (the real one,
+/// with its lock waits and checkpoint, is `memhook-sinks`').
+struct TestStore(memhook_store::sqlite::Store);
+
+impl Sink for TestStore {
+    fn deliver(&mut self, entries: &[SpoolEntry]) -> Vec<ItemOutcome> {
+        self.0
+            .insert_all(entries.iter().map(|e| &e.record))
+            .unwrap();
+        entries.iter().map(|_| ItemOutcome::Delivered).collect()
+    }
+}
+
+fn test_store(dir: &Path, _: &SinkTarget, _: Duration, _: Option<Instant>) -> Box<dyn Sink> {
+    Box::new(TestStore(memhook_store::sqlite::Store::open(dir).unwrap()))
+}
+
 #[test]
 fn a_lingering_drainer_delivers_a_burst_alone_and_then_leaves() {
     let t = tempfile::tempdir().unwrap();
@@ -517,7 +534,9 @@ fn a_lingering_drainer_delivers_a_burst_alone_and_then_leaves() {
     let mut paths = vec![enqueue(1)];
     let d = dir.clone();
     // Long enough that the burst below always falls within it.
-    let drainer = std::thread::spawn(move || run_background_lingering(&d, Duration::from_secs(5)));
+    let drainer = std::thread::spawn(move || {
+        run_background_lingering(&d, Duration::from_secs(5), test_store)
+    });
     wait_for("the first record", || stored(&dir) == 1);
     // The drainer lingers on duty: a hook now starts no other drainer...
     assert!(try_named_lock(&dir, RUN_LOCK_FILE).unwrap().is_none());

@@ -1,13 +1,11 @@
-//! Delivery sinks: the embedded SQLite store (`store.rs`) and an ai-memory
-//! server over HTTP (`http.rs`). The drainer hands each sink a batch of spool
-//! entries and gets one outcome per entry back.
+//! The sink interface: the drainer hands each sink a batch of spool entries
+//! and gets one outcome per entry back. The sinks themselves (the embedded
+//! store, an ai-memory server over HTTP) are in `memhook-sinks`, so that the
+//! per-event binary carries neither SQLite nor TLS.
 
 use std::path::Path;
 
 use crate::spool::SpoolEntry;
-
-pub mod http;
-pub mod store;
 
 /// Environment variable holding the bearer token for an ai-memory server
 /// (and the token `memhook serve` checks).

@@ -274,7 +274,7 @@ fn forget(req: &Req<'_>, db: &dyn Database) -> Response {
         Ok(s) => s,
         Err(e) => return json_error(400, &e.to_string().replace("--", "")),
     };
-    match memhook_delivery::drain::forget::forget_in_database(db, &sel, apply) {
+    match memhook_sinks::forget::forget_in_database(db, &sel, apply) {
         Ok(r) => {
             let f = r.stored.clone().unwrap_or_default();
             json_response(

@@ -9,8 +9,8 @@ use super::{
     MAX_SESSION_RECORDS, MAX_TIMELINE_SESSIONS, SEARCH_RESULTS,
 };
 use crate::http::Response;
-use memhook_delivery::drain::forget::Report;
 use memhook_delivery::wire::Query;
+use memhook_sinks::forget::Report;
 use memhook_store::memory::{MemoryStore, Outcome, INDEX_PATH, NEW_VERSION};
 use memhook_store::model::{browse, Database};
 use memhook_store::sqlite::Selector;
@@ -600,7 +600,7 @@ fn forget(req: &Req<'_>, db: &dyn Database, logged: bool) -> Response {
         }
     };
     let what = sel.describe();
-    let report = match memhook_delivery::drain::forget::forget_in_database(db, &sel, post) {
+    let report = match memhook_sinks::forget::forget_in_database(db, &sel, post) {
         Ok(r) => r,
         Err(e) => return problem(409, "Not forgotten", &e.to_string(), logged),
     };

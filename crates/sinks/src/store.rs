@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::{ItemOutcome, Sink};
-use crate::spool::SpoolEntry;
+use memhook_delivery::sink::{ItemOutcome, Sink};
+use memhook_delivery::spool::SpoolEntry;
 use memhook_store::sqlite::Store;
 
 /// The store as a delivery sink: one transaction per batch.
@@ -83,8 +83,8 @@ mod tests {
         let mut sink = StoreSink::new(t.path());
         let entries: Vec<SpoolEntry> = (0..3)
             .map(|i| SpoolEntry {
-                v: crate::spool::ENTRY_VERSION,
-                sink: crate::spool::SinkTarget::Store,
+                v: memhook_delivery::spool::ENTRY_VERSION,
+                sink: memhook_delivery::spool::SinkTarget::Store,
                 attempts: 0,
                 enqueued_ms: 1,
                 record: memhook_core::record::sample::record(&format!("k{i}")),

@@ -13,53 +13,6 @@ use memhook_delivery::spool::{SinkTarget, Spool};
 use memhook_store::briefing::{clip, compose};
 use memhook_store::sqlite::Store;
 
-/// Hard budget of the whole session-start path (delivery + composition).
-pub const DEFAULT_BUDGET: Duration = Duration::from_millis(1500);
-/// Environment variable overriding [`DEFAULT_BUDGET`] in milliseconds, for
-/// slow machines: an integer in [`MIN_BUDGET_MS`, `MAX_BUDGET_MS`].
-pub const BUDGET_ENV: &str = "MEMHOOK_START_BUDGET_MS";
-pub const MIN_BUDGET_MS: u64 = 100;
-pub const MAX_BUDGET_MS: u64 = 10_000;
-
-/// The session-start budget: [`BUDGET_ENV`] when set, else
-/// [`DEFAULT_BUDGET`]. A value that is not a number, or is out of range, is
-/// reported on stderr (and replaced by the default, or clamped).
-pub fn start_budget() -> Duration {
-    let (budget, problem) = budget_from(std::env::var(BUDGET_ENV).ok().as_deref());
-    if let Some(problem) = problem {
-        eprintln!("memhook: {problem}");
-    }
-    budget
-}
-
-/// The budget `v` asks for, and what is wrong with `v` if anything.
-fn budget_from(v: Option<&str>) -> (Duration, Option<String>) {
-    let Some(v) = v.map(str::trim).filter(|v| !v.is_empty()) else {
-        return (DEFAULT_BUDGET, None);
-    };
-    match v.parse::<u64>() {
-        Ok(ms) if (MIN_BUDGET_MS..=MAX_BUDGET_MS).contains(&ms) => {
-            (Duration::from_millis(ms), None)
-        }
-        Ok(ms) => {
-            let used = ms.clamp(MIN_BUDGET_MS, MAX_BUDGET_MS);
-            let problem = format!(
-                "{BUDGET_ENV}={ms} is outside {MIN_BUDGET_MS}..={MAX_BUDGET_MS} \
-                 milliseconds; using {used}"
-            );
-            (Duration::from_millis(used), Some(problem))
-        }
-        Err(_) => {
-            let problem = format!(
-                "{BUDGET_ENV} is not a whole number of milliseconds \
-                 ({MIN_BUDGET_MS}..={MAX_BUDGET_MS}); using the default {}",
-                DEFAULT_BUDGET.as_millis()
-            );
-            (DEFAULT_BUDGET, Some(problem))
-        }
-    }
-}
-
 /// Share of the budget (in percent) that delivering pending records may use;
 /// the rest is kept for composing or fetching the briefing.
 pub const DELIVERY_SHARE_PCT: u32 = 60;
@@ -113,13 +66,7 @@ pub fn session_start(
         }
         SinkTarget::Http { url } => {
             let token = memhook_delivery::sink::auth_token(data_dir);
-            match memhook_delivery::sink::http::handoff(
-                url,
-                token.as_deref(),
-                scope,
-                event,
-                deadline - now,
-            ) {
+            match crate::http::handoff(url, token.as_deref(), scope, event, deadline - now) {
                 Ok(Some(t)) => clip(&t, max_chars),
                 Ok(None) => return None,
                 Err(e) => {
@@ -192,7 +139,7 @@ fn deliver_pending(data_dir: &Path, sink: &SinkTarget, session: Option<&str>, un
         return;
     };
     let timeout = until.saturating_duration_since(Instant::now());
-    let mut factory = drain::sink_factory_until(data_dir, timeout, Some(until));
+    let mut factory = crate::factory::sink_factory_until(data_dir, timeout, Some(until));
     let _ = drain::drain_locked(
         &lock,
         &spool,
@@ -296,34 +243,5 @@ mod tests {
             &store,
             Some("new")
         ));
-    }
-
-    #[test]
-    fn budget_override_is_checked_at_its_edges() {
-        let ms = |v: &str| budget_from(Some(v));
-        let ok = |n: u64| (Duration::from_millis(n), None);
-        assert_eq!(budget_from(None), (DEFAULT_BUDGET, None));
-        assert_eq!(ms("  "), (DEFAULT_BUDGET, None));
-        assert_eq!(ms(" 2500 "), ok(2500));
-        assert_eq!(ms("100"), ok(MIN_BUDGET_MS));
-        assert_eq!(ms("10000"), ok(MAX_BUDGET_MS));
-        // Out of range: clamped, and said so.
-        let (d, p) = ms("99");
-        assert_eq!(d, Duration::from_millis(MIN_BUDGET_MS));
-        assert!(p
-            .unwrap()
-            .contains("MEMHOOK_START_BUDGET_MS=99 is outside 100..=10000"));
-        let (d, p) = ms("5");
-        assert_eq!(d, Duration::from_millis(MIN_BUDGET_MS));
-        assert!(p.is_some());
-        let (d, p) = ms("10001");
-        assert_eq!(d, Duration::from_millis(MAX_BUDGET_MS));
-        assert!(p.is_some());
-        // Not a number: the default, and said so.
-        for bad in ["abc", "-5", "1.5", "1500ms"] {
-            let (d, p) = ms(bad);
-            assert_eq!(d, DEFAULT_BUDGET, "{bad}");
-            assert!(p.unwrap().contains("not a whole number"), "{bad}");
-        }
     }
 }

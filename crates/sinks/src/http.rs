@@ -7,18 +7,18 @@
 //! returns within its time budget, even against a server that accepts a
 //! connection and never answers.
 
-use crate::wire;
+use memhook_delivery::wire;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::spool::SpoolEntry;
 use memhook_core::event::Event;
 use memhook_core::scope::Scope;
+use memhook_delivery::spool::SpoolEntry;
 
-use super::{ItemOutcome, Sink};
-use crate::spool::{check_base_url, UrlError};
+use memhook_delivery::sink::{ItemOutcome, Sink};
+use memhook_delivery::spool::{check_base_url, UrlError};
 
 /// Most items in one `POST /hook/batch` (the server refuses more with 413).
 pub const MAX_BATCH_ITEMS: usize = 256;
@@ -270,8 +270,8 @@ impl HttpSink {
 
     fn live_token(&self) -> Option<String> {
         match &self.data_dir {
-            Some(d) => super::auth_token(d),
-            None => std::env::var(super::AUTH_TOKEN_ENV)
+            Some(d) => memhook_delivery::sink::auth_token(d),
+            None => std::env::var(memhook_delivery::sink::AUTH_TOKEN_ENV)
                 .ok()
                 .map(|t| t.trim().to_string())
                 .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_graphic())),
@@ -628,9 +628,9 @@ mod tests {
     #[test]
     fn no_time_left_tries_nothing_and_charges_nothing() {
         let mut sink = HttpSink::new("http://127.0.0.1:9", None, Duration::ZERO);
-        let e = crate::spool::SpoolEntry {
-            v: crate::spool::ENTRY_VERSION,
-            sink: crate::spool::SinkTarget::Http {
+        let e = memhook_delivery::spool::SpoolEntry {
+            v: memhook_delivery::spool::ENTRY_VERSION,
+            sink: memhook_delivery::spool::SinkTarget::Http {
                 url: "http://127.0.0.1:9".into(),
             },
             attempts: 0,

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::spool::{SinkTarget, Spool};
+use memhook_delivery::spool::{SinkTarget, Spool};
 use memhook_store::model::{Database, Forgotten, Selector};
 use memhook_store::sqlite::database::SqliteDatabase;
 
@@ -91,19 +91,25 @@ pub fn forget_with(
     apply: bool,
     store: impl FnOnce() -> Result<Option<Forgotten>, Error>,
 ) -> Result<Report, Error> {
-    let lock =
-        if apply {
-            Some(super::lock_until(dir, Instant::now() + LOCK_WAIT)?.ok_or(
+    let lock = if apply {
+        Some(
+            memhook_delivery::drain::lock_until(dir, Instant::now() + LOCK_WAIT)?.ok_or(
                 "a drainer is delivering right now; run `memhook forget` again in a moment",
-            )?)
-        } else {
-            None
-        };
+            )?,
+        )
+    } else {
+        None
+    };
     let pending = pending_matches(dir, sel)?;
     let stored = store()?;
     let pending = match &lock {
         None => pending.len() as u64,
-        Some(lock) => super::drop_pending(lock, dir, &pending, super::DROP_FORGOTTEN)? as u64,
+        Some(lock) => memhook_delivery::drain::drop_pending(
+            lock,
+            dir,
+            &pending,
+            memhook_delivery::drain::DROP_FORGOTTEN,
+        )? as u64,
     };
     Ok(Report {
         applied: apply,
