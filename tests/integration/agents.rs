@@ -11,8 +11,8 @@
 #[path = "agents/mock.rs"]
 mod mock;
 
-use crate::deps::agent_cli;
-use crate::util::memhook;
+use crate::support::binaries::memhook;
+use crate::support::deps::agent_cli;
 use mock::{Api, Mock, Step};
 use serde_json::{json, Value};
 use std::fs;
@@ -96,7 +96,7 @@ impl World {
     fn install_via_shim(&self, agent: &str) -> PathBuf {
         let dir = self.home().join("My Tööls");
         fs::create_dir_all(&dir).unwrap();
-        let copy = crate::util::install_copy(&dir);
+        let copy = crate::support::binaries::install_copy(&dir);
         let mut cmd = Command::new(&copy);
         cmd.env_clear()
             .env("HOME", self.home())
@@ -120,7 +120,7 @@ impl World {
         let shim = format!(
             "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
             log.display(),
-            crate::util::bin().display()
+            crate::support::binaries::bin().display()
         );
         fs::remove_file(&copy).unwrap();
         fs::write(&copy, shim).unwrap();
@@ -147,12 +147,12 @@ impl World {
     /// (and the data dir is not empty: something was captured).
     fn assert_no_trace_of_the_excluded_file(&self) {
         let mut files = Vec::new();
-        crate::util::walk(&self.home().join(".memhook-data"), &mut files);
+        crate::support::files::walk(&self.home().join(".memhook-data"), &mut files);
         assert!(!files.is_empty());
         for (path, bytes) in &files {
             for needle in ["TOPSECRET", "secret/key.txt"] {
                 assert!(
-                    !crate::util::contains(bytes, needle),
+                    !crate::support::files::contains(bytes, needle),
                     "{needle} reached {}",
                     path.display()
                 );
@@ -692,7 +692,7 @@ fn opencode_end_to_end() {
     fs::create_dir_all(&shim_dir).unwrap();
     let shim = shim_dir.join("memhook");
     let log = world.home().join("shim.log");
-    let real = crate::util::bin();
+    let real = crate::support::binaries::bin();
     fs::write(
         &shim,
         format!(
@@ -946,7 +946,7 @@ fn kilo_end_to_end() {
 #[test]
 fn mcp_registration_read_by_real_clis() {
     let world = World::new();
-    let real = crate::util::bin().canonicalize().unwrap();
+    let real = crate::support::binaries::bin().canonicalize().unwrap();
     if let Some(codex_exe) = agent_cli("mcp_registration_read_by_real_clis", "codex") {
         let out = world
             .memhook()
@@ -1154,7 +1154,12 @@ fn gemini_cli_reads_commented_settings() {
     let world = World::new();
     let settings = world.home().join(".gemini/settings.json");
     fs::create_dir_all(settings.parent().unwrap()).unwrap();
-    let fixture = |name: &str| fs::read(crate::util::fixture(&format!("install/{name}"))).unwrap();
+    let fixture = |name: &str| {
+        fs::read(crate::support::fixtures::fixture(&format!(
+            "install/{name}"
+        )))
+        .unwrap()
+    };
     for refused in ["gemini-trailing-comma.json", "gemini-bom.json"] {
         fs::write(&settings, fixture(refused)).unwrap();
         let out = gemini(&world, &exe, 9, "never sent");

@@ -7,7 +7,8 @@ use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
-use crate::util::{fixture, memhook, run_with_stdin};
+use crate::support::binaries::{memhook, run_with_stdin};
+use crate::support::fixtures::fixture;
 
 const MARKER: &str = "workspace = \"default\"\nproject = \"alpha\"\n";
 

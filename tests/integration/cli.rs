@@ -3,7 +3,8 @@
 
 use std::process::Output;
 
-use crate::util::{fixture, memhook, run_with_stdin};
+use crate::support::binaries::{memhook, run_with_stdin};
+use crate::support::fixtures::fixture;
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

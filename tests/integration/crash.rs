@@ -13,7 +13,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::util::{memhook, run_with_stdin};
+use crate::support::binaries::{memhook, run_with_stdin};
 
 /// Every step `Spool::enqueue` names, in order (it flushes nothing: the
 /// drainer group-commits).

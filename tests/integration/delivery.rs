@@ -23,7 +23,8 @@ use memhook_delivery::drain::{self, MAX_AGE_MS, MAX_ATTEMPTS};
 use memhook_delivery::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
 use serde_json::Value;
 
-use crate::util::{fixture, memhook};
+use crate::support::binaries::memhook;
+use crate::support::fixtures::fixture;
 
 /// A Claude Code payload from fixtures/, with `/home/dev` moved under `home`.
 fn fixture_payload(name: &str, home: &Path) -> Value {

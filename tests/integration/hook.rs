@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::{fixture, memhook, run_with_stdin};
+use crate::support::binaries::{memhook, run_with_stdin};
+use crate::support::fixtures::fixture;
 
 fn data_dir(home: &Path) -> PathBuf {
     home.join(".memhook-data")
@@ -214,7 +215,8 @@ fn a_panic_in_the_hook_still_answers_the_agent() {
         return;
     }
     let t = tempfile::tempdir().unwrap();
-    let payload = crate::util::claude_payload("PostToolUse-Read", t.path(), "panic-session");
+    let payload =
+        crate::support::fixtures::claude_payload("PostToolUse-Read", t.path(), "panic-session");
     let mut cmd = hook(t.path(), "claude-code", Some("PostToolUse"));
     cmd.env(memhook_hook::PANIC_ENV, "1");
     let out = run_with_stdin(cmd, payload.to_string().as_bytes());

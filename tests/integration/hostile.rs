@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::util::memhook;
+use crate::support::binaries::memhook;
 
 fn data(home: &Path) -> PathBuf {
     home.join(".memhook-data")

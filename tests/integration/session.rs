@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::util::{fixture, hook_with_stdin_file, memhook};
+use crate::support::binaries::{hook_with_stdin_file, memhook};
+use crate::support::fixtures::fixture;
 
 const FIXTURES: &str = "agents/claude-code/2.1.328";
 

@@ -14,8 +14,11 @@ use memhook::transfer::Line;
 use memhook_delivery::wire;
 use memhook_store::sqlite::Store;
 
-use crate::serve::{request, Serve};
-use crate::util::{contains, fixture, memhook, run_with_stdin, walk};
+use crate::support::binaries::{memhook, run_with_stdin};
+use crate::support::files::{contains, walk};
+use crate::support::fixtures::fixture;
+use crate::support::http::request;
+use crate::support::serve::Serve;
 
 /// A secret a prompt carries; what is stored (and exported) is redacted.
 const SECRET: &str = "AKIAIOSFODNN7EXAMPLE";

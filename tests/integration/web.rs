@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::forget::files_holding;
-use crate::serve::Serve;
-use crate::util::{claude_payload as payload, memhook};
+use crate::support::binaries::memhook;
+use crate::support::files::files_holding;
+use crate::support::fixtures::claude_payload as payload;
+use crate::support::serve::Serve;
 
 /// A word only the seeded prompt holds (what the search looks for).
 pub(crate) const SEARCH_WORD: &str = "zebraquokka";

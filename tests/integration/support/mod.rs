@@ -1,0 +1,19 @@
+//! What more than one test file needs, one file per job:
+//!
+//! - [`binaries`]: the binaries under test and the commands that run them;
+//! - [`fixtures`]: the repository's fixtures and records built in code;
+//! - [`files`]: every byte under a directory, and where a text is;
+//! - [`process`]: child processes tied to the test's life;
+//! - [`serve`] and [`http`]: a real `memhook serve` and HTTP to it;
+//! - [`pg`]: a real PostgreSQL;
+//! - [`deps`]: the test dependencies beyond Rust (the real agent CLIs, the
+//!   Python MCP SDK, a browser, PostgreSQL), found or reported missing.
+
+pub mod binaries;
+pub mod deps;
+pub mod files;
+pub mod fixtures;
+pub mod http;
+pub mod pg;
+pub mod process;
+pub mod serve;
