@@ -12,11 +12,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::binaries::{memhook, run_with_stdin};
+use crate::support::files::contains;
 use crate::support::fixtures::fixture;
-
-fn data_dir(home: &Path) -> PathBuf {
-    home.join(".memhook-data")
-}
+use crate::support::home::data_dir;
 
 /// Spool entries (parsed), oldest first.
 fn spool(home: &Path) -> Vec<Value> {
@@ -584,10 +582,6 @@ fn all_bytes_under(dir: &Path) -> Vec<u8> {
         }
     }
     out
-}
-
-fn contains(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
 /// The excluded-path half of the sentinel test: content under an excluded

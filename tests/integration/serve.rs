@@ -18,9 +18,9 @@ use memhook_delivery::wire;
 use memhook_store::sqlite::Store;
 
 use crate::support::binaries::memhook;
-use crate::support::fixtures::{key, record};
+use crate::support::fixtures::{claude_payload, key, record};
 use crate::support::http::{client, json, request};
-use crate::support::process::die_with_parent;
+use crate::support::process::{die_with_parent, drainer_pids, kill, kill_drainers};
 use crate::support::serve::{post_batch, post_record, Serve};
 
 /// Held by the tests that load the machine (hundreds of processes or
@@ -650,29 +650,6 @@ fn handoff_through_the_sink_api_reads_a_real_serve() {
     );
 }
 
-/// Pids of background drainers working on `data` (found by their command
-/// line, which names our private temp data dir).
-fn background_drainers(data: &Path) -> Vec<i32> {
-    let needle = data.to_string_lossy().to_string();
-    let mut out = Vec::new();
-    for ent in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = ent.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(ent.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<String> = cmd
-            .split(|b| *b == 0)
-            .map(|a| String::from_utf8_lossy(a).to_string())
-            .collect();
-        if args.iter().any(|a| a == &needle) && args.iter().any(|a| a == "--background") {
-            out.push(pid);
-        }
-    }
-    out
-}
-
 /// 64 concurrent `memhook hook` processes × 20 events (real Claude Code
 /// payloads), delivering to a real serve that is SIGKILLed and restarted
 /// twice, with a drainer SIGKILLed once: after `memhook drain` every event is
@@ -743,10 +720,8 @@ fn crash_restart_under_load_stores_every_event_exactly_once() {
         wait_for(total * round / 3);
         let look = Instant::now();
         while !drainer_killed && look.elapsed() < Duration::from_secs(3) {
-            if let Some(pid) = background_drainers(&client_data).first() {
-                // SAFETY: kill(2) on a drainer our test started (its command
-                // line names our private temp data dir).
-                unsafe { libc::kill(*pid, libc::SIGKILL) };
+            if let Some(&pid) = drainer_pids(&client_data).first() {
+                kill(pid, libc::SIGKILL);
                 drainer_killed = true;
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -790,20 +765,6 @@ fn crash_restart_under_load_stores_every_event_exactly_once() {
     assert_eq!(calls.len(), total, "every event stored, none twice");
     assert_eq!(calls, want);
     assert!(drainer_killed, "no background drainer was seen to kill");
-}
-
-/// A Claude Code payload from fixtures/, with `/home/dev` moved under `home`
-/// and its cwd created.
-fn claude_payload(name: &str, home: &Path, session: &str) -> serde_json::Value {
-    let text = std::fs::read_to_string(crate::support::fixtures::fixture(&format!(
-        "agents/claude-code/2.1.328/{name}.json"
-    )))
-    .unwrap()
-    .replace("/home/dev", home.to_str().unwrap());
-    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    v["session_id"] = session.into();
-    std::fs::create_dir_all(v["cwd"].as_str().unwrap()).unwrap();
-    v
 }
 
 /// Run the real hook with `--server-url`; (output, wall time).
@@ -898,11 +859,7 @@ fn hook_session_start_against_a_black_hole_prints_an_empty_envelope_within_budge
         "{took:?}"
     );
     // The hook left a background drainer retrying the black hole: end it.
-    for pid in background_drainers(&home.path().join(".memhook-data")) {
-        // SAFETY: kill(2) on a drainer this test started (its command line
-        // names this test's private temp data dir).
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
+    kill_drainers(&home.path().join(".memhook-data"));
 }
 
 #[test]

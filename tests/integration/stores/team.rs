@@ -9,7 +9,7 @@ use std::process::Output;
 use serde_json::{json, Value};
 
 use super::{history, Db};
-use crate::support::binaries::memhook;
+use crate::support::binaries::{memhook, stderr};
 use crate::support::fixtures::{key, record};
 use crate::support::http::{json, request};
 use crate::support::serve::{post_record, Serve};
@@ -42,10 +42,6 @@ impl Db {
         }
         cmd.output().unwrap()
     }
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// `memhook token add NAME` on `db`: the token it prints once.

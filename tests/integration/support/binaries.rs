@@ -69,3 +69,26 @@ pub fn hook_with_stdin_file(home: &Path, agent: &str, payload: &[u8]) -> Command
     c.args(["hook", "--agent", agent]).stdin(f);
     c
 }
+
+/// `memhook drain` in `home`: everything pending delivered (it must
+/// succeed).
+pub fn drain(home: &Path) {
+    let out = memhook(home).arg("drain").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `memhook status --json` in `home` (it must succeed).
+pub fn status(home: &Path) -> serde_json::Value {
+    let out = memhook(home).args(["status", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// What a command printed on stderr, as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}

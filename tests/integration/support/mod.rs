@@ -1,9 +1,11 @@
 //! What more than one test file needs, one file per job:
 //!
 //! - [`binaries`]: the binaries under test and the commands that run them;
+//! - [`home`]: temp homes and their data dir;
 //! - [`fixtures`]: the repository's fixtures and records built in code;
 //! - [`files`]: every byte under a directory, and where a text is;
-//! - [`process`]: child processes tied to the test's life;
+//! - [`process`]: child processes, and the daemons a test leaves behind,
+//!   ended by their pid;
 //! - [`serve`] and [`http`]: a real `memhook serve` and HTTP to it;
 //! - [`pg`]: a real PostgreSQL;
 //! - [`deps`]: the test dependencies beyond Rust (the real agent CLIs, the
@@ -13,6 +15,7 @@ pub mod binaries;
 pub mod deps;
 pub mod files;
 pub mod fixtures;
+pub mod home;
 pub mod http;
 pub mod pg;
 pub mod process;
