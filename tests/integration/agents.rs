@@ -1,5 +1,5 @@
 //! End-to-end tests against the real agent CLIs, offline: each CLI talks to a
-//! loopback stand-in for its model API (tests/integration/agents/mock.rs),
+//! loopback stand-in for its model API (support/model_server.rs),
 //! memhook is wired in with `install-hooks --apply` into a temporary HOME, and
 //! the test checks what reached memhook's store and what reached the model.
 //!
@@ -8,191 +8,15 @@
 //! absent fails in CI and is skipped with one `SKIPPED` line locally
 //! (tests/integration/deps.rs).
 
-#[path = "agents/mock.rs"]
-mod mock;
-
-use crate::support::binaries::memhook;
 use crate::support::deps::agent_cli;
-use mock::{Api, Mock, Step};
+use crate::support::home::World;
+use crate::support::model_server::{Api, Mock, Step};
+use crate::support::process::run_bounded;
 use serde_json::{json, Value};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
-
-/// Run `cmd` to completion, killing it after `limit`.
-fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn agent CLI");
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    child.wait_with_output().unwrap()
-}
-
-/// A temp HOME with a project that excludes `secret/**` from capture.
-struct World {
-    home: tempfile::TempDir,
-}
-
-impl World {
-    fn new() -> World {
-        let home = tempfile::tempdir().unwrap();
-        let proj = home.path().join("proj");
-        fs::create_dir_all(proj.join("secret")).unwrap();
-        fs::write(
-            proj.join(".ai-memory.toml"),
-            "project = \"demo\"\n\n[capture]\nignore_paths = [\"secret/**\"]\n",
-        )
-        .unwrap();
-        fs::write(proj.join("secret/key.txt"), "TOPSECRET-4711\n").unwrap();
-        World { home }
-    }
-    fn home(&self) -> &Path {
-        self.home.path()
-    }
-    fn proj(&self) -> PathBuf {
-        self.home.path().join("proj")
-    }
-    fn memhook(&self) -> Command {
-        let mut c = memhook(self.home());
-        for v in [
-            "CLAUDE_CONFIG_DIR",
-            "CODEX_HOME",
-            "XDG_CONFIG_HOME",
-            "COPILOT_HOME",
-        ] {
-            c.env_remove(v);
-        }
-        c.current_dir(self.proj());
-        c
-    }
-    /// `install-hooks --apply`; returns what it printed.
-    fn install(&self, agent: &str) -> String {
-        let out = self
-            .memhook()
-            .args(["install-hooks", "--agent", agent, "--apply"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-    /// Install from a copy of memhook at a path with a space and non-ASCII
-    /// characters (so the agent must honour the installer's quoting), then
-    /// swap that copy for a shim that logs each call's arguments and execs
-    /// the real binary. The config bytes are exactly what the installer
-    /// wrote; the log shows which hooks the agent really ran.
-    fn install_via_shim(&self, agent: &str) -> PathBuf {
-        let dir = self.home().join("My Tööls");
-        fs::create_dir_all(&dir).unwrap();
-        let copy = crate::support::binaries::install_copy(&dir);
-        let mut cmd = Command::new(&copy);
-        cmd.env_clear()
-            .env("HOME", self.home())
-            .env("PATH", "/usr/bin:/bin")
-            .env("AI_MEMORY_DATA_DIR", self.home().join(".memhook-data"))
-            .args(["install-hooks", "--agent", agent, "--apply"]);
-        let out = loop {
-            match cmd.output() {
-                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                r => break r.unwrap(),
-            }
-        };
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let log = self.home().join("hook-calls.log");
-        let shim = format!(
-            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
-            log.display(),
-            crate::support::binaries::bin().display()
-        );
-        fs::remove_file(&copy).unwrap();
-        fs::write(&copy, shim).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
-        log
-    }
-
-    /// An agent CLI command with HOME/XDG in the temp world and no real
-    /// credentials or memhook settings leaking in.
-    fn agent(&self, exe: &Path) -> Command {
-        let mut c = Command::new(exe);
-        c.env_clear()
-            .env("HOME", self.home())
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("XDG_CONFIG_HOME", self.home().join(".config"))
-            .env("XDG_DATA_HOME", self.home().join(".local/share"))
-            .env("XDG_CACHE_HOME", self.home().join(".cache"))
-            .env("XDG_STATE_HOME", self.home().join(".local/state"))
-            .current_dir(self.proj());
-        c
-    }
-    /// No file in the data dir holds the excluded file's content or path
-    /// (and the data dir is not empty: something was captured).
-    fn assert_no_trace_of_the_excluded_file(&self) {
-        let mut files = Vec::new();
-        crate::support::files::walk(&self.home().join(".memhook-data"), &mut files);
-        assert!(!files.is_empty());
-        for (path, bytes) in &files {
-            for needle in ["TOPSECRET", "secret/key.txt"] {
-                assert!(
-                    !crate::support::files::contains(bytes, needle),
-                    "{needle} reached {}",
-                    path.display()
-                );
-            }
-        }
-    }
-    /// Every captured record as one text, for `contains` checks.
-    fn records_text(&self) -> String {
-        self.records()
-            .iter()
-            .map(Value::to_string)
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    /// Deliver everything and return the captured records.
-    fn records(&self) -> Vec<Value> {
-        let out = self.memhook().args(["drain"]).output().unwrap();
-        assert!(
-            out.status.success(),
-            "drain: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let out = self
-            .memhook()
-            .args(["recent", "--json", "--all", "--limit", "500"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "recent: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).expect("recent --json prints JSON lines"))
-            .collect()
-    }
-}
+use std::process::{Command, Output};
+use std::time::Duration;
 
 fn claude_script(proj: &Path) -> Vec<Step> {
     vec![

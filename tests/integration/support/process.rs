@@ -3,7 +3,8 @@
 //! ended by their pid.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// Linux: the kernel kills the server when the spawning thread ends.
 pub fn die_with_parent(cmd: &mut Command) {
@@ -82,4 +83,21 @@ impl Drop for TermOnDrop {
             kill(pid, libc::SIGTERM);
         }
     }
+}
+
+/// Run `cmd` to completion, killing it after `limit`.
+pub fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn agent CLI");
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.wait_with_output().unwrap()
 }
