@@ -68,15 +68,24 @@ impl World {
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
-    /// Install from a copy of memhook at a path with a space and non-ASCII
-    /// characters (so the agent must honour the installer's quoting), then
-    /// swap that copy for a shim that logs each call's arguments and execs
+    /// Where [`World::install_via_shim`] installs memhook from: a path
+    /// with a space and non-ASCII characters.
+    pub fn shim(&self) -> PathBuf {
+        self.home().join("My Tööls/memhook")
+    }
+    /// Where the shim logs the arguments of each call, one line each.
+    pub fn hook_calls(&self) -> PathBuf {
+        self.home().join("hook-calls.log")
+    }
+    /// Install from a copy of memhook at [`World::shim`] (so the agent
+    /// must honour the installer's quoting), then swap that copy for a shim
+    /// that logs each call's arguments to [`World::hook_calls`] and execs
     /// the real binary. The config bytes are exactly what the installer
-    /// wrote; the log shows which hooks the agent really ran.
-    pub fn install_via_shim(&self, agent: &str) -> PathBuf {
-        let dir = self.home().join("My Tööls");
-        fs::create_dir_all(&dir).unwrap();
-        let copy = install_copy(&dir);
+    /// wrote; the log shows which hooks the agent really ran. Returns what
+    /// install-hooks printed.
+    pub fn install_via_shim(&self, agent: &str) -> String {
+        let copy = self.shim();
+        assert_eq!(install_copy(copy.parent().unwrap()), copy);
         let mut cmd = Command::new(&copy);
         cmd.env_clear()
             .env("HOME", self.home())
@@ -96,17 +105,16 @@ impl World {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let log = self.home().join("hook-calls.log");
         let shim = format!(
             "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
-            log.display(),
+            self.hook_calls().display(),
             bin().display()
         );
         fs::remove_file(&copy).unwrap();
         fs::write(&copy, shim).unwrap();
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
-        log
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// An agent CLI command with HOME/XDG in the temp world and no real
