@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use crate::util::{bin, full_bin, install_copy, run_with_stdin};
+use crate::support::binaries::{bin, full_bin, install_copy, run_with_stdin};
 
 /// `exe` with a clean environment whose HOME and data dir are in `home`.
 fn cmd(exe: &Path, home: &Path) -> Command {

@@ -7,7 +7,8 @@ use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
-use crate::util::{fixture, memhook, run_with_stdin};
+use crate::support::binaries::{drain, memhook, run_with_stdin};
+use crate::support::fixtures::fixture;
 
 const MARKER: &str = "workspace = \"default\"\nproject = \"alpha\"\n";
 
@@ -74,11 +75,6 @@ fn prompt(home: &Path, cwd: &Path, session: &str, text: &str) {
     p["prompt"] = json!(text);
     hook(home, "UserPromptSubmit", &p);
     drain(home);
-}
-
-fn drain(home: &Path) {
-    let out = memhook(home).arg("drain").output().unwrap();
-    assert!(out.status.success(), "{out:?}");
 }
 
 /// The session-start envelope's briefing (`None` for `{}`) and stderr.

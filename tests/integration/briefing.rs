@@ -12,7 +12,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::util::{fixture, memhook};
+use crate::support::binaries::memhook;
+use crate::support::fixtures::fixture;
 
 const SESSIONS: &[(&str, &str)] = &[
     ("claude-code", "2.1.328"),

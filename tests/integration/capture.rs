@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::util::{contains, fixture, memhook, run_with_stdin, walk};
+use crate::support::binaries::{memhook, run_with_stdin};
+use crate::support::files::{contains, walk};
+use crate::support::fixtures::fixture;
 
 /// The excluded file's content. Built from pieces so the test source itself
 /// is not a hit when the repository is grepped.

@@ -1,13 +1,8 @@
 //! The command line as a person meets it: typos get suggestions, read-only
 //! commands leave no trace, and the README lists every command.
 
-use std::process::Output;
-
-use crate::util::{fixture, memhook, run_with_stdin};
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use crate::support::binaries::{memhook, run_with_stdin, stderr};
+use crate::support::fixtures::fixture;
 
 #[test]
 fn typos_in_commands_and_flags_get_a_suggestion() {

@@ -9,21 +9,14 @@
 
 use std::fs;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::util::{memhook, run_with_stdin};
+use crate::support::binaries::{memhook, run_with_stdin, status};
 
 /// Every step `Spool::enqueue` names, in order (it flushes nothing: the
 /// drainer group-commits).
 const STEPS: [&str; 4] = ["reserved", "written", "counted", "renamed"];
-
-fn status(home: &Path) -> Value {
-    let out = memhook(home).args(["status", "--json"]).output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    serde_json::from_slice(&out.stdout).unwrap()
-}
 
 /// What went wrong for `step`, if anything.
 fn crash_at(step: &str) -> Option<String> {

@@ -23,7 +23,10 @@ use memhook_delivery::drain::{self, MAX_AGE_MS, MAX_ATTEMPTS};
 use memhook_delivery::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
 use serde_json::Value;
 
-use crate::util::{fixture, memhook};
+use crate::support::binaries::{memhook, status};
+use crate::support::fixtures::{fixture, key};
+use crate::support::home::data_dir;
+use crate::support::process::{drainer_pids, kill};
 
 /// A Claude Code payload from fixtures/, with `/home/dev` moved under `home`.
 fn fixture_payload(name: &str, home: &Path) -> Value {
@@ -69,10 +72,6 @@ fn wait_delivered(dir: &Path, within: Duration) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     }
     false
-}
-
-fn data(home: &Path) -> PathBuf {
-    home.join(".memhook-data")
 }
 
 fn record(key: &str, project: &str, session: &str, event: &str, ms: u64) -> Record {
@@ -133,10 +132,6 @@ fn tool_record(key: &str, project: &str, session: &str, call: &str, ok: bool) ->
     r
 }
 
-fn key(n: usize) -> String {
-    format!("{n:032x}")
-}
-
 fn enqueue(
     dir: &Path,
     sink: SinkTarget,
@@ -163,12 +158,6 @@ fn json_lines(out: &[u8]) -> Vec<Value> {
         .collect()
 }
 
-fn status(home: &Path) -> Value {
-    let out = memhook(home).args(["status", "--json"]).output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 fn sink_status<'a>(st: &'a Value, id: &str) -> &'a Value {
     st["sinks"]
         .as_array()
@@ -181,7 +170,7 @@ fn sink_status<'a>(st: &'a Value, id: &str) -> &'a Value {
 #[test]
 fn drain_delivers_into_the_store_and_recent_search_status_show_it() {
     let home = tempfile::tempdir().unwrap();
-    let dir = data(home.path());
+    let dir = data_dir(home.path());
     let t0 = now_ms() - 10_000;
     let mut prompt = record(&key(1), "api", "s1", "user-prompt", t0);
     prompt.title = Some("Fix the parser bug in foo-bar".into());
@@ -354,7 +343,7 @@ fn http_peer(status: u16) -> (String, Arc<AtomicBool>, Arc<AtomicUsize>) {
 #[test]
 fn caps_and_corrupt_entries_are_counted_and_the_books_balance() {
     let home = tempfile::tempdir().unwrap();
-    let dir = data(home.path());
+    let dir = data_dir(home.path());
     let (url, stop, hits) = http_peer(500);
     let http = SinkTarget::Http { url: url.clone() };
     let now = now_ms();
@@ -441,42 +430,6 @@ fn caps_and_corrupt_entries_are_counted_and_the_books_balance() {
     stop.store(true, Ordering::Relaxed);
 }
 
-/// Pids of live background drainers of `dir` (from /proc).
-fn drainer_pids(dir: &Path) -> Vec<i32> {
-    let want = dir.to_string_lossy().to_string();
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<String> = cmd
-            .split(|b| *b == 0)
-            .map(|a| String::from_utf8_lossy(a).to_string())
-            .collect();
-        let is_drainer = args.iter().any(|a| a == "--background")
-            && args.iter().any(|a| a == "drain")
-            && args.contains(&want);
-        // A zombie has exited already.
-        let zombie = std::fs::read_to_string(e.path().join("stat"))
-            .map(|s| {
-                s.rsplit_once(')')
-                    .map(|(_, r)| r.trim_start().starts_with('Z'))
-                    .unwrap_or(false)
-            })
-            .unwrap_or(false);
-        if is_drainer && !zombie {
-            out.push(pid);
-        }
-    }
-    out
-}
-
 /// Locks held on `file` right now (from /proc/locks).
 fn lock_holders(file: &Path) -> usize {
     use std::os::unix::fs::MetadataExt;
@@ -513,7 +466,7 @@ fn concurrent_enqueues_with_a_killed_drainer_store_each_event_exactly_once() {
     const EVENTS: usize = 20;
     let _heavy = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
     let home = tempfile::tempdir().unwrap();
-    let dir = data(home.path());
+    let dir = data_dir(home.path());
     Spool::open(&dir).unwrap();
     let home_path = home.path().to_path_buf();
     let enqueued = Arc::new(AtomicUsize::new(0));
@@ -535,8 +488,7 @@ fn concurrent_enqueues_with_a_killed_drainer_store_each_event_exactly_once() {
                 seen.extend(pids.iter().copied());
                 if killed.is_none() && enqueued.load(Ordering::Relaxed) >= WRITERS * EVENTS / 5 {
                     if let Some(&pid) = pids.first() {
-                        // SAFETY: plain kill(2) on a pid we just saw.
-                        unsafe { libc::kill(pid, libc::SIGKILL) };
+                        kill(pid, libc::SIGKILL);
                         killed = Some(pid);
                     }
                 }
@@ -669,7 +621,7 @@ fn start_event(session: &str) -> memhook_core::event::Event {
 fn session_start_briefs_from_the_store_within_budget() {
     use memhook_sinks::session_start::session_start;
     let home = tempfile::tempdir().unwrap();
-    let dir = data(home.path());
+    let dir = data_dir(home.path());
     let sc = scope("api", 4000);
     let budget = Duration::from_millis(1500);
 
@@ -752,7 +704,7 @@ fn session_start_briefs_from_the_store_within_budget() {
 fn session_start_degrades_to_nothing_against_a_black_holed_server() {
     use memhook_sinks::session_start::session_start;
     let home = tempfile::tempdir().unwrap();
-    let dir = data(home.path());
+    let dir = data_dir(home.path());
     // Accepts connections and never answers.
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", l.local_addr().unwrap());
@@ -800,7 +752,7 @@ fn session_start_degrades_to_nothing_against_a_black_holed_server() {
 #[test]
 fn a_drainer_backing_off_from_a_dead_server_frees_the_lock_and_is_not_duplicated() {
     let home = tempfile::tempdir().unwrap();
-    let dir = data(home.path());
+    let dir = data_dir(home.path());
     // A port with nothing listening: connection refused.
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -864,8 +816,7 @@ fn a_drainer_backing_off_from_a_dead_server_frees_the_lock_and_is_not_duplicated
     );
     assert!(h["retry_after"].is_string(), "{st}");
     for pid in pids {
-        // SAFETY: kill(2) on the drainer this test started.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        kill(pid, libc::SIGKILL);
     }
 }
 
@@ -877,7 +828,7 @@ static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 fn hook_captures_reach_the_store_and_brief_the_next_session() {
     let _heavy = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
     let home = tempfile::tempdir().unwrap();
-    let dir = data(home.path());
+    let dir = data_dir(home.path());
 
     // First session start on an empty store: nothing to say.
     let mut start = fixture_payload("SessionStart-startup", home.path());
@@ -966,7 +917,7 @@ fn hook_captures_reach_the_store_and_brief_the_next_session() {
 fn a_burst_of_events_is_delivered_and_no_drainer_is_left_behind() {
     let _heavy = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
     let home = tempfile::tempdir().unwrap();
-    let dir = data(home.path());
+    let dir = data_dir(home.path());
     let names = ["UserPromptSubmit", "PreToolUse-Bash", "PostToolUse-Bash"];
     for round in 0..5 {
         for name in names {
@@ -1008,7 +959,7 @@ fn a_burst_of_events_is_delivered_and_no_drainer_is_left_behind() {
 #[test]
 fn outcome_less_tool_results_still_brief_and_a_failed_briefing_says_why() {
     let home = tempfile::tempdir().unwrap();
-    let dir = data(home.path());
+    let dir = data_dir(home.path());
     let mut read = fixture_payload("PostToolUse-Read", home.path());
     let cwd = read["cwd"].as_str().unwrap().to_string();
     // An active policy, and a Read whose path is missing: metadata-only,
@@ -1108,7 +1059,7 @@ fn outcome_less_tool_results_still_brief_and_a_failed_briefing_says_why() {
 #[test]
 fn recent_and_search_say_what_they_looked_at() {
     let home = tempfile::tempdir().unwrap();
-    let dir = data(home.path());
+    let dir = data_dir(home.path());
     let api = home.path().join("api");
     std::fs::create_dir(&api).unwrap();
     let run = |args: &[&str], env: Option<(&str, &str)>| {
@@ -1198,7 +1149,7 @@ fn recent_and_search_say_what_they_looked_at() {
 #[test]
 fn drain_reports_what_the_running_drainer_delivered_while_it_waited() {
     let home = tempfile::tempdir().unwrap();
-    let dir = data(home.path());
+    let dir = data_dir(home.path());
     // Create the store, then hold a write transaction on it so the
     // background drainer (which holds the drain lock) has to wait.
     memhook_store::sqlite::Store::open(&dir).unwrap();
@@ -1255,7 +1206,7 @@ fn drain_reports_what_the_running_drainer_delivered_while_it_waited() {
 #[test]
 fn drain_budget_is_a_deadline_even_for_a_request_in_flight() {
     let home = tempfile::tempdir().unwrap();
-    let dir = data(home.path());
+    let dir = data_dir(home.path());
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", l.local_addr().unwrap());
     l.set_nonblocking(true).unwrap();

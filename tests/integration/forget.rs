@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::util::{claude_payload as payload, memhook};
+use crate::support::binaries::memhook;
+use crate::support::files::files_holding;
+use crate::support::fixtures::claude_payload as payload;
 
 const SENTINEL: &str = "qzvforgetmesentinel";
 
@@ -24,26 +26,6 @@ fn hook(home: &Path, p: &Value, spool_only: bool) {
         c.env("MEMHOOK_NO_HOOK_DELIVERY", "1");
     }
     assert!(c.output().unwrap().status.success());
-}
-
-pub(crate) fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
-    let mut hits = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if std::fs::read(&p)
-                .unwrap_or_default()
-                .windows(needle.len())
-                .any(|w| w == needle.as_bytes())
-            {
-                hits.push(p);
-            }
-        }
-    }
-    hits
 }
 
 fn run(home: &Path, args: &[&str]) -> (i32, String, String) {

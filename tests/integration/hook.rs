@@ -11,11 +11,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::{fixture, memhook, run_with_stdin};
-
-fn data_dir(home: &Path) -> PathBuf {
-    home.join(".memhook-data")
-}
+use crate::support::binaries::{memhook, run_with_stdin};
+use crate::support::files::contains;
+use crate::support::fixtures::fixture;
+use crate::support::home::data_dir;
 
 /// Spool entries (parsed), oldest first.
 fn spool(home: &Path) -> Vec<Value> {
@@ -214,7 +213,8 @@ fn a_panic_in_the_hook_still_answers_the_agent() {
         return;
     }
     let t = tempfile::tempdir().unwrap();
-    let payload = crate::util::claude_payload("PostToolUse-Read", t.path(), "panic-session");
+    let payload =
+        crate::support::fixtures::claude_payload("PostToolUse-Read", t.path(), "panic-session");
     let mut cmd = hook(t.path(), "claude-code", Some("PostToolUse"));
     cmd.env(memhook_hook::PANIC_ENV, "1");
     let out = run_with_stdin(cmd, payload.to_string().as_bytes());
@@ -545,10 +545,6 @@ fn all_bytes_under(dir: &Path) -> Vec<u8> {
         }
     }
     out
-}
-
-fn contains(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
 /// The excluded-path half of the sentinel test: content under an excluded

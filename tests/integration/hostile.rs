@@ -13,11 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::util::memhook;
-
-fn data(home: &Path) -> PathBuf {
-    home.join(".memhook-data")
-}
+use crate::support::binaries::memhook;
+use crate::support::files::contains;
+use crate::support::home::data_dir;
 
 /// What a bounded child run gave.
 struct Ran {
@@ -75,7 +73,7 @@ fn hook_cmd(home: &Path) -> Command {
 
 /// Spool entries (parsed), oldest first.
 fn spooled(home: &Path) -> Vec<Value> {
-    let mut names: Vec<PathBuf> = fs::read_dir(data(home).join("spool"))
+    let mut names: Vec<PathBuf> = fs::read_dir(data_dir(home).join("spool"))
         .map(|rd| {
             rd.map(|e| e.unwrap().path())
                 .filter(|p| p.extension().is_some_and(|e| e == "json") && p.is_file())
@@ -217,10 +215,6 @@ fn all_bytes(dir: &Path) -> Vec<u8> {
     out
 }
 
-fn contains(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
-}
-
 /// A server URL with credentials, or not http(s), is refused by the hook
 /// (a warning that does not repeat it); the record goes to the embedded
 /// store and the credentials are written nowhere: not the spool, counters,
@@ -258,7 +252,7 @@ fn a_server_url_with_credentials_or_another_scheme_is_refused() {
     for o in &outputs {
         assert!(!o.contains("hunter2pw"), "{o}");
     }
-    assert!(!contains(&all_bytes(&data(home.path())), "hunter2pw"));
+    assert!(!contains(&all_bytes(&data_dir(home.path())), "hunter2pw"));
 }
 
 fn mkfifo(path: &Path) {
@@ -297,7 +291,7 @@ fn status_json(home: &Path) -> Value {
 fn a_fifo_or_directory_in_the_spool_never_holds_up_the_drain() {
     let home = tempfile::tempdir().unwrap();
     hook_ok(home.path(), &prompt("one"));
-    let spool = data(home.path()).join("spool");
+    let spool = data_dir(home.path()).join("spool");
     mkfifo(&spool.join("y.json"));
     fs::create_dir(spool.join("x.json")).unwrap();
     let budget = 5;
@@ -324,7 +318,7 @@ fn a_fifo_or_directory_in_the_spool_never_holds_up_the_drain() {
 fn the_drain_log_is_capped_while_written() {
     let home = tempfile::tempdir().unwrap();
     hook_ok(home.path(), &prompt("one"));
-    let dir = data(home.path());
+    let dir = data_dir(home.path());
     // Entries that each cost the drainer one log line.
     for i in 0..50 {
         fs::write(dir.join(format!("spool/0000000000001-{i:04}.json")), b"{").unwrap();
@@ -363,7 +357,7 @@ fn the_drain_log_is_capped_while_written() {
 fn forged_spool_entries_are_dropped_as_invalid_and_never_delivered() {
     let home = tempfile::tempdir().unwrap();
     hook_ok(home.path(), &prompt("real"));
-    let spool = data(home.path()).join("spool");
+    let spool = data_dir(home.path()).join("spool");
     let real = spooled(home.path()).remove(0);
     let forge = |name: &str, change: &dyn Fn(&mut Value)| {
         let mut e = real.clone();
@@ -415,7 +409,7 @@ fn a_symlinked_counter_is_not_written_through() {
     let home = tempfile::tempdir().unwrap();
     let outside = home.path().join("outside");
     fs::write(&outside, b"precious").unwrap();
-    let counters = data(home.path()).join("counters");
+    let counters = data_dir(home.path()).join("counters");
     fs::create_dir_all(&counters).unwrap();
     std::os::unix::fs::symlink(&outside, counters.join("store.enqueued")).unwrap();
     let ran = hook_ok(home.path(), &prompt("x"));

@@ -4,7 +4,8 @@
 //! Each test names the acceptance check of integrations.md §5 it proves
 //! ("check N"). Checks that do not apply are listed in docs/install.md.
 
-use crate::util::{bin, fixture, memhook, run_with_stdin};
+use crate::support::binaries::{bin, memhook, run_with_stdin};
+use crate::support::fixtures::fixture;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fs;
@@ -253,7 +254,7 @@ fn check_5_moved_binary_replaces_not_duplicates() {
     );
     let other = h.path().join("other bin");
     fs::create_dir_all(&other).unwrap();
-    crate::util::install_copy(&other);
+    crate::support::binaries::install_copy(&other);
     let mut c = mh(h.path());
     c.current_dir(h.path());
     let mut c2 = Command::new(other.join("memhook"));
@@ -665,7 +666,7 @@ fn check_18_generated_commands_run() {
     let h = home();
     let dir = h.path().join("My Tools/bïn ü");
     fs::create_dir_all(&dir).unwrap();
-    let exe = crate::util::install_copy(&dir);
+    let exe = crate::support::binaries::install_copy(&dir);
     let mut c = Command::new(&exe);
     c.env_clear()
         .env("HOME", h.path())
@@ -1850,7 +1851,7 @@ fn agent_aliases_are_accepted() {
 fn configurations_written_by_the_single_binary_release_still_run_and_need_no_migration() {
     let h = home();
     let src = fixture("install/upgrade-11d17a9");
-    let exe = crate::util::install_copy(&h.path().join("bin"));
+    let exe = crate::support::binaries::install_copy(&h.path().join("bin"));
     let data = h.path().join("data");
     fs::create_dir_all(&data).unwrap();
     fs::set_permissions(&data, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
@@ -1916,7 +1917,7 @@ fn configurations_written_by_the_single_binary_release_still_run_and_need_no_mig
         .env("PATH", "/usr/bin:/bin")
         .env("MEMHOOK_NO_HOOK_DELIVERY", "1")
         .args(["-c", &command]);
-    let out = crate::util::run_with_stdin(sh, payload.as_bytes());
+    let out = crate::support::binaries::run_with_stdin(sh, payload.as_bytes());
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "{}");
     let mut drain = Command::new(&exe);

@@ -1,7 +1,8 @@
 //! Integration tests: drive the real `memhook` binary with a temporary HOME
-//! and data dir. One test binary; one module per product surface.
+//! and data dir. One test binary; one module per product surface, and
+//! `support` for what more than one of them needs.
 
-mod util;
+mod support;
 
 mod agents;
 mod binaries;
@@ -17,7 +18,6 @@ mod hook;
 mod hostile;
 mod install;
 mod mcp;
-mod pg;
 mod records;
 mod scope;
 mod secrets;

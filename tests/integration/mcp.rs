@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::util::{memhook, run_with_stdin};
+use crate::support::binaries::{memhook, run_with_stdin};
 
 /// A temp HOME with a project directory `api` inside it (scope default/api).
 fn home_with_project() -> (tempfile::TempDir, PathBuf) {
@@ -66,7 +66,8 @@ fn structured(reply: &Value) -> &Value {
 /// Capture a real Claude Code prompt in `cwd` through `memhook hook`, then
 /// deliver it into the embedded store with `memhook drain`.
 fn capture_prompt(home: &Path, cwd: &Path, prompt: &str) -> String {
-    let fixture = crate::util::fixture("agents/claude-code/2.1.328/UserPromptSubmit.json");
+    let fixture =
+        crate::support::fixtures::fixture("agents/claude-code/2.1.328/UserPromptSubmit.json");
     let mut payload: Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
     payload["cwd"] = json!(cwd);
     payload["prompt"] = json!(prompt);
@@ -95,7 +96,7 @@ fn capture_prompt(home: &Path, cwd: &Path, prompt: &str) -> String {
 
 #[test]
 fn official_python_sdk_client_round_trip() {
-    let Some(py) = crate::deps::python_mcp("official_python_sdk_client_round_trip") else {
+    let Some(py) = crate::support::deps::python_mcp("official_python_sdk_client_round_trip") else {
         return;
     };
     let (home, project) = home_with_project();
@@ -114,7 +115,7 @@ fn official_python_sdk_client_round_trip() {
     }
     let out = cmd
         .arg(script)
-        .arg(crate::util::bin())
+        .arg(crate::support::binaries::bin())
         .arg(&project)
         .arg("flaky")
         .env("HOME", home.path())
@@ -593,7 +594,8 @@ fn memory_index_written_over_mcp_reaches_the_briefing() {
     converse(home.path(), &project, &[init(1), write]);
 
     // End to end: a real Claude Code SessionStart through `memhook hook`.
-    let fixture = crate::util::fixture("agents/claude-code/2.1.328/SessionStart-startup.json");
+    let fixture =
+        crate::support::fixtures::fixture("agents/claude-code/2.1.328/SessionStart-startup.json");
     let mut payload: Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
     payload["cwd"] = json!(project);
     // Session start has a hard time budget (1.5 s) and answers `{}` past it;

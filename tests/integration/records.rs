@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::util::{contains, fixture, memhook, run_with_stdin, walk};
+use crate::support::binaries::{memhook, run_with_stdin};
+use crate::support::files::{contains, walk};
+use crate::support::fixtures::fixture;
 
 /// Fake secrets, one per redaction kind: (kind, text seeded, bytes that must
 /// never be stored). Kept in the repo as pieces so scanners do not flag it.

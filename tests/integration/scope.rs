@@ -10,7 +10,8 @@ use std::process::Command;
 
 use serde_json::{Map, Value};
 
-use crate::util::{fixture, memhook};
+use crate::support::binaries::memhook;
+use crate::support::fixtures::fixture;
 
 /// Keys `memhook show --json` prints, in order (DESIGN §2, then what the text
 /// output shows too).

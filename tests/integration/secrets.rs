@@ -18,9 +18,11 @@ use std::process::Output;
 
 use serde_json::{json, Value};
 
-use crate::serve::{request, Serve};
-use crate::util::{contains, walk};
-use crate::util::{fixture, memhook, run_with_stdin};
+use crate::support::binaries::{memhook, run_with_stdin};
+use crate::support::files::{contains, walk};
+use crate::support::fixtures::fixture;
+use crate::support::http::request;
+use crate::support::serve::Serve;
 
 /// Where a secret sits in an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

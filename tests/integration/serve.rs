@@ -4,23 +4,24 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use memhook_core::record::{Record, RecordScope, RecordTool, RECORD_VERSION};
+use memhook_core::record::Record;
 use memhook_delivery::sink::{ItemOutcome, Sink};
 use memhook_delivery::spool::{SinkTarget, Spool, SpoolEntry, ENTRY_VERSION};
 use memhook_delivery::wire;
 use memhook_sinks::http::HttpSink;
 use memhook_store::sqlite::Store;
 
-use crate::util::memhook;
-
-/// Longest a test server may live, whatever happens to the test.
-const WATCHDOG: Duration = Duration::from_secs(120);
+use crate::support::binaries::memhook;
+use crate::support::fixtures::{claude_payload, key, record};
+use crate::support::http::{client, json, request};
+use crate::support::process::{die_with_parent, drainer_pids, kill, kill_drainers};
+use crate::support::serve::{post_batch, post_record, Serve};
 
 /// Held by the tests that load the machine (hundreds of processes or
 /// connections) and by the ones that check the session-start budget, so
@@ -31,272 +32,7 @@ fn heavy() -> std::sync::MutexGuard<'static, ()> {
     HEAVY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A running `memhook serve`, killed when dropped (and by a watchdog, and
-/// by the kernel when the test thread dies).
-pub(crate) struct Serve {
-    child: Option<Child>,
-    pub(crate) addr: SocketAddr,
-    pub(crate) data: PathBuf,
-    stderr: Arc<Mutex<String>>,
-    /// The thread copying the server's stderr; joined once the server exits
-    /// so its last lines are in `stderr`.
-    reader: Option<std::thread::JoinHandle<()>>,
-    done: Arc<AtomicBool>,
-}
-
-impl Serve {
-    /// Serve `home`'s data dir with `token` in `AI_MEMORY_AUTH_TOKEN`, or
-    /// with the default (the token file it writes) when `None`.
-    pub(crate) fn start(home: &Path, token: Option<&str>) -> Serve {
-        Self::start_on(home, token, "127.0.0.1:0", &[])
-    }
-
-    /// [`Serve::start`] with `--no-auth`.
-    fn no_auth(home: &Path) -> Serve {
-        Self::start_on(home, None, "127.0.0.1:0", &["--no-auth"])
-    }
-
-    /// [`Serve::start`] with more arguments.
-    pub(crate) fn start_with(home: &Path, token: Option<&str>, args: &[&str]) -> Serve {
-        Self::start_on(home, token, "127.0.0.1:0", args)
-    }
-
-    fn start_on(home: &Path, token: Option<&str>, listen: &str, args: &[&str]) -> Serve {
-        Self::start_env(home, token, listen, args, &[])
-    }
-
-    /// [`Serve::start_on`] with more environment variables.
-    pub(crate) fn start_env(
-        home: &Path,
-        token: Option<&str>,
-        listen: &str,
-        args: &[&str],
-        env: &[(&str, &str)],
-    ) -> Serve {
-        Self::spawn_env(home, token, listen, args, env).wait()
-    }
-
-    /// Start the server without waiting for it to listen (several servers
-    /// can then start at once, from this thread: a server dies with the
-    /// thread that spawned it).
-    pub(crate) fn spawn_env(
-        home: &Path,
-        token: Option<&str>,
-        listen: &str,
-        args: &[&str],
-        env: &[(&str, &str)],
-    ) -> Starting {
-        let data = home.join(".memhook-data");
-        let mut cmd = memhook(home);
-        cmd.env_remove("MEMHOOK_DATABASE_URL");
-        cmd.envs(env.iter().copied());
-        cmd.args(["serve", "--listen", listen])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        if let Some(t) = token {
-            cmd.env("AI_MEMORY_AUTH_TOKEN", t);
-        }
-        die_with_parent(&mut cmd);
-        let mut child = cmd.spawn().expect("spawn memhook serve");
-        let pid = child.id() as i32;
-        let done = Arc::new(AtomicBool::new(false));
-        {
-            let done = Arc::clone(&done);
-            std::thread::spawn(move || {
-                let start = Instant::now();
-                while start.elapsed() < WATCHDOG {
-                    if done.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-                if !done.load(Ordering::SeqCst) {
-                    // SAFETY: the child is not reaped until `done` is set.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
-                }
-            });
-        }
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let mut lines = BufReader::new(child.stderr.take().unwrap());
-        let reader = {
-            let stderr = Arc::clone(&stderr);
-            std::thread::spawn(move || {
-                let mut line = String::new();
-                while lines.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
-                    // Record the line before announcing the address, so a
-                    // test that reads stderr right after start sees it.
-                    stderr.lock().unwrap().push_str(&line);
-                    if let Some(rest) = line.split("listening on http://").nth(1) {
-                        let addr = rest.split_whitespace().next().unwrap_or("").to_string();
-                        let _ = tx.send(addr);
-                    }
-                    line.clear();
-                }
-            })
-        };
-        Starting {
-            child,
-            data,
-            stderr,
-            reader,
-            done,
-            rx,
-        }
-    }
-}
-
-/// A server spawned by [`Serve::spawn_env`], not yet listening.
-pub(crate) struct Starting {
-    child: Child,
-    data: PathBuf,
-    stderr: Arc<Mutex<String>>,
-    reader: std::thread::JoinHandle<()>,
-    done: Arc<AtomicBool>,
-    rx: std::sync::mpsc::Receiver<String>,
-}
-
-impl Starting {
-    /// Wait until the server listens (it is killed, and this panics, after
-    /// 20 s).
-    pub(crate) fn wait(self) -> Serve {
-        let Starting {
-            mut child,
-            data,
-            stderr,
-            reader,
-            done,
-            rx,
-        } = self;
-        let addr = match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(a) => a.parse().expect("listening address"),
-            Err(_) => {
-                let _ = child.kill();
-                let out = child.wait_with_output().unwrap();
-                panic!(
-                    "memhook serve did not start: {:?} {}",
-                    out.status,
-                    stderr.lock().unwrap()
-                );
-            }
-        };
-        Serve {
-            child: Some(child),
-            addr,
-            data,
-            stderr,
-            reader: Some(reader),
-            done,
-        }
-    }
-}
-
-impl Serve {
-    pub(crate) fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    pub(crate) fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Send `sig` and wait (bounded) for the exit status.
-    pub(crate) fn stop_with(&mut self, sig: i32) -> std::process::ExitStatus {
-        let mut child = self.child.take().unwrap();
-        // SAFETY: plain kill(2) on our own child, not yet reaped.
-        unsafe { libc::kill(child.id() as i32, sig) };
-        let start = Instant::now();
-        loop {
-            if let Some(st) = child.try_wait().unwrap() {
-                self.done.store(true, Ordering::SeqCst);
-                if let Some(r) = self.reader.take() {
-                    let _ = r.join();
-                }
-                return st;
-            }
-            if start.elapsed() > Duration::from_secs(10) {
-                let _ = child.kill();
-                let st = child.wait().unwrap();
-                self.done.store(true, Ordering::SeqCst);
-                panic!("memhook serve ignored signal {sig}; killed: {st:?}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    pub(crate) fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        self.done.store(true, Ordering::SeqCst);
-    }
-}
-
-/// Linux: the kernel kills the server when the spawning thread ends.
-pub(crate) fn die_with_parent(cmd: &mut Command) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: prctl is async-signal-safe; nothing else runs in the hook.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-    }
-}
-
-pub(crate) fn record(key: &str, session: &str, event: &str, call_id: Option<&str>) -> Record {
-    Record {
-        v: RECORD_VERSION,
-        key: key.to_string(),
-        occurred_ms: 1_700_000_000_000,
-        agent: "claude-code".into(),
-        event: event.into(),
-        native_event: event.into(),
-        session_id: Some(session.into()),
-        cwd: Some("/work/my repo".into()),
-        scope: RecordScope {
-            workspace: "acme".into(),
-            project: "api".into(),
-            workspace_source: "marker".into(),
-            project_source: "marker".into(),
-            project_strategy: "basename".into(),
-            drop_subagent: false,
-            default_global: false,
-            briefing: false,
-            briefing_budget: 4000,
-        },
-        subagent: false,
-        tool: call_id.map(|id| RecordTool {
-            family: "shell".into(),
-            name: Some("Bash".into()),
-            call_id: Some(id.into()),
-            outcome: Some("success".into()),
-        }),
-        capture: None,
-        disposition: "keep".into(),
-        title: (event == "user-prompt").then(|| "fix the login bug".into()),
-        body: (event == "user-prompt").then(|| "fix the login bug\nin auth.rs".into()),
-        files: vec![],
-    }
-}
-
-pub(crate) fn key(i: usize) -> String {
-    format!("{i:032x}")
-}
-
-pub(crate) fn entry(r: Record, url: &str) -> SpoolEntry {
+fn entry(r: Record, url: &str) -> SpoolEntry {
     SpoolEntry {
         v: ENTRY_VERSION,
         sink: SinkTarget::Http { url: url.into() },
@@ -305,70 +41,6 @@ pub(crate) fn entry(r: Record, url: &str) -> SpoolEntry {
         enqueued_ms: memhook_core::timefmt::now_ms(),
         record: r,
     }
-}
-
-/// An HTTP client for tests: statuses are answers, not errors; no proxy;
-/// every request ends within `secs`.
-pub(crate) fn client(secs: u64) -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .proxy(None)
-        .timeout_global(Some(Duration::from_secs(secs)))
-        .build()
-        .new_agent()
-}
-
-/// One HTTP exchange with the server under test: (status, body).
-pub(crate) fn request(
-    method: &str,
-    url: &str,
-    body: Option<&[u8]>,
-    token: Option<&str>,
-) -> (u16, String) {
-    let agent = client(20);
-    let auth = token.map(|t| format!("Bearer {t}"));
-    let res = if method == "GET" {
-        let mut r = agent.get(url);
-        if let Some(a) = &auth {
-            r = r.header("Authorization", a);
-        }
-        r.call()
-    } else {
-        let mut r = agent.post(url).header("Content-Type", "application/json");
-        if let Some(a) = &auth {
-            r = r.header("Authorization", a);
-        }
-        r.send(body.unwrap_or(b""))
-    };
-    let mut resp = res.expect("request");
-    let code = resp.status().as_u16();
-    let text = resp
-        .body_mut()
-        .with_config()
-        .limit(1 << 20)
-        .read_to_string()
-        .unwrap_or_default();
-    (code, text)
-}
-
-pub(crate) fn post_record(s: &Serve, r: &Record, token: Option<&str>) -> (u16, String) {
-    let url = format!("{}{}", s.url(), wire::hook_path(r));
-    let body = serde_json::to_vec(&wire::hook_body(r)).unwrap();
-    request("POST", &url, Some(&body), token)
-}
-
-pub(crate) fn post_batch(s: &Serve, records: &[Record]) -> (u16, String) {
-    let items: Vec<serde_json::Value> = records
-        .iter()
-        .map(|r| serde_json::json!({"url": wire::hook_path(r), "body": wire::hook_body(r)}))
-        .collect();
-    let body = serde_json::to_vec(&items).unwrap();
-    request(
-        "POST",
-        &format!("{}/hook/batch", s.url()),
-        Some(&body),
-        None,
-    )
 }
 
 fn stored_keys(data: &Path) -> Vec<String> {
@@ -381,10 +53,6 @@ fn stored_keys(data: &Path) -> Vec<String> {
         .collect();
     keys.sort();
     keys
-}
-
-pub(crate) fn json(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
 #[test]
@@ -583,7 +251,7 @@ fn plain_ai_memory_payloads_are_stored_and_subagents_dropped_on_request() {
     let home = tempfile::tempdir().unwrap();
     let s = Serve::no_auth(home.path());
     let fixture = |name: &str| {
-        std::fs::read(crate::util::fixture(&format!(
+        std::fs::read(crate::support::fixtures::fixture(&format!(
             "agents/claude-code/2.1.328/{name}"
         )))
         .expect("claude-code fixture")
@@ -980,29 +648,6 @@ fn handoff_through_the_sink_api_reads_a_real_serve() {
     );
 }
 
-/// Pids of background drainers working on `data` (found by their command
-/// line, which names our private temp data dir).
-fn background_drainers(data: &Path) -> Vec<i32> {
-    let needle = data.to_string_lossy().to_string();
-    let mut out = Vec::new();
-    for ent in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = ent.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(ent.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<String> = cmd
-            .split(|b| *b == 0)
-            .map(|a| String::from_utf8_lossy(a).to_string())
-            .collect();
-        if args.iter().any(|a| a == &needle) && args.iter().any(|a| a == "--background") {
-            out.push(pid);
-        }
-    }
-    out
-}
-
 /// 64 concurrent `memhook hook` processes × 20 events (real Claude Code
 /// payloads), delivering to a real serve that is SIGKILLed and restarted
 /// twice, with a drainer SIGKILLed once: after `memhook drain` every event is
@@ -1021,7 +666,7 @@ fn crash_restart_under_load_stores_every_event_exactly_once() {
     Spool::open(&client_data).unwrap();
     let written = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let template: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(crate::util::fixture(
+        &std::fs::read(crate::support::fixtures::fixture(
             "agents/claude-code/2.1.328/PostToolUse-Bash.json",
         ))
         .unwrap(),
@@ -1073,10 +718,8 @@ fn crash_restart_under_load_stores_every_event_exactly_once() {
         wait_for(total * round / 3);
         let look = Instant::now();
         while !drainer_killed && look.elapsed() < Duration::from_secs(3) {
-            if let Some(pid) = background_drainers(&client_data).first() {
-                // SAFETY: kill(2) on a drainer our test started (its command
-                // line names our private temp data dir).
-                unsafe { libc::kill(*pid, libc::SIGKILL) };
+            if let Some(&pid) = drainer_pids(&client_data).first() {
+                kill(pid, libc::SIGKILL);
                 drainer_killed = true;
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -1120,20 +763,6 @@ fn crash_restart_under_load_stores_every_event_exactly_once() {
     assert_eq!(calls.len(), total, "every event stored, none twice");
     assert_eq!(calls, want);
     assert!(drainer_killed, "no background drainer was seen to kill");
-}
-
-/// A Claude Code payload from fixtures/, with `/home/dev` moved under `home`
-/// and its cwd created.
-fn claude_payload(name: &str, home: &Path, session: &str) -> serde_json::Value {
-    let text = std::fs::read_to_string(crate::util::fixture(&format!(
-        "agents/claude-code/2.1.328/{name}.json"
-    )))
-    .unwrap()
-    .replace("/home/dev", home.to_str().unwrap());
-    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    v["session_id"] = session.into();
-    std::fs::create_dir_all(v["cwd"].as_str().unwrap()).unwrap();
-    v
 }
 
 /// Run the real hook with `--server-url`; (output, wall time).
@@ -1228,11 +857,7 @@ fn hook_session_start_against_a_black_hole_prints_an_empty_envelope_within_budge
         "{took:?}"
     );
     // The hook left a background drainer retrying the black hole: end it.
-    for pid in background_drainers(&home.path().join(".memhook-data")) {
-        // SAFETY: kill(2) on a drainer this test started (its command line
-        // names this test's private temp data dir).
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
+    kill_drainers(&home.path().join(".memhook-data"));
 }
 
 #[test]
@@ -1689,7 +1314,7 @@ fn slow_and_oversized_clients_cannot_starve_the_server() {
     dribbler.join().unwrap();
 
     // 50 connections × 8 MB of header that never ends.
-    let pid = s.child.as_ref().unwrap().id();
+    let pid = s.pid();
     let before = rss_kib(pid);
     let chunk = vec![b'a'; 64 * 1024];
     let senders: Vec<_> = (0..50)

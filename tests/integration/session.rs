@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::util::{fixture, hook_with_stdin_file, memhook};
+use crate::support::binaries::{drain, hook_with_stdin_file, memhook};
+use crate::support::fixtures::fixture;
 
 const FIXTURES: &str = "agents/claude-code/2.1.328";
 
@@ -26,11 +27,6 @@ fn hook(home: &Path, payload: &Value, env: &[(&str, &str)]) -> Vec<u8> {
     let out = c.output().unwrap();
     assert!(out.status.success(), "{out:?}");
     out.stdout
-}
-
-fn drain(home: &Path) {
-    let out = memhook(home).arg("drain").output().unwrap();
-    assert!(out.status.success(), "{out:?}");
 }
 
 /// Every stored record's `workspace/project`, counted.

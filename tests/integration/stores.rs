@@ -13,9 +13,11 @@ use memhook_store::sqlite::Store;
 use memhook_store_pg::config::Env;
 use memhook_store_pg::PgStore;
 
-use crate::pg::Cluster;
-use crate::serve::{json, key, post_batch, post_record, record, request, Serve};
-use crate::util::memhook;
+use crate::support::binaries::memhook;
+use crate::support::fixtures::{key, record};
+use crate::support::http::{json, request};
+use crate::support::pg::Cluster;
+use crate::support::serve::{post_batch, post_record, Serve};
 
 mod storm;
 mod team;

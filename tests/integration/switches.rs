@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::util::{hook_with_stdin_file, memhook};
+use crate::support::binaries::{hook_with_stdin_file, memhook};
 
 fn prompt(home: &Path, cwd: &Path, session: &str, text: &str) -> Value {
     let p = json!({"session_id": session, "cwd": cwd, "prompt": text});

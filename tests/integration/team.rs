@@ -14,15 +14,15 @@ use memhook::transfer::Line;
 use memhook_delivery::wire;
 use memhook_store::sqlite::Store;
 
-use crate::serve::{request, Serve};
-use crate::util::{contains, fixture, memhook, run_with_stdin, walk};
+use crate::support::binaries::{memhook, run_with_stdin, stderr};
+use crate::support::files::{contains, walk};
+use crate::support::fixtures::fixture;
+use crate::support::home::data_dir;
+use crate::support::http::request;
+use crate::support::serve::Serve;
 
 /// A secret a prompt carries; what is stored (and exported) is redacted.
 const SECRET: &str = "AKIAIOSFODNN7EXAMPLE";
-
-fn data(home: &Path) -> PathBuf {
-    home.join(".memhook-data")
-}
 
 /// A fixture payload of `agent`, moved under `home`'s project `project`.
 fn payload(agent: &str, name: &str, home: &Path, project: &str, session: &str) -> Value {
@@ -98,10 +98,6 @@ fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 /// `memhook export ARGS` of `home`: its stdout, checked to succeed.
 fn export(home: &Path, args: &[&str]) -> String {
     let mut all = vec!["export"];
@@ -119,7 +115,7 @@ fn lines(text: &str) -> Vec<Value> {
 
 /// The rolled-up sessions of a scope, without their row ids.
 fn sessions(home: &Path, project: &str) -> Vec<(String, String, u64, u64, u64, u64)> {
-    Store::open(&data(home))
+    Store::open(&data_dir(home))
         .unwrap()
         .sessions(("default", project), None, 100)
         .unwrap()
@@ -161,7 +157,7 @@ fn export_then_import_twice_and_in_any_order_gives_the_same_store() {
     );
     // The import leaves the WAL empty: a session start that finds a full WAL
     // and no other connection rebuilds the WAL's index from every frame.
-    let wal = data(b.path()).join(format!("{}-wal", memhook_store::sqlite::STORE_FILE));
+    let wal = data_dir(b.path()).join(format!("{}-wal", memhook_store::sqlite::STORE_FILE));
     assert_eq!(
         std::fs::metadata(&wal).map_or(0, |m| m.len()),
         0,
@@ -265,14 +261,14 @@ fn import_into_a_real_serve_keeps_keys_and_times_and_names_the_importing_token()
     }
     assert_eq!(on_server, want);
     // Nothing went to the importing machine's own store.
-    assert!(!data(client.path()).join("store.sqlite3").exists());
+    assert!(!data_dir(client.path()).join("store.sqlite3").exists());
 }
 
 #[test]
 fn a_revoked_token_gets_401_at_once_and_each_record_names_its_token() {
     let server = tempfile::tempdir().unwrap();
     let s = Serve::start(server.path(), None);
-    let owner = std::fs::read_to_string(data(server.path()).join("auth-token"))
+    let owner = std::fs::read_to_string(data_dir(server.path()).join("auth-token"))
         .unwrap()
         .trim()
         .to_string();

@@ -11,9 +11,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::forget::files_holding;
-use crate::serve::Serve;
-use crate::util::{claude_payload as payload, memhook};
+use crate::support::binaries::{drain, memhook};
+use crate::support::files::files_holding;
+use crate::support::fixtures::claude_payload as payload;
+use crate::support::process::TermOnDrop;
+use crate::support::serve::Serve;
 
 /// A word only the seeded prompt holds (what the search looks for).
 pub(crate) const SEARCH_WORD: &str = "zebraquokka";
@@ -41,15 +43,6 @@ fn hook(home: &Path, p: &Value) {
         .output()
         .unwrap();
     assert!(out.status.success());
-}
-
-fn drain(home: &Path) {
-    let out = memhook(home).arg("drain").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// Seed `home`'s store through real hook events: a prompt carrying the
@@ -333,16 +326,7 @@ fn memhook_ui_starts_a_server_when_none_answers() {
         .nth(1)
         .and_then(|r| r.split(';').next())
         .and_then(|p| p.parse().ok());
-    struct Stop(Option<i32>);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            if let Some(pid) = self.0 {
-                // SAFETY: kill(2) on the server this test had started.
-                unsafe { libc::kill(pid, libc::SIGTERM) };
-            }
-        }
-    }
-    let _stop = Stop(pid);
+    let _stop = TermOnDrop(pid);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("started memhook serve"), "{err}");
     assert!(pid.is_some(), "{err}");

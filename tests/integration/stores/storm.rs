@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::Db;
-use crate::serve::Serve;
-use crate::util::{fixture, memhook};
+use crate::support::binaries::memhook;
+use crate::support::fixtures::fixture;
+use crate::support::serve::Serve;
 
 const SERVERS: usize = 3;
 const MACHINES: usize = 16;

@@ -9,8 +9,10 @@ use std::process::Output;
 use serde_json::{json, Value};
 
 use super::{history, Db};
-use crate::serve::{json, key, post_record, record, request, Serve};
-use crate::util::memhook;
+use crate::support::binaries::{memhook, stderr};
+use crate::support::fixtures::{key, record};
+use crate::support::http::{json, request};
+use crate::support::serve::{post_record, Serve};
 
 /// The server's own token in these tests.
 const OWNER: &str = "owner-token-for-the-store-tests";
@@ -40,10 +42,6 @@ impl Db {
         }
         cmd.output().unwrap()
     }
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// `memhook token add NAME` on `db`: the token it prints once.
@@ -429,7 +427,7 @@ fn export_writes_the_same_lines_from_both_stores() {
 fn forget_on_the_command_line(db: &Db) -> Vec<String> {
     let home = tempfile::tempdir().unwrap();
     let s = db.serve(home.path());
-    let (code, text) = crate::serve::post_batch(&s, &history());
+    let (code, text) = crate::support::serve::post_batch(&s, &history());
     assert_eq!(code, 200, "{text}");
     let all = db.keys(&s.data);
     let mut outputs = Vec::new();

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::webdriver::Browser;
 use super::{call, seed, ui_link, IMG_PAYLOAD, PROJECT, SCRIPT_PAYLOAD, SEARCH_WORD, SESSION};
-use crate::serve::Serve;
+use crate::support::serve::Serve;
 
 /// Where screenshots go: the temp dir, and a copy in the directory the
 /// environment names (for docs/ui/).
@@ -66,7 +66,7 @@ fn api_write(s: &Serve, bearer: &str, content: &str, version: &str) -> String {
 #[test]
 fn a_browser_logs_in_searches_edits_and_forgets() {
     let Some((chromium, chromedriver)) =
-        crate::deps::browser("a_browser_logs_in_searches_edits_and_forgets")
+        crate::support::deps::browser("a_browser_logs_in_searches_edits_and_forgets")
     else {
         return;
     };

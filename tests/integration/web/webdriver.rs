@@ -23,28 +23,20 @@ pub struct Browser {
     agent: ureq::Agent,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl Browser {
     /// Start `chromedriver` and a headless `chromium` with a fresh profile
     /// in `profile`.
     pub fn start(chromium: &Path, chromedriver: &Path, profile: &Path) -> Browser {
-        let port = free_port();
+        let port = crate::support::http::free_port();
         let mut cmd = Command::new(chromedriver);
         cmd.arg(format!("--port={port}"))
             .arg("--allowed-ips=127.0.0.1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        crate::serve::die_with_parent(&mut cmd);
+        crate::support::process::die_with_parent(&mut cmd);
         let driver = cmd.spawn().expect("start chromedriver");
-        let agent = crate::serve::client(60);
+        let agent = crate::support::http::client(60);
         let base = format!("http://127.0.0.1:{port}");
         let mut b = Browser {
             driver,

@@ -7,11 +7,11 @@
 //! Host connections need the superuser's password (SCRAM), so the tests
 //! exercise memhook's password sources for real; the socket is trusted.
 //! Missing binaries: see `deps::pg_bin` (a failure under CI, else skipped).
-#![allow(dead_code)]
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use super::http::free_port;
 
 /// The cluster's superuser.
 pub const USER: &str = "memhook";
@@ -45,19 +45,11 @@ fn chown(path: &Path, user: &str) {
     assert!(out.status.success(), "chown {}: {out:?}", path.display());
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl Cluster {
     /// A fresh running cluster, or `None` when PostgreSQL is not installed
     /// and this is not CI (the test returns).
     pub fn start(test: &str) -> Option<Cluster> {
-        let bin = crate::deps::pg_bin(test)?;
+        let bin = super::deps::pg_bin(test)?;
         let dir = tempfile::tempdir().unwrap();
         let run_as = is_root().then_some(RUN_AS);
         let data = dir.path().join("data");

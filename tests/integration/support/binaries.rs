@@ -1,5 +1,5 @@
-//! Shared helpers for integration tests.
-#![allow(dead_code)]
+//! The binaries under test and the commands that run them: a `memhook` with
+//! a clean environment in a temp HOME, fed stdin from memory or a file.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -58,48 +58,6 @@ pub fn run_with_stdin(mut cmd: Command, stdin: &[u8]) -> Output {
     out
 }
 
-/// Path of a file under the repository's `fixtures/`.
-pub fn fixture(rel: &str) -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .join("fixtures")
-        .join(rel)
-}
-
-/// The real Claude Code fixture payload `name` for `session`, its paths
-/// moved from `/home/dev` into `home` (its working directory created).
-pub fn claude_payload(name: &str, home: &Path, session: &str) -> serde_json::Value {
-    let text = fs::read_to_string(fixture(&format!("agents/claude-code/2.1.328/{name}.json")))
-        .unwrap()
-        .replace("/home/dev", home.to_str().unwrap());
-    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    fs::create_dir_all(v["cwd"].as_str().unwrap()).unwrap();
-    v["session_id"] = session.into();
-    v
-}
-
-/// Every regular file under `dir` with its bytes (files that vanish while
-/// a drainer moves them are skipped).
-pub fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
-    let Ok(rd) = fs::read_dir(dir) else { return };
-    for ent in rd.flatten() {
-        let p = ent.path();
-        match fs::symlink_metadata(&p) {
-            Ok(m) if m.is_dir() => walk(&p, out),
-            Ok(m) if m.is_file() => {
-                if let Ok(b) = fs::read(&p) {
-                    out.push((p, b));
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-/// Does `hay` hold the bytes of `needle`?
-pub fn contains(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
-}
-
 /// `memhook hook --agent AGENT` reading `payload` from a file (so a loaded
 /// machine cannot starve a writer thread past the hook's stdin bound).
 pub fn hook_with_stdin_file(home: &Path, agent: &str, payload: &[u8]) -> Command {
@@ -110,4 +68,27 @@ pub fn hook_with_stdin_file(home: &Path, agent: &str, payload: &[u8]) -> Command
     let mut c = memhook(home);
     c.args(["hook", "--agent", agent]).stdin(f);
     c
+}
+
+/// `memhook drain` in `home`: everything pending delivered (it must
+/// succeed).
+pub fn drain(home: &Path) {
+    let out = memhook(home).arg("drain").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `memhook status --json` in `home` (it must succeed).
+pub fn status(home: &Path) -> serde_json::Value {
+    let out = memhook(home).args(["status", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// What a command printed on stderr, as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
