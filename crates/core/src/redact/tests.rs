@@ -531,21 +531,36 @@ fn corpus(name: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Every shape of the corpus is redacted and marked with its kind. All
+/// failures are listed at once, with their count: "N of M survive".
 #[test]
 fn every_corpus_secret_is_redacted_with_its_kind() {
     let entries = corpus("secrets.jsonl");
     assert!(entries.len() >= 60, "the corpus holds {}", entries.len());
-    for e in entries {
+    let mut failures = Vec::new();
+    for e in &entries {
         let (text, middle) = (e["text"].as_str().unwrap(), e["middle"].as_str().unwrap());
         let kind = e["kind"].as_str().unwrap();
-        assert!(KINDS.contains(&kind), "unknown kind {kind}");
-        let out = clean(text);
-        assert!(!out.contains(middle), "{kind} leaked: {text:?} -> {out:?}");
         assert!(
-            out.contains(&redacted(kind)),
-            "{kind} not marked: {text:?} -> {out:?}"
+            text.contains(middle),
+            "{kind}: the middle is not in {text:?}"
         );
+        let out = clean(text);
+        if !KINDS.contains(&kind) {
+            failures.push(format!("unknown kind {kind}: {text:?}"));
+        } else if out.contains(middle) {
+            failures.push(format!("{kind} leaked: {text:?} -> {out:?}"));
+        } else if !out.contains(&redacted(kind)) {
+            failures.push(format!("{kind} not marked: {text:?} -> {out:?}"));
+        }
     }
+    assert!(
+        failures.is_empty(),
+        "{} of {} shapes survive:\n{}",
+        failures.len(),
+        entries.len(),
+        failures.join("\n")
+    );
 }
 
 /// `memhook serve` may clean a record the hook already cleaned: a second
@@ -564,12 +579,25 @@ fn cleaning_is_idempotent() {
     }
 }
 
+/// Every near miss comes out unchanged; all failures are listed at once.
 #[test]
 fn every_corpus_near_miss_survives() {
-    for e in corpus("near_misses.jsonl") {
+    let entries = corpus("near_misses.jsonl");
+    let mut failures = Vec::new();
+    for e in &entries {
         let text = e["text"].as_str().unwrap();
-        assert_eq!(clean(text), text, "{}", e["note"]);
+        let out = clean(text);
+        if out != text {
+            failures.push(format!("{}: {text:?} -> {out:?}", e["note"]));
+        }
     }
+    assert!(
+        failures.is_empty(),
+        "{} of {} near misses changed:\n{}",
+        failures.len(),
+        entries.len(),
+        failures.join("\n")
+    );
 }
 
 /// The whole corpus on one line per secret, and all of it on one line:
