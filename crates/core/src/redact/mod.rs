@@ -24,9 +24,9 @@
 //! Unicode tables, and Unicode classes are a compile-time trap anyway).
 //!
 //! Files: `hygiene` (passes 1 and 2), `rules` (the rule table, the keyword
-//! prefilter and the regex rules), `scan` (private keys, `Bearer`, `Basic`,
-//! URL credentials), `command` (password flags of known commands), `assign`
-//! (`key = value` assignments).
+//! prefilter, the regex rules and the prefixed-token matcher), `scan`
+//! (private keys, `Bearer`, `Basic`, URL credentials), `command` (password
+//! flags of known commands), `assign` (`key = value` assignments).
 
 mod assign;
 mod command;
@@ -44,6 +44,7 @@ pub use rules::warm_rule;
 /// Every kind a redaction marker can name, in rule order.
 pub const KINDS: &[&str] = &[
     "private_key",
+    "age_secret_key",
     "aws_access_key",
     "github_token",
     "gitlab_token",
@@ -57,6 +58,53 @@ pub const KINDS: &[&str] = &[
     "slack_webhook",
     "discord_webhook",
     "google_api_key",
+    "google_oauth_token",
+    "google_client_secret",
+    "google_refresh_token",
+    "sendgrid_key",
+    "twilio_key",
+    "vault_token",
+    "digitalocean_token",
+    "dockerhub_token",
+    "atlassian_token",
+    "mailgun_key",
+    "linear_key",
+    "doppler_token",
+    "pulumi_token",
+    "grafana_token",
+    "sentry_token",
+    "netlify_token",
+    "heroku_key",
+    "databricks_token",
+    "figma_token",
+    "postman_key",
+    "shopify_token",
+    "supabase_key",
+    "planetscale_token",
+    "tailscale_key",
+    "onepassword_token",
+    "openshift_token",
+    "groq_key",
+    "replicate_token",
+    "perplexity_key",
+    "xai_key",
+    "alibaba_key",
+    "buildkite_token",
+    "dynatrace_token",
+    "rubygems_key",
+    "contentful_token",
+    "sourcegraph_token",
+    "mapbox_token",
+    "braintree_token",
+    "plaid_token",
+    "langsmith_key",
+    "notion_token",
+    "flyio_token",
+    "pinecone_key",
+    "jfrog_token",
+    "cloudflare_key",
+    "easypost_key",
+    "clojars_token",
     "jwt",
     "authorization",
     "bearer",

@@ -386,6 +386,27 @@ fn every_keyword_reaches_its_rule() {
     }
 }
 
+/// A prefixed token rule runs only when one of its keywords occurs: each
+/// of its prefixes must hold one.
+#[test]
+fn every_prefix_holds_a_keyword() {
+    for rule in RULES {
+        let Matcher::Prefixed(t) = rule.matcher else {
+            continue;
+        };
+        for p in t.prefixes {
+            let p = p.to_ascii_lowercase();
+            assert!(
+                rule.keywords
+                    .iter()
+                    .any(|k| p.contains(&k.to_ascii_lowercase())),
+                "{p} holds none of {:?}",
+                rule.keywords
+            );
+        }
+    }
+}
+
 #[test]
 fn prefilter_is_case_insensitive_and_selective() {
     let hits = prefilter("PASSWORD");
@@ -791,4 +812,69 @@ fn new_token_kinds() {
         clean("https://discord.com/api/webhooks/123456789012345678/abcdefghijklmnopqrstuvwx_-Z"),
         "https://discord.com/api/webhooks/[REDACTED:discord_webhook]"
     );
+}
+
+// --- Issue 23, item 5: credential shapes an attack pass found surviving ---
+
+/// Every prefixed token rule at the edges of its body length, standing
+/// alone and glued to a word: `min` is redacted, `min - 1` and `max + 1`
+/// are kept, and so is a token glued to a letter before it.
+#[test]
+fn prefixed_tokens_at_their_length_edges() {
+    for rule in RULES {
+        let Matcher::Prefixed(t) = rule.matcher else {
+            continue;
+        };
+        // A body every rule accepts: hex digits are letters or digits too.
+        let body = |n: usize| "a7".repeat(n.div_ceil(2))[..n].to_string();
+        for p in t.prefixes {
+            let at_min = format!("{p}{}", body(t.min));
+            assert_eq!(
+                clean(&format!("x {at_min} y")),
+                format!("x {} y", redacted(rule.kind)),
+                "{p} with {} body bytes",
+                t.min
+            );
+            for kept in [
+                format!("x {p}{} y", body(t.min - 1)),
+                format!("x z{at_min} y"),
+            ] {
+                assert_eq!(clean(&kept), kept, "{}", rule.kind);
+            }
+            if t.max != usize::MAX {
+                let at_max = format!("x {p}{} y", body(t.max));
+                assert_eq!(clean(&at_max), format!("x {} y", redacted(rule.kind)));
+                let over = format!("x {p}{} y", body(t.max + 1));
+                assert_eq!(clean(&over), over, "{}", rule.kind);
+            }
+        }
+    }
+}
+
+/// The prefix search finds every start, at either end of the text and
+/// beyond the 32-byte chunks it skips through.
+#[test]
+fn prefix_search_finds_every_start() {
+    let long = format!("{}ops_eyJ{}ops_eyJ", "x".repeat(40), "y".repeat(33));
+    for (text, needle, want) in [
+        ("SKSK", "SK", vec![0, 2]),
+        ("xSK", "SK", vec![1]),
+        ("ops_eyJ", "ops_eyJ", vec![0]),
+        ("eyJ ops_eyj", "ops_eyJ", vec![]),
+        (long.as_str(), "ops_eyJ", vec![40, 80]),
+        ("a secret_ b secret_", "secret_", vec![2, 12]),
+    ] {
+        assert_eq!(starts_of(text, needle), want, "{needle} in {text}");
+    }
+}
+
+/// Prefixes are case-sensitive (the prefilter is not): `sk` + 32 hex is
+/// not a Twilio key; a body ending a sentence keeps its full stop.
+#[test]
+fn prefixed_token_case_and_full_stop() {
+    let hex = "0123456789abcdef0123456789abcdef";
+    assert_eq!(clean(&format!("sk{hex}")), format!("sk{hex}"));
+    assert_eq!(clean(&format!("SK{hex}.")), "[REDACTED:twilio_key].");
+    let sg = format!("SG.{}.{}", "a".repeat(22), "b".repeat(43));
+    assert_eq!(clean(&format!("key {sg}.")), "key [REDACTED:sendgrid_key].");
 }
