@@ -155,18 +155,34 @@ pub(super) const RULES: &[Rule] = &[
         kind: "github_token",
     },
     Rule {
-        keywords: &["glpat-"],
-        matcher: Matcher::Regex(r"glpat-[A-Za-z0-9_-]{20,}"),
+        keywords: &[
+            "glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glimt-", "glsoat-", "gloas-",
+            "glagent-", "glffct-", "glcbt-", "r1348941",
+        ],
+        matcher: Matcher::Regex(concat!(
+            r"gl(?:pat|dt|rt|ptt|ft|imt|soat|oas|agent|ffct)-[A-Za-z0-9_-]{20,}(?:\.[0-9a-z]{9})?",
+            r"|glcbt-[0-9A-Za-z]{1,5}_[A-Za-z0-9_-]{20,}",
+            r"|GR1348941[A-Za-z0-9_-]{20,}"
+        )),
         kind: "gitlab_token",
     },
     Rule {
-        keywords: &["xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "xapp-"],
-        matcher: Matcher::Regex(r"xox[abprs]-[A-Za-z0-9-]{10,}|xapp-[0-9]+-[A-Za-z0-9-]{10,}"),
+        keywords: &[
+            "xoxa-", "xoxb-", "xoxo-", "xoxp-", "xoxr-", "xoxs-", "xoxe", "xapp-",
+        ],
+        matcher: Matcher::Regex(concat!(
+            r"xox[abopsr]-[A-Za-z0-9-]{10,}|xapp-[0-9]+-[A-Za-z0-9-]{10,}",
+            r"|xoxe(?:\.xox[bp])?-[0-9]-[A-Za-z0-9-]{10,}"
+        )),
         kind: "slack_token",
     },
     Rule {
-        keywords: &["sk_live_", "rk_live_", "sk_test_", "rk_test_"],
-        matcher: Matcher::Regex(r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"),
+        keywords: &[
+            "sk_live_", "rk_live_", "sk_test_", "rk_test_", "sk_prod_", "rk_prod_", "hsec_",
+        ],
+        matcher: Matcher::Regex(
+            r"[sr]k_(?:live|test|prod)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,}",
+        ),
         kind: "stripe_key",
     },
     Rule {
@@ -190,8 +206,8 @@ pub(super) const RULES: &[Rule] = &[
         kind: "pypi_token",
     },
     Rule {
-        keywords: &["hf_"],
-        matcher: Matcher::Word(r"hf_[A-Za-z0-9]{34,}"),
+        keywords: &["hf_", "_org_"],
+        matcher: Matcher::Word(r"(?:hf|api_org)_[A-Za-z0-9]{34,}"),
         kind: "huggingface_token",
     },
     Rule {
@@ -479,6 +495,78 @@ pub(super) const RULES: &[Rule] = &[
         token(&["CLOJARS_"], false, "", exactly(60), "clojars_token"),
     ),
     Rule {
+        // A 1Password account's Secret Key.
+        keywords: &["a3-"],
+        matcher: Matcher::Word(concat!(
+            r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})",
+            r"-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}"
+        )),
+        kind: "onepassword_token",
+    },
+    Rule {
+        // Azure Storage and Service Bus / Event Hubs connection strings.
+        keywords: &["ccountkey", "ccesskey"],
+        matcher: Matcher::Regex(concat!(
+            r"(?i-u:accountkey|sharedaccesskey)[ \t]*=[ \t]*",
+            r"(?P<s1>[A-Za-z0-9+/]{20,}={0,2})"
+        )),
+        kind: "azure_key",
+    },
+    Rule {
+        // The signature of an Azure SAS URL or token (URL-encoded base64),
+        // after `?`, `&`, `;` or a JSON `\u0026`: `sig=0.05` is kept.
+        keywords: &["sig="],
+        matcher: Matcher::Regex(r"(?:[?&;]|\\u0026)(?i-u:sig)=(?P<s1>[A-Za-z0-9%+/=]{20,})"),
+        kind: "azure_sas",
+    },
+    Rule {
+        // Microsoft Entra ID (Azure AD) client secrets: `xxx8Q~…`.
+        keywords: &["q~"],
+        matcher: Matcher::Word(r"[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}"),
+        kind: "azure_client_secret",
+    },
+    Rule {
+        // Discord bot tokens have no prefix: only within 64 printable
+        // ASCII characters after `discord` on its line (a `Bot`
+        // authorization header is an assignment). Not `[^\r\n]`: a
+        // Unicode class repeated 64 times compiles in about 1 ms.
+        keywords: &["discord"],
+        matcher: Matcher::Regex(concat!(
+            r"(?i-u:discord)[\t -~]{0,64}?",
+            r"(?P<s1>[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})"
+        )),
+        kind: "discord_token",
+    },
+    Rule {
+        // `<bot id>:AA…`, also in a Bot API URL (`/bot<id>:AA…/getMe`).
+        keywords: &[":aa"],
+        matcher: Matcher::Word(r"(?:bot)?[0-9]{5,16}:AA[A-Za-z0-9_-]{33}"),
+        kind: "telegram_bot_token",
+    },
+    Rule {
+        keywords: &["-us"],
+        matcher: Matcher::Word(r"[0-9a-f]{32}-us[0-9]{1,2}"),
+        kind: "mailchimp_key",
+    },
+    Rule {
+        keywords: &["q0atp-", "q0csp-", "eaaa"],
+        matcher: Matcher::Word(
+            r"sq0atp-[A-Za-z0-9_-]{22,}|sq0csp-[A-Za-z0-9_-]{43,}|EAAA[A-Za-z0-9_-]{60,}",
+        ),
+        kind: "square_token",
+    },
+    Rule {
+        keywords: &["nrak-", "nraa-", "nrii-", "nriq-", "nral"],
+        matcher: Matcher::Word(r"NR(?:AK|AA|II|IQ)-[A-Za-z0-9_-]{27,}|[A-Fa-f0-9]{36}NRAL"),
+        kind: "newrelic_key",
+    },
+    Rule {
+        // HCP Terraform / Terraform Enterprise API tokens.
+        keywords: &["tlasv1"],
+        matcher: Matcher::Word(r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}"),
+        kind: "terraform_token",
+    },
+    Rule {
         keywords: &["eyj"],
         matcher: Matcher::Regex(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
         kind: "jwt",
@@ -507,13 +595,24 @@ pub(super) const RULES: &[Rule] = &[
         kind: "password",
     },
     Rule {
-        keywords: &["aws_secret", "secret_access_key", "secretaccesskey"],
+        // `aws_secret_access_key = V`, and `aws configure set
+        // aws_secret_access_key V` (a blank for a separator); the same
+        // for the session token.
+        keywords: &[
+            "aws_secret",
+            "secret_access_key",
+            "secretaccesskey",
+            "session_token",
+            "sessiontoken",
+        ],
         matcher: Matcher::Regex(concat!(
-            r#"(?i-u:aws_?secret(?:_?access)?_?key)["']?"#,
+            r#"(?i-u:aws_?secret(?:_?access)?_?key|aws_?session_?token)["']?"#,
+            r"(?:",
             ws!(),
             r"*[:=]",
             ws!(),
-            r#"*["']?(?P<s1>[A-Za-z0-9/+=]{30,})"#
+            r"*|[ \t]+)",
+            r#"["']?(?P<s1>[A-Za-z0-9/+=]{30,})"#
         )),
         kind: "aws_secret",
     },

@@ -878,3 +878,42 @@ fn prefixed_token_case_and_full_stop() {
     let sg = format!("SG.{}.{}", "a".repeat(22), "b".repeat(43));
     assert_eq!(clean(&format!("key {sg}.")), "key [REDACTED:sendgrid_key].");
 }
+
+#[test]
+fn aws_configure_set() {
+    let v = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+    assert_eq!(
+        clean(&format!("aws configure set aws_secret_access_key {v}")),
+        "aws configure set aws_secret_access_key [REDACTED:aws_secret]"
+    );
+    assert_eq!(
+        clean(&format!("aws configure set aws_session_token {v}{v}")),
+        "aws configure set aws_session_token [REDACTED:aws_secret]"
+    );
+    let kept = "aws configure get aws_secret_access_key --profile ci";
+    assert_eq!(clean(kept), kept);
+}
+
+#[test]
+fn azure_and_google_shapes() {
+    let k =
+        "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+    assert_eq!(
+        clean(&format!(
+            "AccountName=a;AccountKey={k};EndpointSuffix=core.windows.net"
+        )),
+        "AccountName=a;AccountKey=[REDACTED:azure_key];EndpointSuffix=core.windows.net"
+    );
+    assert_eq!(
+        clean("https://a.blob.core.windows.net/c?sp=r&sig=Ab3dEf6hIj9kLm2nOp5q%2BRs8tUv%3D"),
+        "https://a.blob.core.windows.net/c?sp=r&sig=[REDACTED:azure_sas]"
+    );
+    for kept in ["sig=0.05", "where sig = 1/(1+exp(-x))", "&sig=short"] {
+        assert_eq!(clean(kept), kept);
+    }
+    assert_eq!(
+        clean("token ya29.a0AfB_byC1d2E3f4G5h6I7j8K9"),
+        "token [REDACTED:google_oauth_token]"
+    );
+    assert_eq!(clean("ya29 and ya29.short"), "ya29 and ya29.short");
+}
