@@ -25,8 +25,9 @@
 //!
 //! Files: `hygiene` (passes 1 and 2), `rules` (the rule table, the keyword
 //! prefilter, the regex rules and the prefixed-token matcher), `scan`
-//! (private keys, `Bearer`, `Basic`, URL credentials), `command` (password
-//! flags of known commands), `assign` (`key = value` assignments).
+//! (private keys as PEM, base64 PEM and PuTTY files, `Bearer`, `Basic`,
+//! URL credentials), `command` (password flags of known commands), `assign`
+//! (`key = value` assignments).
 
 mod assign;
 mod command;

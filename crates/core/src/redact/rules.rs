@@ -9,7 +9,10 @@ use regex::{Captures, Regex};
 
 use super::assign::redact_assignments;
 use super::command::redact_command_flags;
-use super::scan::{redact_basic, redact_bearer, redact_private_keys, redact_url_credentials};
+use super::scan::{
+    redact_base64_private_keys, redact_basic, redact_bearer, redact_private_keys,
+    redact_putty_keys, redact_url_credentials,
+};
 use super::{lower, starts_with_ci, Splice, MARKER_PREFIX};
 
 /// How one rule finds secrets.
@@ -42,6 +45,13 @@ pub(super) enum Matcher {
     /// to compile, so a rule whose keyword is a common pair of letters
     /// (`SK`) costs one substring search when it hits.
     Prefixed(Token),
+    /// PuTTY private key files: the `Private-Lines:` header, its lines and
+    /// the `Private-MAC:` line (see [`redact_putty_keys`]).
+    PuttyKey,
+    /// A PEM private key block encoded in base64 (`LS0tLS1CRUdJTi…`, as in
+    /// a Kubernetes secret's `tls.key`), when it decodes to a private key
+    /// header (see [`redact_base64_private_keys`]).
+    Base64PrivateKey,
     /// `key = value`, `key: value`, `"key": "value"` and `--key value` where
     /// the key names a credential (see [`CRED_KEYS`](super::assign::CRED_KEYS)).
     Assignment,
@@ -135,6 +145,18 @@ pub(super) const RULES: &[Rule] = &[
     Rule {
         keywords: &["private key"],
         matcher: Matcher::PrivateKey,
+        kind: "private_key",
+    },
+    Rule {
+        keywords: &["private-lines"],
+        matcher: Matcher::PuttyKey,
+        kind: "private_key",
+    },
+    Rule {
+        // base64 of `-----BEGIN ` but its first letter (the prefilter
+        // ignores case).
+        keywords: &["s0tls1crudjtib"],
+        matcher: Matcher::Base64PrivateKey,
         kind: "private_key",
     },
     token(
@@ -807,6 +829,8 @@ pub(super) fn redact_secrets(text: &str) -> Cow<'_, str> {
             }
             Matcher::Word(_) => redact_words(compiled(i).expect("a regex rule"), rule.kind, &cur),
             Matcher::Prefixed(t) => redact_prefixed(&t, rule.kind, &cur),
+            Matcher::PuttyKey => redact_putty_keys(&cur),
+            Matcher::Base64PrivateKey => redact_base64_private_keys(&cur),
             Matcher::PrivateKey => redact_private_keys(&cur),
             Matcher::Basic => redact_basic(&cur),
             Matcher::UrlCredentials => redact_url_credentials(&cur),

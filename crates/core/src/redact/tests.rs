@@ -895,6 +895,79 @@ fn aws_configure_set() {
 }
 
 #[test]
+fn putty_private_keys() {
+    let key = "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: c\n\
+               Public-Lines: 1\nAAAAC3NzaC1lZDI1NTE5AAAAIO\n\
+               Private-Lines: 2\nAAAAIG9wZW5zc2gta2V5LXYx\nAAAAbm9uZQ==\n\
+               Private-MAC: 0123456789abcdef\nafter";
+    assert_eq!(
+        clean(key),
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: c\n\
+         Public-Lines: 1\nAAAAC3NzaC1lZDI1NTE5AAAAIO\n[REDACTED:private_key]\nafter"
+    );
+    // Cut off after one of its two lines: what is there goes.
+    assert_eq!(
+        clean("Private-Lines: 2\r\nAAAAIG9wZW5zc2gta2V5LXYx"),
+        "[REDACTED:private_key]"
+    );
+    for kept in [
+        "Private-Lines: 2",
+        "Private-Lines: x\nAAAA",
+        "Private-Lines: 1\n\nAAAA",
+    ] {
+        assert_eq!(clean(kept), kept);
+    }
+}
+
+#[test]
+fn base64_private_keys() {
+    let enc = |pem: &str| {
+        use std::fmt::Write;
+        let (b, mut out) = (pem.as_bytes(), String::new());
+        const T: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        for c in b.chunks(3) {
+            let n = c.iter().fold(0u32, |a, &x| (a << 8) | u32::from(x)) << (8 * (3 - c.len()));
+            for i in 0..4 {
+                let ch = if i <= c.len() {
+                    T[(n >> (18 - 6 * i)) as usize & 63]
+                } else {
+                    b'='
+                };
+                write!(out, "{}", ch as char).unwrap();
+            }
+        }
+        out
+    };
+    let key = enc("-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIze4bv/prq9Ebs4n1wAJJ42y4ge7BnLp\n-----END EC PRIVATE KEY-----\n");
+    assert_eq!(
+        clean(&format!("  tls.key: {key}\n  x: y")),
+        "  tls.key: [REDACTED:private_key]\n  x: y"
+    );
+    // Wrapped at 76 columns: every line goes.
+    let wrapped: Vec<&str> = key
+        .as_bytes()
+        .chunks(76)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    assert!(wrapped.len() > 1);
+    assert_eq!(
+        clean(&format!("{}\ndone", wrapped.join("\n"))),
+        "[REDACTED:private_key]\ndone"
+    );
+    // A certificate and a public key are public.
+    for pem in [
+        "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n",
+        "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYI\n-----END PUBLIC KEY-----\n",
+    ] {
+        let kept = format!("tls.crt: {}", enc(pem));
+        assert_eq!(clean(&kept), kept);
+    }
+    // Inside another base64 run it is not the start of an encoding.
+    let glued = format!("QUJD{key}");
+    assert_eq!(clean(&glued), glued);
+}
+
+#[test]
 fn azure_and_google_shapes() {
     let k =
         "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
