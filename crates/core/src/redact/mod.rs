@@ -27,7 +27,7 @@
 //! prefilter, the regex rules and the prefixed-token matcher), `scan`
 //! (private keys as PEM, base64 PEM and PuTTY files, `Bearer`, `Basic`,
 //! URL credentials), `command` (password flags of known commands), `assign`
-//! (`key = value` assignments).
+//! (`key = value` assignments, XML elements, `.netrc` entries).
 
 mod assign;
 mod command;

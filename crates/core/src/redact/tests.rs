@@ -879,6 +879,150 @@ fn prefixed_token_case_and_full_stop() {
     assert_eq!(clean(&format!("key {sg}.")), "key [REDACTED:sendgrid_key].");
 }
 
+/// Letters and a digit, token bytes only, not a path or a file name.
+#[test]
+fn random_value_character_classes() {
+    for kept in [
+        "abcdefghijklmnopqrstuvwx",      // no digit
+        "1234567890123456789",           // no letter
+        "a1b2c3d4e5f6 g7h8i9j0",         // a blank
+        "${SECRET_SIGNING_KEY_2024}",    // a placeholder
+        "/etc/keys/prod-2024/signing",   // a path
+        "keys/signing-2024-rotated.pem", // a file name
+        "https://vault.acme.io/v1/k2",   // a URL
+    ] {
+        assert!(!looks_random(kept.as_bytes()), "{kept}");
+    }
+    for random in [
+        "3f9c0a51e2b84d7c9a06b1e4f2d8c735", // hex
+        "/9j/4AAQSkZJRgABAQEASABIAAD+2wBD", // base64 starting with `/`
+        "dGhpcyBpcyBub3QgYSBwYXNzd29yZA==", // base64
+        "kR7_x-Q2mZ.v9pL~w3",               // base64url and `.~`
+    ] {
+        assert!(looks_random(random.as_bytes()), "{random}");
+    }
+}
+
+/// A credential word followed by a setting's name: only a random value.
+#[test]
+fn credential_settings() {
+    for kept in [
+        "PASSWORD_MIN_LENGTH=12",
+        "passwordMinLength: 12",
+        "TOKEN_TTL=3600",
+        "token_type: Bearer",
+        "PASSWORD_FILE=/run/secrets/db",
+        "SECRET_NAME=prod/db/credentials",
+    ] {
+        assert_eq!(clean(kept), kept);
+    }
+    let v = "vUW44bKpDcw15NMHY9ihqzv0bLQkjg";
+    assert_eq!(clean(&format!("TOKEN_ID={v}")), "TOKEN_ID=[REDACTED:token]");
+    // Not a setting: any value, as before.
+    assert_eq!(
+        clean("DB_PASSWORD_PROD=hunter2"),
+        "DB_PASSWORD_PROD=[REDACTED:password]"
+    );
+    assert_eq!(
+        clean("password_reset_token=x"),
+        "password_reset_token=[REDACTED:password]"
+    );
+}
+
+#[test]
+fn netrc_entries() {
+    for (input, want) in [
+        (
+            "machine h login u password p4ss",
+            "machine h login u password [REDACTED:password]",
+        ),
+        (
+            "machine api.heroku.com\n  login me@acme.io\n  password p4ss\n",
+            "machine api.heroku.com\n  login me@acme.io\n  password [REDACTED:password]\n",
+        ),
+        (
+            "machine ftp.acme.io password p4ss",
+            "machine ftp.acme.io password [REDACTED:password]",
+        ),
+        (
+            "default login anonymous password me@acme.io",
+            "default login anonymous password [REDACTED:password]",
+        ),
+        (
+            r"x\nmachine h login u password p4ss",
+            r"x\nmachine h login u password [REDACTED:password]",
+        ),
+    ] {
+        assert_eq!(clean(input), want, "input: {input}");
+    }
+    for kept in [
+        "Machine learning password is hard",
+        "the machine ftp.acme.io password is set",
+        "Log in with your login password today",
+        "machine h login u password",
+    ] {
+        assert_eq!(clean(kept), kept);
+    }
+}
+
+#[test]
+fn xml_elements() {
+    for (input, want) in [
+        (
+            "<password>p4 ss</password>",
+            "<password>[REDACTED:password]</password>",
+        ),
+        (
+            "<ns:token>t0k</ns:token>",
+            "<ns:token>[REDACTED:token]</ns:token>",
+        ),
+        (
+            "<gpg.passphrase>x</gpg.passphrase>",
+            "<gpg.passphrase>[REDACTED:password]</gpg.passphrase>",
+        ),
+        ("<password>open", "<password>[REDACTED:password]"),
+    ] {
+        assert_eq!(clean(input), want, "input: {input}");
+    }
+    for kept in [
+        "<password/>",
+        "<password></password>",
+        "</password>",
+        "<passwordPolicy>strict</passwordPolicy>",
+    ] {
+        assert_eq!(clean(kept), kept);
+    }
+}
+
+#[test]
+fn connection_strings() {
+    for (input, want) in [
+        (
+            "Server=db;Uid=sa;Pwd=S3cr3t!;Encrypt=yes",
+            "Server=db;Uid=sa;Pwd=[REDACTED:password];Encrypt=yes",
+        ),
+        (
+            "Uid=sa;PWD={a;b}c};Encrypt=yes",
+            "Uid=sa;PWD=[REDACTED:password]c};Encrypt=yes",
+        ),
+        (
+            "connect(\"DSN=x;UID=u;PWD=S3cr3t\")",
+            "connect(\"DSN=x;UID=u;PWD=[REDACTED:password]\")",
+        ),
+        ("Pwd=S3cr3t", "Pwd=[REDACTED:password]"),
+    ] {
+        assert_eq!(clean(input), want, "input: {input}");
+    }
+    for kept in [
+        "PWD=/home/dev",
+        "PWD=C:\\Users\\dev",
+        "OLDPWD=~/src",
+        "PWD=$HOME/x",
+    ] {
+        assert_eq!(clean(kept), kept);
+    }
+}
+
 #[test]
 fn aws_configure_set() {
     let v = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
