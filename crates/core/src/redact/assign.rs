@@ -1,8 +1,10 @@
 //! Assignments: the value of `key = value`, `key: value`, `"key": "value"`,
 //! `--key VALUE`, `<key>VALUE</key>` and `.netrc`'s `password VALUE` where
-//! the key names a credential.
+//! the key names a credential; and, where the key only looks like a
+//! credential's name, the value when it looks random.
 
 use super::command::word_end;
+use super::scan::base64_decode;
 use super::{lower, starts_with_ci, Splice, MARKER_PREFIX};
 
 /// Words that make a key name a credential, the kind they give, and whether
@@ -91,6 +93,45 @@ pub(super) const SETTING_QUALIFIERS: &[&str] = &[
     "strength",
     "regex",
     "pattern",
+];
+
+/// Words that make a key look like a credential's name without saying so,
+/// and the kind they give: `…_KEY` (`ENCRYPTION_KEY`, `accountKey`,
+/// `tls.key`) and `…AUTH` (`NPM_AUTH`, a Docker config's `"auth"`). The
+/// word must be the key's last segment; `key` must follow another one.
+/// Their value is redacted only when it [looks random](looks_random) (an
+/// `auth` value also when it is base64 of `user:password`).
+pub(super) const RANDOM_KEYS: &[(&str, &str)] = &[("key", "secret"), ("auth", "authorization")];
+
+/// Segments before `key` that name something public or a database's key:
+/// `PUBLIC_KEY`, `primary_key`, `cache_key`, `Idempotency-Key`.
+const NOT_SECRET_KEY_OWNERS: &[&str] = &[
+    "public",
+    "pub",
+    "publishable",
+    "primary",
+    "foreign",
+    "sort",
+    "partition",
+    "range",
+    "hash",
+    "cache",
+    "idempotency",
+    "dedup",
+    "dedupe",
+    "object",
+    "row",
+    "lookup",
+    "unique",
+    "composite",
+    "group",
+    "routing",
+    "shard",
+    "i18n",
+    "translation",
+    "message",
+    "map",
+    "dict",
 ];
 
 /// Shortest value that can [look random](looks_random).
@@ -684,6 +725,69 @@ pub(super) fn redact_assignments(text: &str) -> Option<String> {
             .map_or(CRED_KEYS[k].1, |w| CRED_KEYS[w].1);
         sp.redact(text, a.start, a.end, kind);
         i = a.end;
+    }
+    sp.finish(text)
+}
+
+/// Shortest `auth` value checked for base64 of `user:password`.
+const MIN_AUTH_BASE64: usize = 8;
+
+/// Assignments to keys of [`RANDOM_KEYS`] whose value [looks
+/// random](looks_random).
+pub(super) fn redact_random_assignments(text: &str) -> Option<String> {
+    /// The first byte of each word of [`RANDOM_KEYS`], in either case.
+    static FIRST: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut k = 0;
+        while k < RANDOM_KEYS.len() {
+            let c = RANDOM_KEYS[k].0.as_bytes()[0];
+            t[c as usize] = true;
+            t[c.to_ascii_uppercase() as usize] = true;
+            k += 1;
+        }
+        t
+    };
+    let b = text.as_bytes();
+    let mut sp = Splice::default();
+    let mut i = 0;
+    while let Some(off) = b[i..].iter().position(|c| FIRST[*c as usize]) {
+        let at = i + off;
+        i = at + 1;
+        let Some(&(word, kind)) = RANDOM_KEYS
+            .iter()
+            .find(|(w, _)| starts_with_ci(&b[at..], w.as_bytes()))
+        else {
+            continue;
+        };
+        let len = word.len();
+        if !is_boundary(b, at) || !is_boundary(b, at + len) {
+            continue;
+        }
+        let Some(a) = assignment_at(b, at, len) else {
+            continue;
+        };
+        if a.key_end != at + len {
+            continue;
+        }
+        if word == "key" {
+            let key = &b[a.key_start..at];
+            let (s, e) = segment_before(key, key.len());
+            if s == e || is_one_of(&key[s..e], NOT_SECRET_KEY_OWNERS) {
+                continue;
+            }
+        }
+        let v = first_word(&b[a.start..a.end]);
+        let basic = word == "auth"
+            && v.len() >= MIN_AUTH_BASE64
+            && base64_decode(v).is_some_and(|d| {
+                d.iter()
+                    .position(|c| *c == b':')
+                    .is_some_and(|p| p > 0 && p + 1 < d.len())
+            });
+        if basic || looks_random(v) {
+            sp.redact(text, a.start, a.end, kind);
+            i = a.end;
+        }
     }
     sp.finish(text)
 }

@@ -27,7 +27,8 @@
 //! prefilter, the regex rules and the prefixed-token matcher), `scan`
 //! (private keys as PEM, base64 PEM and PuTTY files, `Bearer`, `Basic`,
 //! URL credentials), `command` (password flags of known commands), `assign`
-//! (`key = value` assignments, XML elements, `.netrc` entries).
+//! (`key = value` assignments, XML elements, `.netrc` entries, and the
+//! random-value test for names that only look like a credential's).
 
 mod assign;
 mod command;

@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use regex::{Captures, Regex};
 
 use super::assign::redact_assignments;
+use super::assign::redact_random_assignments;
 use super::command::redact_command_flags;
 use super::scan::{
     redact_base64_private_keys, redact_basic, redact_bearer, redact_private_keys,
@@ -55,6 +56,10 @@ pub(super) enum Matcher {
     /// `key = value`, `key: value`, `"key": "value"` and `--key value` where
     /// the key names a credential (see [`CRED_KEYS`](super::assign::CRED_KEYS)).
     Assignment,
+    /// The same assignments where the key only looks like a credential's
+    /// name (`…_KEY`, `…AUTH`): the value is redacted only when it looks
+    /// random (see [`RANDOM_KEYS`](super::assign::RANDOM_KEYS)).
+    RandomAssignment,
 }
 
 /// A token with a literal prefix: one of `prefixes` (case-sensitive), then
@@ -661,6 +666,16 @@ pub(super) const RULES: &[Rule] = &[
         matcher: Matcher::Assignment,
         kind: "token",
     },
+    Rule {
+        // The word and what may follow a key: a separator, a quote, a
+        // blank, `>` or `\` (`\"key\"`). `Authorization` is not one.
+        keywords: &[
+            "key=", "key:", "key\"", "key'", "key ", "key\t", "key>", "key\\", "auth=", "auth:",
+            "auth\"", "auth'", "auth ", "auth\t", "auth>", "auth\\",
+        ],
+        matcher: Matcher::RandomAssignment,
+        kind: "secret",
+    },
 ];
 
 fn compiled(i: usize) -> Option<&'static Regex> {
@@ -837,6 +852,7 @@ pub(super) fn redact_secrets(text: &str) -> Cow<'_, str> {
             Matcher::CommandFlags => redact_command_flags(&cur),
             Matcher::Bearer => redact_bearer(&cur),
             Matcher::Assignment => redact_assignments(&cur),
+            Matcher::RandomAssignment => redact_random_assignments(&cur),
         };
         if let Some(s) = next {
             cur = Cow::Owned(s);

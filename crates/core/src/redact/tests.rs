@@ -557,7 +557,7 @@ fn corpus(name: &str) -> Vec<serde_json::Value> {
 #[test]
 fn every_corpus_secret_is_redacted_with_its_kind() {
     let entries = corpus("secrets.jsonl");
-    assert!(entries.len() >= 60, "the corpus holds {}", entries.len());
+    assert!(entries.len() >= 150, "the corpus holds {}", entries.len());
     let mut failures = Vec::new();
     for e in &entries {
         let (text, middle) = (e["text"].as_str().unwrap(), e["middle"].as_str().unwrap());
@@ -879,6 +879,44 @@ fn prefixed_token_case_and_full_stop() {
     assert_eq!(clean(&format!("key {sg}.")), "key [REDACTED:sendgrid_key].");
 }
 
+#[test]
+fn random_value_length_edge() {
+    // 16 distinct letters and digits: 4 bits per character.
+    let at = "a1b2c3d4e5f6g7h8";
+    assert_eq!(at.len(), MIN_RANDOM_LEN);
+    assert!(looks_random(at.as_bytes()));
+    assert!(!looks_random(&at.as_bytes()[..MIN_RANDOM_LEN - 1]));
+    assert_eq!(
+        clean(&format!("SIGNING_KEY={at}")),
+        "SIGNING_KEY=[REDACTED:secret]"
+    );
+    let under = &at[..MIN_RANDOM_LEN - 1];
+    assert_eq!(
+        clean(&format!("SIGNING_KEY={under}")),
+        format!("SIGNING_KEY={under}")
+    );
+}
+
+#[test]
+fn random_value_entropy_edge() {
+    // 8 symbols, twice each: exactly the threshold.
+    let at = b"aabbccdd11223344";
+    assert_eq!(bits_per_char(at), MIN_RANDOM_BITS_PER_CHAR);
+    assert!(looks_random(at));
+    // 7 symbols (one four times): 2.75 bits.
+    let under = b"aabbccdd11223333";
+    assert!(bits_per_char(under) < MIN_RANDOM_BITS_PER_CHAR);
+    assert!(!looks_random(under));
+    assert_eq!(
+        clean("ENCRYPTION_KEY=aabbccdd11223333"),
+        "ENCRYPTION_KEY=aabbccdd11223333"
+    );
+    assert_eq!(
+        clean("ENCRYPTION_KEY=aabbccdd11223344"),
+        "ENCRYPTION_KEY=[REDACTED:secret]"
+    );
+}
+
 /// Letters and a digit, token bytes only, not a path or a file name.
 #[test]
 fn random_value_character_classes() {
@@ -900,6 +938,44 @@ fn random_value_character_classes() {
         "kR7_x-Q2mZ.v9pL~w3",               // base64url and `.~`
     ] {
         assert!(looks_random(random.as_bytes()), "{random}");
+    }
+}
+
+/// `…_KEY` and `…AUTH` names: a random value goes, anything else stays.
+#[test]
+fn random_key_names() {
+    let v = "Zq8vN2kLw5Xr7Tb3Hc9Mj4Pd";
+    for (input, want) in [
+        (
+            format!("ENCRYPTION_KEY={v}"),
+            "ENCRYPTION_KEY=[REDACTED:secret]",
+        ),
+        (
+            format!("accountKey: \"{v}\""),
+            "accountKey: \"[REDACTED:secret]\"",
+        ),
+        (format!("SSHKey={v}"), "SSHKey=[REDACTED:secret]"),
+        (format!("tls.key: {v}"), "tls.key: [REDACTED:secret]"),
+        (format!("NPM_AUTH={v}"), "NPM_AUTH=[REDACTED:authorization]"),
+        (
+            "\"auth\": \"dXNlcjpodW50ZXIy\"".to_string(),
+            "\"auth\": \"[REDACTED:authorization]\"",
+        ),
+    ] {
+        assert_eq!(clean(&input), want, "input: {input}");
+    }
+    for kept in [
+        format!("key: {v}"),           // `key` alone
+        format!("PUBLIC_KEY={v}"),     // public
+        format!("cache_key={v}"),      // a database's key
+        format!("monkey={v}"),         // not a segment
+        format!("KEYS={v}"),           // not the word
+        format!("SIGNING_KEY_ID={v}"), // not the last segment
+        "SIGNING_KEY=dev".to_string(), // too short
+        "auth: true".to_string(),
+        "\"auth\": \"dXNlcjo=\"".to_string(), // `user:`, no password
+    ] {
+        assert_eq!(clean(&kept), kept);
     }
 }
 
