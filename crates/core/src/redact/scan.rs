@@ -1,6 +1,7 @@
 //! Hand-written matchers for secrets with a fixed frame: private key
-//! blocks, `Bearer` and `Basic` credentials, URL credentials. They are
-//! plain scanners because their keywords are common in tool output.
+//! blocks (PEM, base64-encoded PEM, PuTTY), `Bearer` and `Basic`
+//! credentials, URL credentials. They are plain scanners because their
+//! keywords are common in tool output or their frame spans lines.
 
 use super::{starts_with_ci, Splice, MARKER_PREFIX};
 
@@ -39,6 +40,133 @@ pub(super) fn redact_private_keys(text: &str) -> Option<String> {
                 break;
             }
             j += off + 5;
+        }
+        sp.redact(text, start, end, "private_key");
+        i = end;
+    }
+    sp.finish(text)
+}
+
+/// Where a line break starts at `at` (a newline, CRLF, or the literal `\n`
+/// or `\r\n` escape of a JSON string), the position after it.
+fn line_break(b: &[u8], at: usize) -> Option<usize> {
+    let rest = &b[at..];
+    [&b"\r\n"[..], b"\n", b"\r", b"\\r\\n", b"\\n"]
+        .iter()
+        .find(|sep| rest.starts_with(sep))
+        .map(|sep| at + sep.len())
+}
+
+fn is_base64_std(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=')
+}
+
+/// Most `Private-Lines:` a PuTTY key is followed through.
+const MAX_PUTTY_LINES: usize = 1024;
+
+/// A PuTTY private key file (`.ppk`, versions 1–3): from `Private-Lines: N`
+/// through its (at most N) base64 lines and the `Private-MAC:` (or
+/// version 1's `Private-Hash:`) line after them. The header, comment and
+/// public lines before it are public and kept.
+pub(super) fn redact_putty_keys(text: &str) -> Option<String> {
+    const HEADER: &[u8] = b"Private-Lines:";
+    let b = text.as_bytes();
+    let blanks = |j: usize| {
+        j + b[j..]
+            .iter()
+            .take_while(|c| matches!(c, b' ' | b'\t'))
+            .count()
+    };
+    let mut sp = Splice::default();
+    let mut i = 0;
+    while let Some(off) = find(&b[i..], HEADER) {
+        let start = i + off;
+        let mut j = blanks(start + HEADER.len());
+        let digits = b[j..].iter().take_while(|c| c.is_ascii_digit()).count();
+        i = j;
+        let Ok(n) = text[j..j + digits].parse::<usize>() else {
+            continue;
+        };
+        j += digits;
+        let mut end = j;
+        let mut lines = 0;
+        while lines < n.min(MAX_PUTTY_LINES) {
+            let Some(next) = line_break(b, end) else {
+                break;
+            };
+            let len = b[next..].iter().take_while(|c| is_base64_std(**c)).count();
+            if len == 0 {
+                break;
+            }
+            end = next + len;
+            lines += 1;
+        }
+        if lines == 0 {
+            continue;
+        }
+        if let Some(next) = line_break(b, end) {
+            for tag in [&b"Private-MAC:"[..], b"Private-Hash:"] {
+                if b[next..].starts_with(tag) {
+                    let k = blanks(next + tag.len());
+                    end = k + b[k..].iter().take_while(|c| c.is_ascii_hexdigit()).count();
+                }
+            }
+        }
+        sp.redact(text, start, end, "private_key");
+        i = end;
+    }
+    sp.finish(text)
+}
+
+/// `-----BEGIN ` in base64: the start of an encoded PEM block.
+const BASE64_BEGIN: &[u8] = b"LS0tLS1CRUdJTi";
+
+/// Base64 characters decoded to check an encoded block's header: enough
+/// for `-----BEGIN <label> PRIVATE KEY-----` (72 bytes).
+const BASE64_HEADER_CHARS: usize = 96;
+
+/// Shortest first line of an encoded block that may be wrapped: `base64`
+/// wraps at 76 columns, `openssl base64` at 64. The lines that follow, as
+/// long as the first, and one shorter last line, are the block's.
+const MIN_WRAPPED_LINE: usize = 60;
+
+/// A PEM private key encoded in base64 (a Kubernetes secret's `tls.key`,
+/// `base64 key.pem`): a base64 run starting `LS0tLS1CRUdJTi` that decodes
+/// to a private key header (see [`key_armor`]), with the lines that
+/// continue it when it is wrapped. Encoded certificates and public keys
+/// are kept.
+pub(super) fn redact_base64_private_keys(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let run = |from: usize| b[from..].iter().take_while(|c| is_base64_std(**c)).count();
+    let mut sp = Splice::default();
+    let mut i = 0;
+    while let Some(off) = find(&b[i..], BASE64_BEGIN) {
+        let start = i + off;
+        i = start + BASE64_BEGIN.len();
+        if start > 0 && is_base64_std(b[start - 1]) {
+            continue; // inside another base64 run
+        }
+        let mut end = start + run(start);
+        let head = (end - start).min(BASE64_HEADER_CHARS) / 4 * 4;
+        let header = base64_decode(&b[start..start + head]);
+        if header.is_none_or(|h| key_armor(&h, b"BEGIN").is_none()) {
+            continue;
+        }
+        // Wrapped: the lines after a full one (as long as the first), up
+        // to the first shorter one.
+        let width = end - start;
+        let mut line = width;
+        while width >= MIN_WRAPPED_LINE && line == width && b[end - 1] != b'=' {
+            let Some(next) = line_break(b, end) else {
+                break;
+            };
+            let from = next + b[next..].iter().take_while(|c| **c == b' ').count();
+            line = run(from);
+            let line_ends = from + line == b.len() || line_break(b, from + line).is_some();
+            if line == 0 || line > width || !line_ends {
+                break;
+            }
+            end = from + line;
         }
         sp.redact(text, start, end, "private_key");
         i = end;
