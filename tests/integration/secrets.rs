@@ -471,7 +471,7 @@ fn no_secret_reaches_memhook_serve() {
             })
         })
         .collect();
-    for batch in items.chunks(memhook_delivery::sink::http::MAX_BATCH_ITEMS) {
+    for batch in items.chunks(memhook_sinks::http::MAX_BATCH_ITEMS) {
         let body = serde_json::to_vec(batch).unwrap();
         let (code, text) = request(
             "POST",
