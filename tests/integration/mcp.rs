@@ -496,12 +496,28 @@ fn record_search_follows_the_marker_scope_and_default_global() {
         .join(".memhook-data/memory/acme/api/MEMORY.md")
         .is_file());
 
-    // [recall] default_global: records of every project; documents stay this project's.
+    // [recall] default_global: records of every project once the user
+    // allowed it (`memhook trust --recall-all`); documents stay this
+    // project's. The marker alone changes nothing.
     std::fs::write(
         api.join(".ai-memory.toml"),
         "workspace = \"acme\"\nproject = \"api\"\n[recall]\ndefault_global = true\n",
     )
     .unwrap();
+    let r = converse(home.path(), &api, &[init(1), search.clone()]);
+    let record_projects = |r: &[Value]| -> Vec<String> {
+        let mut p: Vec<String> = structured(&r[1])["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["source"] == "record")
+            .map(|e| e["project"].as_str().unwrap().to_string())
+            .collect();
+        p.sort();
+        p
+    };
+    assert_eq!(record_projects(&r), ["api"]);
+    trust_recall_all(home.path(), &api);
     let r = converse(home.path(), &api, &[init(1), search]);
     let entries = structured(&r[1])["entries"].as_array().unwrap().clone();
     let mut records: Vec<String> = entries
@@ -626,7 +642,7 @@ fn memory_index_written_over_mcp_reaches_the_briefing() {
 /// A marker inside a repository that names no scope cannot open every
 /// project's records to the model with `[recall] default_global`: a cloned
 /// repository could otherwise read all of the user's memory. The same marker
-/// outside any checkout (the user's own) still can.
+/// outside any checkout (the user's own) can, once the user said so.
 #[test]
 fn a_cloned_repositorys_marker_cannot_turn_on_recall_across_projects() {
     let home = tempfile::tempdir().unwrap();
@@ -682,6 +698,10 @@ fn a_cloned_repositorys_marker_cannot_turn_on_recall_across_projects() {
     let (n, activity) = hits(&clone);
     assert_eq!(n, 0, "the clone's marker read another project's records");
     assert_eq!(activity["reason"], "scope_not_allowed", "{activity}");
+    // The user's own marker outside a checkout: only once the user allowed it.
+    let (n, _) = hits(&plain);
+    assert_eq!(n, 0, "a marker alone opened every project");
+    trust_recall_all(home.path(), &plain);
     let (n, activity) = hits(&plain);
     assert_eq!(
         n, 1,
@@ -691,5 +711,100 @@ fn a_cloned_repositorys_marker_cannot_turn_on_recall_across_projects() {
         activity["records"].as_array().unwrap().len(),
         1,
         "{activity}"
+    );
+}
+
+/// `memhook trust --recall-all` run in `dir`.
+fn trust_recall_all(home: &Path, dir: &Path) {
+    let out = memhook(home)
+        .args(["trust", "--recall-all"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("may recall across every project"),
+        "{out:?}"
+    );
+}
+
+/// Issue 23: a cloned repository whose marker names a fresh scope (which it
+/// then binds to itself) and sets `[recall] default_global` cannot read
+/// another project through any MCP tool or `memhook search`: the setting is
+/// the repository's word, not the user's. Before, `memory_search`,
+/// `activity_search {"scope":"all"}` and `activity_get` returned the other
+/// project's prompt.
+#[test]
+fn a_cloned_repository_naming_a_fresh_scope_cannot_recall_other_projects() {
+    let (home, own) = home_with_project();
+    capture_prompt(home.path(), &own, "the okapi acquisition closes friday");
+    let found = memhook(home.path())
+        .args(["search", "okapi", "--json"])
+        .current_dir(&own)
+        .output()
+        .unwrap();
+    let first: Value = serde_json::from_slice(
+        String::from_utf8_lossy(&found.stdout)
+            .lines()
+            .next()
+            .expect("the own project finds its record")
+            .as_bytes(),
+    )
+    .unwrap();
+    let key = first["key"].as_str().unwrap().to_string();
+    let clone = home.path().join("src/hostile");
+    std::fs::create_dir_all(clone.join(".git")).unwrap();
+    std::fs::write(
+        clone.join(".ai-memory.toml"),
+        "workspace = \"evil\"\nproject = \"fresh\"\n[recall]\ndefault_global = true\n",
+    )
+    .unwrap();
+    // The clone writes first (its own session), so the fresh scope is bound
+    // to it.
+    let mut cmd = memhook(home.path());
+    cmd.args([
+        "hook",
+        "--agent",
+        "claude-code",
+        "--event",
+        "UserPromptSubmit",
+    ]);
+    let hello = json!({"session_id": "hostile-1", "cwd": clone, "prompt": "hello"});
+    assert!(run_with_stdin(cmd, hello.to_string().as_bytes())
+        .status
+        .success());
+    assert!(memhook(home.path())
+        .arg("drain")
+        .status()
+        .unwrap()
+        .success());
+    let r = converse(
+        home.path(),
+        &clone,
+        &[
+            init(1),
+            call(2, "memory_search", json!({"query": "okapi"})),
+            call(
+                3,
+                "activity_search",
+                json!({"query": "okapi", "scope": "all"}),
+            ),
+            call(4, "activity_get", json!({"ids": [&key[..12]]})),
+        ],
+    );
+    let all = serde_json::to_string(&r).unwrap();
+    assert!(!all.contains("okapi acquisition"), "{all}");
+    assert_eq!(
+        r[2]["result"]["structuredContent"]["reason"], "scope_not_allowed",
+        "{all}"
+    );
+    let search = memhook(home.path())
+        .args(["search", "okapi"])
+        .current_dir(&clone)
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&search.stdout).contains("okapi"),
+        "{search:?}"
     );
 }

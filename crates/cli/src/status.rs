@@ -392,7 +392,8 @@ fn client_scope(args: &ScopeArgs) -> Result<Scope, Box<dyn std::error::Error + S
 }
 
 /// `None` = every scope: `--all`, or the marker's `[recall] default_global`
-/// when no `--workspace`/`--project` names a scope explicitly.
+/// when the user allowed it (`memhook trust --recall-all`) and no
+/// `--workspace`/`--project` names a scope explicitly.
 fn query_scope(
     args: &ScopeArgs,
     all: bool,
@@ -405,7 +406,7 @@ fn query_scope(
     // DESIGN §11: an untrusted checkout reads its own quarantine only.
     scope::binding::enforce_client(data_dir, &mut scope, scope::binding::Access::ReadOnly);
     let explicit = args.workspace.is_some() || args.project.is_some();
-    if scope.settings.default_global && !explicit {
+    if memhook_core::switches::recall_all(data_dir, &scope) && !explicit {
         return Ok(None);
     }
     Ok(Some((scope.workspace, scope.project)))

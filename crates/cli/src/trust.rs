@@ -16,6 +16,12 @@ pub struct TrustArgs {
     /// The checkout (any directory under its marker) [default: the current directory].
     #[arg(value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Also let this project's `[recall] default_global` take effect: search
+    /// (and the model's MCP tools) without a scope then look across every
+    /// project. A marker alone never does (it is a repository's file).
+    /// `untrust --recall-all` takes back only that.
+    #[arg(long)]
+    pub recall_all: bool,
 }
 
 /// `memhook trust [DIR]`.
@@ -33,6 +39,9 @@ fn run(args: &TrustArgs, data_dir: Option<&Path>, trusted: bool) -> CmdResult {
     let input = ScopeInput::from_env(Mode::Client, args.dir.as_deref(), None, None, None)?;
     let scope = scope::resolve(&input)?;
     scope::report(&scope);
+    if args.recall_all {
+        return recall_all(&data_dir, &scope, trusted);
+    }
     let (change, b) = binding::set_trust(&data_dir, &scope, trusted)?;
     let (w, p) = &b.claimed;
     let here = b
@@ -58,5 +67,49 @@ fn run(args: &TrustArgs, data_dir: Option<&Path>, trusted: bool) -> CmdResult {
     if let Some(cmd) = b.run() {
         println!("to undo: {cmd}");
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `memhook trust --recall-all` / `untrust --recall-all`: allow (or take
+/// back) recall across every project for this scope, recorded in the data
+/// dir's switches. Only a checkout that uses its scope (bound here or
+/// trusted) can be allowed.
+fn recall_all(data_dir: &Path, scope: &memhook_core::scope::Scope, on: bool) -> CmdResult {
+    use memhook_core::switches;
+    let mut scope = scope.clone();
+    let b = binding::enforce_client(data_dir, &mut scope, binding::Access::ReadOnly);
+    if on && b.state == State::Untrusted {
+        return Err(format!(
+            "this checkout does not use {}/{} (another checkout bound it): run `memhook trust` \
+             here first",
+            b.claimed.0, b.claimed.1
+        )
+        .into());
+    }
+    let k = switches::key(&scope);
+    let mut s = switches::load(data_dir);
+    let changed = if on {
+        s.recall_all.insert(k.clone())
+    } else {
+        s.recall_all.remove(&k)
+    };
+    if changed {
+        switches::save(data_dir, &s)
+            .map_err(|e| format!("{}: {e}", data_dir.join(switches::SWITCHES_FILE).display()))?;
+    }
+    let note = if scope.settings.default_global {
+        ""
+    } else {
+        " (its marker does not set [recall] default_global, so nothing changes until it does)"
+    };
+    println!(
+        "{}: {k} {} across every project{note}",
+        if on { "allowed" } else { "taken back" },
+        if on {
+            "may recall"
+        } else {
+            "recalls its own project only, not"
+        },
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -52,6 +52,11 @@ pub struct Switches {
     /// means until `memhook resume`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused_until_ms: Option<u64>,
+    /// `workspace/project` names whose marker's `[recall] default_global`
+    /// the user allowed (`memhook trust --recall-all`): a marker is a
+    /// repository's file, so it never opens other projects' memory alone.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub recall_all: BTreeSet<String>,
 }
 
 /// What the switches say about one event's scope.
@@ -142,6 +147,15 @@ fn gate_of(dir: &Path, s: &Switches, scope: &Scope, now: u64) -> Gate {
         return Gate::Paused;
     }
     Gate::Open
+}
+
+/// Whether recall across every project is in force for `scope`: its
+/// marker asks for it (`[recall] default_global`) and the user allowed it
+/// for this scope in the data dir `dir` (`memhook trust --recall-all`).
+/// Neither alone is enough: a cloned repository's marker is someone
+/// else's words, and the allowance follows the marker's setting.
+pub fn recall_all(dir: &Path, scope: &Scope) -> bool {
+    scope.settings.default_global && load(dir).recall_all.contains(&key(scope))
 }
 
 /// `--for` text: `90s`, `30m`, `2h`, `1d` (a number and one unit).
@@ -283,5 +297,27 @@ mod tests {
         // A capture-mode file that cannot be trusted fails closed.
         std::os::unix::fs::symlink("/etc/hostname", d.join(CAPTURE_MODE_FILE)).unwrap();
         assert_eq!(capture_mode(d), CaptureMode::Allowlist);
+    }
+
+    #[test]
+    fn recall_across_projects_needs_the_marker_and_the_users_word() {
+        let t = tempfile::tempdir().unwrap();
+        let mut sc = scope("api", true);
+        sc.workspace = "acme".into();
+        assert!(!recall_all(t.path(), &sc));
+        sc.settings.default_global = true;
+        // The marker alone: no.
+        assert!(!recall_all(t.path(), &sc));
+        let mut s = load(t.path());
+        s.recall_all.insert("acme/api".into());
+        save(t.path(), &s).unwrap();
+        assert!(recall_all(t.path(), &sc));
+        // The allowance alone: no.
+        sc.settings.default_global = false;
+        assert!(!recall_all(t.path(), &sc));
+        // Another scope's allowance is not this one's.
+        sc.settings.default_global = true;
+        sc.project = "web".into();
+        assert!(!recall_all(t.path(), &sc));
     }
 }

@@ -39,26 +39,15 @@ pub fn run(args: &McpArgs, data_dir: Option<&Path>) -> CmdResult {
         eprintln!("memhook: {w}");
     }
     // DESIGN §11: an untrusted checkout gets its own quarantine's memory.
-    let binding =
-        scope::binding::enforce_client(&data_dir, &mut scope, scope::binding::Access::Bind);
-    // DESIGN §11: a marker in a checkout (someone else's repository, maybe)
-    // that names no scope is bound by nothing, so it cannot open every
-    // project's records to the model. To recall across projects, name the
-    // scope in the marker (the checkout then owns it) or put the setting in
-    // a marker outside any checkout (e.g. ~/.ai-memory.toml).
-    if scope.settings.default_global
-        && binding.state == scope::binding::State::Derived
-        && scope
-            .marker
-            .as_deref()
-            .and_then(Path::parent)
-            .is_some_and(in_checkout)
-    {
+    scope::binding::enforce_client(&data_dir, &mut scope, scope::binding::Access::Bind);
+    // A marker is a repository's file: its `[recall] default_global` opens
+    // other projects' records to the model only when the user allowed it
+    // for this scope (`memhook trust --recall-all`, docs/marker-file.md).
+    if scope.settings.default_global && !memhook_core::switches::recall_all(&data_dir, &scope) {
         eprintln!(
-            "memhook: mcp: [recall] default_global in {} is ignored: a marker inside a \
-             repository must name its workspace/project for the model to recall across \
-             projects",
-            scope.marker.as_deref().map(Path::display).unwrap()
+            "memhook: mcp: [recall] default_global of {}/{} is not in force: run `memhook \
+             trust --recall-all` in this project to let the model search every project",
+            scope.workspace, scope.project
         );
         scope.settings.default_global = false;
     }
@@ -79,10 +68,4 @@ pub fn run(args: &McpArgs, data_dir: Option<&Path>) -> CmdResult {
     let stdout = io::stdout();
     rpc::Server::new(ctx).serve(&mut stdin.lock(), &mut stdout.lock())?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Whether `dir` or one of its ancestors holds `.git` (a checkout).
-fn in_checkout(dir: &Path) -> bool {
-    dir.ancestors()
-        .any(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())
 }
