@@ -99,3 +99,18 @@ fn the_per_event_binary_carries_no_sqlite_tls_server_postgres_clap_or_installer_
     }
     assert!(has(&lean, "memhook_hook"), "the hook is in memhook");
 }
+
+/// `memhook-cli` (and so `memhook serve`) has Rust's own `main` again: a
+/// stack overflow ends with std's message naming it, not a bare SIGSEGV as
+/// under the C `main` every command used to share (issue 25).
+#[test]
+fn memhook_cli_reports_a_stack_overflow() {
+    let out = Command::new(full_bin())
+        .env("MEMHOOK_TEST_STACK_OVERFLOW", "1")
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("has overflowed its stack"), "{out:?}");
+}
