@@ -406,18 +406,4 @@ mod tests {
             get("gemini-cli").unwrap().json
         );
     }
-
-    #[test]
-    fn the_hooks_typo_table_names_every_profiles_events() {
-        for p in all() {
-            let table: Vec<&str> = memhook_core::event::names::native_events(&p.id);
-            let profile: Vec<&str> = p.native_events().collect();
-            assert_eq!(
-                table, profile,
-                "event::names::NATIVE_EVENTS row of {}",
-                p.id
-            );
-        }
-        assert_eq!(memhook_core::event::names::NATIVE_EVENTS.len(), all().len());
-    }
 }
