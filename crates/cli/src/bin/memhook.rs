@@ -111,12 +111,8 @@ const EXEC_BUSY_TRIES: u32 = 100;
 #[cfg_attr(test, allow(dead_code))]
 fn full_binary() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("memhook"));
-    exe.with_file_name(FULL_BINARY)
+    exe.with_file_name(memhook_delivery::drain::spawn::FULL_BINARY)
 }
-
-/// The binary every command but the per-event ones lives in.
-#[cfg_attr(test, allow(dead_code))]
-const FULL_BINARY: &str = "memhook-cli";
 
 /// The number `code` stands for (`ExitCode` only says whether two are equal).
 fn status(code: ExitCode) -> i32 {
