@@ -3,20 +3,9 @@
 //! line to `memhook-cli` beside it.
 
 use std::fs;
-use std::path::Path;
 use std::process::Command;
 
-use crate::support::binaries::{bin, full_bin, install_copy, run_with_stdin};
-
-/// `exe` with a clean environment whose HOME and data dir are in `home`.
-fn cmd(exe: &Path, home: &Path) -> Command {
-    let mut c = Command::new(exe);
-    c.env_clear()
-        .env("HOME", home)
-        .env("PATH", "/usr/bin:/bin")
-        .env("AI_MEMORY_DATA_DIR", home.join("data"));
-    c
-}
+use crate::support::binaries::{bin, full_bin, install_copy, installed as cmd, run_with_stdin};
 
 #[test]
 fn other_commands_run_in_memhook_cli_with_their_output_and_exit_code() {

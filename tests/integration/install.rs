@@ -1889,12 +1889,8 @@ fn configurations_written_by_the_single_binary_release_still_run_and_need_no_mig
     for (agent, file) in agents {
         let path = h.path().join(file);
         let before = fs::read(&path).unwrap();
-        let mut c = Command::new(&exe);
-        c.env_clear()
-            .env("HOME", h.path())
-            .env("PATH", "/usr/bin:/bin")
-            .env("AI_MEMORY_DATA_DIR", &data)
-            .args(["install-hooks", "--agent", agent, "--apply"]);
+        let mut c = crate::support::binaries::installed(&exe, h.path());
+        c.args(["install-hooks", "--agent", agent, "--apply"]);
         let out = c.output().unwrap();
         let said = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{agent}: {out:?}");
@@ -1911,34 +1907,23 @@ fn configurations_written_by_the_single_binary_release_still_run_and_need_no_mig
     let payload = format!(
         r#"{{"session_id":"up-1","cwd":"{home_str}","hook_event_name":"UserPromptSubmit","prompt":"after the upgrade"}}"#
     );
-    let mut sh = Command::new("sh");
-    sh.env_clear()
-        .env("HOME", h.path())
-        .env("PATH", "/usr/bin:/bin")
-        .env("MEMHOOK_NO_HOOK_DELIVERY", "1")
+    let mut sh = crate::support::binaries::installed(Path::new("sh"), h.path());
+    sh.env("MEMHOOK_NO_HOOK_DELIVERY", "1")
         .args(["-c", &command]);
     let out = crate::support::binaries::run_with_stdin(sh, payload.as_bytes());
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "{}");
-    let mut drain = Command::new(&exe);
-    drain
-        .env_clear()
-        .env("HOME", h.path())
-        .env("PATH", "/usr/bin:/bin")
-        .args(["--data-dir", data.to_str().unwrap(), "drain"]);
+    let mut drain = crate::support::binaries::installed(&exe, h.path());
+    drain.args(["--data-dir", data.to_str().unwrap(), "drain"]);
     assert!(drain.output().unwrap().status.success());
-    let mut search = Command::new(&exe);
-    search
-        .env_clear()
-        .env("HOME", h.path())
-        .env("PATH", "/usr/bin:/bin")
-        .args([
-            "--data-dir",
-            data.to_str().unwrap(),
-            "search",
-            "--all",
-            "upgrade",
-        ]);
+    let mut search = crate::support::binaries::installed(&exe, h.path());
+    search.args([
+        "--data-dir",
+        data.to_str().unwrap(),
+        "search",
+        "--all",
+        "upgrade",
+    ]);
     let found = String::from_utf8_lossy(&search.output().unwrap().stdout).to_string();
     assert!(found.contains("after the upgrade"), "{found}");
 }

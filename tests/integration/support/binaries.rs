@@ -21,6 +21,18 @@ pub fn install_copy(dir: &Path) -> PathBuf {
     exe
 }
 
+/// `program` with nothing of the caller's environment but a `PATH` of the
+/// system's own directories, HOME at `home` and the data dir at
+/// `home/data`: a user's installed `memhook` (see [`install_copy`]).
+pub fn installed(program: &Path, home: &Path) -> Command {
+    let mut c = Command::new(program);
+    c.env_clear()
+        .env("HOME", home)
+        .env("PATH", "/usr/bin:/bin")
+        .env("AI_MEMORY_DATA_DIR", home.join("data"));
+    c
+}
+
 /// Path of the `memhook-cli` binary under test (every command but the
 /// per-event ones; `memhook` execs it).
 pub fn full_bin() -> PathBuf {
