@@ -102,6 +102,7 @@ fn fill(dir: &Path, n: usize, round: usize) {
                 attempts: 0,
                 enqueued_ms: now,
                 record: record(i, round, "demo", &format!("s{}", i / 500), now + i as u64),
+                exclusions: None,
             })
             .unwrap();
     }

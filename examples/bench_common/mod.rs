@@ -102,6 +102,7 @@ pub fn fill(data: &Path, sink: &SinkTarget, n: usize, round: usize) {
                 attempts: 0,
                 enqueued_ms: memhook_core::timefmt::now_ms(),
                 record: record(i, round),
+                exclusions: None,
             })
             .expect("enqueue");
     }

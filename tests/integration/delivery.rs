@@ -147,6 +147,7 @@ fn enqueue(
             attempts,
             enqueued_ms,
             record,
+            exclusions: None,
         })
         .unwrap()
 }

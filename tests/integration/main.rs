@@ -13,6 +13,7 @@ mod cli;
 mod crash;
 mod delivery;
 mod deps;
+mod fingerprints;
 mod forget;
 mod hook;
 mod hostile;

@@ -40,6 +40,7 @@ fn entry(r: Record, url: &str) -> SpoolEntry {
         // Fresh: the drainer drops entries past its age cap.
         enqueued_ms: memhook_core::timefmt::now_ms(),
         record: r,
+        exclusions: None,
     }
 }
 

@@ -11,6 +11,7 @@ pub mod data_dir;
 pub mod entropy;
 pub mod envelope;
 pub mod event;
+pub mod fingerprint;
 pub mod hex;
 pub mod names;
 pub mod record;

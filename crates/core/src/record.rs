@@ -104,6 +104,21 @@ pub struct Record {
     pub files: Vec<String>,
 }
 
+impl Record {
+    /// Every free text of the record (title, body): what the fingerprint
+    /// filter screens (crate::fingerprint). A new text field goes here too.
+    pub fn texts_mut(&mut self) -> Vec<&mut String> {
+        let mut out = Vec::new();
+        if let Some(t) = self.title.as_mut() {
+            out.push(t);
+        }
+        if let Some(b) = self.body.as_mut() {
+            out.push(b);
+        }
+        out
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Caps. Every text is cleaned by `redact::clean` first, then capped.
 

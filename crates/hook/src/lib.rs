@@ -392,6 +392,7 @@ fn enqueue(data_dir: &Path, sink: &SinkTarget, event: &Event, scope: &Scope, dec
         attempts: 0,
         enqueued_ms: now,
         record,
+        exclusions: memhook_core::fingerprint::Exclusions::of(&scope.capture),
     };
     let spool = match Spool::open(data_dir) {
         Ok(s) => s,

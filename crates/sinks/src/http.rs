@@ -636,6 +636,7 @@ mod tests {
             attempts: 0,
             enqueued_ms: 0,
             record: wire::samples::record("k"),
+            exclusions: None,
         };
         let out = sink.deliver(&[e.clone(), e]);
         assert!(out.iter().all(

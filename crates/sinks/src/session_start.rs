@@ -206,6 +206,7 @@ mod tests {
                         session,
                         "session-start",
                     ),
+                    exclusions: None,
                 })
                 .unwrap()
         };

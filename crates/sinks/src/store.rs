@@ -88,6 +88,7 @@ mod tests {
                 attempts: 0,
                 enqueued_ms: 1,
                 record: memhook_core::record::sample::record(&format!("k{i}")),
+                exclusions: None,
             })
             .collect();
         assert_eq!(sink.deliver(&entries), vec![ItemOutcome::Delivered; 3]);

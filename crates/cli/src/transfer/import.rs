@@ -229,6 +229,7 @@ fn send(
                     attempts: 0,
                     enqueued_ms: now,
                     record: r.clone(),
+                    exclusions: None,
                 },
             )
         })

@@ -94,12 +94,14 @@ impl ExtractionState {
     }
 }
 
+mod excluder;
 mod output;
 mod path;
 mod policy;
 mod shell;
 mod tools;
 
+pub use excluder::Excluder;
 pub use output::filter_output;
 pub use path::MAX_CANDIDATE_CHARS;
 pub use policy::{MAX_MATCH_WORK, MAX_OUTPUT_MATCH_WORK, MAX_PATTERNS, MAX_PATTERN_CHARS};

@@ -158,6 +158,21 @@ impl Policy {
         })
     }
 
+    /// The literal directories the patterns start from (a pattern's path up
+    /// to its first wildcard segment), for walking what they can match.
+    /// POSIX patterns only; distinct.
+    pub fn literal_prefixes(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .groups
+            .iter()
+            .filter(|g| g.flavour == Flavour::Posix)
+            .map(|g| g.prefix_key.clone())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// Start a new call: the budget is per call.
     pub fn reset_work(&mut self) {
         self.reset_work_to(MAX_MATCH_WORK);

@@ -48,6 +48,7 @@ use serde::Deserialize;
 
 use crate::sink::{ItemOutcome, Sink};
 use crate::spool::{SinkTarget, Spool, SpoolEntry, SpoolError};
+use memhook_core::fingerprint::{self, Fingerprints, Screened};
 use memhook_core::timefmt::now_ms;
 
 /// One line on the drainer's stderr through [`log_line`] (the background
@@ -250,6 +251,8 @@ struct Drainer<'a, F> {
     committed: HashSet<PathBuf>,
     /// The watermark of the last group commit ([`Spool::commit`]).
     durable_before: Option<u64>,
+    /// The fingerprint sets, opened at the first entry that needs them.
+    fingerprints: Option<Result<Fingerprints, String>>,
 }
 
 /// Deliver pending entries. The caller must hold the drain lock (`_lock`).
@@ -275,6 +278,7 @@ where
         report: Report::default(),
         remover: None,
         committed: HashSet::new(),
+        fingerprints: None,
         durable_before: spool.read_mark().and_then(|m| m.durable_before_ms),
         opts,
     };
@@ -475,7 +479,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
         if self.committed.contains(&path) {
             return;
         }
-        let entry = match loaded {
+        let mut entry = match loaded {
             Ok(e) => e,
             Err(SpoolError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
                 return
@@ -523,6 +527,7 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
         if self.skipped(&id, first_pass) {
             return;
         }
+        self.screen(&path, &mut entry);
         let target = entry.sink.clone();
         let batch = batches.entry(target.clone()).or_default();
         if batch.paths.is_empty() {
@@ -533,6 +538,38 @@ impl<F: FnMut(&SinkTarget) -> Box<dyn Sink>> Drainer<'_, F> {
         if batch.paths.len() >= batch_limit(&target) {
             let full = std::mem::take(batch);
             self.deliver(&target, full);
+        }
+    }
+
+    /// The second line of exclusion: remove from the record the lines of
+    /// the files its project excludes (or withhold its texts when their
+    /// fingerprints are not available), before any sink sees it. A record
+    /// that changed is written back, so the spool no longer holds those
+    /// lines either.
+    fn screen(&mut self, path: &Path, entry: &mut SpoolEntry) {
+        let Some(ex) = entry.exclusions.take() else {
+            return;
+        };
+        let data_dir = self.data_dir().to_path_buf();
+        let fp = self
+            .fingerprints
+            .get_or_insert_with(|| Fingerprints::open(&data_dir).map_err(|e| e.to_string()));
+        let key = entry.record.key.chars().take(8).collect::<String>();
+        let screened = match fp {
+            Ok(fp) => fp.screen(&ex, &mut entry.record),
+            Err(why) => fingerprint::withhold(&mut entry.record, why.clone()),
+        };
+        match screened {
+            Screened::Clean => return,
+            Screened::Removed(n) => {
+                log!("memhook: drain: record {key}: {n} lines that match excluded files removed")
+            }
+            Screened::Withheld(why) => {
+                log!("memhook: drain: record {key}: texts withheld: {why}")
+            }
+        }
+        if let Err(e) = self.spool.rewrite(path, entry) {
+            log!("memhook: drain: {e}");
         }
     }
 

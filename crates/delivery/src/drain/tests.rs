@@ -21,6 +21,7 @@ pub fn entry(key: &str, sink: SinkTarget, enqueued_ms: u64) -> SpoolEntry {
             cwd: None,
             ..memhook_core::record::sample::record(key)
         },
+        exclusions: None,
     }
 }
 

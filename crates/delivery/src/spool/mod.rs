@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde::{Deserialize, Serialize};
 
 use memhook_core::data_dir::{self, DirError};
+use memhook_core::fingerprint::Exclusions;
 use memhook_core::record::check::Origin;
 use memhook_core::record::Record;
 
@@ -54,6 +55,11 @@ pub struct SpoolEntry {
     pub attempts: u32,
     pub enqueued_ms: u64,
     pub record: Record,
+    /// The exclusions that applied to the event: the drainer removes the
+    /// lines of those files from the record before delivering it
+    /// ([`memhook_core::fingerprint`]). Never delivered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclusions: Option<Exclusions>,
 }
 
 /// Why an enqueue or read failed.
@@ -823,6 +829,9 @@ impl SpoolEntry {
         if let Some(p) = self.sink.problem() {
             return Some(p);
         }
+        if let Some(p) = self.exclusions.as_ref().and_then(Exclusions::problem) {
+            return Some(p);
+        }
         memhook_core::record::check::problem(&self.record, Origin::Hook)
     }
 }
@@ -937,6 +946,7 @@ pub mod tests {
             attempts: 0,
             enqueued_ms: 1_700_000_000_000,
             record: memhook_core::record::sample::record(key),
+            exclusions: None,
         }
     }
 
