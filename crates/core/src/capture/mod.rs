@@ -241,7 +241,13 @@ pub fn decide(config: &CaptureConfig, home: Option<&Path>, event: &Event) -> Dec
         (ToolFamily::Shell, Some(spec)) => {
             shell_candidates(spec, input, cwd.as_ref(), home.as_ref())
         }
-        _ => return Decision::new(state, family, 0, Keep, NotApplicable),
+        // A family comes from a spec: a File or Shell family has one.
+        (ToolFamily::File | ToolFamily::Shell, None) => {
+            return Decision::new(state, family, 0, Keep, NotApplicable)
+        }
+        // Unknown tools (MCP tools, plugins' tools, BashOutput, Task):
+        // every path-like token of their input, like interpreter code.
+        (ToolFamily::Unknown, _) => unknown_candidates(input, cwd.as_ref(), home.as_ref()),
     };
     let md = |n| Decision::new(state, family, n, MetadataOnly, MissingOrMalformed);
     let c = match collected {
@@ -251,10 +257,109 @@ pub fn decide(config: &CaptureConfig, home: Option<&Path>, event: &Event) -> Dec
     match match_all(&mut policy, &c.paths) {
         MatchOutcome::Match => Decision::new(state, family, c.count, Drop, Extracted),
         MatchOutcome::OverBudget => md(c.count),
-        MatchOutcome::NoMatch => match c.reduced {
-            Some(ext) => Decision::new(state, family, c.count, MetadataOnly, ext),
-            None => Decision::new(state, family, c.count, Keep, Extracted),
-        },
+        MatchOutcome::NoMatch => {
+            let reduced = c.reduced.or_else(|| {
+                // A file or unknown tool given a directory that holds an
+                // excluded path (`read_many_files` of `.`) reads what the
+                // path rules exclude: metadata-only.
+                let reads_dirs = matches!(family, ToolFamily::File | ToolFamily::Unknown);
+                (reads_dirs && c.paths.iter().any(|p| holds_excluded(&mut policy, p)))
+                    .then_some(Extracted)
+            });
+            match reduced {
+                Some(ext) => Decision::new(state, family, c.count, MetadataOnly, ext),
+                None => Decision::new(state, family, c.count, Keep, Extracted),
+            }
+        }
+    }
+}
+
+/// Could the directory at `p` hold an excluded path? An ancestor of a
+/// pattern's literal part always could (`.` under `secret/**`, whether or
+/// not it exists here); below that, only an existing directory under a
+/// pattern with a wildcard (`src` under `**/.env`).
+fn holds_excluded(policy: &mut Policy, p: &NormPath) -> bool {
+    policy.reset_work();
+    match policy.contains_prefix(p) {
+        MatchOutcome::NoMatch => {}
+        _ => return true,
+    }
+    policy.wild_below(p) && p.flavour == path::Flavour::Posix && Path::new(&p.text).is_dir()
+}
+
+/// Most bytes of an unknown tool's input scanned for paths; past it the
+/// call is metadata-only.
+pub const MAX_UNKNOWN_INPUT_BYTES: usize = 64 * 1024;
+
+/// An unknown tool's candidates: each string of its input (at any depth)
+/// that looks like a path, and each path-like token inside its strings.
+fn unknown_candidates(
+    input: Option<&serde_json::Value>,
+    cwd: Option<&NormPath>,
+    home: Option<&NormPath>,
+) -> Collect {
+    let mut strings = Vec::new();
+    let mut bytes = 0usize;
+    if let Some(v) = input {
+        if !collect_strings(v, &mut strings, &mut bytes, 0) {
+            return Err(0);
+        }
+    }
+    let mut raw: Vec<&str> = Vec::new();
+    for s in &strings {
+        let whole = s.trim();
+        if shell::path_like(whole) && !whole.contains(char::is_whitespace) {
+            raw.push(whole);
+        }
+        for (t, _) in shell::scan_tokens(s) {
+            if shell::path_like(t) {
+                raw.push(t);
+            }
+        }
+    }
+    raw.sort_unstable();
+    raw.dedup();
+    if raw.len() > MAX_CANDIDATES {
+        return Err(raw.len());
+    }
+    let mut paths = Vec::with_capacity(raw.len());
+    for r in &raw {
+        match candidate(r, cwd, home) {
+            Ok(p) => paths.push(p),
+            Err(Unusable::NoBase | Unusable::TooLong | Unusable::NoHome) => return Err(raw.len()),
+            Err(_) => {}
+        }
+    }
+    Ok(Collected {
+        paths,
+        count: raw.len(),
+        reduced: None,
+    })
+}
+
+/// The strings of `v`, depth-first; `false` past [`MAX_UNKNOWN_INPUT_BYTES`]
+/// or a nesting of 32.
+fn collect_strings<'v>(
+    v: &'v serde_json::Value,
+    out: &mut Vec<&'v str>,
+    bytes: &mut usize,
+    depth: usize,
+) -> bool {
+    use serde_json::Value;
+    if depth > 32 {
+        return false;
+    }
+    match v {
+        Value::String(s) => {
+            *bytes += s.len();
+            out.push(s);
+            *bytes <= MAX_UNKNOWN_INPUT_BYTES
+        }
+        Value::Array(a) => a.iter().all(|x| collect_strings(x, out, bytes, depth + 1)),
+        Value::Object(o) => o
+            .values()
+            .all(|x| collect_strings(x, out, bytes, depth + 1)),
+        _ => true,
     }
 }
 
@@ -279,13 +384,25 @@ fn file_candidates(
     cwd: Option<&NormPath>,
     home: Option<&NormPath>,
 ) -> Collect {
-    let raw = tools::file_paths(&spec.extract, input).map_err(|_| 0usize)?;
+    let mut raw = tools::file_paths(&spec.extract, input).map_err(|_| 0usize)?;
+    // Globs with braces (`read_many_files`' `{src,secret}/**`): each expansion.
+    if raw.iter().any(|r| r.contains('{')) {
+        let mut all = Vec::new();
+        for r in raw {
+            match shell::expand_braces(&r) {
+                Some(x) if r.contains('{') => all.extend(x),
+                Some(_) => all.push(r),
+                None => return Err(MAX_CANDIDATES + 1),
+            }
+        }
+        raw = all;
+    }
     if raw.len() > MAX_CANDIDATES {
         return Err(raw.len());
     }
     let paths = raw
         .iter()
-        .map(|r| path::normalize(r, cwd, home, MAX_CANDIDATE_CHARS))
+        .map(|r| candidate(r, cwd, home))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| raw.len())?;
     Ok(Collected {
@@ -329,12 +446,7 @@ fn shell_candidates(
     }
     let mut paths = Vec::with_capacity(count);
     for w in &scan.words {
-        match path::normalize(
-            &expand_known_vars(w),
-            base.as_ref(),
-            home,
-            MAX_CANDIDATE_CHARS,
-        ) {
+        match candidate(w, base.as_ref(), home) {
             Ok(p) => paths.push(p),
             Err(Unusable::NoBase | Unusable::TooLong | Unusable::NoHome) => return Err(count),
             Err(_) => {}
@@ -354,6 +466,76 @@ fn shell_candidates(
     })
 }
 
+/// Placeholder of [`expand_known_vars`] for the repository's top directory.
+const TOPLEVEL: &str = "\u{0}toplevel";
+
+/// One shell word or scanned token as a path: known variables expanded
+/// (`$HOME`, `$PWD`, `~+`, `$(pwd)`, `$(git rev-parse --show-toplevel)`),
+/// normalised against `base`, and `/proc/self/cwd` (or any process's
+/// `cwd`) read as `base`, `/proc/self/root` as `/`.
+fn candidate(
+    w: &str,
+    base: Option<&NormPath>,
+    home: Option<&NormPath>,
+) -> Result<NormPath, Unusable> {
+    let expanded = expand_known_vars(w);
+    let owned;
+    let raw: &str = match expanded.strip_prefix(TOPLEVEL) {
+        Some(rest) => {
+            let top = base.map(toplevel).ok_or(Unusable::NoBase)?;
+            owned = format!("{top}{rest}");
+            &owned
+        }
+        None => &expanded,
+    };
+    let p = path::normalize(raw, base, home, MAX_CANDIDATE_CHARS)?;
+    if p.flavour == path::Flavour::Posix {
+        if let Some(rest) = proc_cwd_rest(&p.text) {
+            let b = base.ok_or(Unusable::NoBase)?;
+            return path::normalize(
+                &format!("{}/{rest}", b.text),
+                None,
+                None,
+                MAX_CANDIDATE_CHARS,
+            );
+        }
+        if let Some(rest) = p.text.strip_prefix("/proc/self/root/") {
+            return path::normalize(&format!("/{rest}"), None, None, MAX_CANDIDATE_CHARS);
+        }
+    }
+    Ok(p)
+}
+
+/// What follows `/proc/<self|thread-self|pid>/cwd/` in `text`.
+fn proc_cwd_rest(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("/proc/")?;
+    let (who, rest) = rest.split_once('/')?;
+    let valid = who == "self" || who == "thread-self" || who.bytes().all(|b| b.is_ascii_digit());
+    if !valid {
+        return None;
+    }
+    match rest.strip_prefix("cwd") {
+        Some("") => Some(""),
+        Some(r) => r.strip_prefix('/'),
+        None => None,
+    }
+}
+
+/// The top of the repository holding `base`: the nearest ancestor with a
+/// `.git` entry, else `base` itself.
+fn toplevel(base: &NormPath) -> String {
+    let mut dir = Path::new(&base.text);
+    loop {
+        if dir.join(".git").symlink_metadata().is_ok() {
+            return dir.to_string_lossy().into_owned();
+        }
+        match dir.parent() {
+            Some(p) => dir = p,
+            None => return base.text.clone(),
+        }
+    }
+}
+
 /// Variables known at hook time, at the start of a word: `$HOME` and
 /// `${HOME}` are `~`, `$PWD` and `${PWD}` the directory the command runs in.
 fn expand_known_vars(w: &str) -> std::borrow::Cow<'_, str> {
@@ -362,6 +544,15 @@ fn expand_known_vars(w: &str) -> std::borrow::Cow<'_, str> {
         ("$HOME", "~"),
         ("${PWD}", "."),
         ("$PWD", "."),
+        ("~+", "."),
+        ("$(pwd)", "."),
+        ("$(pwd -P)", "."),
+        ("$(pwd -L)", "."),
+        ("`pwd`", "."),
+        // The repository's top: the marker's tree, checked from the command's
+        // directory (see `toplevel`).
+        ("$(git rev-parse --show-toplevel)", TOPLEVEL),
+        ("`git rev-parse --show-toplevel`", TOPLEVEL),
     ];
     for (var, to) in VARS {
         if let Some(rest) = w.strip_prefix(var) {

@@ -39,7 +39,10 @@ pub fn filter_output<'t>(
     let CaptureConfig::Active { marker, patterns } = config else {
         return Some(Cow::Borrowed(text));
     };
-    if !matches!(family, ToolFamily::Shell | ToolFamily::SearchList) {
+    if !matches!(
+        family,
+        ToolFamily::Shell | ToolFamily::SearchList | ToolFamily::Unknown
+    ) {
         return Some(Cow::Borrowed(text));
     }
     let home = super::env_home();
@@ -226,12 +229,15 @@ mod tests {
             let got = filter_output(&cfg, &bash("x"), ToolFamily::Shell, text).unwrap();
             assert!(matches!(got, Cow::Borrowed(t) if t == text));
         }
+        // Unknown tools (MCP, BashOutput) are filtered like shell output.
         let got = filter_output(
             &active(&["secret/**"]),
             &bash("x"),
             ToolFamily::Unknown,
             text,
         );
+        assert_eq!(got.as_deref(), Some(""));
+        let got = filter_output(&active(&["secret/**"]), &bash("x"), ToolFamily::File, text);
         assert!(matches!(got, Some(Cow::Borrowed(_))));
         // Nothing to remove: the text is not copied.
         let got = filter_output(

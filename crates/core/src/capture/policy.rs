@@ -173,6 +173,38 @@ impl Policy {
         out
     }
 
+    /// Could an excluded path lie inside the directory `dir`? `Match` when
+    /// `dir` itself matches or is an ancestor of a pattern's literal prefix
+    /// (`.` under `secret/**`); `NoMatch` otherwise. [`Self::wild_below`]
+    /// answers the other half (a pattern whose wildcard can reach below).
+    pub fn contains_prefix(&mut self, dir: &NormPath) -> MatchOutcome {
+        match self.matches(dir) {
+            MatchOutcome::NoMatch => {}
+            other => return other,
+        }
+        let key = dir.key();
+        let hit = self.groups.iter().any(|g| {
+            g.flavour == dir.flavour && same_root(g, dir) && under_prefix(&g.prefix_key, &key)
+        });
+        if hit {
+            MatchOutcome::Match
+        } else {
+            MatchOutcome::NoMatch
+        }
+    }
+
+    /// Does a pattern with a wildcard rest start at or above `dir` (so a
+    /// directory `dir` may hold a match: `src/` under `**/.env`)?
+    pub fn wild_below(&self, dir: &NormPath) -> bool {
+        let key = dir.key();
+        self.groups.iter().any(|g| {
+            g.flavour == dir.flavour
+                && same_root(g, dir)
+                && under_prefix(&key, &g.prefix_key)
+                && g.members.iter().any(|m| has_wild(&self.patterns[*m].rest))
+        })
+    }
+
     /// Start a new call: the budget is per call.
     pub fn reset_work(&mut self) {
         self.reset_work_to(MAX_MATCH_WORK);

@@ -3,7 +3,8 @@
 //!
 //! Splitting: whitespace separates words; `| & ; ( )`, a backquote and a
 //! newline end a simple command; `< >` separate words; single and double
-//! quotes group (so do `$'…'` and `$"…"`); inside double quotes `\"`,
+//! quotes group (so do `$'…'`, whose escapes are decoded as bash does, and
+//! `$"…"`); a `$( … )` substitution stays in its word; inside double quotes `\"`,
 //! `\\`, `` \` `` and `\$` escape; outside quotes a backslash escapes only
 //! whitespace, an operator, a quote or a backslash (so `docs\adr\x.md`
 //! keeps its separators; the word as a POSIX shell reads it, `docsadrx.md`,
@@ -20,8 +21,10 @@
 //! [`MAX_SHELL_DEPTH`] levels deep. Wrappers (`env`, `sudo`, `nohup`,
 //! `timeout`, `time`, `xargs`, `exec`, `command`, …) are looked through: the
 //! command after their options is examined like any other. A recursive
-//! search or listing anywhere is flagged. Which command does what is one
-//! table, [`COMMANDS`].
+//! search or listing anywhere is flagged, and so is an archiver (`tar`,
+//! `zip -r`, `git archive`, `git cat-file --batch-all-objects`) and
+//! interpreter code that walks a tree ([`WALKS`]). Which command does what
+//! is one table, [`COMMANDS`].
 
 use super::MAX_CANDIDATES;
 
@@ -86,8 +89,27 @@ pub fn split_commands(line: &str) -> Vec<Vec<String>> {
     let mut cur = String::new();
     let mut in_word = false;
     let mut chars = line.chars().peekable();
+    // The quote just opened was `$'`: its escapes are decoded (ANSI-C).
+    let mut ansi_c = false;
     while let Some(c) = chars.next() {
         match c {
+            '\'' if std::mem::take(&mut ansi_c) => {
+                in_word = true;
+                let mut raw = String::new();
+                while let Some(d) = chars.next() {
+                    match d {
+                        '\'' => break,
+                        '\\' => {
+                            raw.push('\\');
+                            if let Some(e) = chars.next() {
+                                raw.push(e);
+                            }
+                        }
+                        d => raw.push(d),
+                    }
+                }
+                cur.push_str(&ansi_c_decode(&raw));
+            }
             '\'' => {
                 in_word = true;
                 for d in chars.by_ref() {
@@ -132,8 +154,31 @@ pub fn split_commands(line: &str) -> Vec<Vec<String>> {
                     cmds.push(std::mem::take(&mut words));
                 }
             }
-            // `$'…'` and `$"…"` quote like `'…'` and `"…"`.
-            '$' if matches!(chars.peek(), Some('\'' | '"')) => in_word = true,
+            // `$'…'` (ANSI-C: `\x72`, `\162`, `\u0072` decoded) and `$"…"`
+            // quote like `'…'` and `"…"`.
+            '$' if matches!(chars.peek(), Some('\'' | '"')) => {
+                in_word = true;
+                ansi_c = chars.peek() == Some(&'\'');
+            }
+            // `$( … )` stays in its word (`$(pwd)/x`), balanced.
+            '$' if chars.peek() == Some(&'(') => {
+                in_word = true;
+                cur.push('$');
+                let mut depth = 0usize;
+                for d in chars.by_ref() {
+                    cur.push(d);
+                    match d {
+                        '(' => depth += 1,
+                        ')' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
             c => {
                 in_word = true;
                 cur.push(c);
@@ -392,6 +437,21 @@ const COMMANDS: &[(&[&str], Role)] = &[
         Role::Search(Recursion::Always),
     ),
     (&["grep", "egrep", "fgrep", "zgrep"], GREP),
+    // Archivers read whole trees (and print them: `tar cf - . | tar xOf -`).
+    (
+        &[
+            "tar", "bsdtar", "gtar", "cpio", "pax", "7z", "7za", "7zr", "rar", "jar", "ar",
+        ],
+        Role::Search(Recursion::Always),
+    ),
+    (
+        &["zip"],
+        Role::Search(Recursion::Flags {
+            short: &['r', 'R'],
+            long: &["--recurse-paths", "--recurse-patterns"],
+            pairs: &[],
+        }),
+    ),
     (
         &["ls"],
         Role::Search(Recursion::Flags {
@@ -411,7 +471,15 @@ const COMMANDS: &[(&[&str], Role)] = &[
                 "--namespace",
                 "--exec-path",
             ],
-            subs: &["grep", "ls-files"],
+            // Read every file or object of the repository.
+            subs: &[
+                "grep",
+                "ls-files",
+                "cat-file",
+                "archive",
+                "bundle",
+                "fast-export",
+            ],
         }),
     ),
 ];
@@ -510,9 +578,18 @@ impl Scan {
             self.braces(w, &mut budget);
         }
         if w.contains("$(") || w.contains('`') {
-            self.command_string(w, depth + 1);
+            let inner = substitutions(w);
+            if inner.is_empty() {
+                // Unbalanced: split what there is.
+                self.command_string(w, depth + 1);
+            }
+            for c in inner {
+                self.command_string(c, depth + 1);
+            }
         }
         if w.contains(is_token_delim) {
+            // Interpreter code that walks a directory tree.
+            self.recursive |= WALKS.iter().any(|k| w.contains(k));
             for (t, quoted) in scan_tokens(w) {
                 if quoted || path_like(t) {
                     self.push(t);
@@ -655,6 +732,142 @@ impl Scan {
     }
 }
 
+/// The brace expansions of `w` (`{a,b}/x` → `a/x`, `b/x`), at most
+/// [`MAX_CANDIDATES`]; `None` past that bound.
+pub fn expand_braces(w: &str) -> Option<Vec<String>> {
+    let mut s = Scan::default();
+    let mut budget = MAX_BRACE_EXPANSIONS;
+    s.braces(w, &mut budget);
+    (!s.over).then_some(s.words)
+}
+
+/// The commands inside `$( … )` (balanced) and `` ` … ` `` in `w`.
+pub fn substitutions(w: &str) -> Vec<&str> {
+    let b = w.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'$' && b.get(i + 1) == Some(&b'(') {
+            let mut depth = 0usize;
+            let mut j = i + 1;
+            while j < b.len() {
+                match b[j] {
+                    b'(' => depth += 1,
+                    b')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            if j >= b.len() {
+                return Vec::new();
+            }
+            out.push(&w[i + 2..j]);
+            i = j + 1;
+        } else if b[i] == b'`' {
+            let Some(end) = w[i + 1..].find('`') else {
+                return Vec::new();
+            };
+            out.push(&w[i + 1..i + 1 + end]);
+            i += end + 2;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The text of a `$'…'` quote with its escapes decoded as bash does:
+/// `\xHH`, `\NNN` (octal), `\uHHHH`, `\UHHHHHHHH`, `\n`, `\t`, … An
+/// escape that decodes to nothing usable stays as written.
+pub fn ansi_c_decode(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut it = raw.chars().peekable();
+    let hex = |it: &mut std::iter::Peekable<std::str::Chars>, max: usize| {
+        let mut v = 0u32;
+        let mut n = 0;
+        while n < max {
+            match it.peek().and_then(|c| c.to_digit(16)) {
+                Some(d) => {
+                    v = v * 16 + d;
+                    it.next();
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        (n > 0).then_some(v)
+    };
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let Some(e) = it.next() else {
+            out.push('\\');
+            break;
+        };
+        let decoded = match e {
+            'x' => hex(&mut it, 2).and_then(char::from_u32),
+            'u' => hex(&mut it, 4).and_then(char::from_u32),
+            'U' => hex(&mut it, 8).and_then(char::from_u32),
+            '0'..='7' => {
+                let mut v = e.to_digit(8).unwrap_or(0);
+                for _ in 0..2 {
+                    match it.peek().and_then(|c| c.to_digit(8)) {
+                        Some(d) => {
+                            v = v * 8 + d;
+                            it.next();
+                        }
+                        None => break,
+                    }
+                }
+                char::from_u32(v)
+            }
+            'n' => Some('\n'),
+            't' => Some('\t'),
+            'r' => Some('\r'),
+            'a' => Some('\x07'),
+            'b' => Some('\x08'),
+            'e' | 'E' => Some('\x1b'),
+            'f' => Some('\x0c'),
+            'v' => Some('\x0b'),
+            '\\' | '\'' | '"' | '?' => Some(e),
+            other => {
+                out.push('\\');
+                Some(other)
+            }
+        };
+        if let Some(d) = decoded {
+            out.push(d);
+        }
+    }
+    out
+}
+
+/// Calls by which interpreter code (`python -c`, `node -e`, …) walks a
+/// directory tree: the command reads recursively (metadata-only under an
+/// active policy).
+const WALKS: &[&str] = &[
+    "walk(",
+    "rglob(",
+    "glob(",
+    "iterdir(",
+    "scandir(",
+    "listdir(",
+    "readdirSync(",
+    "readdir(",
+    "Find.find",
+    "File::Find",
+    "Dir.glob",
+    "Dir[",
+    "WalkDir",
+];
+
 /// Most brace expansions taken from one word (`{a,b}{c,d}` is 4).
 pub const MAX_BRACE_EXPANSIONS: usize = 4 * MAX_CANDIDATES;
 
@@ -766,8 +979,9 @@ mod tests {
                 vec!["c"],
                 vec!["d"],
                 vec!["e"],
-                vec!["$"],
-                vec!["f"]
+                // A `$( … )` substitution stays in its word (`$(pwd)/x`);
+                // the scanner splits its inside as a command.
+                vec!["$(f)"]
             ]
         );
         // `<` and `>` only separate words.

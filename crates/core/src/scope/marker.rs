@@ -86,8 +86,29 @@ fn from_text(path: &Path, text: Result<String, String>, home_known: bool) -> Mar
 }
 
 /// The file's text: at most [`MAX_MARKER_BYTES`], UTF-8, a leading BOM removed.
+/// Anything but a regular file (a FIFO, a socket, a device, a symlink that
+/// leads nowhere or loops) cannot be read: the marker is unusable and its
+/// capture policy invalid (fail closed). A FIFO never blocks the open.
 fn load(path: &Path) -> Result<String, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot be read: {e}"))?;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    let file = opts
+        .open(path)
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    match file.metadata() {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => {
+            return Err(
+                "is not a regular file (a FIFO, socket or device): replace it with a file".into(),
+            )
+        }
+        Err(e) => return Err(format!("cannot be read: {e}")),
+    }
     let mut bytes = Vec::with_capacity(1024);
     file.take(MAX_MARKER_BYTES + 1)
         .read_to_end(&mut bytes)

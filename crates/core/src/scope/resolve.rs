@@ -71,9 +71,20 @@ pub fn resolve(input: &ScopeInput) -> Result<Scope, ScopeError> {
     let home_known = home.is_some();
     let mut walk = Walk::new(&start, home.as_deref());
     let nearest = walk.next().map(|p| marker::read(&p, home_known));
-    let capture = nearest
+    let mut capture = nearest
         .as_ref()
         .map_or(CaptureConfig::Absent, |m| m.capture.clone());
+    if matches!(capture, CaptureConfig::Inactive { .. }) {
+        // A marker that names no capture policy (no `ignore_paths`, or an
+        // empty one) is transparent for capture: an empty marker in a
+        // subdirectory never switches off the project's exclusions. The
+        // nearest marker further up that has a policy decides.
+        capture = Walk::new(&start, home.as_deref())
+            .skip(1)
+            .map(|p| marker::read(&p, home_known).capture)
+            .find(|c| !matches!(c, CaptureConfig::Inactive { .. }))
+            .unwrap_or(capture);
+    }
     let ignore_marker = client && input.ignore_marker;
     if let Some(Marker {
         declared: Ok(_),

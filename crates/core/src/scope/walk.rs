@@ -1,5 +1,5 @@
 //! The lexical marker walk (DESIGN §2): from the cwd upward to a boundary,
-//! yielding each directory's `.ai-memory.toml` that is a regular file. Plain
+//! yielding each directory's `.ai-memory.toml` that is not a directory. Plain
 //! `std::fs` checks only; no git, no symlink resolution of the path itself.
 
 use std::path::{Path, PathBuf};
@@ -59,10 +59,23 @@ impl Iterator for Walk<'_> {
                 _ => dir.parent(),
             };
             let candidate = dir.join(MARKER_FILE);
-            // A regular file (symlinks followed); a directory of that name is ignored.
-            if std::fs::metadata(&candidate).is_ok_and(|m| m.is_file()) {
-                return Some(candidate);
+            // A regular file (symlinks followed) is a marker; a directory of
+            // that name is ignored (DESIGN §2). Anything else of that name —
+            // a dangling or looping symlink, a FIFO, a socket, a device — is
+            // a marker that cannot be read: it fails closed
+            // (`marker::read`), it never counts as no marker.
+            let Ok(lmeta) = std::fs::symlink_metadata(&candidate) else {
+                continue;
+            };
+            if lmeta.is_dir() {
+                continue;
             }
+            if lmeta.file_type().is_symlink()
+                && std::fs::metadata(&candidate).is_ok_and(|m| m.is_dir())
+            {
+                continue;
+            }
+            return Some(candidate);
         }
         None
     }
@@ -117,6 +130,26 @@ mod tests {
         assert_eq!(
             found,
             vec![home.join("a/.ai-memory.toml"), home.join(".ai-memory.toml")]
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_named_like_the_marker_fails_closed_without_blocking() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        std::fs::create_dir_all(home.join("a")).unwrap();
+        let fifo = home.join("a/.ai-memory.toml");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let found: Vec<PathBuf> = Walk::new(&home.join("a"), Some(&home)).collect();
+        assert_eq!(found, vec![fifo.clone()]);
+        let m = super::super::marker::read(&fifo, true);
+        assert!(
+            matches!(m.capture, super::super::CaptureConfig::Invalid { .. }),
+            "{:?}",
+            m.capture
         );
     }
 }
