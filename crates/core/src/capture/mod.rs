@@ -254,7 +254,16 @@ pub fn decide(config: &CaptureConfig, home: Option<&Path>, event: &Event) -> Dec
         Ok(c) => c,
         Err(count) => return md(count),
     };
-    match match_all(&mut policy, &c.paths) {
+    let mut outcome = match_all(&mut policy, &c.paths);
+    if outcome == MatchOutcome::NoMatch {
+        // Other roads to the same file: a symlink in the path (`link/key.txt`
+        // with `link -> secret`) is resolved and checked again.
+        let linked = resolved_links(&c.paths, marker_dir.as_ref());
+        if !linked.is_empty() {
+            outcome = match_all(&mut policy, &linked);
+        }
+    }
+    match outcome {
         MatchOutcome::Match => Decision::new(state, family, c.count, Drop, Extracted),
         MatchOutcome::OverBudget => md(c.count),
         MatchOutcome::NoMatch => {
@@ -272,6 +281,40 @@ pub fn decide(config: &CaptureConfig, home: Option<&Path>, event: &Event) -> Dec
             }
         }
     }
+}
+
+/// The candidates whose path goes through a symlink, resolved: each one
+/// that exists and whose real path differs from its written path. A real
+/// path inside the marker's real directory is written back under the
+/// marker's directory as the patterns know it (so a project reached through
+/// a symlinked parent still matches). Only candidates holding a `/` after
+/// the root are looked at (shell words such as `ls` are not paths).
+fn resolved_links(paths: &[NormPath], marker_dir: Option<&NormPath>) -> Vec<NormPath> {
+    let mut out = Vec::new();
+    let real_marker = marker_dir.and_then(|d| std::fs::canonicalize(&d.text).ok());
+    for p in paths {
+        if p.flavour != path::Flavour::Posix || !p.text[p.root_len..].contains('/') {
+            continue;
+        }
+        let Ok(real) = std::fs::canonicalize(&p.text) else {
+            continue;
+        };
+        let mut text = real.to_string_lossy().into_owned();
+        if let (Some(rm), Some(md)) = (&real_marker, marker_dir) {
+            if let Ok(rest) = real.strip_prefix(rm) {
+                text = Path::new(&md.text)
+                    .join(rest)
+                    .to_string_lossy()
+                    .into_owned();
+            }
+        }
+        if text != p.text {
+            if let Ok(n) = path::normalize(&text, None, None, MAX_CANDIDATE_CHARS) {
+                out.push(n);
+            }
+        }
+    }
+    out
 }
 
 /// Could the directory at `p` hold an excluded path? An ancestor of a

@@ -24,7 +24,24 @@ use crate::scope::CaptureConfig;
 
 /// File sections: a removed line starting with the first string opens one,
 /// which lasts until a line starting with one of the others.
-const SECTIONS: &[(&str, &[&str])] = &[("diff ", &["diff ", "commit "]), ("==> ", &["==> "])];
+/// Every diff header form: git's `diff --git`, `svn diff`'s `Index:`.
+const SECTIONS: &[(&str, &[&str])] = &[
+    ("diff ", &["diff ", "commit ", "Index: "]),
+    ("Index: ", &["Index: ", "diff "]),
+    ("==> ", &["==> "]),
+];
+
+/// The prefixes diff sides carry: `a/` `b/`, and with
+/// `diff.mnemonicPrefix` `c/` (commit), `i/` (index), `w/` (work tree),
+/// `o/` (object); `1/` `2/` for `--no-index`.
+const DIFF_SIDES: &[&str] = &["a/", "b/", "c/", "i/", "w/", "o/", "1/", "2/"];
+
+/// `line` without what tools put before a diff's lines: the graph of
+/// `git log --graph` (`| `, `* `, `|/`), Gemini CLI's `Output: `, blanks.
+fn undecorated(line: &str) -> &str {
+    let t = line.trim_start_matches([' ', '\t', '|', '*', '/', '\\', '_']);
+    t.strip_prefix("Output: ").unwrap_or(t)
+}
 
 /// The output `text` of a kept tool event with the lines that name an
 /// excluded path removed; `None` when it cannot be checked (the caller then
@@ -88,8 +105,9 @@ impl<'t> Lines<'t> {
         for line in text.split_inclusive('\n') {
             let start = at;
             at += line.len();
+            let bare = undecorated(line);
             if let Some(ends) = section {
-                if !ends.iter().any(|e| line.starts_with(e)) {
+                if !ends.iter().any(|e| bare.starts_with(e)) {
                     continue;
                 }
                 section = None;
@@ -98,7 +116,7 @@ impl<'t> Lines<'t> {
                 out.get_or_insert_with(|| text[..start].to_string());
                 section = SECTIONS
                     .iter()
-                    .find(|(start, _)| line.starts_with(start))
+                    .find(|(start, _)| bare.starts_with(start))
                     .map(|(_, ends)| *ends);
             } else if let Some(out) = out.as_mut() {
                 out.push_str(line);
@@ -111,9 +129,7 @@ impl<'t> Lines<'t> {
     /// work budget.
     fn names_excluded(&mut self, line: &'t str) -> Option<bool> {
         for (token, _) in shell::scan_tokens(line) {
-            let diff_side = token
-                .strip_prefix("a/")
-                .or_else(|| token.strip_prefix("b/"));
+            let diff_side = DIFF_SIDES.iter().find_map(|p| token.strip_prefix(p));
             for t in std::iter::once(token).chain(diff_side) {
                 if self.token_excluded(t)? {
                     return Some(true);
@@ -215,6 +231,39 @@ mod tests {
             run(&["secret/**"], "head secret/key.txt notes.md", head).unwrap(),
             "==> notes.md <==\nnote\n"
         );
+    }
+
+    #[test]
+    fn every_diff_header_form_removes_its_section() {
+        let cases = [
+            // git log --graph -p
+            (
+                "* commit 1\n| diff --git a/secret/key.txt b/secret/key.txt\n| +hunter2\n| diff --git a/src/a.rs b/src/a.rs\n| +fine\n",
+                "* commit 1\n| diff --git a/src/a.rs b/src/a.rs\n| +fine\n",
+            ),
+            // diff.mnemonicPrefix
+            (
+                "diff --git i/secret/key.txt w/secret/key.txt\n+hunter2\ndiff --git i/src/a.rs w/src/a.rs\n+fine\n",
+                "diff --git i/src/a.rs w/src/a.rs\n+fine\n",
+            ),
+            // Gemini CLI's shell output
+            (
+                "Output: diff --git a/secret/key.txt b/secret/key.txt\n+hunter2\ndiff --git a/src/a.rs b/src/a.rs\n+fine\n",
+                "diff --git a/src/a.rs b/src/a.rs\n+fine\n",
+            ),
+            // svn diff
+            (
+                "Index: secret/key.txt\n===================================================================\n+hunter2\nIndex: src/a.rs\n+fine\n",
+                "Index: src/a.rs\n+fine\n",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(
+                run(&["secret/**"], "git log -p", text).unwrap(),
+                want,
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

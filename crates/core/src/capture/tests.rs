@@ -254,3 +254,45 @@ fn check_capture_json_has_exactly_six_keys_in_order() {
         r#"{"version":1,"policy_state":"absent","tool_family":"shell","path_count":0,"disposition":"keep","extraction_state":"not-applicable"}"#
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_symlink_to_an_excluded_path_is_resolved() {
+    let t = tempfile::tempdir().unwrap();
+    let proj = t.path().join("proj");
+    std::fs::create_dir_all(proj.join("secret")).unwrap();
+    std::fs::write(proj.join("secret/key.txt"), "k\n").unwrap();
+    std::os::unix::fs::symlink(proj.join("secret"), proj.join("link")).unwrap();
+    let outside = t.path().join("elsewhere.txt");
+    std::os::unix::fs::symlink(proj.join("secret/key.txt"), &outside).unwrap();
+    let cfg = CaptureConfig::Active {
+        marker: proj.join(".ai-memory.toml"),
+        patterns: vec!["secret/**".into()],
+    };
+    let cwd = proj.to_str().unwrap();
+    let read = |p: &str| {
+        let v = json!({"session_id": "s", "cwd": cwd, "hook_event_name": "PreToolUse",
+            "tool_name": "Read", "tool_input": {"file_path": p}});
+        normalize("claude-code", None, &v)
+    };
+    let shell = |c: &str| {
+        let v = json!({"session_id": "s", "cwd": cwd, "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": c}});
+        normalize("claude-code", None, &v)
+    };
+    for ev in [
+        read("link/key.txt"),
+        read(outside.to_str().unwrap()),
+        shell("cat link/key.txt"),
+        shell(&format!("cat {}", outside.display())),
+    ] {
+        assert_eq!(decide(&cfg, None, &ev).disposition, Disposition::Drop);
+    }
+    // A symlink to a kept file stays kept.
+    std::fs::write(proj.join("notes.md"), "n\n").unwrap();
+    std::os::unix::fs::symlink(proj.join("notes.md"), proj.join("n.md")).unwrap();
+    assert_eq!(
+        decide(&cfg, None, &read("./n.md")).disposition,
+        Disposition::Keep
+    );
+}
