@@ -15,6 +15,8 @@
 //! target/release/examples/delivery_bench [drain|start] [RECORDS] [ROUNDS]
 //! ```
 //! RECORDS defaults to 10000 (the spool's cap), ROUNDS to 3; medians printed.
+//! With `BENCH_EXCLUDED=DIR` every record is screened against the
+//! fingerprints of `DIR/secret/**` (see [`exclusions`]).
 //! CPU time comes from getrusage (steadier than wall time on a shared VM).
 
 use std::path::{Path, PathBuf};
@@ -91,6 +93,18 @@ fn record(i: usize, round: usize, project: &str, session: &str, ms: u64) -> Reco
     }
 }
 
+/// `BENCH_EXCLUDED=DIR`: every entry carries `ignore_paths = ["secret/**"]`
+/// of a marker in DIR, so the drain screens each record with DIR's
+/// fingerprint set (docs/benchmarks.md, "Fingerprints of excluded files").
+fn exclusions() -> Option<memhook_core::fingerprint::Exclusions> {
+    let dir = std::env::var("BENCH_EXCLUDED").ok()?;
+    Some(memhook_core::fingerprint::Exclusions {
+        marker: format!("{dir}/.ai-memory.toml"),
+        patterns: vec!["secret/**".into()],
+        home: None,
+    })
+}
+
 fn fill(dir: &Path, n: usize, round: usize) {
     let spool = Spool::open(dir).unwrap();
     let now = memhook_core::timefmt::now_ms();
@@ -102,7 +116,7 @@ fn fill(dir: &Path, n: usize, round: usize) {
                 attempts: 0,
                 enqueued_ms: now,
                 record: record(i, round, "demo", &format!("s{}", i / 500), now + i as u64),
-                exclusions: None,
+                exclusions: exclusions(),
             })
             .unwrap();
     }
