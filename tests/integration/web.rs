@@ -3,6 +3,7 @@
 //! `memhook ui` for the login link. The browser test is in `web/browser.rs`.
 
 mod browser;
+mod secrets;
 mod webdriver;
 
 use std::io::Write;

@@ -33,6 +33,7 @@ use memhook_delivery::wire::Query;
 use memhook_store::model::Database;
 
 pub use html::escape;
+pub(crate) use session::{same, secret};
 pub use session::{
     COOKIE_PREFIX, LOGIN_CODE_TTL, LOGIN_CODE_TTL_ENV, MAX_LOGIN_CODES, MAX_SESSIONS, SESSION_TTL,
 };
