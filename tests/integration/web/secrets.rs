@@ -158,3 +158,125 @@ fn memhook_ui_without_a_token_sends_nothing() {
     assert!(!squatter.seen().contains("/api/login-code"));
     assert!(err.contains("no token to check the server"), "{err}");
 }
+
+/// Log in through `memhook ui` as a browser would: (the cookie's
+/// `name=value`, the URL of the page the login sent the browser to).
+fn browser_login(home: &std::path::Path, s: &Serve) -> (String, String) {
+    let link = crate::web::ui_link(home, s);
+    let got = crate::web::call("GET", &link, &[], None);
+    assert_eq!(got.code, 303, "{}", got.body);
+    let set = got.header("set-cookie").expect("a cookie").to_string();
+    let cookie = set.split(';').next().unwrap().trim().to_string();
+    let to = got.header("location").expect("a redirect").to_string();
+    (cookie, format!("{}{to}", s.url()))
+}
+
+/// A form of `html` by its class: its action and its fields (`name=value`,
+/// as the page holds them).
+fn form_of(html: &str, class: &str) -> (String, Vec<(String, String)>) {
+    let at = html
+        .find(&format!("class=\"{class}\""))
+        .unwrap_or_else(|| panic!("a {class} form in {html}"));
+    let start = html[..at].rfind("<form").unwrap();
+    let end = at + html[at..].find("</form>").unwrap();
+    let form = &html[start..end];
+    let attr = |tag: &str, name: &str| -> Option<String> {
+        let i = tag.find(&format!("{name}=\""))? + name.len() + 2;
+        Some(tag[i..i + tag[i..].find('"')?].to_string())
+    };
+    let action = attr(form, "action").unwrap();
+    let fields = form
+        .split("<input")
+        .skip(1)
+        .filter_map(|t| Some((attr(t, "name")?, attr(t, "value").unwrap_or_default())))
+        .collect();
+    (action, fields)
+}
+
+#[test]
+fn a_cookie_replayed_by_another_local_server_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    crate::web::seed(home.path(), "");
+    let s = Serve::start(home.path(), None);
+    let (cookie, page) = browser_login(home.path(), &s);
+    // The browser itself, on the page the login sent it to: logged in.
+    let got = crate::web::call("GET", &page, &[("Cookie", &cookie)], None);
+    assert_eq!(got.code, 200, "{}", got.body);
+    assert!(got.body.contains("default / demo"), "{}", got.body);
+    // Another local server the browser visited got the cookie (cookies
+    // ignore ports) and replays it with a raw client, with every header a
+    // browser on this origin would send.
+    let own = s.url();
+    let host = s.addr().to_string();
+    let forged: Vec<(&str, &str)> = vec![
+        ("Cookie", &cookie),
+        ("Host", &host),
+        ("Origin", &own),
+        ("Sec-Fetch-Site", "same-origin"),
+    ];
+    for path in ["/", "/api/projects", "/p/default/demo", "/api/sessions/1"] {
+        let got = crate::web::call("GET", &format!("{own}{path}"), &forged, None);
+        assert_eq!(got.code, 401, "{path}: {}", got.body);
+        assert!(!got.body.contains("default / demo"), "{path}: {}", got.body);
+    }
+    // Under a made-up session prefix it is nobody too.
+    let wrong = format!("{own}/s/{}/api/projects", "0".repeat(64));
+    assert_eq!(crate::web::call("GET", &wrong, &forged, None).code, 401);
+    // A forget posted with the replayed cookie (CSRF token unknown) changes nothing.
+    let got = crate::web::call(
+        "POST",
+        &format!("{own}/api/forget"),
+        &forged,
+        Some("{\"project\":\"default/demo\"}"),
+    );
+    assert!(got.code == 401 || got.code == 403, "{}", got.body);
+}
+
+#[test]
+fn the_session_cookie_is_scoped_to_its_session_path() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Serve::start(home.path(), None);
+    let link = crate::web::ui_link(home.path(), &s);
+    let got = crate::web::call("GET", &link, &[], None);
+    let set = got.header("set-cookie").unwrap().to_string();
+    let to = got.header("location").unwrap();
+    assert!(
+        to.starts_with("/s/") && to.ends_with('/') && to.len() == 3 + 64 + 1,
+        "{to}"
+    );
+    let path = format!("Path={}", to.trim_end_matches('/'));
+    assert!(set.split("; ").any(|f| f == path), "{path} in {set}");
+    assert!(!set.split("; ").any(|f| f == "Path=/"), "{set}");
+}
+
+#[test]
+fn logging_out_with_the_pages_own_form_ends_the_session() {
+    let home = tempfile::tempdir().unwrap();
+    crate::web::seed(home.path(), "");
+    let s = Serve::start(home.path(), None);
+    let (cookie, page) = browser_login(home.path(), &s);
+    let got = crate::web::call("GET", &page, &[("Cookie", &cookie)], None);
+    assert_eq!(got.code, 200, "{}", got.body);
+    // Submit the header's Log out form exactly as the page holds it, with
+    // what a browser adds to a same-origin form post under no-referrer.
+    let (action, fields) = form_of(&got.body, "logout");
+    let body: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let got = crate::web::call(
+        "POST",
+        &format!("{}{action}", s.url()),
+        &[
+            ("Cookie", &cookie),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+            ("Origin", "null"),
+            ("Sec-Fetch-Site", "same-origin"),
+        ],
+        Some(&body.join("&")),
+    );
+    assert_eq!(got.code, 200, "{}", got.body);
+    assert!(got.body.contains("Logged out"), "{}", got.body);
+    let clear = got.header("set-cookie").expect("the cookie is cleared");
+    assert!(clear.contains("Max-Age=0"), "{clear}");
+    // The session is over on the server, whatever the browser keeps.
+    let got = crate::web::call("GET", &page, &[("Cookie", &cookie)], None);
+    assert_eq!(got.code, 401, "{}", got.body);
+}
