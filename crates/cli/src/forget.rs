@@ -14,7 +14,7 @@ use crate::cmd::CmdResult;
 use memhook_core::data_dir;
 
 use memhook_delivery::spool::SinkTarget;
-use memhook_sinks::forget::{forget_in, forget_with, Report};
+use memhook_sinks::forget::{forget_in, forget_with, Cleanup, Report, PENDING_FILE};
 use memhook_store::sqlite::{ForgetError, Selector, Store, STORE_FILE};
 use memhook_store_pg::PgStore;
 
@@ -113,6 +113,7 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
                         applied: args.yes,
                         stored: Some(f),
                         pending: 0,
+                        earlier: Cleanup::None,
                     })
                     .map_err(Error::from)
             };
@@ -125,6 +126,9 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
             }
         }
     };
+    if pg.is_none() {
+        tell_cleanup(&dir, Ok(report.earlier));
+    }
     let (records, sessions, projects) = report
         .stored
         .as_ref()
@@ -143,6 +147,15 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
         if records + report.pending > 0 {
             println!("run it again with --yes to forget them");
         }
+        if pg.is_none() && memhook_sinks::forget::cleanup_pending(&dir) {
+            eprintln!(
+                "memhook: an earlier forget's text may still be in {} (a reader held the \
+                 store; see {}): `memhook forget … --yes` or `memhook drain` finishes that \
+                 cleanup",
+                dir.join(STORE_FILE).display(),
+                dir.join(PENDING_FILE).display()
+            );
+        }
     } else {
         println!(
             "memhook forget: forgot {records} stored records{emptied} and {} pending \
@@ -151,11 +164,14 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
         );
         if pg.is_none() && report.wal_pending() {
             eprintln!(
-                "memhook: another process is reading the store, so its write-ahead log \
-                 ({}-wal) could not be emptied yet; the forgotten text leaves it at the \
-                 next checkpoint (run `memhook forget` again with the same arguments to \
-                 retry now)",
-                dir.join(STORE_FILE).display()
+                "memhook: another process is reading the store (a `memhook serve`, a search, \
+                 a `sqlite3` shell…), and after waiting {} s for it the forgotten text is \
+                 still in {} and its write-ahead log. The cleanup is recorded in {}: the \
+                 next `memhook forget` or `memhook drain` finishes it once that reader is \
+                 gone (stop or close it, then run `memhook drain`)",
+                memhook_store::sqlite::forget_reader_wait().as_secs_f64(),
+                dir.join(STORE_FILE).display(),
+                dir.join(PENDING_FILE).display()
             );
         }
         if let Some(pg) = pg.as_ref().filter(|_| records > 0) {
@@ -174,4 +190,29 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Say what became of the cleanup an earlier forget left (stderr; nothing
+/// when none was owed).
+pub fn tell_cleanup(dir: &Path, outcome: Result<Cleanup, Error>) {
+    let store = dir.join(STORE_FILE);
+    match outcome {
+        Ok(Cleanup::None) => {}
+        Ok(Cleanup::Finished) => eprintln!(
+            "memhook: finished the cleanup an earlier forget left pending: the forgotten text \
+             is out of {} and its write-ahead log",
+            store.display()
+        ),
+        Ok(Cleanup::StillPending) => eprintln!(
+            "memhook: the cleanup an earlier forget left is still pending: another process is \
+             still reading {}, so the forgotten text is still in its files (recorded in {}; \
+             stop or close that reader, then run `memhook drain`)",
+            store.display(),
+            dir.join(PENDING_FILE).display()
+        ),
+        Err(e) => eprintln!(
+            "memhook: the cleanup an earlier forget left ({}) failed: {e}",
+            dir.join(PENDING_FILE).display()
+        ),
+    }
 }

@@ -617,9 +617,10 @@ fn forget(req: &Req<'_>, db: &dyn Database, logged: bool) -> Response {
         );
         if report.wal_pending() {
             body.push_str(
-                "<p class=\"conflict\">Another process is reading the store, so its \
-                 write-ahead log still holds the text until the next checkpoint; forget the \
-                 same thing again to retry now.</p>\n",
+                "<p class=\"conflict\">Another process is reading the store, so the \
+                 forgotten text is still in the database file and its write-ahead log. The \
+                 cleanup is recorded in the data dir (forget-pending): the next forget or \
+                 <code>memhook drain</code> finishes it once that reader is gone.</p>\n",
             );
         }
         body.push_str(&format!("<p><a href=\"{back}\">Back</a></p>\n"));
