@@ -276,3 +276,91 @@ fn forget_waits_for_a_short_reader_and_finishes_at_once() {
     assert_eq!(files_holding(&data, SENTINEL), Vec::<PathBuf>::new());
     assert!(!data.join("forget-pending").exists());
 }
+
+/// Write `/MEMORY.md` and `/notes/x.md` into the project `default/<name>`
+/// through `memhook mcp` (the way agents write them).
+fn write_memory(home: &Path, cwd: &Path) {
+    let lines: Vec<String> = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "memory_write", "arguments": {"path": "/MEMORY.md", "content": format!("index {SENTINEL}"), "if_version": "new"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory_write", "arguments": {"path": "/notes/x.md", "content": "notes", "if_version": "new"}}}),
+    ]
+    .iter()
+    .map(|v| v.to_string())
+    .collect();
+    let mut cmd = memhook(home);
+    cmd.arg("mcp").arg("--cwd").arg(cwd);
+    let out = crate::support::binaries::run_with_stdin(cmd, (lines.join("\n") + "\n").as_bytes());
+    assert!(out.status.success());
+    let oks = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["result"]["structuredContent"]["outcome"] == "ok")
+        .count();
+    assert_eq!(oks, 2, "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn forget_project_says_what_happens_to_memory_documents_and_memory_deletes_them() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join(".memhook-data");
+    seed_doomed(home.path());
+    let cwd = PathBuf::from(
+        payload("UserPromptSubmit", home.path(), "x")["cwd"]
+            .as_str()
+            .unwrap(),
+    );
+    write_memory(home.path(), &cwd);
+    let (_, out, _) = run(home.path(), &["recent", "--all", "--json"]);
+    let first: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    let project = format!(
+        "{}/{}",
+        first["workspace"].as_str().unwrap(),
+        first["project"].as_str().unwrap()
+    );
+    let docs = data.join("memory").join(&project);
+    assert!(docs.join("MEMORY.md").exists());
+
+    // Dry run: the records would go, the memory documents would stay, and it says so.
+    let (code, out, err) = run(home.path(), &["forget", "--project", &project]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("its 2 memory documents"), "{out}");
+    assert!(
+        out.contains("are kept; add --memory to delete them too"),
+        "{out}"
+    );
+    // Without --memory: kept, and the result says so.
+    let (code, out, err) = run(home.path(), &["forget", "--project", &project, "--yes"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("kept its 2 memory documents"), "{out}");
+    assert!(docs.join("MEMORY.md").exists());
+    // With --memory: the dry run says they would go, --yes deletes them.
+    let (code, out, err) = run(home.path(), &["forget", "--project", &project, "--memory"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("would delete its 2 memory documents"), "{out}");
+    assert!(out.contains("--yes"), "{out}");
+    assert!(docs.join("MEMORY.md").exists(), "a dry run changes nothing");
+    let (code, out, err) = run(
+        home.path(),
+        &["forget", "--project", &project, "--memory", "--yes"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("deleted its 2 memory documents"), "{out}");
+    assert!(!docs.exists());
+    assert_eq!(files_holding(&data, SENTINEL), Vec::<PathBuf>::new());
+    // --memory needs a whole project.
+    let (code, _, err) = run(home.path(), &["forget", "--memory", "--session", "x"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = run(
+        home.path(),
+        &[
+            "forget",
+            "--project",
+            &project,
+            "--before",
+            "2026-01-01",
+            "--memory",
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+}

@@ -875,3 +875,36 @@ fn named_tokens_cannot_use_the_web_view() {
         );
     }
 }
+
+#[test]
+fn forgetting_a_project_says_its_memory_documents_are_kept() {
+    let home = tempfile::tempdir().unwrap();
+    seed(home.path(), "");
+    let s = Serve::start(home.path(), None);
+    let bearer = format!("Bearer {}", token(home.path()));
+    let got = call(
+        "POST",
+        &format!("{}/api/memory/{PROJECT}", s.url()),
+        &[
+            ("Authorization", &bearer),
+            ("Content-Type", "application/json"),
+        ],
+        Some(
+            &serde_json::json!({"path": "/MEMORY.md", "content": "x", "if_version": "new"})
+                .to_string(),
+        ),
+    );
+    assert_eq!(got.code, 200, "{}", got.body);
+    let got = call(
+        "GET",
+        &format!("{}/forget?project={PROJECT}", s.url()),
+        &[("Authorization", &bearer)],
+        None,
+    );
+    assert_eq!(got.code, 200, "{}", got.body);
+    assert!(
+        got.body.contains("Its 1 memory documents are kept") && got.body.contains("--memory --yes"),
+        "{}",
+        got.body
+    );
+}

@@ -493,6 +493,33 @@ impl MemoryStore {
         Ok(WriteGuard { file })
     }
 
+    /// How many documents the scope holds (at most [`MAX_SCAN_FILES`]).
+    pub fn count(&self) -> Result<usize, MemError> {
+        Ok(self.find(&VirtualPath::prefix("/")?)?.0.len())
+    }
+
+    /// Delete the scope's whole memory (`memhook forget --project W/P
+    /// --memory`): under the write lock, every document's bytes are
+    /// overwritten with zeros and synced, then the scope's directory is
+    /// removed (without following symlinks). Returns how many documents
+    /// there were.
+    pub fn forget_all(&self) -> Result<usize, MemError> {
+        if !self.check_root()? {
+            return Ok(0);
+        }
+        let guard = self.lock()?;
+        let (found, _) = self.find(&VirtualPath::prefix("/")?)?;
+        for f in &found {
+            zero_file(&f.host);
+        }
+        drop(guard);
+        fs::remove_dir_all(&self.root).map_err(io_err("removing the project's memory"))?;
+        if let Some(ws) = self.root.parent() {
+            data_dir::sync_dir(ws);
+        }
+        Ok(found.len())
+    }
+
     /// `memory_list`: documents under `prefix` after `cursor`, sorted, one page.
     pub fn list(&self, prefix: Option<&str>, cursor: Option<&str>) -> Answer {
         let shown = prefix.unwrap_or("/");
@@ -625,6 +652,34 @@ fn walk(dir: &Path, segs: Vec<String>, out: &mut Vec<Found>, truncated: &mut boo
     }
 }
 
+/// Overwrite a regular file's bytes with zeros in place (best effort; never
+/// through a symlink), so that the text is not left in its blocks for a
+/// plain read of the disk on file systems that reuse them in place.
+fn zero_file(path: &Path) {
+    let mut opts = OpenOptions::new();
+    opts.write(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
+    }
+    let Ok(mut f) = opts.open(path) else { return };
+    let Ok(meta) = f.metadata() else { return };
+    if !meta.is_file() {
+        return;
+    }
+    let zeros = vec![0u8; 64 * 1024];
+    let mut left = meta.len();
+    while left > 0 {
+        let n = left.min(zeros.len() as u64) as usize;
+        if io::Write::write_all(&mut f, &zeros[..n]).is_err() {
+            return;
+        }
+        left -= n as u64;
+    }
+    let _ = f.sync_all();
+}
+
 fn mtime_ms(meta: &fs::Metadata) -> Option<u64> {
     meta.modified()
         .ok()?
@@ -735,6 +790,26 @@ mod tests {
         // Updating the document itself is not a twin.
         let v = s.read("/MEMORY.md").version.unwrap();
         assert_eq!(s.write("/MEMORY.md", "index 2", &v).outcome, Outcome::Ok);
+    }
+
+    #[test]
+    fn forget_all_removes_every_document_and_the_scope_dir() {
+        let t = tempfile::tempdir().unwrap();
+        let s = store(&t);
+        assert_eq!(s.count().unwrap(), 0);
+        assert_eq!(s.forget_all().unwrap(), 0, "nothing there yet");
+        assert_eq!(s.write("/MEMORY.md", "index", "new").outcome, Outcome::Ok);
+        assert_eq!(s.write("/notes/a.md", "a", "new").outcome, Outcome::Ok);
+        assert_eq!(s.count().unwrap(), 2);
+        let other = MemoryStore::new(t.path(), "acme", "other").unwrap();
+        assert_eq!(
+            other.write("/MEMORY.md", "keep", "new").outcome,
+            Outcome::Ok
+        );
+        assert_eq!(s.forget_all().unwrap(), 2);
+        assert!(!s.root().exists());
+        assert_eq!(s.count().unwrap(), 0);
+        assert_eq!(other.count().unwrap(), 1, "another project is untouched");
     }
 
     #[test]
