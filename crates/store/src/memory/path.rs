@@ -345,7 +345,7 @@ pub fn is_confusable(seg: &str) -> bool {
         .any(|run| {
             let latin = run.chars().any(is_latin);
             let other = run.chars().any(is_cyrillic_or_greek);
-            (latin && other) || (other && !latin && run.chars().all(|c| LOOKALIKES.contains(c)))
+            other && (latin || run.chars().all(|c| LOOKALIKES.contains(c)))
         })
 }
 

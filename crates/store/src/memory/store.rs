@@ -265,9 +265,7 @@ impl MemoryStore {
             // reports it.
             let real_dir =
                 fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir() && !m.file_type().is_symlink());
-            let Some(entries) = real_dir.then(|| fs::read_dir(&dir).ok()).flatten() else {
-                return None;
-            };
+            let entries = real_dir.then(|| fs::read_dir(&dir).ok()).flatten()?;
             let mut exact = false;
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
