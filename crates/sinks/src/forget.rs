@@ -200,3 +200,30 @@ pub fn forget_with(
         earlier: Cleanup::None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_cleanup_is_private_names_no_text_and_is_finished_once() {
+        let t = tempfile::tempdir().unwrap();
+        assert_eq!(finish_pending(t.path()).unwrap(), Cleanup::None);
+        record_pending(t.path()).unwrap();
+        assert!(cleanup_pending(t.path()));
+        let note = t.path().join(PENDING_FILE);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&note).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert!(std::fs::read_to_string(&note)
+            .unwrap()
+            .contains("memhook drain"));
+        // With the store there and no reader, the cleanup is done at once.
+        drop(memhook_store::sqlite::Store::open(t.path()).unwrap());
+        assert_eq!(finish_pending(t.path()).unwrap(), Cleanup::Finished);
+        assert!(!cleanup_pending(t.path()));
+        assert_eq!(finish_pending(t.path()).unwrap(), Cleanup::None);
+    }
+}

@@ -252,8 +252,8 @@ impl MemoryStore {
 
     /// The stored path of a document or directory that differs from `vp`
     /// (or one of its directories) only in case or normalisation: walking
-    /// down, the first level where a sibling folds to the same name but is
-    /// not that name. `None` when there is none (or the level is new, or
+    /// down, the first level whose name does not exist as given but a
+    /// sibling folds to the same name. `None` when there is none (or the level is new, or
     /// not a real directory).
     fn case_twin(&self, vp: &VirtualPath) -> Option<String> {
         let mut dir = self.root.clone();
@@ -266,17 +266,21 @@ impl MemoryStore {
             let real_dir =
                 fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir() && !m.file_type().is_symlink());
             let entries = real_dir.then(|| fs::read_dir(&dir).ok()).flatten()?;
+            let mut twin = None;
             let mut exact = false;
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
                 if name == *seg {
                     exact = true;
-                } else if path::fold(&name) == want {
-                    return Some(format!("{shown}/{name}"));
+                } else if twin.is_none() && path::fold(&name) == want {
+                    twin = Some(name);
                 }
             }
+            // A name that exists as given is used as it is (twins made
+            // before this rule, or by hand, stay writable); only a new
+            // name is refused beside its twin.
             if !exact {
-                return None;
+                return twin.map(|name| format!("{shown}/{name}"));
             }
             shown.push('/');
             shown.push_str(seg);
@@ -788,6 +792,13 @@ mod tests {
         // Updating the document itself is not a twin.
         let v = s.read("/MEMORY.md").version.unwrap();
         assert_eq!(s.write("/MEMORY.md", "index 2", &v).outcome, Outcome::Ok);
+        // Twins already on disk (made by hand, or before this rule) stay
+        // writable under their own names.
+        fs::write(s.root().join("memory.md"), "old twin").unwrap();
+        let v = s.read("/MEMORY.md").version.unwrap();
+        assert_eq!(s.write("/MEMORY.md", "index 3", &v).outcome, Outcome::Ok);
+        let v = s.read("/memory.md").version.unwrap();
+        assert_eq!(s.write("/memory.md", "twin 2", &v).outcome, Outcome::Ok);
     }
 
     #[test]
