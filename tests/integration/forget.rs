@@ -133,3 +133,234 @@ fn forget_refuses_what_it_cannot_read_and_needs_a_selector() {
     assert!(out.contains("nothing is stored"), "{out}");
     assert!(!home.path().join(".memhook-data").exists());
 }
+
+/// Seed a data dir with the session "doomed" (the sentinel in a prompt and
+/// a long tool result) and the session "kept", delivered into the store.
+fn seed_doomed(home: &Path) {
+    let mut prompt = payload("UserPromptSubmit", home, "doomed");
+    prompt["prompt"] = format!("please remember {SENTINEL} for me").into();
+    let mut bash = payload("PostToolUse-Bash", home, "doomed");
+    bash["tool_response"]["stdout"] = format!("{SENTINEL}\n{}", "line\n".repeat(200)).into();
+    let kept = payload("UserPromptSubmit", home, "kept");
+    for p in [&prompt, &bash, &kept] {
+        hook(home, p, true);
+    }
+    assert!(memhook(home).arg("drain").status().unwrap().success());
+}
+
+/// The files of the store (database and WAL) whose raw bytes hold the sentinel.
+fn store_files_holding(data: &Path) -> Vec<String> {
+    ["store.sqlite3", "store.sqlite3-wal"]
+        .iter()
+        .filter(|f| {
+            std::fs::read(data.join(f))
+                .unwrap_or_default()
+                .windows(SENTINEL.len())
+                .any(|w| w == SENTINEL.as_bytes())
+        })
+        .map(|f| f.to_string())
+        .collect()
+}
+
+/// A second connection holding a read transaction on the store (as `memhook
+/// serve`, `memhook search` or a `sqlite3` shell would while forget runs).
+fn reader(data: &Path) -> rusqlite::Connection {
+    let c = rusqlite::Connection::open(data.join("store.sqlite3")).unwrap();
+    c.execute_batch("BEGIN").unwrap();
+    let n: i64 = c
+        .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
+        .unwrap();
+    assert!(n > 0);
+    c
+}
+
+fn run_env(home: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut c = memhook(home);
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Shorter than the real wait, so the tests do not sit through it.
+const SHORT_WAIT: (&str, &str) = ("MEMHOOK_FORGET_READER_WAIT_MS", "300");
+
+#[test]
+fn forget_behind_a_reader_records_the_cleanup_and_the_next_run_finishes_it() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join(".memhook-data");
+    seed_doomed(home.path());
+    let r = reader(&data);
+    let args = ["forget", "--session", "doomed", "--yes"];
+    let (code, out, err) = run_env(home.path(), &args, &[SHORT_WAIT]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("forgot 2 stored records"), "{out}");
+    // The truth: the text is still in the store's files, and it says so,
+    // with what will finish the job.
+    assert!(!store_files_holding(&data).is_empty(), "a reader held it");
+    assert!(
+        err.contains("another process is reading the store")
+            && err.contains("forget-pending")
+            && err.contains("next `memhook forget` or `memhook drain`"),
+        "{err}"
+    );
+    assert!(data.join("forget-pending").exists());
+    // Still held: a re-run cannot finish either, and says so again.
+    let (code, _, err) = run_env(home.path(), &args, &[SHORT_WAIT]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("still pending"), "{err}");
+    assert!(!store_files_holding(&data).is_empty());
+    // The reader lets go; the re-run the message suggested does the cleanup.
+    drop(r);
+    let (code, out, err) = run_env(home.path(), &args, &[SHORT_WAIT]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("forgot 0 stored records"), "{out}");
+    assert!(
+        err.contains("finished the cleanup an earlier forget left pending"),
+        "{err}"
+    );
+    assert_eq!(store_files_holding(&data), Vec::<String>::new());
+    assert_eq!(files_holding(&data, SENTINEL), Vec::<PathBuf>::new());
+    assert!(!data.join("forget-pending").exists());
+    // Nothing left to say the next time.
+    let (_, _, err) = run_env(home.path(), &args, &[SHORT_WAIT]);
+    assert!(!err.contains("cleanup"), "{err}");
+}
+
+#[test]
+fn drain_finishes_a_pending_forget_cleanup() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join(".memhook-data");
+    seed_doomed(home.path());
+    let r = reader(&data);
+    let (code, _, err) = run_env(
+        home.path(),
+        &["forget", "--session", "doomed", "--yes"],
+        &[SHORT_WAIT],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(data.join("forget-pending").exists(), "{err}");
+    drop(r);
+    let (code, _, err) = run_env(home.path(), &["drain"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("finished the cleanup an earlier forget left pending"),
+        "{err}"
+    );
+    assert_eq!(files_holding(&data, SENTINEL), Vec::<PathBuf>::new());
+    assert!(!data.join("forget-pending").exists());
+}
+
+#[test]
+fn forget_waits_for_a_short_reader_and_finishes_at_once() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join(".memhook-data");
+    seed_doomed(home.path());
+    let r = reader(&data);
+    // The reader lets go well within forget's wait.
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        drop(r);
+    });
+    let (code, out, err) = run(home.path(), &["forget", "--session", "doomed", "--yes"]);
+    t.join().unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("forgot 2 stored records"), "{out}");
+    assert!(!err.contains("reading the store"), "{err}");
+    assert_eq!(files_holding(&data, SENTINEL), Vec::<PathBuf>::new());
+    assert!(!data.join("forget-pending").exists());
+}
+
+/// Write `/MEMORY.md` and `/notes/x.md` into the project `default/<name>`
+/// through `memhook mcp` (the way agents write them).
+fn write_memory(home: &Path, cwd: &Path) {
+    let lines: Vec<String> = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "memory_write", "arguments": {"path": "/MEMORY.md", "content": format!("index {SENTINEL}"), "if_version": "new"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory_write", "arguments": {"path": "/notes/x.md", "content": "notes", "if_version": "new"}}}),
+    ]
+    .iter()
+    .map(|v| v.to_string())
+    .collect();
+    let mut cmd = memhook(home);
+    cmd.arg("mcp").arg("--cwd").arg(cwd);
+    let out = crate::support::binaries::run_with_stdin(cmd, (lines.join("\n") + "\n").as_bytes());
+    assert!(out.status.success());
+    let oks = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["result"]["structuredContent"]["outcome"] == "ok")
+        .count();
+    assert_eq!(oks, 2, "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn forget_project_says_what_happens_to_memory_documents_and_memory_deletes_them() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join(".memhook-data");
+    seed_doomed(home.path());
+    let cwd = PathBuf::from(
+        payload("UserPromptSubmit", home.path(), "x")["cwd"]
+            .as_str()
+            .unwrap(),
+    );
+    write_memory(home.path(), &cwd);
+    let (_, out, _) = run(home.path(), &["recent", "--all", "--json"]);
+    let first: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    let project = format!(
+        "{}/{}",
+        first["workspace"].as_str().unwrap(),
+        first["project"].as_str().unwrap()
+    );
+    let docs = data.join("memory").join(&project);
+    assert!(docs.join("MEMORY.md").exists());
+
+    // Dry run: the records would go, the memory documents would stay, and it says so.
+    let (code, out, err) = run(home.path(), &["forget", "--project", &project]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("its 2 memory documents"), "{out}");
+    assert!(
+        out.contains("are kept; add --memory to delete them too"),
+        "{out}"
+    );
+    // Without --memory: kept, and the result says so.
+    let (code, out, err) = run(home.path(), &["forget", "--project", &project, "--yes"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("kept its 2 memory documents"), "{out}");
+    assert!(docs.join("MEMORY.md").exists());
+    // With --memory: the dry run says they would go, --yes deletes them.
+    let (code, out, err) = run(home.path(), &["forget", "--project", &project, "--memory"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("would delete its 2 memory documents"), "{out}");
+    assert!(out.contains("--yes"), "{out}");
+    assert!(docs.join("MEMORY.md").exists(), "a dry run changes nothing");
+    let (code, out, err) = run(
+        home.path(),
+        &["forget", "--project", &project, "--memory", "--yes"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("deleted its 2 memory documents"), "{out}");
+    assert!(!docs.exists());
+    assert_eq!(files_holding(&data, SENTINEL), Vec::<PathBuf>::new());
+    // --memory needs a whole project.
+    let (code, _, err) = run(home.path(), &["forget", "--memory", "--session", "x"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = run(
+        home.path(),
+        &[
+            "forget",
+            "--project",
+            &project,
+            "--before",
+            "2026-01-01",
+            "--memory",
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+}

@@ -808,3 +808,46 @@ fn a_cloned_repository_naming_a_fresh_scope_cannot_recall_other_projects() {
         "{search:?}"
     );
 }
+
+#[test]
+fn memory_document_names_that_pass_for_another_are_refused() {
+    let (home, project) = home_with_project();
+    let write = |id: u64, path: &str| {
+        call(
+            id,
+            "memory_write",
+            json!({"path": path, "content": format!("note {id}"), "if_version": "new"}),
+        )
+    };
+    let cases: [(&str, &str); 9] = [
+        ("/memory.md", "case_twin"),
+        ("/e\u{301}te\u{301}.md", "conflict"), // the NFD spelling of /été.md: the same document
+        ("/MEM\u{041E}RY.md", "confusable_name"),
+        ("/\u{0441}onfig.md", "confusable_name"),
+        ("/CON", "reserved_device_name"),
+        ("/nul.md", "reserved_device_name"),
+        ("/COM1.txt", "reserved_device_name"),
+        ("/LPT1", "reserved_device_name"),
+        ("/a:b.md", "forbidden_character"),
+    ];
+    let mut lines = vec![init(1), write(2, "/MEMORY.md"), write(3, "/été.md")];
+    for (i, (path, _)) in cases.iter().enumerate() {
+        lines.push(write(10 + i as u64, path));
+    }
+    let r = converse(home.path(), &project, &lines);
+    assert_eq!(structured(&r[1])["outcome"], "ok");
+    assert_eq!(structured(&r[2])["outcome"], "ok");
+    for (i, (path, reason)) in cases.iter().enumerate() {
+        let s = structured(&r[3 + i]);
+        assert_eq!(s["reason"], *reason, "{path:?}: {s}");
+        assert_ne!(s["outcome"], "ok", "{path:?}: {s}");
+    }
+    // Only the two documents exist on disk, under their NFC names.
+    let mut names: Vec<String> = std::fs::read_dir(scope_root(home.path()))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["MEMORY.md", "été.md"]);
+}

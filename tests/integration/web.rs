@@ -3,6 +3,7 @@
 //! `memhook ui` for the login link. The browser test is in `web/browser.rs`.
 
 mod browser;
+mod secrets;
 mod webdriver;
 
 use std::io::Write;
@@ -146,13 +147,18 @@ pub(crate) fn call(method: &str, url: &str, headers: &[(&str, &str)], body: Opti
     }
 }
 
-/// Spend a login link: the `name=value` of the cookie it sets.
-pub(crate) fn login(link: &str) -> String {
+/// Spend a login link: the `name=value` of the cookie it sets, and the
+/// base URL of the session's pages (`http://ADDR/s/KEY`: the cookie counts
+/// only there).
+pub(crate) fn login(link: &str) -> (String, String) {
     let got = call("GET", link, &[], None);
     assert_eq!(got.code, 303, "{}", got.body);
-    assert_eq!(got.header("location"), Some("/"));
+    let to = got.header("location").expect("a redirect");
+    assert!(to.starts_with("/s/") && to.ends_with('/'), "{to}");
+    let origin = &link[..link.find("/login?").unwrap()];
+    let base = format!("{origin}{}", to.trim_end_matches('/'));
     let set = got.header("set-cookie").expect("a cookie").to_string();
-    set.split(';').next().unwrap().trim().to_string()
+    (set.split(';').next().unwrap().trim().to_string(), base)
 }
 
 /// The CSRF token in a page's forms.
@@ -214,34 +220,32 @@ fn a_login_code_works_once_and_becomes_a_strict_http_only_cookie() {
         set.starts_with(&format!("memhook_session_{port}=")),
         "{set}"
     );
-    for flag in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+    for flag in ["HttpOnly", "SameSite=Strict"] {
         assert!(set.split("; ").any(|f| f == flag), "{flag} in {set}");
     }
     let cookie = set.split(';').next().unwrap().to_string();
+    let to = got.header("location").unwrap().trim_end_matches('/');
+    assert!(set.split("; ").any(|f| f == format!("Path={to}")), "{set}");
+    let base = format!("{}{to}", s.url());
     // Single use.
     let again = call("GET", &link, &[], None);
     assert_eq!(again.code, 401);
     assert!(again.header("set-cookie").is_none());
     assert!(again.body.contains("memhook ui"), "{}", again.body);
-    // The cookie opens the pages and the API.
-    let got = call(
-        "GET",
-        &format!("{}/", s.url()),
-        &[("Cookie", &cookie)],
-        None,
-    );
+    // The cookie opens the pages and the API under the session's prefix.
+    let got = call("GET", &format!("{base}/"), &[("Cookie", &cookie)], None);
     assert_eq!(got.code, 200);
     assert!(got.body.contains("default / demo"), "{}", got.body);
     let got = call(
         "GET",
-        &format!("{}/api/projects", s.url()),
+        &format!("{base}/api/projects"),
         &[("Cookie", &cookie)],
         None,
     );
     assert_eq!(got.code, 200);
     // A made-up cookie is nobody.
     let fake = format!("memhook_session_{port}={}", "a".repeat(64));
-    let got = call("GET", &format!("{}/", s.url()), &[("Cookie", &fake)], None);
+    let got = call("GET", &format!("{base}/"), &[("Cookie", &fake)], None);
     assert_eq!(got.code, 401);
     // A cookie cannot mint login codes; only the token can.
     let path = format!("{}/api/login-code", s.url());
@@ -251,10 +255,10 @@ fn a_login_code_works_once_and_becomes_a_strict_http_only_cookie() {
     assert_eq!(got.code, 200);
     assert!(got.json()["expires_in_ms"].as_u64().unwrap() <= 120_000);
     // Logging out ends the session.
-    let csrf = csrf_for(&s, &cookie);
+    let csrf = csrf_for(&base, &cookie);
     let got = call(
         "POST",
-        &format!("{}/logout", s.url()),
+        &format!("{base}/logout"),
         &[
             ("Cookie", &cookie),
             ("Content-Type", "application/x-www-form-urlencoded"),
@@ -263,20 +267,15 @@ fn a_login_code_works_once_and_becomes_a_strict_http_only_cookie() {
     );
     assert_eq!(got.code, 200, "{}", got.body);
     assert!(got.header("set-cookie").unwrap().contains("Max-Age=0"));
-    let got = call(
-        "GET",
-        &format!("{}/", s.url()),
-        &[("Cookie", &cookie)],
-        None,
-    );
+    let got = call("GET", &format!("{base}/"), &[("Cookie", &cookie)], None);
     assert_eq!(got.code, 401);
 }
 
 /// The CSRF token of a logged-in browser (from a page with a form).
-fn csrf_for(s: &Serve, cookie: &str) -> String {
+fn csrf_for(base: &str, cookie: &str) -> String {
     let got = call(
         "GET",
-        &format!("{}/p/{PROJECT}/memory", s.url()),
+        &format!("{base}/p/{PROJECT}/memory"),
         &[("Cookie", cookie)],
         None,
     );
@@ -331,10 +330,11 @@ fn memhook_ui_starts_a_server_when_none_answers() {
     assert!(err.contains("started memhook serve"), "{err}");
     assert!(pid.is_some(), "{err}");
     let link = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let cookie = login(&link);
+    let (cookie, base) = login(&link);
+    assert!(base.starts_with(&format!("http://{listen}/s/")), "{base}");
     let got = call(
         "GET",
-        &format!("http://{listen}/api/projects"),
+        &format!("{base}/api/projects"),
         &[("Cookie", &cookie)],
         None,
     );
@@ -362,10 +362,9 @@ fn every_page_carries_the_security_headers_and_no_cors() {
         None,
         &["--allow-origin", "http://localhost:3000"],
     );
-    let cookie = login(&ui_link(home.path(), &s));
+    let (cookie, base) = login(&ui_link(home.path(), &s));
     let bearer = format!("Bearer {}", token(home.path()));
     let row = session_row(&s, &bearer);
-    let base = s.url();
     let pages = [
         ("/", 200),
         (&format!("/p/{PROJECT}")[..], 200),
@@ -431,8 +430,7 @@ fn cross_site_and_tokenless_posts_are_refused() {
     let home = tempfile::tempdir().unwrap();
     seed(home.path(), "");
     let s = Serve::start(home.path(), None);
-    let cookie = login(&ui_link(home.path(), &s));
-    let base = s.url();
+    let (cookie, base) = login(&ui_link(home.path(), &s));
     let page = call(
         "GET",
         &format!("{base}/forget?session={SESSION}&project={PROJECT}"),
@@ -448,7 +446,7 @@ fn cross_site_and_tokenless_posts_are_refused() {
     let csrf = csrf_of(&page.body);
     let form = format!("csrf={csrf}&session={SESSION}&project={PROJECT}");
     let form_ct = ("Content-Type", "application/x-www-form-urlencoded");
-    let own = base.clone();
+    let own = s.url();
     type Headers<'a> = Vec<(&'a str, &'a str)>;
     let refused: [(&str, Headers, String); 5] = [
         (
@@ -876,4 +874,37 @@ fn named_tokens_cannot_use_the_web_view() {
             got.body
         );
     }
+}
+
+#[test]
+fn forgetting_a_project_says_its_memory_documents_are_kept() {
+    let home = tempfile::tempdir().unwrap();
+    seed(home.path(), "");
+    let s = Serve::start(home.path(), None);
+    let bearer = format!("Bearer {}", token(home.path()));
+    let got = call(
+        "POST",
+        &format!("{}/api/memory/{PROJECT}", s.url()),
+        &[
+            ("Authorization", &bearer),
+            ("Content-Type", "application/json"),
+        ],
+        Some(
+            &serde_json::json!({"path": "/MEMORY.md", "content": "x", "if_version": "new"})
+                .to_string(),
+        ),
+    );
+    assert_eq!(got.code, 200, "{}", got.body);
+    let got = call(
+        "GET",
+        &format!("{}/forget?project={PROJECT}", s.url()),
+        &[("Authorization", &bearer)],
+        None,
+    );
+    assert_eq!(got.code, 200, "{}", got.body);
+    assert!(
+        got.body.contains("Its 1 memory documents are kept") && got.body.contains("--memory --yes"),
+        "{}",
+        got.body
+    );
 }

@@ -60,8 +60,9 @@ pub enum Command {
     Export(crate::transfer::export::ExportArgs),
     /// Read records written by `memhook export` into this store or a server.
     Import(crate::transfer::import::ImportArgs),
-    /// Open the web view: start `memhook serve` if none is running, print a
-    /// one-time login link and open it in a browser.
+    /// Open the web view: start `memhook serve` if none is running, check
+    /// that the server proves it holds your token, print a one-time login
+    /// link and open it in a browser.
     Ui(crate::ui::UiArgs),
     /// Wire memhook into an agent's hook configuration (dry run by default).
     InstallHooks(crate::install::InstallArgs),

@@ -29,12 +29,15 @@ pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
     let dir = data_dir::resolve(data_dir)?;
     if args.background {
         memhook_delivery::drain::run_background(&dir, memhook_sinks::make_sink);
+        let _ = memhook_sinks::forget::finish_pending(&dir);
         return Ok(ExitCode::SUCCESS);
     }
-    memhook_delivery::drain::foreground(
+    let code = memhook_delivery::drain::foreground(
         &dir,
         args.budget_secs,
         args.detach,
         memhook_sinks::make_sink,
-    )
+    )?;
+    crate::forget::tell_cleanup(&dir, memhook_sinks::forget::finish_pending(&dir));
+    Ok(code)
 }

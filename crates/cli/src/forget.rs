@@ -1,7 +1,9 @@
 //! `memhook forget`: remove captured records for good — from the store (so
 //! the text is in no page of the database, its WAL or the full-text index)
 //! and from the spool, where records of that scope may still wait for
-//! delivery. A dry run by default: it says what would go. With `--database`
+//! delivery. A dry run by default: it says what would go. `--project`
+//! says what becomes of the project's memory documents: kept, unless
+//! `--memory` deletes them too. With `--database`
 //! (or `MEMHOOK_DATABASE_URL`) the store is a team server's PostgreSQL
 //! database instead of the data dir's SQLite file (`sink/pg/forget.rs`).
 
@@ -14,7 +16,7 @@ use crate::cmd::CmdResult;
 use memhook_core::data_dir;
 
 use memhook_delivery::spool::SinkTarget;
-use memhook_sinks::forget::{forget_in, forget_with, Report};
+use memhook_sinks::forget::{forget_in, forget_with, Cleanup, Report, PENDING_FILE};
 use memhook_store::sqlite::{ForgetError, Selector, Store, STORE_FILE};
 use memhook_store_pg::PgStore;
 
@@ -27,9 +29,15 @@ pub struct ForgetArgs {
     /// Every record of this agent session (its session id).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
-    /// Every record of this project, written WORKSPACE/PROJECT.
+    /// Every record of this project, written WORKSPACE/PROJECT. Its memory
+    /// documents (MEMORY.md and the rest) are kept unless --memory is given;
+    /// forget says which.
     #[arg(long, value_name = "W/P")]
     pub project: Option<String>,
+    /// With --project (and no --before): also delete the project's memory
+    /// documents, the files in <data dir>/memory/W/P.
+    #[arg(long, requires = "project", conflicts_with_all = ["before", "session", "record", "history"])]
+    pub memory: bool,
     /// Only records from before this UTC date or time: YYYY-MM-DD or
     /// YYYY-MM-DDTHH:MM[:SS]Z.
     #[arg(long, value_name = "DATE")]
@@ -92,10 +100,22 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
     }
     let sel = selector(args)?;
     let what = sel.describe();
+    // The project's memory documents, when the whole project is named.
+    let memory = match &sel.project {
+        Some((w, p)) if sel.before_ms.is_none() && sel.session.is_none() => {
+            let m = memhook_store::memory::MemoryStore::new(&dir, w, p)?;
+            let n = m.count()?;
+            Some((m, n))
+        }
+        _ => None,
+    };
     let report = match &pg {
         None => {
             if !dir.join(STORE_FILE).exists() && !dir.join("spool").is_dir() {
                 println!("memhook forget: nothing is stored in {}", dir.display());
+                if let Some((m, n)) = &memory {
+                    tell_memory(m, *n, args.memory, args.yes)?;
+                }
                 return Ok(ExitCode::SUCCESS);
             }
             forget_in(&dir, &sel, args.yes)?
@@ -113,6 +133,7 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
                         applied: args.yes,
                         stored: Some(f),
                         pending: 0,
+                        earlier: Cleanup::None,
                     })
                     .map_err(Error::from)
             };
@@ -125,6 +146,9 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
             }
         }
     };
+    if pg.is_none() {
+        tell_cleanup(&dir, Ok(report.earlier));
+    }
     let (records, sessions, projects) = report
         .stored
         .as_ref()
@@ -140,8 +164,21 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
              records: {what}",
             report.pending
         );
-        if records + report.pending > 0 {
+        let documents = memory
+            .as_ref()
+            .filter(|_| args.memory)
+            .map_or(0, |(_, n)| *n);
+        if records + report.pending + documents as u64 > 0 {
             println!("run it again with --yes to forget them");
+        }
+        if pg.is_none() && memhook_sinks::forget::cleanup_pending(&dir) {
+            eprintln!(
+                "memhook: an earlier forget's text may still be in {} (a reader held the \
+                 store; see {}): `memhook forget … --yes` or `memhook drain` finishes that \
+                 cleanup",
+                dir.join(STORE_FILE).display(),
+                dir.join(PENDING_FILE).display()
+            );
         }
     } else {
         println!(
@@ -151,11 +188,14 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
         );
         if pg.is_none() && report.wal_pending() {
             eprintln!(
-                "memhook: another process is reading the store, so its write-ahead log \
-                 ({}-wal) could not be emptied yet; the forgotten text leaves it at the \
-                 next checkpoint (run `memhook forget` again with the same arguments to \
-                 retry now)",
-                dir.join(STORE_FILE).display()
+                "memhook: another process is reading the store (a `memhook serve`, a search, \
+                 a `sqlite3` shell…), and after waiting {} s for it the forgotten text is \
+                 still in {} and its write-ahead log. The cleanup is recorded in {}: the \
+                 next `memhook forget` or `memhook drain` finishes it once that reader is \
+                 gone (stop or close it, then run `memhook drain`)",
+                memhook_store::sqlite::forget_reader_wait().as_secs_f64(),
+                dir.join(STORE_FILE).display(),
+                dir.join(PENDING_FILE).display()
             );
         }
         if let Some(pg) = pg.as_ref().filter(|_| records > 0) {
@@ -166,6 +206,9 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
             );
         }
     }
+    if let Some((m, n)) = &memory {
+        tell_memory(m, *n, args.memory, report.applied)?;
+    }
     if let SinkTarget::Http { .. } = SinkTarget::configured(None) {
         eprintln!(
             "memhook: {} is set: records already delivered to that server are not touched \
@@ -174,4 +217,59 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Say (and, with `--memory --yes`, do) what becomes of the project's `n`
+/// memory documents in `m`.
+fn tell_memory(
+    m: &memhook_store::memory::MemoryStore,
+    n: usize,
+    delete: bool,
+    apply: bool,
+) -> Result<(), Error> {
+    let at = m.root().display();
+    match (n, delete, apply) {
+        (0, _, _) => println!("memhook forget: the project has no memory documents"),
+        (_, false, false) => println!(
+            "memhook forget: its {n} memory documents ({at}) are kept; add --memory to \
+             delete them too"
+        ),
+        (_, false, true) => println!(
+            "memhook forget: kept its {n} memory documents ({at}); `memhook forget --project \
+             … --memory --yes` deletes them"
+        ),
+        (_, true, false) => {
+            println!("memhook forget: would delete its {n} memory documents ({at})")
+        }
+        (_, true, true) => {
+            let gone = m.forget_all()?;
+            println!("memhook forget: deleted its {gone} memory documents ({at})");
+        }
+    }
+    Ok(())
+}
+
+/// Say what became of the cleanup an earlier forget left (stderr; nothing
+/// when none was owed).
+pub fn tell_cleanup(dir: &Path, outcome: Result<Cleanup, Error>) {
+    let store = dir.join(STORE_FILE);
+    match outcome {
+        Ok(Cleanup::None) => {}
+        Ok(Cleanup::Finished) => eprintln!(
+            "memhook: finished the cleanup an earlier forget left pending: the forgotten text \
+             is out of {} and its write-ahead log",
+            store.display()
+        ),
+        Ok(Cleanup::StillPending) => eprintln!(
+            "memhook: the cleanup an earlier forget left is still pending: another process is \
+             still reading {}, so the forgotten text is still in its files (recorded in {}; \
+             stop or close that reader, then run `memhook drain`)",
+            store.display(),
+            dir.join(PENDING_FILE).display()
+        ),
+        Err(e) => eprintln!(
+            "memhook: the cleanup an earlier forget left ({}) failed: {e}",
+            dir.join(PENDING_FILE).display()
+        ),
+    }
 }

@@ -1,9 +1,12 @@
 //! `memhook ui`: open the web view of `memhook serve` (DESIGN §12).
 //!
 //! Reuses the server answering on `--listen`, or starts one there
-//! (detached, its stderr in `<data>/logs/serve.log`); asks it for a
-//! one-time login code with the bearer token (`POST /api/login-code`; the
-//! token itself never leaves this process except in that header); prints
+//! (detached, its stderr in `<data>/logs/serve.log`); makes it prove that
+//! it holds the owner's token (an HMAC of a fresh challenge and the
+//! address, `memhook_server::proof`) before sending it anything; asks it
+//! for a one-time login code with the bearer token (`POST
+//! /api/login-code`; the token itself never leaves this process except in
+//! that header, and only to a server that passed the proof); prints
 //! the loopback login link and opens it in a browser when one is at hand.
 //! Not finding a browser is never an error: the link is printed.
 
@@ -171,12 +174,50 @@ fn log_tail(path: &Path, from: u64) -> String {
     memhook_core::term::line(text.trim())
 }
 
-/// Ask the server for a login code: the login path (`/login?code=…`).
-fn login_path(base: &str, token: Option<&str>) -> Result<String, Error> {
-    let mut req = agent().post(format!("{base}{}", memhook_server::LOGIN_CODE_PATH));
-    if let Some(t) = token {
-        req = req.header("Authorization", &format!("Bearer {t}"));
+/// Make the server on `addr` prove that it holds `token` before anything
+/// is sent to it (`memhook_server::proof`): a fresh challenge to
+/// `/healthz`, whose answer must be the MAC of the challenge and `addr`
+/// under the token. `Err` says why the server is not trusted; nothing but
+/// the challenge was sent.
+fn verify_server(base: &str, addr: SocketAddr, token: &str) -> Result<(), String> {
+    use memhook_server::proof;
+    let challenge = proof::challenge();
+    let not_ours = |why: &str| {
+        format!(
+            "the server answering on {base} did not prove it is your memhook serve ({why});              nothing was sent to it. Something else (another user's program?) may hold the              port: stop it, or run `memhook ui --listen 127.0.0.1:PORT` with another port. A              memhook serve of another data dir or token, or one started with --no-auth, fails              this check too (under --no-auth, open {base}/ yourself)"
+        )
+    };
+    let mut resp = agent()
+        .get(format!(
+            "{base}/healthz?{}={challenge}",
+            proof::CHALLENGE_PARAM
+        ))
+        .call()
+        .map_err(|e| not_ours(&e.to_string()))?;
+    let status = resp.status().as_u16();
+    let text = resp
+        .body_mut()
+        .with_config()
+        .limit(MAX_REPLY_BYTES)
+        .read_to_string()
+        .unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    match v.get("proof") {
+        _ if status != 200 => Err(not_ours(&format!("HTTP {status}"))),
+        Some(serde_json::Value::String(p)) if proof::verify(token, addr, &challenge, p) => Ok(()),
+        Some(serde_json::Value::String(_)) => Err(not_ours("its proof does not match your token")),
+        Some(serde_json::Value::Null) => Err(not_ours("it runs without a token")),
+        _ => Err(not_ours(
+            "it gave no proof; a memhook older than this one gives none",
+        )),
     }
+}
+
+/// Ask the verified server for a login code: the login path (`/login?code=…`).
+fn login_path(base: &str, token: &str) -> Result<String, Error> {
+    let req = agent()
+        .post(format!("{base}{}", memhook_server::LOGIN_CODE_PATH))
+        .header("Authorization", &format!("Bearer {token}"));
     let mut resp = req
         .send_empty()
         .map_err(|e| format!("{base}: cannot ask for a login code: {e}"))?;
@@ -263,8 +304,21 @@ pub fn run(args: &UiArgs, data_dir: Option<&Path>) -> CmdResult {
             return Ok(ExitCode::from(1));
         }
     }
-    let token = memhook_delivery::sink::auth_token(&dir);
-    let path = match login_path(&base, token.as_deref()) {
+    let Some(token) = memhook_delivery::sink::auth_token(&dir) else {
+        eprintln!(
+            "memhook: no token to check the server on {base} with: neither \
+             AI_MEMORY_AUTH_TOKEN nor {} holds one, so memhook ui cannot tell your server \
+             from another program on that port and sends it nothing (a memhook serve without \
+             --no-auth writes that file when it starts; under --no-auth, open {base}/ yourself)",
+            dir.join(memhook_delivery::sink::AUTH_TOKEN_FILE).display()
+        );
+        return Ok(ExitCode::from(1));
+    };
+    if let Err(why) = verify_server(&base, addr, &token) {
+        eprintln!("memhook: {why}");
+        return Ok(ExitCode::from(1));
+    }
+    let path = match login_path(&base, &token) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("memhook: {e}");

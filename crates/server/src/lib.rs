@@ -25,6 +25,7 @@
 mod auth;
 pub mod http;
 pub mod ingest;
+pub mod proof;
 mod web;
 mod writer;
 
@@ -178,6 +179,8 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
     let store_note = db.describe();
     let (writer, writer_thread) = Writer::start(Arc::clone(&db), Arc::clone(&done))?;
     let app = Arc::new(App {
+        owner_token: token.as_ref().map(|(t, _)| t.clone()),
+        local,
         guard: auth::Guard::new(token.as_ref().map(|(t, _)| t.as_str()), local, origins),
         writer,
         web: web::Web::new(&data_dir, local.port(), token.is_none()),
@@ -224,6 +227,11 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
 
 /// What every connection thread shares.
 struct App {
+    /// The server's own token (`None` under `--no-auth`): the key of the
+    /// `/healthz` proof ([`proof`]).
+    owner_token: Option<String>,
+    /// The address it listens on (named in the proof).
+    local: SocketAddr,
     guard: auth::Guard,
     writer: Writer,
     /// The web view and its API.
@@ -359,21 +367,42 @@ impl App {
 
     fn route(&self, head: &Head, caller: Caller, body: &[u8]) -> Answer {
         let path = head.path();
-        if path == "/healthz" {
-            return Answer::json(
-                200,
-                json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}),
-            );
-        }
         let query = match Query::of_url(&head.target) {
             Ok(q) => q,
             Err(e) => return Answer::error(400, e),
         };
+        if path == "/healthz" {
+            return self.healthz(&query);
+        }
         match path {
             "/handoff" => self.handoff(&query),
             "/hook" => self.hook_one(&query, body, caller.token_name),
             _ => self.hook_batch(body, caller.token_name),
         }
+    }
+
+    /// `GET /healthz[?challenge=…]`: alive; with a challenge, the proof
+    /// that this server holds the owner's token ([`proof`]).
+    fn healthz(&self, query: &Query) -> Answer {
+        let mut v = json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")});
+        if let Some(c) = query.get(proof::CHALLENGE_PARAM) {
+            if !proof::valid_challenge(c) {
+                return Answer::error(
+                    400,
+                    format!(
+                        "{}: expected {} lowercase hex digits",
+                        proof::CHALLENGE_PARAM,
+                        proof::CHALLENGE_HEX_LEN
+                    ),
+                );
+            }
+            v["proof"] = match &self.owner_token {
+                Some(t) => proof::proof(t, self.local, c).into(),
+                // Nothing to prove with: `ui` says so.
+                None => Value::Null,
+            };
+        }
+        Answer::json(200, v)
     }
 
     fn hook_one(&self, query: &Query, body: &[u8], token_name: Option<String>) -> Answer {

@@ -2,6 +2,14 @@
 //! of the same selector, under the drain lock, so no drainer delivers a
 //! forgotten record behind the store's back. `memhook forget` and `memhook
 //! serve`'s web view both call it.
+//!
+//! When another connection's read transaction keeps the SQLite store's
+//! final checkpoint from writing the rebuilt file and emptying the WAL
+//! (after waiting for it, see `memhook_store::sqlite::FORGET_READER_WAIT`),
+//! the forgotten text is still in the files. That debt is written down in
+//! [`PENDING_FILE`] (0600, in the data dir, no text in it) and paid by
+//! [`finish_pending`], which the next `memhook forget`, `memhook drain` and
+//! web-view forget run first.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -15,6 +23,62 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 /// How long `forget --yes` waits for a running drainer to let go of the
 /// spool before giving up.
 pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+/// The data dir's note that a forget's text may still be in the store's
+/// files (a reader held them): it names no text, only when and why.
+pub const PENDING_FILE: &str = "forget-pending";
+
+/// Write down that the store owes a cleanup (see [`PENDING_FILE`]).
+pub fn record_pending(dir: &Path) -> std::io::Result<()> {
+    memhook_core::data_dir::write_private_file(
+        &dir.join(PENDING_FILE),
+        format!(
+            "{} a forget could not empty the store's write-ahead log and rewrite its file: \
+             another connection was reading it. `memhook forget` or `memhook drain` finishes \
+             the cleanup once that reader is gone.\n",
+            memhook_core::timefmt::rfc3339_ms(memhook_core::timefmt::now_ms())
+        )
+        .as_bytes(),
+    )
+}
+
+/// Whether a cleanup is owed.
+pub fn cleanup_pending(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(PENDING_FILE)).is_ok()
+}
+
+/// What [`finish_pending`] found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Cleanup {
+    /// Nothing was owed.
+    #[default]
+    None,
+    /// The owed cleanup is done: the WAL is empty, the file rewritten.
+    Finished,
+    /// A reader still holds the store; the note stays.
+    StillPending,
+}
+
+/// Pay the cleanup an earlier forget left (see [`PENDING_FILE`]): empty the
+/// store's WAL, waiting for readers up to the forget's wait, and remove the
+/// note when that worked.
+pub fn finish_pending(dir: &Path) -> Result<Cleanup, Error> {
+    let note = dir.join(PENDING_FILE);
+    if !cleanup_pending(dir) {
+        return Ok(Cleanup::None);
+    }
+    if !dir.join(memhook_store::sqlite::STORE_FILE).exists() {
+        std::fs::remove_file(&note)?;
+        return Ok(Cleanup::Finished);
+    }
+    let store = memhook_store::sqlite::Store::open(dir)?;
+    if store.empty_wal(memhook_store::sqlite::forget_reader_wait())? {
+        std::fs::remove_file(&note)?;
+        memhook_core::data_dir::sync_dir(dir);
+        Ok(Cleanup::Finished)
+    } else {
+        Ok(Cleanup::StillPending)
+    }
+}
 
 /// What is pending in the spool for `sel`: (file, its sink).
 fn pending_matches(
@@ -51,6 +115,8 @@ pub struct Report {
     pub stored: Option<Forgotten>,
     /// Pending spool records of that scope removed (or that would be).
     pub pending: u64,
+    /// The cleanup an earlier forget left, run before this one.
+    pub earlier: Cleanup,
 }
 
 impl Report {
@@ -77,8 +143,24 @@ pub fn forget_in(dir: &Path, sel: &Selector, apply: bool) -> Result<Report, Erro
 
 /// [`forget_in`] for any store a server holds: the store forgets (or
 /// counts) in itself, the spool of its data dir is handled here.
+///
+/// On the embedded store, applying first finishes a cleanup an earlier
+/// forget left ([`finish_pending`]), and records a new one when a reader
+/// keeps this forget's text in the files ([`record_pending`]).
 pub fn forget_in_database(db: &dyn Database, sel: &Selector, apply: bool) -> Result<Report, Error> {
-    forget_with(db.data_dir(), sel, apply, || db.forget(sel, apply))
+    let dir = db.data_dir();
+    let embedded = db.is_embedded();
+    let earlier = if apply && embedded {
+        finish_pending(dir)?
+    } else {
+        Cleanup::None
+    };
+    let mut report = forget_with(dir, sel, apply, || db.forget(sel, apply))?;
+    report.earlier = earlier;
+    if embedded && report.wal_pending() {
+        record_pending(dir)?;
+    }
+    Ok(report)
 }
 
 /// [`forget_in`] with another store: `store` forgets in it (or counts, as
@@ -115,5 +197,33 @@ pub fn forget_with(
         applied: apply,
         stored,
         pending,
+        earlier: Cleanup::None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_cleanup_is_private_names_no_text_and_is_finished_once() {
+        let t = tempfile::tempdir().unwrap();
+        assert_eq!(finish_pending(t.path()).unwrap(), Cleanup::None);
+        record_pending(t.path()).unwrap();
+        assert!(cleanup_pending(t.path()));
+        let note = t.path().join(PENDING_FILE);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&note).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert!(std::fs::read_to_string(&note)
+            .unwrap()
+            .contains("memhook drain"));
+        // With the store there and no reader, the cleanup is done at once.
+        drop(memhook_store::sqlite::Store::open(t.path()).unwrap());
+        assert_eq!(finish_pending(t.path()).unwrap(), Cleanup::Finished);
+        assert!(!cleanup_pending(t.path()));
+        assert_eq!(finish_pending(t.path()).unwrap(), Cleanup::None);
+    }
 }

@@ -662,6 +662,11 @@ pub trait Database: Send + Sync {
     /// What forgetting promises about the text on this engine, for the web
     /// view's confirmation page.
     fn forget_promise(&self) -> &'static str;
+    /// Whether this is the data dir's own SQLite store, whose forget can
+    /// leave a WAL cleanup owed to a reader (`memhook_sinks::forget`).
+    fn is_embedded(&self) -> bool {
+        false
+    }
 }
 
 /// [`Database::with_browse`] with a typed answer.

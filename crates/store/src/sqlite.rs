@@ -34,6 +34,7 @@ pub mod handoff;
 mod reads;
 mod tokens;
 pub use activity::MIN_ID_PREFIX;
+pub use forget::{forget_reader_wait, FORGET_READER_WAIT, FORGET_READER_WAIT_ENV};
 // The model's rows and errors, where the SQLite queries return them.
 pub use crate::model::{
     check_forget_key, session_select, Activity, ExportFilter, FamilyCount, ForgetError, Forgotten,

@@ -114,7 +114,9 @@ fn a_browser_logs_in_searches_edits_and_forgets() {
 
     // Log in with the code: the projects page.
     b.goto(&ui_link(home.path(), &s));
-    assert_eq!(b.url(), format!("{}/", s.url()));
+    // The login sent the browser to its session's prefix (`/s/KEY/`).
+    let base = b.url().trim_end_matches('/').to_string();
+    assert!(base.starts_with(&format!("{}/s/", s.url())), "{base}");
     let text = b.page_text();
     assert!(
         text.contains("Projects") && text.contains("default / demo"),
@@ -124,7 +126,7 @@ fn a_browser_logs_in_searches_edits_and_forgets() {
     shots.take(&b, "projects");
 
     // The project: its memory documents (index first) and its session.
-    b.click("a[href='/p/default/demo']");
+    b.click("a[href$='/p/default/demo']");
     let text = b.page_text();
     assert!(
         text.contains("Memory documents") && text.contains("Sessions"),
@@ -165,7 +167,7 @@ fn a_browser_logs_in_searches_edits_and_forgets() {
     shots.take(&b, "session");
 
     // Edit MEMORY.md; an agent writes it meanwhile: a conflict, both shown.
-    b.goto(&format!("{}/p/{PROJECT}", s.url()));
+    b.goto(&format!("{base}/p/{PROJECT}"));
     b.click("ul.docs a");
     let text = b.page_text();
     assert!(
@@ -237,6 +239,16 @@ fn a_browser_logs_in_searches_edits_and_forgets() {
         None,
     );
     assert_eq!(got.json()["results"], json!([]));
+    // Log out from the header: the session ends, its pages ask for a login.
+    b.goto(&format!("{base}/"));
+    b.click("form.logout button");
+    assert!(b.page_text().contains("Logged out"), "{}", b.page_text());
+    b.goto(&format!("{base}/"));
+    assert!(
+        b.page_text().contains("Log in with memhook ui"),
+        "{}",
+        b.page_text()
+    );
     let shots_written = std::fs::read_dir(&shots.dir).unwrap().count();
     assert_eq!(shots_written, 10);
     eprintln!("screenshots: {}", shots.dir.display());

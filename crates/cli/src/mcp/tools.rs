@@ -56,7 +56,7 @@ const TOOLS: &[Tool] = &[
             per document, with its path); sessions load only its first 200 lines. Save lasting lessons and \
             decisions, not logs or secrets.",
         args: &[
-            ("path", "string", true, "Virtual absolute path, e.g. /notes/build.md; no '.', '..', hidden or reserved (skills, commands, agents, hooks) segments"),
+            ("path", "string", true, "Virtual absolute path, e.g. /notes/build.md; no '.', '..', hidden or reserved (skills, commands, agents, hooks) segments, no Windows device names (CON, NUL, COM1…) or : < > \" | ? *, one script per word, and not a case variant of an existing name"),
             ("content", "string", true, "The complete new text of the document"),
             ("if_version", "string", true, "\"new\" to create, else the version this text is based on"),
         ],

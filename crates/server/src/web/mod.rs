@@ -13,7 +13,11 @@
 //! cookie (or with no credentials under `--no-auth`), the session's CSRF
 //! token (a form field `csrf`, or the `X-CSRF-Token` header); and, like
 //! every request here, an `Origin` that is absent or this server's own. The
-//! cookie is `SameSite=Strict`, so another site's page cannot even send it.
+//! cookie is `SameSite=Strict`, so another site's page cannot even send it,
+//! and it is only half of a login: a browser's pages live under
+//! `/s/<path key>/`, the other half, and the cookie counts only there
+//! (see [`session`]), so a cookie replayed by another port's server is
+//! nobody.
 //! Every answer carries the security headers of [`SECURITY_HEADERS`]; the
 //! assets are compiled into the binary.
 
@@ -33,6 +37,7 @@ use memhook_delivery::wire::Query;
 use memhook_store::model::Database;
 
 pub use html::escape;
+pub(crate) use session::{same, secret};
 pub use session::{
     COOKIE_PREFIX, LOGIN_CODE_TTL, LOGIN_CODE_TTL_ENV, MAX_LOGIN_CODES, MAX_SESSIONS, SESSION_TTL,
 };
@@ -88,8 +93,13 @@ pub fn is_web_path(path: &str) -> bool {
 pub enum Viewer {
     /// The bearer token (scripts, `memhook ui`): no CSRF token needed.
     Token,
-    /// A browser logged in with a code.
-    Browser { session: String, csrf: String },
+    /// A browser logged in with a code, on its session's pages
+    /// (`/s/<key>/…`).
+    Browser {
+        session: String,
+        key: String,
+        csrf: String,
+    },
     /// Anyone, under `--no-auth`; forms still carry the server's CSRF token.
     Open { csrf: String },
 }
@@ -140,27 +150,37 @@ impl Web {
         &self.data_dir
     }
 
-    /// Who sent `head`: `None` when nobody we know.
-    fn viewer(&self, head: &Head, guard: &Guard, now: Instant) -> Option<Viewer> {
+    /// Who sent `head` (for a page under the path key `key`): `None` when
+    /// nobody we know.
+    fn viewer(
+        &self,
+        head: &Head,
+        key: Option<&str>,
+        guard: &Guard,
+        now: Instant,
+    ) -> Option<Viewer> {
         if let Some(csrf) = &self.open_csrf {
             return Some(Viewer::Open { csrf: csrf.clone() });
         }
         if head.header("Authorization").is_some() && guard.authorized(head) {
             return Some(Viewer::Token);
         }
+        // The cookie counts only together with its session's path key.
+        let key = key?;
         let id = head
             .header("Cookie")
             .and_then(|c| session::cookie(c, &self.cookie))?;
-        let csrf = self.sessions.csrf(id, now)?;
+        let csrf = self.sessions.csrf(id, key, now)?;
         Some(Viewer::Browser {
             session: id.to_string(),
+            key: key.to_string(),
             csrf,
         })
     }
 
     /// Everything decided from the head: `Err` answers now.
     pub fn check(&self, head: &Head, guard: &Guard) -> Result<(), Response> {
-        let path = head.path();
+        let (key, path) = session::split_base(head.path());
         let api = path.starts_with("/api/");
         guard.check_same_site(head).map_err(|r| {
             if api {
@@ -195,7 +215,7 @@ impl Web {
                 Err(json_error(401, "send the server's bearer token"))
             };
         }
-        match self.viewer(head, guard, Instant::now()) {
+        match self.viewer(head, key, guard, Instant::now()) {
             Some(_) => Ok(()),
             None if api => Err(json_error(
                 401,
@@ -209,7 +229,8 @@ impl Web {
     /// Answer a request whose head passed [`Web::check`].
     pub fn answer(&self, head: &Head, body: &[u8], guard: &Guard, db: &dyn Database) -> Response {
         let now = Instant::now();
-        let path = head.path().to_string();
+        let (key, path) = session::split_base(head.path());
+        let path = path.to_string();
         if let Some((_, ctype, text)) = ASSETS.iter().find(|(p, _, _)| *p == path) {
             return secure(Response::new(200, ctype, text.as_bytes().to_vec()));
         }
@@ -234,7 +255,7 @@ impl Web {
                 }),
             );
         }
-        let Some(viewer) = self.viewer(head, guard, now) else {
+        let Some(viewer) = self.viewer(head, key, guard, now) else {
             return pages::login_needed();
         };
         let req = Req {
@@ -259,7 +280,7 @@ impl Web {
         } else {
             pages::route(self, &req, &path, db)
         };
-        secure(resp)
+        secure(for_viewer(resp, &req.viewer))
     }
 
     /// Whether a POST carries its viewer's CSRF token (form field `csrf`
@@ -286,7 +307,7 @@ impl Web {
 
     /// `GET /login?code=…`: spend the code, set the cookie, go to `/`.
     fn login(&self, query: &Query, now: Instant) -> Response {
-        let Some(id) = query.get("code").and_then(|c| self.sessions.redeem(c, now)) else {
+        let Some((id, key)) = query.get("code").and_then(|c| self.sessions.redeem(c, now)) else {
             return pages::problem(
                 401,
                 "This login link does not work",
@@ -297,26 +318,69 @@ impl Web {
         };
         secure(
             Response::new(303, HTML, Vec::new())
-                .with_header("Location", "/")
-                .with_header("Set-Cookie", session::set_cookie(&self.cookie, &id)),
+                .with_header("Location", format!("{}/", session::base(&key)))
+                .with_header("Set-Cookie", session::set_cookie(&self.cookie, &id, &key)),
         )
     }
 
     /// `POST /logout`: end the session, clear the cookie.
     fn logout(&self, req: &Req<'_>) -> Response {
-        if let Viewer::Browser { session, .. } = &req.viewer {
-            self.sessions.end(session);
+        let page = pages::problem(
+            200,
+            "Logged out",
+            "Run `memhook ui` to log in again.",
+            false,
+        );
+        match &req.viewer {
+            Viewer::Browser { session, key, .. } => {
+                self.sessions.end(session);
+                secure(page.with_header("Set-Cookie", session::clear_cookie(&self.cookie, key)))
+            }
+            _ => secure(page),
         }
-        secure(
-            pages::problem(
-                200,
-                "Logged out",
-                "Run `memhook ui` to log in again.",
-                false,
-            )
-            .with_header("Set-Cookie", session::clear_cookie(&self.cookie)),
-        )
     }
+}
+
+/// The logout form of every page's header, as [`html::page`] writes it.
+const LOGOUT_FORM: &str = "<form method=\"post\" action=\"/logout\" class=\"logout\">";
+
+/// A page as its viewer gets it: the logout form carries the viewer's CSRF
+/// token, and for a logged-in browser every link, form, asset and redirect
+/// of the page points under its session's prefix (`/s/<key>/…`), the half
+/// of its login that no cookie carries. Stored text cannot take part: it is
+/// escaped, so it never holds `href="/` and the like.
+fn for_viewer(mut resp: Response, viewer: &Viewer) -> Response {
+    let prefix = match viewer {
+        Viewer::Browser { key, .. } => Some(session::base(key)),
+        _ => None,
+    };
+    if let Some(prefix) = &prefix {
+        for (name, value) in resp.headers.iter_mut() {
+            if *name == "Location" && value.starts_with('/') {
+                *value = format!("{prefix}{value}");
+            }
+        }
+    }
+    let is_html = resp.content_type.starts_with("text/html");
+    if !is_html {
+        return resp;
+    }
+    let Ok(mut text) = String::from_utf8(std::mem::take(&mut resp.body)) else {
+        return resp;
+    };
+    if let Some(csrf) = viewer.csrf() {
+        text = text.replace(
+            LOGOUT_FORM,
+            &format!("{LOGOUT_FORM}{}", html::csrf_field(csrf)),
+        );
+    }
+    if let Some(prefix) = &prefix {
+        for attr in ["href=\"/", "action=\"/", "src=\"/"] {
+            text = text.replace(attr, &format!("{}{prefix}/", &attr[..attr.len() - 1]));
+        }
+    }
+    resp.body = text.into_bytes();
+    resp
 }
 
 /// Paths anyone may fetch: the assets and the login link.
@@ -431,6 +495,49 @@ mod tests {
         for bad in ["acme", "acme/Api", "/api", "a/b/c", "../x"] {
             assert_eq!(project_arg(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_browser_page_points_under_its_prefix_and_logs_out_with_its_token() {
+        let key = "ab".repeat(32);
+        let viewer = Viewer::Browser {
+            session: "s".into(),
+            key: key.clone(),
+            csrf: "tok".into(),
+        };
+        let body = html::page("t", true, "<a href=\"/p/a/b\">x</a> &quot;href=\"/x");
+        assert!(
+            body.contains(LOGOUT_FORM),
+            "the frame writes the form we look for"
+        );
+        let r = for_viewer(
+            Response::new(200, HTML, body.into_bytes()).with_header("Location", "/p/a/b"),
+            &viewer,
+        );
+        let text = String::from_utf8(r.body).unwrap();
+        let prefix = format!("/s/{key}");
+        assert!(text.contains(&format!("href=\"{prefix}/p/a/b\"")), "{text}");
+        assert!(
+            text.contains(&format!("action=\"{prefix}/logout\"")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("src=\"{prefix}/assets/app.js\"")),
+            "{text}"
+        );
+        assert!(text.contains("<input type=\"hidden\" name=\"csrf\" value=\"tok\">"));
+        assert!(
+            !text.contains("=\"/p/") && !text.contains("=\"/\""),
+            "{text}"
+        );
+        assert_eq!(r.headers[0].1, format!("{prefix}/p/a/b"));
+        // The token holder's pages are left as they are.
+        let plain = html::page("t", false, "<a href=\"/p\">x</a>");
+        let r = for_viewer(
+            Response::new(200, HTML, plain.clone().into_bytes()),
+            &Viewer::Token,
+        );
+        assert_eq!(String::from_utf8(r.body).unwrap(), plain);
     }
 
     #[test]

@@ -82,7 +82,7 @@ pub(super) fn route(web: &Web, req: &Req<'_>, path: &str, db: &dyn Database) -> 
         return search(req, db, logged);
     }
     if path == "/forget" {
-        return forget(req, db, logged);
+        return forget(web, req, db, logged);
     }
     if let Some(rest) = path.strip_prefix("/sessions/") {
         return match rest.parse::<i64>() {
@@ -557,6 +557,24 @@ fn forget_selector(q: &Query) -> Result<Selector, String> {
 }
 
 /// What a report says, in words.
+/// What forgetting a whole project does to its memory documents: they are
+/// kept (only `memhook forget --project W/P --memory` deletes them).
+fn memory_note(web: &Web, sel: &Selector) -> String {
+    let Some((w, p)) = sel.project.as_ref().filter(|_| sel.before_ms.is_none()) else {
+        return String::new();
+    };
+    let n = memory_docs(web.data_dir(), w, p).0.len();
+    if n == 0 {
+        return String::new();
+    }
+    format!(
+        "<p>Its {n} memory documents are kept: this page forgets captured records only. \
+         <code>memhook forget --project {}/{} --memory --yes</code> deletes them too.</p>\n",
+        escape(w),
+        escape(p)
+    )
+}
+
 pub(super) fn report_line(r: &Report, what: &str) -> String {
     let (records, sessions, projects) = r
         .stored
@@ -570,7 +588,7 @@ pub(super) fn report_line(r: &Report, what: &str) -> String {
     )
 }
 
-fn forget(req: &Req<'_>, db: &dyn Database, logged: bool) -> Response {
+fn forget(web: &Web, req: &Req<'_>, db: &dyn Database, logged: bool) -> Response {
     let post = req.head.method == "POST";
     let q = if post {
         match std::str::from_utf8(req.body).ok().map(Query::parse) {
@@ -617,9 +635,10 @@ fn forget(req: &Req<'_>, db: &dyn Database, logged: bool) -> Response {
         );
         if report.wal_pending() {
             body.push_str(
-                "<p class=\"conflict\">Another process is reading the store, so its \
-                 write-ahead log still holds the text until the next checkpoint; forget the \
-                 same thing again to retry now.</p>\n",
+                "<p class=\"conflict\">Another process is reading the store, so the \
+                 forgotten text is still in the database file and its write-ahead log. The \
+                 cleanup is recorded in the data dir (forget-pending): the next forget or \
+                 <code>memhook drain</code> finishes it once that reader is gone.</p>\n",
             );
         }
         body.push_str(&format!("<p><a href=\"{back}\">Back</a></p>\n"));
@@ -638,12 +657,13 @@ fn forget(req: &Req<'_>, db: &dyn Database, logged: bool) -> Response {
         "<h1>Forget for good?</h1>\n<p>{}</p>\n\
          <p>{}, and records of this scope still waiting in the spool are dropped. This \
          cannot be undone. The forget log keeps when, what scope and how many, never the \
-         text.</p>\n\
+         text.</p>\n{}\
          <form method=\"post\" action=\"/forget\" class=\"confirm\">{hidden}\
          <button type=\"submit\" class=\"danger\">Forget for good</button> \
          <a href=\"{back}\">Cancel</a></form>\n",
         escape(&report_line(&report, &what)),
         escape(db.forget_promise()),
+        memory_note(web, &sel),
     );
     html(200, page("Forget", logged, &body))
 }

@@ -8,6 +8,16 @@
 //! cookie. Everything lives in the server's memory: a restart logs every
 //! browser out. Codes and session ids are kept as SHA-256 digests and
 //! compared in constant time.
+//!
+//! The cookie is only half of a login. Browsers do not keep cookies apart
+//! by port, so any other server on 127.0.0.1 that the browser visits could
+//! receive a cookie scoped to `/` and replay it with a raw client (forging
+//! `Host`, `Origin` and `Sec-Fetch-Site` at will). So each session also has
+//! a random **path key**: the login sends the browser to `/s/<key>/`, every
+//! page of the session lives under that prefix, and the cookie is scoped to
+//! `Path=/s/<key>` — the browser does not even send it elsewhere, and a
+//! cookie replayed without its session's key (which only ever appears in
+//! URLs of this origin, never in a cookie or a `Referer`) is nobody.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -51,6 +61,8 @@ pub fn same(a: &[u8], b: &[u8]) -> bool {
 
 struct Session {
     id: [u8; 32],
+    /// Digest of the path key (`/s/<key>/…`).
+    key: [u8; 32],
     csrf: String,
     expires: Instant,
 }
@@ -108,10 +120,11 @@ impl Sessions {
         code
     }
 
-    /// Spend `code`: `Some(session id)` (the cookie's value) when it was
-    /// issued, not spent and not expired. A code is gone after one try
-    /// that names it, whether it had expired or not.
-    pub fn redeem(&self, code: &str, now: Instant) -> Option<String> {
+    /// Spend `code`: `Some(session id, path key)` (the cookie's value and
+    /// the prefix the session's pages live under) when it was issued, not
+    /// spent and not expired. A code is gone after one try that names it,
+    /// whether it had expired or not.
+    pub fn redeem(&self, code: &str, now: Instant) -> Option<(String, String)> {
         let d = digest(code.trim());
         let mut inner = self.lock();
         let at = inner.codes.iter().position(|(c, _)| same(c, &d))?;
@@ -120,26 +133,31 @@ impl Sessions {
             return None;
         }
         let id = secret();
+        let key = secret();
         inner.sessions.retain(|s| s.expires > now);
         if inner.sessions.len() >= MAX_SESSIONS {
             inner.sessions.remove(0);
         }
         inner.sessions.push(Session {
             id: digest(&id),
+            key: digest(&key),
             csrf: secret(),
             expires: now + SESSION_TTL,
         });
-        Some(id)
+        Some((id, key))
     }
 
-    /// The CSRF token of the live session `id`.
-    pub fn csrf(&self, id: &str, now: Instant) -> Option<String> {
+    /// The CSRF token of the live session `id` whose path key is `key`:
+    /// the cookie without its key (or with another session's) is nobody.
+    pub fn csrf(&self, id: &str, key: &str, now: Instant) -> Option<String> {
         let d = digest(id);
+        let k = digest(key);
         let inner = self.lock();
         inner
             .sessions
             .iter()
             .find(|s| same(&s.id, &d) && s.expires > now)
+            .filter(|s| same(&s.key, &k))
             .map(|s| s.csrf.clone())
     }
 
@@ -163,17 +181,54 @@ pub fn cookie<'a>(header: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
-/// The `Set-Cookie` value that logs a browser in.
-pub fn set_cookie(name: &str, id: &str) -> String {
+/// The prefix of a session's pages: `/s/<key>`.
+pub fn base(key: &str) -> String {
+    format!("{SESSION_PREFIX}{key}")
+}
+
+/// The start of every path of a logged-in browser's pages.
+pub const SESSION_PREFIX: &str = "/s/";
+
+/// `path` split into the session's path key and the page's path:
+/// `/s/<key>/p/a/b` → (`Some(key)`, `/p/a/b`), `/s/<key>` → (`Some(key)`,
+/// `/`). A path without the prefix, or whose key is not 64 lowercase hex
+/// digits, has no key.
+pub fn split_base(path: &str) -> (Option<&str>, &str) {
+    let Some(rest) = path.strip_prefix(SESSION_PREFIX) else {
+        return (None, path);
+    };
+    let (key, inner) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let hex = key.len() == SECRET_BYTES * 2
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if hex {
+        (Some(key), inner)
+    } else {
+        (None, path)
+    }
+}
+
+/// The `Set-Cookie` value that logs a browser in: scoped to the session's
+/// path, so the browser sends it nowhere else (no other port's server
+/// knows that path).
+pub fn set_cookie(name: &str, id: &str, key: &str) -> String {
     format!(
-        "{name}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
+        "{name}={id}; HttpOnly; SameSite=Strict; Path={}; Max-Age={}",
+        base(key),
         SESSION_TTL.as_secs()
     )
 }
 
 /// The `Set-Cookie` value that logs a browser out.
-pub fn clear_cookie(name: &str) -> String {
-    format!("{name}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0")
+pub fn clear_cookie(name: &str, key: &str) -> String {
+    format!(
+        "{name}=; HttpOnly; SameSite=Strict; Path={}; Max-Age=0",
+        base(key)
+    )
 }
 
 #[cfg(test)]
@@ -187,23 +242,23 @@ mod tests {
         let code = s.issue_code(t0);
         assert_eq!(code.len(), SECRET_BYTES * 2);
         let id = s.redeem(&code, t0 + LOGIN_CODE_TTL - Duration::from_millis(1));
-        let id = id.expect("spent just inside its lifetime");
+        let (id, key) = id.expect("spent just inside its lifetime");
         assert!(s.redeem(&code, t0).is_none(), "spent twice");
         let late = s.issue_code(t0);
         assert!(s.redeem(&late, t0 + LOGIN_CODE_TTL).is_none(), "expired");
         assert!(s.redeem("nonsense", t0).is_none());
-        let csrf = s.csrf(&id, t0).expect("a live session");
+        let csrf = s.csrf(&id, &key, t0).expect("a live session");
         assert_eq!(csrf.len(), SECRET_BYTES * 2);
         let login = t0 + LOGIN_CODE_TTL - Duration::from_millis(1);
         assert!(s
-            .csrf(&id, login + SESSION_TTL - Duration::from_millis(1))
+            .csrf(&id, &key, login + SESSION_TTL - Duration::from_millis(1))
             .is_some());
         assert!(
-            s.csrf(&id, login + SESSION_TTL).is_none(),
+            s.csrf(&id, &key, login + SESSION_TTL).is_none(),
             "session expired"
         );
         s.end(&id);
-        assert!(s.csrf(&id, t0).is_none(), "logged out");
+        assert!(s.csrf(&id, &key, t0).is_none(), "logged out");
     }
 
     #[test]
@@ -223,10 +278,11 @@ mod tests {
             ids.push(s.redeem(&c, t0).unwrap());
         }
         assert!(
-            s.csrf(&ids[0], t0).is_none(),
+            s.csrf(&ids[0].0, &ids[0].1, t0).is_none(),
             "the oldest session was dropped"
         );
-        assert!(s.csrf(&ids[MAX_SESSIONS], t0).is_some());
+        let (id, key) = &ids[MAX_SESSIONS];
+        assert!(s.csrf(id, key, t0).is_some());
     }
 
     #[test]
@@ -244,11 +300,45 @@ mod tests {
         assert_eq!(cookie(h, "memhook_session_80"), Some("abc"));
         assert_eq!(cookie(h, "memhook_session_81"), None);
         assert_eq!(cookie(h, "other"), Some("x=y"));
-        let c = set_cookie(&cookie_name(80), "abc");
+        let c = set_cookie(&cookie_name(80), "abc", "k");
         assert!(c.starts_with("memhook_session_80=abc;"), "{c}");
-        for flag in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        for flag in ["HttpOnly", "SameSite=Strict", "Path=/s/k;"] {
             assert!(c.contains(flag), "{c}");
         }
-        assert!(clear_cookie("n").contains("Max-Age=0"));
+        let clear = clear_cookie("n", "k");
+        assert!(clear.contains("Max-Age=0") && clear.contains("Path=/s/k;"));
+    }
+
+    #[test]
+    fn a_cookie_without_its_path_key_is_nobody() {
+        let s = Sessions::new(LOGIN_CODE_TTL);
+        let t0 = Instant::now();
+        let (a, ka) = s.redeem(&s.issue_code(t0), t0).unwrap();
+        let (b, kb) = s.redeem(&s.issue_code(t0), t0).unwrap();
+        assert_ne!(ka, kb);
+        assert!(s.csrf(&a, &ka, t0).is_some());
+        assert!(s.csrf(&a, &kb, t0).is_none(), "another session's key");
+        assert!(s.csrf(&a, "", t0).is_none(), "no key");
+        assert!(s.csrf(&b, &ka, t0).is_none());
+    }
+
+    #[test]
+    fn session_paths_split_only_on_a_well_formed_key() {
+        let k = "0123456789abcdef".repeat(4);
+        assert_eq!(
+            split_base(&format!("/s/{k}/p/a/b")),
+            (Some(&k[..]), "/p/a/b")
+        );
+        assert_eq!(split_base(&format!("/s/{k}")), (Some(&k[..]), "/"));
+        assert_eq!(split_base(&format!("/s/{k}/")), (Some(&k[..]), "/"));
+        assert_eq!(split_base("/p/a/b"), (None, "/p/a/b"));
+        let upper = k.to_uppercase();
+        for bad in [
+            format!("/s/{upper}/x"),
+            "/s/abc/x".into(),
+            format!("/s/{k}0/x"),
+        ] {
+            assert_eq!(split_base(&bad).0, None, "{bad}");
+        }
     }
 }

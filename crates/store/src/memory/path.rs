@@ -4,8 +4,24 @@
 //! maps onto the scope's directory one segment at a time. Every rule here is
 //! checked before the file system is touched; symlinks are checked by the
 //! store while walking.
+//!
+//! Names are meant to be read by people and models and to be files on any
+//! system, so one name must not pass for another:
+//! - segments are normalised to Unicode NFC (an NFD `é` and an NFC `é` are
+//!   one name; a file on disk whose name is not NFC is not a document);
+//! - a run of letters that mixes Latin with Cyrillic or Greek, or is made
+//!   only of Cyrillic/Greek letters that look like Latin ones (`СОМ`,
+//!   `МЕМОRY`), and fullwidth or mathematical Latin letters are refused as
+//!   look-alikes of ASCII names; all-Cyrillic or all-Greek words are fine;
+//! - Windows device names (`CON`, `PRN`, `AUX`, `NUL`, `COM0`–`COM9`,
+//!   `LPT0`–`LPT9`, with any extension, in any case), the characters Windows
+//!   forbids in names (`: < > " | ? *`) and a trailing `.` or space are refused;
+//! - two names that differ only in case are one name (the store refuses to
+//!   create `/memory.md` beside `/MEMORY.md`, see `MemError::CaseTwin`).
 
 use std::fmt;
+
+use unicode_normalization::UnicodeNormalization;
 
 use super::content::is_invisible;
 
@@ -31,17 +47,33 @@ pub struct VirtualPath {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathError {
     NotAbsolute,
-    TooLong { bytes: usize },
-    TooDeep { segments: usize },
-    SegmentTooLong { bytes: usize },
+    TooLong {
+        bytes: usize,
+    },
+    TooDeep {
+        segments: usize,
+    },
+    SegmentTooLong {
+        bytes: usize,
+    },
     Backslash,
     Control,
-    Invisible { code: u32 },
+    Invisible {
+        code: u32,
+    },
     EmptySegment,
     DotSegment(String),
     Hidden(String),
     Reserved(String),
     Root,
+    /// A Windows device name (`CON`, `nul.md`, `COM1.txt`).
+    WindowsDevice(String),
+    /// A character Windows forbids in file names (`:` is also an NTFS stream).
+    WindowsCharacter(char),
+    /// A trailing `.` or space (Windows drops it: a twin of the shorter name).
+    TrailingDotOrSpace(String),
+    /// Letters that pass for another script's (`МЕМОRY.md` in Cyrillic).
+    Confusable(String),
 }
 
 impl PathError {
@@ -60,6 +92,10 @@ impl PathError {
             PathError::Hidden(_) => "hidden_segment",
             PathError::Reserved(_) => "reserved_segment",
             PathError::Root => "root_is_not_a_document",
+            PathError::WindowsDevice(_) => "reserved_device_name",
+            PathError::WindowsCharacter(_) => "forbidden_character",
+            PathError::TrailingDotOrSpace(_) => "trailing_dot_or_space",
+            PathError::Confusable(_) => "confusable_name",
         }
     }
 }
@@ -99,6 +135,25 @@ impl fmt::Display for PathError {
                 "path segment {s:?} is reserved (skills, commands, agents and hooks are agent configuration)"
             ),
             PathError::Root => write!(f, "'/' is the memory root, not a document; name a file such as /MEMORY.md"),
+            PathError::WindowsDevice(s) => write!(
+                f,
+                "path segment {s:?} is a Windows device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9, \
+                 with or without an extension); choose another name"
+            ),
+            PathError::WindowsCharacter(c) => write!(
+                f,
+                "path contains {c:?}, which file names on Windows cannot hold (: < > \" | ? *); \
+                 use '-' instead"
+            ),
+            PathError::TrailingDotOrSpace(s) => write!(
+                f,
+                "path segment {s:?} ends with '.' or a space, which Windows drops; remove it"
+            ),
+            PathError::Confusable(s) => write!(
+                f,
+                "path segment {s:?} mixes Latin letters with Cyrillic or Greek look-alikes (or uses \
+                 fullwidth letters), so it could pass for another name; spell it in one script"
+            ),
         }
     }
 }
@@ -149,8 +204,9 @@ impl VirtualPath {
         }
         let mut segments = Vec::new();
         for seg in rest.split('/') {
-            check_segment(seg)?;
-            segments.push(seg.to_string());
+            let seg: String = seg.nfc().collect();
+            check_segment(&seg)?;
+            segments.push(seg);
         }
         if segments.len() > MAX_DEPTH {
             return Err(PathError::TooDeep {
@@ -163,7 +219,11 @@ impl VirtualPath {
     /// Build from segments found on disk; `None` when any segment breaks a rule
     /// (such files are invisible to the tools).
     pub fn from_segments(segments: Vec<String>) -> Option<VirtualPath> {
-        if segments.len() > MAX_DEPTH || segments.iter().any(|s| check_segment(s).is_err()) {
+        if segments.len() > MAX_DEPTH
+            || segments
+                .iter()
+                .any(|s| check_segment(s).is_err() || !is_nfc(s))
+        {
             return None;
         }
         let p = VirtualPath { segments };
@@ -205,7 +265,88 @@ pub fn check_segment(seg: &str) -> Result<(), PathError> {
     }) {
         return Err(PathError::Control);
     }
+    if let Some(c) = seg.chars().find(|c| WINDOWS_FORBIDDEN.contains(c)) {
+        return Err(PathError::WindowsCharacter(c));
+    }
+    if seg.ends_with('.') || seg.ends_with(' ') {
+        return Err(PathError::TrailingDotOrSpace(seg.to_string()));
+    }
+    if is_windows_device(seg) {
+        return Err(PathError::WindowsDevice(seg.to_string()));
+    }
+    if is_confusable(seg) {
+        return Err(PathError::Confusable(seg.to_string()));
+    }
     Ok(())
+}
+
+/// Characters Windows forbids in a file name (besides `/`, `\` and controls,
+/// refused above).
+pub const WINDOWS_FORBIDDEN: [char; 7] = [':', '<', '>', '"', '|', '?', '*'];
+
+/// Windows device names: a file named so (with any extension) is the device.
+pub const WINDOWS_DEVICES: [&str; 6] = ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"];
+
+/// Whether `seg` names a Windows device: [`WINDOWS_DEVICES`], `COM0`–`COM9`
+/// or `LPT0`–`LPT9` (also with ¹ ² ³), before its first `.`, spaces
+/// trimmed, in any case.
+pub fn is_windows_device(seg: &str) -> bool {
+    let stem = seg.split('.').next().unwrap_or("").trim_end();
+    if WINDOWS_DEVICES.iter().any(|d| stem.eq_ignore_ascii_case(d)) {
+        return true;
+    }
+    let mut chars = stem.chars();
+    let head: String = chars.by_ref().take(3).collect();
+    let tail: Vec<char> = chars.collect();
+    (head.eq_ignore_ascii_case("COM") || head.eq_ignore_ascii_case("LPT"))
+        && matches!(tail.as_slice(), [d] if d.is_ascii_digit() || matches!(d, '¹' | '²' | '³'))
+}
+
+/// Whether `s` is in Unicode NFC.
+pub fn is_nfc(s: &str) -> bool {
+    s.nfc().eq(s.chars())
+}
+
+/// The name two segments share when they differ only in case or
+/// normalisation: NFC, then lowercase.
+pub fn fold(seg: &str) -> String {
+    seg.nfc().collect::<String>().to_lowercase()
+}
+
+fn is_cyrillic_or_greek(c: char) -> bool {
+    matches!(c as u32,
+        0x0370..=0x03FF | 0x1F00..=0x1FFF // Greek
+        | 0x0400..=0x052F | 0x1C80..=0x1C8F | 0x2DE0..=0x2DFF | 0xA640..=0xA69F)
+    // Cyrillic
+}
+
+fn is_latin(c: char) -> bool {
+    c.is_ascii_alphabetic() || matches!(c as u32, 0x00C0..=0x024F | 0x1E00..=0x1EFF)
+}
+
+/// Fullwidth and mathematical Latin letters and digits: an ASCII name in
+/// disguise.
+fn is_disguised_ascii(c: char) -> bool {
+    matches!(c as u32, 0xFF10..=0xFF19 | 0xFF21..=0xFF3A | 0xFF41..=0xFF5A | 0x1D400..=0x1D7FF)
+}
+
+/// Cyrillic and Greek letters that look like Latin ones.
+const LOOKALIKES: &str = "АВЕКМНОРСТУХаеорсухЅѕІіЈјԚԛԜԝҺһӀӏҮүΑΒΕΖΗΙΚΜΝΟΡΤΥΧοϹϲ";
+
+/// Whether a run of letters of `seg` could pass for another name: Latin
+/// mixed with Cyrillic or Greek, or Cyrillic/Greek letters that all look
+/// Latin, or fullwidth/mathematical Latin anywhere.
+pub fn is_confusable(seg: &str) -> bool {
+    if seg.chars().any(is_disguised_ascii) {
+        return true;
+    }
+    seg.split(|c: char| !c.is_alphabetic())
+        .filter(|run| !run.is_empty())
+        .any(|run| {
+            let latin = run.chars().any(is_latin);
+            let other = run.chars().any(is_cyrillic_or_greek);
+            other && (latin || run.chars().all(|c| LOOKALIKES.contains(c)))
+        })
 }
 
 impl fmt::Display for VirtualPath {
@@ -330,6 +471,90 @@ mod tests {
         assert!(VirtualPath::document(&p).is_ok());
         p.push('d');
         assert_eq!(code(&p), "path_too_long");
+    }
+
+    #[test]
+    fn names_are_nfc() {
+        let nfd = "/de\u{301}cisions/e\u{301}te\u{301}.md";
+        let p = VirtualPath::document(nfd).unwrap();
+        assert_eq!(p.to_string(), "/décisions/été.md");
+        assert_eq!(p, VirtualPath::document("/décisions/été.md").unwrap());
+        // A file on disk named in NFD is not a document (it would be a twin).
+        assert!(VirtualPath::from_segments(vec!["e\u{301}te\u{301}.md".into()]).is_none());
+        assert!(VirtualPath::from_segments(vec!["été.md".into()]).is_some());
+        assert_eq!(fold("/MEMORY.md"), fold("/memory.md"));
+        assert_eq!(fold("E\u{301}TE\u{301}.md"), fold("été.md"));
+    }
+
+    #[test]
+    fn refuses_look_alikes_of_ascii_names() {
+        for bad in [
+            "/MEM\u{041E}RY.md",            // Cyrillic О inside a Latin word
+            "/\u{0441}onfig.md",            // Cyrillic с
+            "/n\u{03BF}tes.md",             // Greek ο
+            "/\u{0421}\u{041E}\u{041C}.md", // all-Cyrillic СОМ
+            "/\u{FF2D}EMORY.md",            // fullwidth Ｍ
+            "/\u{1D40C}EMORY.md",           // mathematical bold M
+        ] {
+            assert_eq!(code(bad), "confusable_name", "{bad}");
+        }
+        for ok in [
+            "/заметки.md",
+            "/Тест.md",
+            "/σημειώσεις/α.md",
+            "/notes-ü.md",
+            "/日本語.md",
+        ] {
+            assert!(VirtualPath::document(ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn refuses_windows_device_names_and_characters() {
+        for bad in [
+            "/CON",
+            "/con.md",
+            "/NUL",
+            "/nul.txt",
+            "/Aux.md",
+            "/PRN",
+            "/COM1",
+            "/com9.md",
+            "/LPT1",
+            "/lpt0.log",
+            "/COM\u{b9}.md",
+            "/notes/CON.md",
+            "/CON .md",
+            "/conin$.md",
+        ] {
+            assert_eq!(code(bad), "reserved_device_name", "{bad}");
+        }
+        for ok in [
+            "/CONTEXT.md",
+            "/console.md",
+            "/com10.md",
+            "/nullable.md",
+            "/LPT.md",
+            "/a.con",
+        ] {
+            assert!(VirtualPath::document(ok).is_ok(), "{ok}");
+        }
+        for (bad, c) in [
+            ("/a:b.md", ':'),
+            ("/x<y.md", '<'),
+            ("/q?.md", '?'),
+            ("/s*.md", '*'),
+            ("/p|q.md", '|'),
+            ("/\"q\".md", '"'),
+        ] {
+            assert_eq!(
+                VirtualPath::document(bad).unwrap_err(),
+                PathError::WindowsCharacter(c),
+                "{bad}"
+            );
+        }
+        assert_eq!(code("/notes./a.md"), "trailing_dot_or_space");
+        assert_eq!(code("/a.md "), "trailing_dot_or_space");
     }
 
     #[test]

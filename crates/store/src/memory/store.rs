@@ -15,7 +15,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use super::content::{self, MAX_DOC_BYTES};
-use super::path::{PathError, VirtualPath, MAX_DEPTH};
+use super::path::{self, PathError, VirtualPath, MAX_DEPTH};
 use super::{index_warning, Answer, Entry, Outcome, INDEX_PATH, LIST_PAGE, MAX_SCAN_FILES};
 use memhook_core::data_dir::{self, DirError};
 
@@ -42,6 +42,9 @@ pub enum MemError {
     EmptyContent,
     EmptyVersion,
     BadVersion,
+    /// A document or directory whose name differs only in case or Unicode
+    /// normalisation exists (its path, as stored).
+    CaseTwin(String),
     /// The data dir or scope directory cannot be used (details went to stderr).
     Root(String),
     Io {
@@ -64,6 +67,7 @@ impl MemError {
             MemError::EmptyContent => (Outcome::Refused, "empty_content"),
             MemError::EmptyVersion => (Outcome::Refused, "missing_version"),
             MemError::BadVersion => (Outcome::Refused, "invalid_version"),
+            MemError::CaseTwin(_) => (Outcome::Refused, "case_twin"),
             MemError::Root(_) => (Outcome::Failed, "store_unavailable"),
             MemError::Io { .. } => (Outcome::Failed, "io_error"),
         }
@@ -98,6 +102,11 @@ impl fmt::Display for MemError {
             MemError::BadVersion => write!(
                 f,
                 "if_version is longer than {MAX_VERSION_LEN} characters; pass \"new\" or the version memory_read returned"
+            ),
+            MemError::CaseTwin(existing) => write!(
+                f,
+                "{existing} already exists and differs from this name only in case (or Unicode \
+                 normalisation); on many systems they are one file: write to {existing} instead"
             ),
             MemError::Root(problem) => write!(f, "the project memory directory cannot be used: {problem}"),
             MemError::Io { doing, err } => write!(f, "{doing}: {err}"),
@@ -241,6 +250,45 @@ impl MemoryStore {
         Ok(dir)
     }
 
+    /// The stored path of a document or directory that differs from `vp`
+    /// (or one of its directories) only in case or normalisation: walking
+    /// down, the first level whose name does not exist as given but a
+    /// sibling folds to the same name. `None` when there is none (or the level is new, or
+    /// not a real directory).
+    fn case_twin(&self, vp: &VirtualPath) -> Option<String> {
+        let mut dir = self.root.clone();
+        let mut shown = String::new();
+        for seg in vp.segments() {
+            let want = path::fold(seg);
+            // Only real directories are looked into (never through a
+            // symlink); whatever else is on the way, the walk that follows
+            // reports it.
+            let real_dir =
+                fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir() && !m.file_type().is_symlink());
+            let entries = real_dir.then(|| fs::read_dir(&dir).ok()).flatten()?;
+            let mut twin = None;
+            let mut exact = false;
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name == *seg {
+                    exact = true;
+                } else if twin.is_none() && path::fold(&name) == want {
+                    twin = Some(name);
+                }
+            }
+            // A name that exists as given is used as it is (twins made
+            // before this rule, or by hand, stay writable); only a new
+            // name is refused beside its twin.
+            if !exact {
+                return twin.map(|name| format!("{shown}/{name}"));
+            }
+            shown.push('/');
+            shown.push_str(seg);
+            dir.push(seg);
+        }
+        None
+    }
+
     /// Read a document's raw bytes as stored, bounded; `Ok(None)` when it
     /// does not exist.
     fn read_bytes(&self, host: &Path) -> Result<Option<(Vec<u8>, fs::Metadata)>, MemError> {
@@ -353,6 +401,9 @@ impl MemoryStore {
 
         self.ensure_root()?;
         let _guard = self.lock()?;
+        if let Some(existing) = self.case_twin(&vp) {
+            return Err(MemError::CaseTwin(existing));
+        }
         let dir = self.parent_dir(&vp, true)?;
         let name = vp.segments().last().expect("document");
         let host = dir.join(name);
@@ -442,6 +493,33 @@ impl MemoryStore {
             .map_err(io_err("opening the memory lock"))?;
         fs2::FileExt::lock_exclusive(&file).map_err(io_err("taking the memory lock"))?;
         Ok(WriteGuard { file })
+    }
+
+    /// How many documents the scope holds (at most [`MAX_SCAN_FILES`]).
+    pub fn count(&self) -> Result<usize, MemError> {
+        Ok(self.find(&VirtualPath::prefix("/")?)?.0.len())
+    }
+
+    /// Delete the scope's whole memory (`memhook forget --project W/P
+    /// --memory`): under the write lock, every document's bytes are
+    /// overwritten with zeros and synced, then the scope's directory is
+    /// removed (without following symlinks). Returns how many documents
+    /// there were.
+    pub fn forget_all(&self) -> Result<usize, MemError> {
+        if !self.check_root()? {
+            return Ok(0);
+        }
+        let guard = self.lock()?;
+        let (found, _) = self.find(&VirtualPath::prefix("/")?)?;
+        for f in &found {
+            zero_file(&f.host);
+        }
+        drop(guard);
+        fs::remove_dir_all(&self.root).map_err(io_err("removing the project's memory"))?;
+        if let Some(ws) = self.root.parent() {
+            data_dir::sync_dir(ws);
+        }
+        Ok(found.len())
     }
 
     /// `memory_list`: documents under `prefix` after `cursor`, sorted, one page.
@@ -576,6 +654,34 @@ fn walk(dir: &Path, segs: Vec<String>, out: &mut Vec<Found>, truncated: &mut boo
     }
 }
 
+/// Overwrite a regular file's bytes with zeros in place (best effort; never
+/// through a symlink), so that the text is not left in its blocks for a
+/// plain read of the disk on file systems that reuse them in place.
+fn zero_file(path: &Path) {
+    let mut opts = OpenOptions::new();
+    opts.write(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
+    }
+    let Ok(mut f) = opts.open(path) else { return };
+    let Ok(meta) = f.metadata() else { return };
+    if !meta.is_file() {
+        return;
+    }
+    let zeros = vec![0u8; 64 * 1024];
+    let mut left = meta.len();
+    while left > 0 {
+        let n = left.min(zeros.len() as u64) as usize;
+        if io::Write::write_all(&mut f, &zeros[..n]).is_err() {
+            return;
+        }
+        left -= n as u64;
+    }
+    let _ = f.sync_all();
+}
+
 fn mtime_ms(meta: &fs::Metadata) -> Option<u64> {
     meta.modified()
         .ok()?
@@ -652,6 +758,67 @@ mod tests {
             &format!(" {} ", v2.to_uppercase()),
         );
         assert_eq!((same.outcome, same.op), (Outcome::Ok, Some("unchanged")));
+    }
+
+    #[test]
+    fn names_differing_only_in_case_or_normalisation_are_one_name() {
+        let t = tempfile::tempdir().unwrap();
+        let s = store(&t);
+        assert_eq!(s.write("/MEMORY.md", "index", "new").outcome, Outcome::Ok);
+        for twin in ["/memory.md", "/Memory.MD"] {
+            let a = s.write(twin, "other", "new");
+            assert_eq!(
+                (a.outcome, a.reason),
+                (Outcome::Refused, Some("case_twin")),
+                "{twin}"
+            );
+            assert!(
+                a.message.as_deref().unwrap_or("").contains("/MEMORY.md"),
+                "{a:?}"
+            );
+        }
+        assert_eq!(s.write("/Notes/a.md", "x", "new").outcome, Outcome::Ok);
+        let a = s.write("/notes/b.md", "x", "new");
+        assert_eq!(a.reason, Some("case_twin"), "a directory's twin too: {a:?}");
+        assert_eq!(s.write("/Notes/b.md", "x", "new").outcome, Outcome::Ok);
+        // NFD and NFC spellings are one document.
+        assert_eq!(s.write("/été.md", "v1", "new").outcome, Outcome::Ok);
+        let r = s.read("/e\u{301}te\u{301}.md");
+        assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+        assert_eq!(
+            s.write("/E\u{301}TE\u{301}.md", "x", "new").reason,
+            Some("case_twin")
+        );
+        // Updating the document itself is not a twin.
+        let v = s.read("/MEMORY.md").version.unwrap();
+        assert_eq!(s.write("/MEMORY.md", "index 2", &v).outcome, Outcome::Ok);
+        // Twins already on disk (made by hand, or before this rule) stay
+        // writable under their own names.
+        fs::write(s.root().join("memory.md"), "old twin").unwrap();
+        let v = s.read("/MEMORY.md").version.unwrap();
+        assert_eq!(s.write("/MEMORY.md", "index 3", &v).outcome, Outcome::Ok);
+        let v = s.read("/memory.md").version.unwrap();
+        assert_eq!(s.write("/memory.md", "twin 2", &v).outcome, Outcome::Ok);
+    }
+
+    #[test]
+    fn forget_all_removes_every_document_and_the_scope_dir() {
+        let t = tempfile::tempdir().unwrap();
+        let s = store(&t);
+        assert_eq!(s.count().unwrap(), 0);
+        assert_eq!(s.forget_all().unwrap(), 0, "nothing there yet");
+        assert_eq!(s.write("/MEMORY.md", "index", "new").outcome, Outcome::Ok);
+        assert_eq!(s.write("/notes/a.md", "a", "new").outcome, Outcome::Ok);
+        assert_eq!(s.count().unwrap(), 2);
+        let other = MemoryStore::new(t.path(), "acme", "other").unwrap();
+        assert_eq!(
+            other.write("/MEMORY.md", "keep", "new").outcome,
+            Outcome::Ok
+        );
+        assert_eq!(s.forget_all().unwrap(), 2);
+        assert!(!s.root().exists());
+        assert_eq!(s.count().unwrap(), 0);
+        assert_eq!(other.count().unwrap(), 1, "another project is untouched");
     }
 
     #[test]

@@ -123,4 +123,8 @@ impl Database for SqliteDatabase {
     fn forget_promise(&self) -> &'static str {
         "The text leaves the database file, its write-ahead log and the search index"
     }
+
+    fn is_embedded(&self) -> bool {
+        true
+    }
 }

@@ -10,6 +10,16 @@
 //! pages can hold stale bytes from long-ago page splits), and the WAL is
 //! checkpointed and truncated. Forgetting costs a copy of the database; it is
 //! rare and asked for by the user.
+//!
+//! Another connection in a read transaction (a `memhook serve`, a search, a
+//! `sqlite3` shell) pins the old pages: until it ends, the checkpoint can
+//! neither write the rebuilt file over them nor empty the WAL. The
+//! checkpoint waits for such readers up to [`FORGET_READER_WAIT`]; if one
+//! is still there, `wal_emptied` is false and the caller records the cleanup
+//! it owes (`memhook_sinks::forget`), which [`Store::empty_wal`] completes
+//! once the reader is gone.
+
+use std::time::Duration;
 
 use rusqlite::params;
 
@@ -18,7 +28,40 @@ use crate::model::*;
 use super::{Store, StoreError, WORK_EVENTS};
 use memhook_core::timefmt::now_ms;
 
+/// How long forget's final checkpoint waits for other connections' read
+/// transactions to end.
+pub const FORGET_READER_WAIT: Duration = Duration::from_secs(5);
+/// Test knob: a shorter [`FORGET_READER_WAIT`], in milliseconds (never longer).
+pub const FORGET_READER_WAIT_ENV: &str = "MEMHOOK_FORGET_READER_WAIT_MS";
+
+/// [`FORGET_READER_WAIT`], or less when [`FORGET_READER_WAIT_ENV`] says so.
+pub fn forget_reader_wait() -> Duration {
+    std::env::var(FORGET_READER_WAIT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(FORGET_READER_WAIT, |ms| {
+            Duration::from_millis(ms).min(FORGET_READER_WAIT)
+        })
+}
+
 impl Store {
+    /// Copy the whole WAL into the database file and truncate it, waiting up
+    /// to `wait` for readers of older snapshots to finish. `true` when the
+    /// WAL is empty afterwards (every page that a forget rebuilt is in the
+    /// file, the old ones overwritten or cut off); `false` when a reader
+    /// still holds it.
+    pub fn empty_wal(&self, wait: Duration) -> Result<bool, StoreError> {
+        let e = |x| self_err(&self.path, x);
+        self.conn.busy_timeout(wait).map_err(e)?;
+        let busy = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                r.get::<_, i64>(0)
+            });
+        super::set_wait(&self.conn, self.deadline).map_err(e)?;
+        Ok(busy.map_err(e)? == 0)
+    }
+
     /// Forget the records `sel` names. With `apply` false nothing changes and
     /// the counts say what would go (`wal_emptied` is then false).
     pub fn forget(&mut self, sel: &Selector, apply: bool) -> Result<Forgotten, ForgetError> {
@@ -204,11 +247,7 @@ impl Store {
         self.conn
             .execute_batch("PRAGMA temp_store = MEMORY; VACUUM;")
             .map_err(e)?;
-        let busy: i64 = self
-            .conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
-            .map_err(e)?;
-        out.wal_emptied = busy == 0;
+        out.wal_emptied = self.empty_wal(forget_reader_wait())?;
         Ok(out)
     }
 
