@@ -268,3 +268,59 @@ fn a_new_secret_file_is_covered_at_the_next_drain() {
         );
     }
 }
+
+/// Every agent's payload shape and every placement that keeps text (prompt,
+/// stdout, stderr, file content, error): the lines of an excluded file,
+/// pasted there, reach no file of the data dir, and the marker line beside
+/// them is stored (so a record that was not stored cannot pass).
+#[test]
+fn every_agent_shape_and_placement_is_screened() {
+    use crate::secrets::{payload as shaped, Placement, SHAPES};
+    let (home, proj) = setup();
+    let home = home.path();
+    let mut kept = Vec::new();
+    for (i, s) in SHAPES.iter().enumerate() {
+        if matches!(s.placement, Placement::ToolInput | Placement::Private) {
+            continue;
+        }
+        let mark = format!("KEEPMARK{i:03}");
+        let mut text = format!("{mark} first\n");
+        for l in secret_lines() {
+            text.push_str(&l);
+            text.push('\n');
+        }
+        let p = shaped(s, &proj, &format!("fp-shape-{i}"), &text);
+        let out = hook_with_stdin_file(home, s.agent, p.to_string().as_bytes())
+            .current_dir(&proj)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}: {out:?}", s.agent);
+        kept.push((s.agent, mark));
+    }
+    let out = memhook(home)
+        .arg("drain")
+        .current_dir(&proj)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut files = Vec::new();
+    walk(&data_dir(home), &mut files);
+    for (path, bytes) in &files {
+        for line in secret_lines() {
+            let needle = &line[line.len() - 16..];
+            assert!(
+                !contains(bytes, needle),
+                "{needle:?} reached {}",
+                path.display()
+            );
+        }
+    }
+    let all: Vec<u8> = files.iter().flat_map(|(_, b)| b.clone()).collect();
+    for (agent, mark) in kept {
+        assert!(contains(&all, &mark), "{agent}: {mark} was not stored");
+    }
+}

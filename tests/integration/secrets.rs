@@ -26,7 +26,7 @@ use crate::support::serve::Serve;
 
 /// Where a secret sits in an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Placement {
+pub(crate) enum Placement {
     Prompt,
     ToolInput,
     Stdout,
@@ -49,9 +49,9 @@ const TOOL_BATCH_BYTES: usize = 1_200;
 /// `fixtures/agents/`, or a literal for Cursor, which has no captured
 /// fixtures; its field names come from `crates/core/src/event/schema.rs`), the JSON
 /// pointer the text goes to, and a template around the text (`{}`).
-struct Shape {
-    agent: &'static str,
-    placement: Placement,
+pub(crate) struct Shape {
+    pub(crate) agent: &'static str,
+    pub(crate) placement: Placement,
     base: Base,
     ptr: &'static str,
     template: &'static str,
@@ -82,7 +82,7 @@ use Base::{Cursor, Fixture};
 
 const CC: &str = "claude-code";
 #[rustfmt::skip]
-const SHAPES: &[Shape] = &[
+pub(crate) const SHAPES: &[Shape] = &[
     shape(CC, Prompt, Fixture("claude-code/2.1.328/UserPromptSubmit.json"), "/prompt", "{}"),
     shape(CC, Private, Fixture("claude-code/2.1.328/UserPromptSubmit.json"), "/prompt", "{}"),
     shape(CC, ToolInput, Fixture("claude-code/2.1.328/PreToolUse-Bash.json"), "/tool_input/command", "echo {}"),
@@ -195,7 +195,7 @@ fn put(v: &mut Value, ptr: &str, val: Value) {
 }
 
 /// The payload of `shape` carrying `text`, for a project at `proj`.
-fn payload(s: &Shape, proj: &Path, session: &str, text: &str) -> Value {
+pub(crate) fn payload(s: &Shape, proj: &Path, session: &str, text: &str) -> Value {
     let proj = proj.to_str().unwrap();
     let mut v = match s.base {
         Fixture(rel) => {

@@ -46,13 +46,39 @@ impl NormPath {
         self.text.chars().count()
     }
 
-    /// The text as compared: case-folded ([`fold`]) for Windows flavour.
+    /// The text as compared: case-folded ([`fold`]) where the file system
+    /// compares names without regard to case ([`folds`]).
     pub fn key(&self) -> std::borrow::Cow<'_, str> {
-        match self.flavour {
-            Flavour::Posix => std::borrow::Cow::Borrowed(&self.text),
-            Flavour::Windows => fold(&self.text).into(),
+        if folds(self.flavour) {
+            fold(&self.text).into()
+        } else {
+            std::borrow::Cow::Borrowed(&self.text)
         }
     }
+}
+
+/// Does the file system compare names of this flavour without regard to
+/// case? Windows paths always; POSIX paths on macOS, whose file systems
+/// are case-insensitive by default (DESIGN §3: `SECRET/key.txt` is
+/// `secret/key.txt` there).
+pub fn folds(flavour: Flavour) -> bool {
+    flavour == Flavour::Windows || posix_folds()
+}
+
+#[cfg(not(test))]
+fn posix_folds() -> bool {
+    cfg!(target_os = "macos")
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests on any host can ask for the macOS behaviour.
+    pub static FOLD_POSIX: std::cell::Cell<bool> = const { std::cell::Cell::new(cfg!(target_os = "macos")) };
+}
+
+#[cfg(test)]
+fn posix_folds() -> bool {
+    FOLD_POSIX.with(|f| f.get())
 }
 
 /// One character as Windows paths compare it: its lowercase form when

@@ -56,7 +56,7 @@ struct Pattern {
 /// a candidate under it is matched against each member's rest.
 struct Group {
     flavour: Flavour,
-    /// Root + literal segments; case-folded (`path::fold`) for Windows flavour.
+    /// Root + literal segments; case-folded (`path::fold`) where names fold (`path::folds`).
     prefix_key: String,
     members: Vec<usize>,
     /// Sum of the members' lengths: the work one candidate costs here.
@@ -124,9 +124,10 @@ impl Policy {
             } else {
                 rest.strip_suffix("/**").map(str::to_string)
             };
-            let prefix_key = match p.flavour {
-                Flavour::Posix => prefix,
-                Flavour::Windows => path::fold(&prefix),
+            let prefix_key = if path::folds(p.flavour) {
+                path::fold(&prefix)
+            } else {
+                prefix
             };
             let chars = p.chars() as u64;
             match groups
@@ -236,7 +237,7 @@ impl Policy {
                 if !charge(&mut self.work, self.budget, grp.chars * cand_chars) {
                     return MatchOutcome::OverBudget;
                 }
-                let win = grp.flavour == Flavour::Windows;
+                let win = path::folds(grp.flavour);
                 let first = self.groups[g].members[0];
                 if reaches(cand, &self.patterns[first].prefix_segments, win) {
                     return MatchOutcome::Match;
@@ -266,7 +267,7 @@ impl Policy {
 /// Match a candidate's `rest` (what follows the group's prefix) against
 /// the group's patterns.
 fn group_matches(g: &Group, patterns: &[Pattern], rest: &str) -> MatchOutcome {
-    let win = g.flavour == Flavour::Windows;
+    let win = path::folds(g.flavour);
     let eq = |a: &str| {
         if win {
             path::eq_folded(a, rest)

@@ -296,3 +296,32 @@ fn a_symlink_to_an_excluded_path_is_resolved() {
         Disposition::Keep
     );
 }
+
+#[test]
+fn on_a_case_insensitive_posix_file_system_case_does_not_hide_a_path() {
+    let cfg = active(&["secret/**"]);
+    let read = |p: &str| {
+        normalize(
+            "claude-code",
+            None,
+            &json!({"hook_event_name": "PreToolUse", "cwd": DEMO, "tool_name": "Read",
+                    "tool_input": {"file_path": p}}),
+        )
+    };
+    for (fold, want) in [(true, Disposition::Drop), (false, Disposition::Keep)] {
+        path::FOLD_POSIX.with(|f| f.set(fold));
+        assert_eq!(
+            decide(&cfg, None, &bash("cat SECRET/key.txt")).disposition,
+            want
+        );
+        assert_eq!(
+            decide(&cfg, None, &bash("cat Secret/*.txt")).disposition,
+            want
+        );
+        assert_eq!(
+            decide(&cfg, None, &read("/home/dev/projects/demo/SeCrEt/k")).disposition,
+            want
+        );
+    }
+    path::FOLD_POSIX.with(|f| f.set(cfg!(target_os = "macos")));
+}
