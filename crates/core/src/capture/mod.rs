@@ -217,7 +217,9 @@ pub fn decide(config: &CaptureConfig, home: Option<&Path>, event: &Event) -> Dec
             return Decision::new(state, family, 0, Keep, NotApplicable)
         }
         CaptureConfig::Invalid { .. } => return invalid(event, family),
-        CaptureConfig::Active { marker, patterns } => (marker, patterns),
+        CaptureConfig::Active {
+            marker, patterns, ..
+        } => (marker, patterns),
     };
     if event.tool_name.is_none() {
         // A tool event whose tool we cannot name: fail closed.

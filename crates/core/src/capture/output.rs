@@ -53,7 +53,10 @@ pub fn filter_output<'t>(
     family: ToolFamily,
     text: &'t str,
 ) -> Option<Cow<'t, str>> {
-    let CaptureConfig::Active { marker, patterns } = config else {
+    let CaptureConfig::Active {
+        marker, patterns, ..
+    } = config
+    else {
         return Some(Cow::Borrowed(text));
     };
     if !matches!(
@@ -273,6 +276,7 @@ mod tests {
             CaptureConfig::Absent,
             CaptureConfig::Inactive {
                 marker: PathBuf::from(DEMO),
+                assistant_text: true,
             },
         ] {
             let got = filter_output(&cfg, &bash("x"), ToolFamily::Shell, text).unwrap();
