@@ -102,6 +102,8 @@ fn record(key: &str, project: &str, session: &str, event: &str, ms: u64) -> Reco
         title: None,
         body: None,
         files: vec![],
+        command: None,
+        plan: None,
     }
 }
 
@@ -122,6 +124,7 @@ fn tool_record(key: &str, project: &str, session: &str, call: &str, ok: bool) ->
         name: Some(if ok { "Edit" } else { "Bash" }.into()),
         call_id: Some(call.into()),
         outcome: Some(if ok { "success" } else { "error" }.into()),
+        exit_code: None,
     });
     if ok {
         r.files = vec!["src/spool.rs".into()];
@@ -613,6 +616,7 @@ fn start_event(session: &str) -> memhook_core::event::Event {
         prompt: None,
         message: None,
         summary: None,
+        final_message: None,
         detail: Some("startup".into()),
         subagent: false,
     }

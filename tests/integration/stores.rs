@@ -157,6 +157,7 @@ fn history() -> Vec<Record> {
                 name: Some(if i == 0 { "Read" } else { "Edit" }.into()),
                 call_id: Some(format!("f{i}")),
                 outcome: Some("success".into()),
+                exit_code: None,
             };
             r.files = vec![format!("src/mod{}.rs", i % 4), "README.md".into()];
         }

@@ -138,6 +138,7 @@ impl Line {
                 name: self.tool_name,
                 call_id: self.tool_call_id,
                 outcome: self.outcome,
+                exit_code: None,
             }),
             None if self.tool_name.is_some()
                 || self.tool_call_id.is_some()
@@ -174,6 +175,8 @@ impl Line {
             title: self.title,
             body: self.body,
             files: self.files,
+            command: None,
+            plan: None,
         };
         Ok((record, self.token_name))
     }
