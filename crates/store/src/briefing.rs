@@ -584,6 +584,7 @@ mod tests {
             name: Some(name.into()),
             call_id: Some(format!("c{key}")),
             outcome: Some(if ok { "success" } else { "error" }.into()),
+            exit_code: None,
         });
         if !ok {
             r.body = Some("exit status 101: test failed".into());

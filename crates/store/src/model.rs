@@ -325,6 +325,32 @@ pub struct TailEvent {
     pub outcome: Option<String>,
 }
 
+/// Most records [`Reads::session_notes`] returns (the newest).
+pub const MAX_NOTES: usize = 400;
+/// Characters of a failure's output a [`Note`] carries.
+pub const NOTE_LINE_CHARS: usize = 400;
+
+/// What the handoff reads of one record of a session besides counts: the
+/// agent's final message (a stop), a plan a todo tool set, a tool result
+/// with its command line and outcome.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Note {
+    pub key: String,
+    pub ms: u64,
+    pub event: String,
+    /// The tool's name, else its family (tool results).
+    pub tool: Option<String>,
+    pub failed: bool,
+    /// The outcome is `success` (an `unknown` one is neither).
+    pub succeeded: bool,
+    pub exit_code: Option<i64>,
+    pub command: Option<String>,
+    pub files: Vec<String>,
+    /// A stop's final message; the start of a failure's output.
+    pub text: Option<String>,
+    pub plan: Option<memhook_core::record::RecordPlan>,
+}
+
 /// A file a session touched.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TouchedFile {
@@ -591,6 +617,9 @@ pub trait Reads {
     fn session_root(&self, row: i64) -> Result<Option<String>, StoreError>;
     /// The files the session touched, changed ones first.
     fn session_files(&self, row: i64) -> Result<Vec<TouchedFile>, StoreError>;
+    /// The session's stops and tool results, oldest first (at most
+    /// [`MAX_NOTES`], the newest kept), as [`Note`]s.
+    fn session_notes(&self, row: i64) -> Result<Vec<Note>, StoreError>;
 }
 
 /// One consistent view of a store for the web view (DESIGN §12). The SQLite
