@@ -26,7 +26,7 @@ use memhook_store::model::READ_ONLY_FILE_TOOLS;
 use memhook_store::model::{
     Activity, Note, Prompt, SessionSummary, StoreError, StoredRecord, TailEvent, TouchedFile,
     MAX_NOTES, MAX_QUERY_CHARS, MAX_QUERY_LIMIT, MAX_QUERY_TERMS, MAX_SESSION_FILES,
-    MAX_TAIL_RECORDS, NOTE_LINE_CHARS, TOOL_RESULT_EVENTS,
+    MAX_TAIL_RECORDS, NOTE_LINE_CHARS, PROMPT_TEXT_CHARS, TOOL_RESULT_EVENTS,
 };
 
 /// A tool result that failed, as an SQL condition that is never NULL.
@@ -203,7 +203,7 @@ impl<'c> PgRead<'c> {
     fn prompts(&self, row: i64, order: &str, limit: usize) -> Result<Vec<Prompt>, StoreError> {
         let rows = self.query(
             &format!(
-                "SELECT coalesce(title, substr(body, 1, 400)), occurred_ms, key FROM records
+                "SELECT coalesce(substr(body, 1, {PROMPT_TEXT_CHARS}), title), occurred_ms, key FROM records
                  WHERE session_row = $1 AND event = 'user-prompt' AND NOT subagent
                  ORDER BY occurred_ms {order}, id {order} LIMIT $2"
             ),

@@ -305,8 +305,12 @@ pub struct SearchHit {
     pub snippet: String,
 }
 
-/// One prompt of a session: its text (title, else the start of the body),
-/// when, and its record key.
+/// Characters of a prompt's text [`Reads::session_prompts`] returns: the
+/// handoff shows the last goal whole (DESIGN §6), not its 80-character title.
+pub const PROMPT_TEXT_CHARS: usize = 2_000;
+
+/// One prompt of a session: its text (the start of the body, else the
+/// title), when, and its record key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompt {
     pub text: String,

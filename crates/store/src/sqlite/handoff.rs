@@ -21,7 +21,7 @@ impl Store {
             let mut st = self
                 .conn
                 .prepare_cached(&format!(
-                    "SELECT coalesce(title, substr(body, 1, 400)), occurred_ms, key FROM records
+                    "SELECT coalesce(substr(body, 1, {PROMPT_TEXT_CHARS}), title), occurred_ms, key FROM records
                      WHERE session_row = ?1 AND event = 'user-prompt' AND subagent = 0
                      ORDER BY occurred_ms {order}, id {order} LIMIT {}",
                     limit.min(super::MAX_QUERY_LIMIT)
