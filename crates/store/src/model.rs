@@ -230,6 +230,19 @@ pub const HIT_START: char = '\u{2}';
 /// Marks the end of a highlighted hit in [`SearchHit::snippet`].
 pub const HIT_END: char = '\u{3}';
 
+/// What a stored record holds besides [`StoredRecord`]'s members (the
+/// record fields `tool.exit_code`, `command` and `plan`, SQLite schema 4 /
+/// PostgreSQL schema 3): what `memhook export` writes with each record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordExtras {
+    pub exit_code: Option<i64>,
+    pub command: Option<String>,
+    pub plan: Option<memhook_core::record::RecordPlan>,
+}
+
+/// The columns of [`RecordExtras`], after a query's other columns.
+pub const EXTRA_COLUMNS: &str = "r.exit_code, r.command, r.plan";
+
 /// One project: its names, time span and how much it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectRow {
