@@ -154,9 +154,11 @@ mod tests {
             failed: ok == Some(false),
             succeeded: ok == Some(true),
             command: cmd.map(str::to_string),
-            files: (!file.is_empty())
-                .then(|| vec![file.to_string()])
-                .unwrap_or_default(),
+            files: file
+                .split(' ')
+                .filter(|f| !f.is_empty())
+                .map(str::to_string)
+                .collect(),
             text: (ok == Some(false)).then(|| format!("\nboom {key}\nmore")),
             exit_code: (ok == Some(false)).then_some(1),
             ..Note::default()
