@@ -273,6 +273,7 @@ fn a_symlink_to_an_excluded_path_is_resolved() {
     let cfg = CaptureConfig::Active {
         marker: proj.join(".ai-memory.toml"),
         patterns: vec!["secret/**".into()],
+        assistant_text: true,
     };
     let cwd = proj.to_str().unwrap();
     let read = |p: &str| {
