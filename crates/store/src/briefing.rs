@@ -2,9 +2,12 @@
 //! composed from the store (or fetched from a server's `GET /handoff`) within
 //! the marker's `[briefing] max_chars`.
 //!
-//! Order (DESIGN §6): (1) the handoff — the previous session of this scope in
-//! detail (when, prompts' first lines, tool activity by family, failures,
-//! files touched) and the sessions before it in one line each; (2) the project
+//! Order (DESIGN §6): (1) the handoff, as a colleague would give it — where
+//! the work of the previous session of this scope stands (the last goal
+//! whole, the agent's conclusion, open plan items, failures not fixed
+//! since, files changed; `work`), then how it ended and what else it did,
+//! and the sessions before it in one line each with their conclusion; every
+//! stored text quoted (`quote`), so none can start a line; (2) the project
 //! memory index (`MEMORY.md`); (3) only when the marker opts in
 //! (`inject_on_session_start`), a digest of recent sessions (files most
 //! touched, recurring failures, tools most used). The first line states the
@@ -39,6 +42,20 @@ pub const CHARS_PER_TOKEN: usize = 4;
 /// about 400 tokens (DESIGN §6), whole lines only. A larger `max_chars`
 /// gives it the same share ([`handoff_budget`]).
 pub const HANDOFF_CHARS: usize = 400 * CHARS_PER_TOKEN;
+/// Longest goal (the last prompt, whole up to this) shown.
+pub const GOAL_CHARS: usize = 600;
+/// Longest quote of the agent's last conclusion.
+pub const CONCLUSION_CHARS: usize = 400;
+/// Longest quote of an earlier session's conclusion.
+pub const EARLIER_CONCLUSION_CHARS: usize = 160;
+/// Open plan items listed.
+pub const MAX_OPEN_ITEMS: usize = 8;
+/// Longest open plan item shown.
+pub const PLAN_ITEM_CHARS: usize = 120;
+/// Longest command line shown with a failure.
+pub const COMMAND_CHARS: usize = 120;
+/// Longest file name shown.
+pub const FILE_CHARS: usize = 160;
 
 /// Characters the handoff may take within a briefing of `max_chars`:
 /// [`HANDOFF_CHARS`] at the default 4,000 (two fifths), the same share of a
@@ -46,19 +63,6 @@ pub const HANDOFF_CHARS: usize = 400 * CHARS_PER_TOKEN;
 pub fn handoff_budget(max_chars: usize) -> usize {
     HANDOFF_CHARS.max(max_chars / 5 * 2)
 }
-/// Longest goal (the last prompt, whole up to this) shown.
-pub const GOAL_CHARS: usize = 600;
-/// Longest quote of the agent's last conclusion.
-pub const CONCLUSION_CHARS: usize = 400;
-/// Longest quote of an earlier session's conclusion.
-pub const EARLIER_CONCLUSION_CHARS: usize = 160;
-/// Open plan items listed, and the longest text of one.
-pub const MAX_OPEN_ITEMS: usize = 8;
-pub const PLAN_ITEM_CHARS: usize = 120;
-/// Longest command line shown with a failure.
-pub const COMMAND_CHARS: usize = 120;
-/// Longest file name shown.
-pub const FILE_CHARS: usize = 160;
 
 /// The project memory index for the briefing (`MEMORY.md`, bounded and
 /// wrapped in its tag; `None` when the scope has none).
