@@ -66,6 +66,7 @@ fn record(i: usize, round: usize, project: &str, session: &str, ms: u64) -> Reco
                 }
                 .into(),
             ),
+            exit_code: None,
         }),
         capture: None,
         disposition: "keep".into(),
@@ -90,6 +91,8 @@ fn record(i: usize, round: usize, project: &str, session: &str, ms: u64) -> Reco
         } else {
             vec![]
         },
+        command: None,
+        plan: None,
     }
 }
 
@@ -288,6 +291,7 @@ fn start_event() -> memhook_core::event::Event {
         prompt: None,
         message: None,
         summary: None,
+        final_message: None,
         detail: Some("startup".into()),
         subagent: false,
     }

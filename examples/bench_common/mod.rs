@@ -80,6 +80,7 @@ pub fn record(i: usize, round: usize) -> Record {
             name: Some("Bash".into()),
             call_id: Some(format!("toolu_{round}_{i}")),
             outcome: Some("success".into()),
+            exit_code: Some(0),
         }),
         capture: None,
         disposition: "keep".into(),
@@ -89,6 +90,8 @@ pub fn record(i: usize, round: usize) -> Record {
                 .repeat(4),
         ),
         files: vec![],
+        command: Some("ls -la".into()),
+        plan: None,
     }
 }
 

@@ -17,6 +17,7 @@ fuzz_target!(|data: &[u8]| {
     let policy = CaptureConfig::Active {
         marker: PathBuf::from("/w/p/.ai-memory.toml"),
         patterns: vec!["secret/**".into(), "**/*.pem".into(), "~/.ssh/**".into()],
+        assistant_text: true,
     };
     for agent in AGENTS {
         let event = memhook_core::event::normalize(agent, None, &payload);

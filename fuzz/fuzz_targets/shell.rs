@@ -17,6 +17,7 @@ fuzz_target!(|data: &[u8]| {
     let policy = CaptureConfig::Active {
         marker: PathBuf::from("/w/p/.ai-memory.toml"),
         patterns: vec!["secret/**".into()],
+        assistant_text: true,
     };
     let payload = serde_json::json!({
         "session_id": "s",

@@ -92,7 +92,14 @@ fn normalise(text: &str, home: &Path) -> String {
 }
 
 fn briefing_after_replay(agent: &str, version: &str) -> String {
+    briefing_after(agent, version, |_| {})
+}
+
+/// The briefing a Claude Code session starting after `agent`'s replayed
+/// session gets; `before` runs first, with the temp home.
+fn briefing_after(agent: &str, version: &str, before: impl Fn(&Path)) -> String {
     let home = tempfile::tempdir().unwrap();
+    before(home.path());
     let dir = fixture(&format!("agents/{agent}/{version}"));
     let index: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
@@ -154,4 +161,51 @@ fn each_agents_real_session_gives_the_reviewed_briefing() {
         }
     }
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+}
+
+/// With `memhook mcp` registered for the starting agent (`install-mcp
+/// --apply`), the briefing invites it to save lasting decisions with
+/// `memory_write`; after `--remove` it no longer does.
+#[test]
+fn memory_write_is_invited_when_the_mcp_server_is_installed() {
+    let install = |remove: bool| {
+        move |home: &Path| {
+            let cfg = home.join("claude.json");
+            let mut c = memhook(home);
+            c.args([
+                "install-mcp",
+                "--agent",
+                "claude-code",
+                "--apply",
+                "--config-file",
+            ])
+            .arg(&cfg);
+            let out = c.output().unwrap();
+            assert!(out.status.success(), "{out:?}");
+            if remove {
+                let out = memhook(home)
+                    .args([
+                        "install-mcp",
+                        "--agent",
+                        "claude-code",
+                        "--apply",
+                        "--remove",
+                    ])
+                    .arg("--config-file")
+                    .arg(&cfg)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{out:?}");
+            }
+        }
+    };
+    // A Codex session, then Claude Code (the agent the server is registered for).
+    let b = briefing_after("codex", "0.171.0", install(false));
+    assert!(
+        b.trim_end()
+            .ends_with(memhook_store::briefing::SAVE_DECISIONS),
+        "{b}"
+    );
+    let b = briefing_after("codex", "0.171.0", install(true));
+    assert!(!b.contains("memory_write"), "{b}");
 }

@@ -102,6 +102,8 @@ fn record(key: &str, project: &str, session: &str, event: &str, ms: u64) -> Reco
         title: None,
         body: None,
         files: vec![],
+        command: None,
+        plan: None,
     }
 }
 
@@ -122,6 +124,7 @@ fn tool_record(key: &str, project: &str, session: &str, call: &str, ok: bool) ->
         name: Some(if ok { "Edit" } else { "Bash" }.into()),
         call_id: Some(call.into()),
         outcome: Some(if ok { "success" } else { "error" }.into()),
+        exit_code: None,
     });
     if ok {
         r.files = vec!["src/spool.rs".into()];
@@ -613,6 +616,7 @@ fn start_event(session: &str) -> memhook_core::event::Event {
         prompt: None,
         message: None,
         summary: None,
+        final_message: None,
         detail: Some("startup".into()),
         subagent: false,
     }
@@ -643,7 +647,10 @@ fn session_start_briefs_from_the_store_within_budget() {
     let b = session_start(&dir, &SinkTarget::Store, &sc, &start_event("new"), budget)
         .expect("a briefing");
     assert!(b.starts_with("memhook briefing for default/api: "), "{b}");
-    assert!(b.contains("Prompt: Refactor the spool writer"), "{b}");
+    assert!(
+        b.contains("Goal (the last prompt): \"Refactor the spool writer\""),
+        "{b}"
+    );
     assert!(b.contains("shell 1 (1 failed)"), "{b}");
     assert!(Spool::open(&dir).unwrap().pending().unwrap().is_empty());
     // Not destructive: the next start sees the same handoff.
@@ -884,14 +891,14 @@ fn hook_captures_reach_the_store_and_brief_the_next_session() {
         ctx.starts_with(&format!("memhook briefing for default/{project}: ")),
         "{ctx}"
     );
+    // The whole goal, quoted (its second line too), and the conclusion.
     assert!(
-        ctx.contains("Prompt: Make the drainer survive SIGKILL"),
+        ctx.contains(
+            "Goal (the last prompt): \"Make the drainer survive SIGKILL\\nwith details below\""
+        ),
         "{ctx}"
     );
-    assert!(
-        !ctx.contains("with details below"),
-        "first lines only: {ctx}"
-    );
+    assert!(ctx.contains("The agent concluded: \"All done.\""), "{ctx}");
     assert!(ctx.contains("shell 1"), "{ctx}");
     // Not destructive: a third start sees the same handoff.
     let mut start3 = start2.clone();

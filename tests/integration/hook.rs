@@ -137,13 +137,16 @@ fn every_real_payload_of_every_agent_exits_0_with_one_record_each() {
         for want in wanted {
             assert!(kinds.contains(&want), "{agent}: no {want} in {kinds:?}");
         }
-        // Assistant text is never in a record.
+        // The agent's final message is kept only as a main session's stop
+        // record's body (DESIGN §4), nowhere else.
         for r in &recs {
             let s = r.to_string();
-            assert!(
-                !s.contains("All done."),
-                "{agent}: assistant text stored: {s}"
-            );
+            if s.contains("All done.") {
+                let rec = &r["record"];
+                assert_eq!(rec["event"], "stop", "{agent}: {s}");
+                assert_eq!(rec["subagent"], false, "{agent}: {s}");
+                assert!(rec["body"].as_str().unwrap().contains("All done."), "{s}");
+            }
         }
     }
 }
@@ -1009,8 +1012,12 @@ fn qwen_code_real_payloads_record_each_event_once_and_no_blank_prompt() {
         .collect();
     assert_eq!(prompts.len(), 1, "{prompts:?}");
     assert!(prompts[0].to_string().contains("CAP-PROMPT exercise tools"));
+    // The final message is the stop record's body, and only there.
     for r in &recs {
-        assert!(!r.to_string().contains("All done."), "assistant text: {r}");
+        if r.to_string().contains("All done.") {
+            assert_eq!(r["record"]["event"], "stop", "{r}");
+            assert_eq!(r["record"]["body"], "All done.", "{r}");
+        }
     }
 }
 

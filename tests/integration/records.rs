@@ -1,9 +1,12 @@
 //! Records: the sentinel test. Real agent payloads from `fixtures/agents/`,
-//! seeded with one fake secret of every kind, assistant text, tool inputs,
-//! private spans and content under an excluded path, go through the real
-//! binary. Afterwards no byte of any of them may be found in any file under
-//! the data dir (spool, store, counters, whatever exists), while the
-//! content memhook keeps (prompt words, tool output words) must be there.
+//! seeded with one fake secret of every kind, a subagent's final message,
+//! pre-tool inputs, private spans and content under an excluded path, go
+//! through the real binary. Afterwards no byte of any of them may be found
+//! in any file under the data dir (spool, store, counters, whatever
+//! exists), while the content memhook keeps (prompt words, tool output
+//! words, a shell result's command line, the agents' final messages) must
+//! be there — with the secrets, private spans and excluded-path lines
+//! seeded into those removed.
 
 use std::fs;
 use std::path::Path;
@@ -94,6 +97,7 @@ const FORBIDDEN: &[&str] = &[
     "PRIVATE-SENTINEL",
     "EXCLUDED-SENTINEL",
     "DETAILS-SENTINEL",
+    "CMDSECRET-SENTINEL",
 ];
 /// Text the records must keep.
 const KEPT: &[&str] = &[
@@ -102,7 +106,22 @@ const KEPT: &[&str] = &[
     "KEEPWORD-GEMINI",
     "KEEPWORD-CODEX",
     "KEEPWORD-OPENCODE",
+    "KEEPWORD-COMMAND-1",
+    "KEEPWORD-COMMAND-2",
+    "KEEPWORD-COMMAND-3",
+    "KEEPWORD-ASSISTANT-1",
+    "KEEPWORD-ASSISTANT-3",
+    "KEEPWORD-ASSISTANT-4",
 ];
+
+/// A final message seeded with what must not be kept of it: a private
+/// span, every secret, a line naming the excluded path.
+fn final_message(word: &str, all_secrets: &str) -> Value {
+    json!(format!(
+        "{word} fixed it <private>PRIVATE-SENTINEL-{word}</private>\n{all_secrets}\n\
+         the key is in secret/EXCLUDED-SENTINEL-{word}.txt"
+    ))
+}
 
 fn load(rel: &str) -> Value {
     serde_json::from_slice(&fs::read(fixture(&format!("agents/{rel}"))).unwrap()).unwrap()
@@ -144,7 +163,10 @@ fn payloads(proj: &str, all_secrets: &str, excluded: bool) -> Vec<(&'static str,
     claude(
         "PostToolUse-Bash.json",
         &[
-            ("/tool_input/command", json!("cat PRETOOL-SENTINEL-3.env")),
+            (
+                "/tool_input/command",
+                json!("cat KEEPWORD-COMMAND-1.env password=CMDSECRET-SENTINEL"),
+            ),
             (
                 "/tool_response/stdout",
                 json!(format!("KEEPWORD-OUTPUT\n{all_secrets}")),
@@ -158,13 +180,16 @@ fn payloads(proj: &str, all_secrets: &str, excluded: bool) -> Vec<(&'static str,
     claude(
         "PostToolUseFailure-Bash-exit1.json",
         &[
-            ("/tool_input/command", json!("PRETOOL-SENTINEL-4")),
+            ("/tool_input/command", json!("KEEPWORD-COMMAND-2")),
             ("/error", json!(format!("Exit code 1\n{all_secrets}"))),
         ],
     );
     claude(
         "Stop.json",
-        &[("/last_assistant_message", json!("ASSISTANT-SENTINEL-1"))],
+        &[(
+            "/last_assistant_message",
+            final_message("KEEPWORD-ASSISTANT-1", all_secrets),
+        )],
     );
     claude(
         "SubagentStop-subagent.json",
@@ -176,7 +201,7 @@ fn payloads(proj: &str, all_secrets: &str, excluded: bool) -> Vec<(&'static str,
     set(
         &mut codex,
         "/tool_input/command",
-        json!("PRETOOL-SENTINEL-5"),
+        json!("KEEPWORD-COMMAND-3"),
     );
     set(
         &mut codex,
@@ -189,13 +214,13 @@ fn payloads(proj: &str, all_secrets: &str, excluded: bool) -> Vec<(&'static str,
     set(
         &mut codex_stop,
         "/last_assistant_message",
-        json!("ASSISTANT-SENTINEL-3"),
+        final_message("KEEPWORD-ASSISTANT-3", all_secrets),
     );
     out.push(("codex", codex_stop));
 
     let mut g = load("gemini-cli/0.61.0/AfterTool-run_shell_command.json");
     set(&mut g, "/cwd", json!(proj));
-    set(&mut g, "/tool_input/command", json!("PRETOOL-SENTINEL-6"));
+    set(&mut g, "/tool_input/command", json!("KEEPWORD-COMMAND-4"));
     set(
         &mut g,
         "/tool_response/llmContent",
@@ -212,7 +237,11 @@ fn payloads(proj: &str, all_secrets: &str, excluded: bool) -> Vec<(&'static str,
     out.push(("gemini-cli", g));
     let mut g = load("gemini-cli/0.61.0/AfterAgent.json");
     set(&mut g, "/cwd", json!(proj));
-    set(&mut g, "/prompt_response", json!("ASSISTANT-SENTINEL-4"));
+    set(
+        &mut g,
+        "/prompt_response",
+        final_message("KEEPWORD-ASSISTANT-4", all_secrets),
+    );
     out.push(("gemini-cli", g));
     let mut g = load("gemini-cli/0.61.0/Notification-ToolPermission-exec.json");
     set(&mut g, "/cwd", json!(proj));
@@ -221,7 +250,7 @@ fn payloads(proj: &str, all_secrets: &str, excluded: bool) -> Vec<(&'static str,
 
     let mut o = load("opencode/1.18.33/tool.execute.after-bash.json");
     o["directory"] = json!(proj);
-    set(&mut o, "/input/args/command", json!("PRETOOL-SENTINEL-8"));
+    set(&mut o, "/input/args/command", json!("KEEPWORD-COMMAND-5"));
     set(
         &mut o,
         "/output/output",
@@ -434,5 +463,7 @@ fn caps_and_redaction_hold_in_the_records_the_binary_writes() {
     assert_eq!(r["tool"]["outcome"], "success");
     assert_eq!(r["tool"]["name"], "Bash");
     assert_eq!(r["title"], "Bash (shell) success");
-    assert!(!r.to_string().contains("ls -la"), "the command was stored");
+    // The command line is kept apart from the body (DESIGN §4).
+    assert_eq!(r["command"], "ls -la");
+    assert!(!body.contains("ls -la"));
 }

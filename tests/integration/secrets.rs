@@ -1,6 +1,7 @@
 //! Secrets: every fake secret of `fixtures/secrets/secrets.jsonl`, in every
 //! agent's payload shape and every placement (prompt, tool input, stdout,
-//! stderr, file content, error, `<private>` span), goes through the real
+//! stderr, file content, error, `<private>` span, the agent's final
+//! message where its payloads carry one), goes through the real
 //! binary: `memhook hook`, then `memhook drain`, into the embedded store and,
 //! through the HTTP sink, into a real `memhook serve` on 127.0.0.1; the same
 //! payloads are also posted to that server as plain ai-memory payloads,
@@ -35,6 +36,9 @@ pub(crate) enum Placement {
     Error,
     /// Inside `<private>…</private>` in a prompt.
     Private,
+    /// The agent's final message of a turn (only the agents whose turn-end
+    /// event carries it: docs/record.md).
+    FinalMessage,
 }
 
 use Placement::*;
@@ -126,7 +130,13 @@ pub(crate) const SHAPES: &[Shape] = &[
     shape("copilot", Stderr, Fixture("copilot/1.0.102/PostToolUse-Bash-exit3.json"), "/tool_result/text_result_for_llm", "{}\n<shellId: 1 completed with exit code 3>"),
     shape("copilot", FileContent, Fixture("copilot/1.0.102/PostToolUse-Read-dir.json"), "/tool_result/text_result_for_llm", "{}"),
     shape("copilot", Error, Fixture("copilot/1.0.102/PostToolUseFailure-Read-missing-file.json"), "/error", "{}"),
+    shape(CC, FinalMessage, Fixture("claude-code/2.1.328/Stop.json"), "/last_assistant_message", "Done.\n{}"),
+    shape("codex", FinalMessage, Fixture("codex/0.171.0/Stop.json"), "/last_assistant_message", "Done.\n{}"),
+    shape("gemini-cli", FinalMessage, Fixture("gemini-cli/0.61.0/AfterAgent.json"), "/prompt_response", "Done.\n{}"),
 ];
+
+/// Placements only some agents' payloads have: run where a shape exists.
+const OPTIONAL_PLACEMENTS: &[Placement] = &[FinalMessage];
 
 /// The agents of the per-agent schema table; each must have every placement.
 const AGENTS: &[&str] = &[CC, "codex", "gemini-cli", "opencode", "cursor", "copilot"];
@@ -242,11 +252,14 @@ fn runs(proj: &Path, leg: &str) -> Vec<Run> {
     let near = near_misses();
     let mut out = Vec::new();
     for agent in AGENTS {
-        for placement in PLACEMENTS {
-            let s = SHAPES
+        for placement in PLACEMENTS.iter().chain(OPTIONAL_PLACEMENTS) {
+            let found = SHAPES
                 .iter()
-                .find(|s| s.agent == *agent && s.placement == *placement)
-                .unwrap_or_else(|| panic!("no {placement:?} shape for {agent}"));
+                .find(|s| s.agent == *agent && s.placement == *placement);
+            if found.is_none() && OPTIONAL_PLACEMENTS.contains(placement) {
+                continue;
+            }
+            let s = found.unwrap_or_else(|| panic!("no {placement:?} shape for {agent}"));
             let tag = format!("{leg}-{agent}-{placement:?}");
             let session = format!("sess-{tag}");
             let all: Vec<&str> = secrets.iter().map(|s| s.text.as_str()).collect();

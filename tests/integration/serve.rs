@@ -585,6 +585,7 @@ fn sink_and_handoff_against_a_black_hole_stay_within_the_timeout() {
         prompt: None,
         message: None,
         summary: None,
+        final_message: None,
         detail: None,
         subagent: false,
     };
@@ -631,6 +632,7 @@ fn handoff_through_the_sink_api_reads_a_real_serve() {
         prompt: None,
         message: None,
         summary: None,
+        final_message: None,
         detail: None,
         subagent: false,
     };

@@ -157,6 +157,7 @@ fn history() -> Vec<Record> {
                 name: Some(if i == 0 { "Read" } else { "Edit" }.into()),
                 call_id: Some(format!("f{i}")),
                 outcome: Some("success".into()),
+                exit_code: None,
             };
             r.files = vec![format!("src/mod{}.rs", i % 4), "README.md".into()];
         }
@@ -180,6 +181,51 @@ fn history() -> Vec<Record> {
     let mut none = at(record(&key(50), "x", "notification", None), t0 + 70);
     none.session_id = None;
     out.push(none);
+    out
+}
+
+/// [`history`] with the agent's own words and what its commands did: the
+/// failing call has its command line and exit status, a command failed and
+/// then passed, a plan keeps one item open, and the session's last stop
+/// carries the agent's final message.
+fn history_with_words() -> Vec<Record> {
+    let mut out = history();
+    let t0 = 1_700_000_000_000;
+    for r in out.iter_mut() {
+        if r.event == "post-tool-use-failure" {
+            r.tool.as_mut().unwrap().exit_code = Some(101);
+            r.command = Some("cargo test".into());
+        }
+        if r.key == key(31) {
+            r.body = Some("The types were wrong in mod3; the menu wiring is next.".into());
+        }
+    }
+    // A command that failed, then passed (not standing), and a plan with
+    // one item still open.
+    for (i, ok) in [(20usize, false), (21, true)] {
+        let mut r = record(&key(i), "old", "post-tool-use", Some(&format!("b{i}")));
+        let tool = r.tool.as_mut().unwrap();
+        tool.outcome = Some(if ok { "success" } else { "error" }.into());
+        tool.exit_code = Some(i64::from(!ok));
+        r.command = Some("cargo build --locked".into());
+        out.push(at(r, t0 + i as u64));
+    }
+    let mut plan = record(&key(22), "old", "post-tool-use", Some("todo1"));
+    plan.tool.as_mut().unwrap().family = "unknown".into();
+    plan.tool.as_mut().unwrap().name = Some("TodoWrite".into());
+    plan.plan = Some(memhook_core::record::RecordPlan {
+        full: true,
+        items: ["fix the types", "wire the café menu"]
+            .iter()
+            .zip(["done", "pending"])
+            .map(|(t, st)| memhook_core::record::PlanItem {
+                id: None,
+                text: Some(t.to_string()),
+                status: st.into(),
+            })
+            .collect(),
+    });
+    out.push(at(plan, t0 + 22));
     out
 }
 
@@ -289,7 +335,7 @@ fn the_handoff_is_the_same_text_from_both_stores() {
     let sqlite = Db::Sqlite.serve(h1.path());
     let pg = db.serve(h2.path());
     for s in [&sqlite, &pg] {
-        let (code, text) = post_batch(s, &history());
+        let (code, text) = post_batch(s, &history_with_words());
         assert_eq!(code, 200, "{text}");
     }
     let from_sqlite = handoff(&sqlite);
@@ -298,11 +344,15 @@ fn the_handoff_is_the_same_text_from_both_stores() {
     for needle in [
         "fix the login bug",
         "café_menu",
-        "mismatched types",
+        "Bash \"cargo test\", exit 101: \"error[E0308]: mismatched types\"",
         "mod2.rs",
+        "The agent concluded: \"The types were wrong in mod3; the menu wiring is next.\"",
+        "Still open in its plan: \"wire the café menu\"",
     ] {
         assert!(from_sqlite.contains(needle), "{needle}: {from_sqlite}");
     }
+    // Failed, then passed: not a standing failure.
+    assert!(!from_sqlite.contains("cargo build"), "{from_sqlite}");
     assert_eq!(from_pg, from_sqlite);
 }
 
@@ -625,7 +675,7 @@ fn export_streams_past_its_chunk_in_order() {
     pg.insert_each(recs.iter()).unwrap();
     let mut seen = Vec::new();
     let count = pg
-        .export_each(&Default::default(), |r| {
+        .export_each(&Default::default(), |r, _| {
             seen.push((r.occurred_ms, r.key));
             Ok::<(), memhook_store::sqlite::StoreError>(())
         })

@@ -110,8 +110,10 @@ pub fn to_text(scope: &Scope) -> String {
     line("strategy", scope.strategy.as_str().to_string());
     let capture = match &scope.capture {
         CaptureConfig::Absent => "absent (no marker)".to_string(),
-        CaptureConfig::Inactive { marker } => format!("inactive ({})", marker.display()),
-        CaptureConfig::Active { marker, patterns } => format!(
+        CaptureConfig::Inactive { marker, .. } => format!("inactive ({})", marker.display()),
+        CaptureConfig::Active {
+            marker, patterns, ..
+        } => format!(
             "active: {} pattern{} ({})",
             patterns.len(),
             if patterns.len() == 1 { "" } else { "s" },

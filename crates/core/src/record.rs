@@ -48,6 +48,35 @@ pub struct RecordTool {
     /// `success` | `error` | `unknown` (post-tool events only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
+    /// The command's exit status, where the agent gives one (post-tool
+    /// events only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+}
+
+/// The plan a todo/plan tool call set (DESIGN §4: items and their status).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordPlan {
+    /// The items are the whole plan (a list tool: `TodoWrite`,
+    /// `update_plan`, `todowrite`, `write_todos`); false: they change the
+    /// items of the same id (`TaskCreate`, `TaskUpdate`).
+    pub full: bool,
+    pub items: Vec<PlanItem>,
+}
+
+/// One plan item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanItem {
+    /// The agent's id for it (1–64 of `[A-Za-z0-9_.-]`), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// What is to be done (one line, cleaned, at most 300 bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// `pending` | `in-progress` | `done` | `cancelled` | `deleted` |
+    /// `unknown`; empty when an update left it unchanged.
+    #[serde(default)]
+    pub status: String,
 }
 
 /// The capture decision, as reported by `--check-capture` (never paths or patterns).
@@ -102,18 +131,27 @@ pub struct Record {
     /// Files a kept post-tool event touched (never for excluded paths or pre-tool events).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
+    /// A kept shell tool result's command line (redacted, at most 1 KiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The plan a kept todo/plan tool result set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<RecordPlan>,
 }
 
 impl Record {
-    /// Every free text of the record (title, body): what the fingerprint
-    /// filter screens (crate::fingerprint). A new text field goes here too.
+    /// Every free-text field of the record — title, body, command line and
+    /// plan item texts — for a filter that must reach each of them (the
+    /// excluded-content fingerprints, `crate::fingerprint`). Names, ids, paths and statuses are
+    /// not free text. A new text field must be added here; a unit test
+    /// fails when one is forgotten.
     pub fn texts_mut(&mut self) -> Vec<&mut String> {
-        let mut out = Vec::new();
-        if let Some(t) = self.title.as_mut() {
-            out.push(t);
-        }
-        if let Some(b) = self.body.as_mut() {
-            out.push(b);
+        let mut out: Vec<&mut String> = Vec::new();
+        out.extend(self.title.as_mut());
+        out.extend(self.body.as_mut());
+        out.extend(self.command.as_mut());
+        if let Some(plan) = self.plan.as_mut() {
+            out.extend(plan.items.iter_mut().filter_map(|i| i.text.as_mut()));
         }
         out
     }
@@ -366,6 +404,34 @@ fn is_present(v: &Value) -> bool {
     }
 }
 
+/// The exit status a post-tool event states: a number beside the response
+/// (the schema's `exit_status`), an `exit` / `exit_code` / `exitCode` /
+/// `metadata.exit` member of the response, or the agent's exit line in
+/// the response text ([`OutcomeRules`]). `None` where the agent gives none
+/// (Codex's failing shell command: only its output).
+pub fn exit_status(event: &Event) -> Option<i64> {
+    if let Some(code) = event.exit_status {
+        return Some(code);
+    }
+    let resp = event.tool_response.as_ref();
+    if let Some(Value::Object(o)) = resp {
+        let exit = ["exit", "exit_code", "exitCode"]
+            .iter()
+            .find_map(|k| o.get(*k))
+            .or_else(|| o.get("metadata").and_then(|m| m.get("exit")))
+            .and_then(Value::as_i64);
+        if exit.is_some() {
+            return exit;
+        }
+    }
+    let text = match resp {
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(Value::Object(o)) => o.get("llmContent").and_then(Value::as_str),
+        _ => None,
+    };
+    text.and_then(|t| exit_code(t, outcome_rules(&event.agent).exit_line))
+}
+
 /// Decide the outcome of a post-tool event.
 pub fn outcome(event: &Event, family: ToolFamily) -> Outcome {
     if event.kind == EventKind::PostToolUseFailure {
@@ -374,15 +440,7 @@ pub fn outcome(event: &Event, family: ToolFamily) -> Outcome {
     if event.tool_error.as_ref().is_some_and(is_present) {
         return Outcome::Error;
     }
-    if let Some(code) = event.exit_status {
-        return if code == 0 {
-            Outcome::Success
-        } else {
-            Outcome::Error
-        };
-    }
-    let resp = event.tool_response.as_ref();
-    if let Some(Value::Object(o)) = resp {
+    if let Some(Value::Object(o)) = event.tool_response.as_ref() {
         if o.get("error").is_some_and(is_present)
             || ["interrupted", "is_error", "isError"]
                 .iter()
@@ -391,32 +449,15 @@ pub fn outcome(event: &Event, family: ToolFamily) -> Outcome {
         {
             return Outcome::Error;
         }
-        let exit = ["exit", "exit_code", "exitCode"]
-            .iter()
-            .find_map(|k| o.get(*k))
-            .or_else(|| o.get("metadata").and_then(|m| m.get("exit")))
-            .and_then(Value::as_i64);
-        if let Some(code) = exit {
-            return if code == 0 {
-                Outcome::Success
-            } else {
-                Outcome::Error
-            };
-        }
     }
-    let rules = outcome_rules(&event.agent);
-    let text = match resp {
-        Some(Value::String(s)) => Some(s.as_str()),
-        Some(Value::Object(o)) => o.get("llmContent").and_then(Value::as_str),
-        _ => None,
-    };
-    if let Some(code) = text.and_then(|t| exit_code(t, rules.exit_line)) {
+    if let Some(code) = exit_status(event) {
         return if code == 0 {
             Outcome::Success
         } else {
             Outcome::Error
         };
     }
+    let rules = outcome_rules(&event.agent);
     if family == ToolFamily::Shell {
         rules.shell_default
     } else {
@@ -648,6 +689,8 @@ pub fn build(
         title: None,
         body: None,
         files: Vec::new(),
+        command: None,
+        plan: None,
     };
     if tool_event || metadata_only {
         rec.capture = Some(capture_meta(decision));
@@ -659,6 +702,7 @@ pub fn build(
                 name: None,
                 call_id,
                 outcome: None,
+                exit_code: None,
             });
         }
         return rec;
@@ -681,12 +725,18 @@ pub fn build(
                 name,
                 call_id,
                 outcome: None,
+                exit_code: None,
             };
             if event.kind == EventKind::PreToolUse {
                 rec.title = Some(label);
             } else {
                 let oc = outcome(event, family);
                 tool.outcome = Some(oc.as_str().to_string());
+                tool.exit_code = exit_status(event);
+                rec.command = words::command_line(event);
+                if scope.capture.keeps_assistant_text() {
+                    rec.plan = words::plan(event, &scope.capture);
+                }
                 rec.title = title_line(&format!("{label} {}", oc.as_str()));
                 let raw = tool_body_raw(event, MAX_TOOL_BODY_BYTES * WINDOW_FACTOR);
                 // Cleaned first (escapes must not hide a path), then the lines
@@ -712,8 +762,14 @@ pub fn build(
         EventKind::SessionStart => rec.title = Some(lifecycle_title("session start", event)),
         EventKind::SessionEnd => rec.title = Some(lifecycle_title("session end", event)),
         EventKind::PreCompact => rec.title = Some(lifecycle_title("compaction", event)),
-        // Assistant text is never stored; the Event does not even carry it.
-        EventKind::Stop => rec.title = Some(lifecycle_title("stop", event)),
+        // The agent's final message (a main session's only: a subagent's
+        // never reaches the Event), unless the project turned it off.
+        EventKind::Stop => {
+            rec.title = Some(lifecycle_title("stop", event));
+            if scope.capture.keeps_assistant_text() {
+                rec.body = words::final_message(event, &scope.capture);
+            }
+        }
         EventKind::SubagentStart => rec.title = Some(lifecycle_title("subagent start", event)),
         EventKind::SubagentStop => rec.title = Some(lifecycle_title("subagent stop", event)),
         EventKind::Other => {}
@@ -751,6 +807,7 @@ fn bounded_files(files: Vec<String>) -> Vec<String> {
 }
 
 pub mod check;
+pub mod words;
 
 /// Test-only builders shared by the unit tests of every module that handles
 /// records: one plain record, changed with struct update syntax. Other
@@ -794,6 +851,8 @@ pub mod sample {
             title: None,
             body: None,
             files: vec![],
+            command: None,
+            plan: None,
         }
     }
 }
@@ -1208,7 +1267,8 @@ mod tests {
             fixture("claude-code/2.1.328/PostToolUseFailure-Bash-exit1.json"),
         ));
         assert_eq!(r.body.as_deref(), Some("error: Exit code 1\nfailing"));
-        assert!(!json_of(&r).contains("echo failing"), "tool input leaked");
+        // The command line is kept apart (DESIGN §4), never in the body.
+        assert_eq!(r.command.as_deref(), Some("echo failing >&2; exit 1"));
         let r = keep(&ev(
             "claude-code",
             fixture("claude-code/2.1.328/PostToolUse-Read.json"),
@@ -1346,21 +1406,214 @@ mod tests {
     }
 
     #[test]
-    fn stop_never_stores_assistant_text() {
-        for (agent, path) in [
-            ("claude-code", "claude-code/2.1.328/Stop.json"),
+    fn stop_keeps_the_final_message_of_a_main_session_only() {
+        for (agent, path, want) in [
+            (
+                "claude-code",
+                "claude-code/2.1.328/Stop.json",
+                Some("All done."),
+            ),
+            ("codex", "codex/0.171.0/Stop.json", Some("All done.")),
+            (
+                "gemini-cli",
+                "gemini-cli/0.61.0/AfterAgent.json",
+                Some("All done."),
+            ),
+            ("qwen-code", "qwen-code/0.24.4/Stop.json", Some("All done.")),
+            // A subagent's final message is metadata only.
             (
                 "claude-code",
                 "claude-code/2.1.328/SubagentStop-subagent.json",
+                None,
             ),
-            ("codex", "codex/0.171.0/Stop.json"),
         ] {
             let p = fixture(path);
-            let msg = p["last_assistant_message"].as_str().expect(path);
             let r = keep(&ev(agent, p.clone()));
-            assert_eq!(r.body, None);
-            assert!(!json_of(&r).contains(msg), "{path}");
+            assert_eq!(r.body.as_deref(), want, "{path}");
+            assert!(r.title.as_deref().unwrap().starts_with("stop") || r.subagent);
         }
+        let p = fixture("claude-code/2.1.328/SubagentStop-subagent.json");
+        let msg = p["last_assistant_message"].as_str().unwrap();
+        assert!(!json_of(&keep(&ev("claude-code", p.clone()))).contains(msg));
+    }
+
+    #[test]
+    fn assistant_text_false_keeps_neither_final_message_nor_plan() {
+        let stop = ev("codex", fixture("codex/0.171.0/Stop.json"));
+        let task = ev(
+            "claude-code",
+            fixture("claude-code/2.1.328/PostToolUse-TaskCreate.json"),
+        );
+        for (capture, kept) in [
+            (CaptureConfig::Absent, true),
+            (
+                CaptureConfig::Inactive {
+                    marker: "/w/.ai-memory.toml".into(),
+                    assistant_text: false,
+                },
+                false,
+            ),
+            (
+                CaptureConfig::Invalid {
+                    marker: "/w/.ai-memory.toml".into(),
+                    reason: "x".into(),
+                },
+                false,
+            ),
+        ] {
+            let s = Scope {
+                capture: capture.clone(),
+                ..scope()
+            };
+            let d = crate::capture::decide(&capture, None, &stop);
+            let r = build(&stop, &s, &d, vec![], new_key(), 1);
+            assert_eq!(r.body.is_some(), kept, "{capture:?}");
+            let d = crate::capture::decide(&capture, None, &task);
+            let r = build(&task, &s, &d, vec![], new_key(), 1);
+            assert_eq!(r.plan.is_some(), kept, "{capture:?}");
+        }
+    }
+
+    #[test]
+    fn post_tool_keeps_command_line_exit_status_and_plan() {
+        let r = keep(&ev(
+            "claude-code",
+            fixture("claude-code/2.1.328/PostToolUse-Bash.json"),
+        ));
+        let p = fixture("claude-code/2.1.328/PostToolUse-Bash.json");
+        assert_eq!(r.command.as_deref(), p["tool_input"]["command"].as_str());
+        let r = keep(&ev(
+            "gemini-cli",
+            fixture("gemini-cli/0.61.0/AfterTool-run_shell_command-exit1.json"),
+        ));
+        assert_eq!(r.tool.as_ref().unwrap().exit_code, Some(1));
+        assert!(r.command.is_some());
+        let r = keep(&ev(
+            "copilot",
+            fixture("copilot/1.0.102/PostToolUse-Bash-exit3.json"),
+        ));
+        assert_eq!(r.tool.as_ref().unwrap().exit_code, Some(3));
+        let r = keep(&ev(
+            "opencode",
+            fixture("opencode/1.18.33/tool.execute.after-bash-2.json"),
+        ));
+        assert!(r.tool.as_ref().unwrap().exit_code.is_some_and(|c| c != 0));
+        // Codex's failing command states no exit status anywhere.
+        let r = keep(&ev(
+            "codex",
+            fixture("codex/0.171.0/PostToolUse-Bash-exit1.json"),
+        ));
+        assert_eq!(r.tool.as_ref().unwrap().exit_code, None);
+        assert_eq!(r.command.as_deref(), Some("echo failing >&2; exit 1"));
+        // File tools have no command line; pre-tool events keep none.
+        let r = keep(&ev(
+            "claude-code",
+            fixture("claude-code/2.1.328/PostToolUse-Read.json"),
+        ));
+        assert_eq!(r.command, None);
+        let r = keep(&ev(
+            "claude-code",
+            fixture("claude-code/2.1.328/PreToolUse-Bash.json"),
+        ));
+        assert_eq!((r.command, r.plan), (None, None));
+        let r = keep(&ev(
+            "claude-code",
+            fixture("claude-code/2.1.328/PostToolUse-TaskCreate.json"),
+        ));
+        assert_eq!(
+            r.plan.unwrap().items[0].text.as_deref(),
+            Some("Check readme")
+        );
+    }
+
+    /// Every free-text field is reached by `texts_mut`: a record with every
+    /// field set is serialised, and each string in it is either one of the
+    /// structural fields listed here or one of `texts_mut`'s strings. A new
+    /// text field that `texts_mut` forgets fails this test.
+    #[test]
+    fn texts_mut_reaches_every_free_text_field() {
+        let mut r = Record {
+            title: Some("TEXT title".into()),
+            body: Some("TEXT body".into()),
+            files: vec!["/w/a.rs".into()],
+            command: Some("TEXT command".into()),
+            plan: Some(RecordPlan {
+                full: true,
+                items: vec![PlanItem {
+                    id: Some("1".into()),
+                    text: Some("TEXT item".into()),
+                    status: "pending".into(),
+                }],
+            }),
+            tool: Some(RecordTool {
+                family: "shell".into(),
+                name: Some("Bash".into()),
+                call_id: Some("c1".into()),
+                outcome: Some("error".into()),
+                exit_code: Some(1),
+            }),
+            capture: Some(capture_meta(&crate::capture::decide(
+                &CaptureConfig::Absent,
+                None,
+                &ev(
+                    "claude-code",
+                    fixture("claude-code/2.1.328/PostToolUse-Bash.json"),
+                ),
+            ))),
+            ..sample::record(&"a".repeat(32))
+        };
+        const STRUCTURAL: &[&str] = &[
+            "/key",
+            "/agent",
+            "/event",
+            "/native_event",
+            "/session_id",
+            "/cwd",
+            "/scope/",
+            "/tool/",
+            "/capture/",
+            "/disposition",
+            "/files/",
+            "/plan/items/0/id",
+            "/plan/items/0/status",
+        ];
+        fn strings(v: &Value, at: String, out: &mut Vec<(String, String)>) {
+            match v {
+                Value::String(s) => out.push((at, s.clone())),
+                Value::Array(a) => {
+                    for (i, x) in a.iter().enumerate() {
+                        strings(x, format!("{at}/{i}"), out);
+                    }
+                }
+                Value::Object(o) => {
+                    for (k, x) in o {
+                        strings(x, format!("{at}/{k}"), out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut all = Vec::new();
+        strings(&serde_json::to_value(&r).unwrap(), String::new(), &mut all);
+        let free: Vec<String> = all
+            .into_iter()
+            .filter(|(at, _)| {
+                !STRUCTURAL
+                    .iter()
+                    .any(|s| at == s || (s.ends_with('/') && at.starts_with(s)))
+            })
+            .map(|(_, s)| s)
+            .collect();
+        let mut reached: Vec<String> = r.texts_mut().into_iter().map(|s| s.clone()).collect();
+        let mut free = free;
+        free.sort();
+        reached.sort();
+        assert_eq!(free, reached);
+        assert_eq!(reached.len(), 4);
+        for t in r.texts_mut() {
+            t.clear();
+        }
+        assert!(!json_of(&r).contains("TEXT"));
     }
 
     #[test]

@@ -465,6 +465,7 @@ pub mod samples {
                 name: (i % 2 == 0).then(|| "Bash".into()),
                 call_id: (i % 3 != 0).then(|| format!("toolu_{i}")),
                 outcome: Some("success".into()),
+                exit_code: None,
             });
             r.subagent = i % 2 == 1;
             r.session_id = (i != 3).then(|| "s\u{1}\n".into());
@@ -697,6 +698,7 @@ pub mod tests {
             name: Some("Bash".into()),
             call_id: Some("toolu_1".into()),
             outcome: None,
+            exit_code: None,
         });
         r.capture = Some(CaptureMeta {
             version: 1,

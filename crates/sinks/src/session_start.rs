@@ -10,7 +10,7 @@ use memhook_core::event::Event;
 use memhook_core::scope::Scope;
 use memhook_delivery::drain;
 use memhook_delivery::spool::{SinkTarget, Spool};
-use memhook_store::briefing::{clip, compose};
+use memhook_store::briefing::{clip, compose_with};
 use memhook_store::sqlite::Store;
 
 /// Share of the budget (in percent) that delivering pending records may use;
@@ -44,13 +44,15 @@ pub fn session_start(
     let text = match sink {
         SinkTarget::Store => {
             // Every wait for the database's lock ends at the deadline.
+            let memory_write = memhook_core::mcp_agents::installed(data_dir, event.agent.as_str());
             let composed = Store::open_until(data_dir, Some(deadline)).and_then(|store| {
-                compose(
+                compose_with(
                     &store,
                     (&scope.workspace, &scope.project),
                     event.session_id.as_deref(),
                     max_chars,
                     scope.settings.inject_on_session_start,
+                    memory_write,
                 )
             });
             match composed {

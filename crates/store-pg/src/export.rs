@@ -5,7 +5,7 @@
 
 use super::read::{to_record, RECORD_COLUMNS};
 use super::{PgError, PgStore};
-use memhook_store::model::{ExportFilter, StoreError, StoredRecord};
+use memhook_store::model::{ExportFilter, RecordExtras, StoreError, StoredRecord};
 
 /// Rows fetched from the cursor at a time.
 pub const EXPORT_CHUNK: i32 = 1000;
@@ -17,12 +17,13 @@ impl PgStore {
     pub fn export_each<E: From<StoreError>>(
         &self,
         filter: &ExportFilter,
-        mut each: impl FnMut(StoredRecord) -> Result<(), E>,
+        mut each: impl FnMut(StoredRecord, RecordExtras) -> Result<(), E>,
     ) -> Result<u64, E> {
         let (scoped, w, p, since) = filter.params();
         let db = self.describe().to_string();
         let sql = format!(
-            "SELECT {RECORD_COLUMNS} FROM records r JOIN projects p ON p.id = r.project_id
+            "SELECT {RECORD_COLUMNS}, r.exit_code, r.command, r.plan::text
+             FROM records r JOIN projects p ON p.id = r.project_id
              WHERE (NOT $1 OR (p.workspace = $2 AND p.project = $3)) AND r.occurred_ms >= $4
              ORDER BY r.occurred_ms, r.key"
         );
@@ -43,7 +44,13 @@ impl PgStore {
                     break;
                 }
                 for row in &rows {
-                    if let Err(x) = each(to_record(row)) {
+                    let plan: Option<String> = row.get(21);
+                    let extras = RecordExtras {
+                        exit_code: row.get(19),
+                        command: row.get(20),
+                        plan: plan.and_then(|p| serde_json::from_str(&p).ok()),
+                    };
+                    if let Err(x) = each(to_record(row), extras) {
                         stopped = Some(x);
                         return Ok(n);
                     }

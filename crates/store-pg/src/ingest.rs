@@ -119,15 +119,17 @@ const INSERT_SESSIONS: &str =
 
 const INSERT_RECORDS: &str = "INSERT INTO records (key, occurred_ms, project_id, session_row,
         agent, event, native_event, session_id, cwd, subagent, tool_family, tool_name,
-        tool_call_id, outcome, disposition, title, body, files, search, token_name)
+        tool_call_id, outcome, disposition, title, body, files, search, token_name,
+        exit_code, command, plan)
      SELECT k, ms, p, sr, a, e, ne, s, c, sub, tf, tn, tc, oc, d, ti, b, f::jsonb,
-            to_tsvector('simple', doc), tok
+            to_tsvector('simple', doc), tok, ex, cmd, pl::jsonb
      FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[],
             $6::text[], $7::text[], $8::text[], $9::text[], $10::bool[], $11::text[],
             $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[],
-            $18::text[], $19::text[], $20::text[])
+            $18::text[], $19::text[], $20::text[], $21::bigint[], $22::text[], $23::text[])
           WITH ORDINALITY
-          AS u(k, ms, p, sr, a, e, ne, s, c, sub, tf, tn, tc, oc, d, ti, b, f, doc, tok, o)
+          AS u(k, ms, p, sr, a, e, ne, s, c, sub, tf, tn, tc, oc, d, ti, b, f, doc, tok, ex,
+               cmd, pl, o)
      ORDER BY o
      ON CONFLICT (key) DO NOTHING
      RETURNING key";
@@ -281,6 +283,12 @@ pub fn insert_each(
             .flatten()
     });
     let docs: Vec<String> = candidates.iter().map(|r| search_document(r)).collect();
+    let exits: Vec<Option<i64>> = candidates
+        .iter()
+        .map(|r| r.tool.as_ref().and_then(|t| t.exit_code))
+        .collect();
+    let commands = col(&|r| r.command.clone());
+    let plans = col(&|r| r.plan.as_ref().and_then(|p| serde_json::to_string(p).ok()));
     let stmt = conn.prepared(INSERT_RECORDS).map_err(e)?;
     let new: HashSet<String> = conn
         .client
@@ -307,6 +315,9 @@ pub fn insert_each(
                 &files,
                 &docs,
                 &token_names,
+                &exits,
+                &commands,
+                &plans,
             ],
         )
         .map_err(e)?

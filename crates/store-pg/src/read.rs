@@ -24,9 +24,9 @@ use super::{PgError, PgStore};
 use memhook_store::model::Reads;
 use memhook_store::model::READ_ONLY_FILE_TOOLS;
 use memhook_store::model::{
-    Activity, Prompt, SessionSummary, StoreError, StoredRecord, TailEvent, TouchedFile,
-    MAX_QUERY_CHARS, MAX_QUERY_LIMIT, MAX_QUERY_TERMS, MAX_SESSION_FILES, MAX_TAIL_RECORDS,
-    TOOL_RESULT_EVENTS,
+    Activity, Note, Prompt, SessionSummary, StoreError, StoredRecord, TailEvent, TouchedFile,
+    MAX_NOTES, MAX_QUERY_CHARS, MAX_QUERY_LIMIT, MAX_QUERY_TERMS, MAX_SESSION_FILES,
+    MAX_TAIL_RECORDS, NOTE_LINE_CHARS, PROMPT_TEXT_CHARS, TOOL_RESULT_EVENTS,
 };
 
 /// A tool result that failed, as an SQL condition that is never NULL.
@@ -203,7 +203,7 @@ impl<'c> PgRead<'c> {
     fn prompts(&self, row: i64, order: &str, limit: usize) -> Result<Vec<Prompt>, StoreError> {
         let rows = self.query(
             &format!(
-                "SELECT coalesce(title, substr(body, 1, 400)), occurred_ms, key FROM records
+                "SELECT coalesce(substr(body, 1, {PROMPT_TEXT_CHARS}), title), occurred_ms, key FROM records
                  WHERE session_row = $1 AND event = 'user-prompt' AND NOT subagent
                  ORDER BY occurred_ms {order}, id {order} LIMIT $2"
             ),
@@ -429,6 +429,47 @@ impl Reads for PgRead<'_> {
                 changed: r.get(2),
             })
             .collect())
+    }
+
+    fn session_notes(&self, row: i64) -> Result<Vec<Note>, StoreError> {
+        let rows = self.query(
+            &format!(
+                "SELECT key, occurred_ms, event, coalesce(tool_name, tool_family), {FAILED},
+                        coalesce(outcome = 'success', false), exit_code, command, files::text,
+                        CASE WHEN event = 'stop' THEN body
+                             WHEN {FAILED} THEN substr(body, 1, {NOTE_LINE_CHARS}) END,
+                        plan::text
+                 FROM records
+                 WHERE session_row = $1
+                   AND event IN ('stop', 'post-tool-use', 'post-tool-use-failure')
+                 ORDER BY occurred_ms DESC, id DESC LIMIT $2"
+            ),
+            &[&row, &(MAX_NOTES as i64)],
+        )?;
+        let mut out: Vec<Note> = rows
+            .iter()
+            .map(|r| {
+                let files: Option<String> = r.get(8);
+                let plan: Option<String> = r.get(10);
+                Note {
+                    key: r.get(0),
+                    ms: n(r, 1),
+                    event: r.get(2),
+                    tool: r.get(3),
+                    failed: r.get(4),
+                    succeeded: r.get(5),
+                    exit_code: r.get(6),
+                    command: r.get(7),
+                    files: files
+                        .and_then(|f| serde_json::from_str(&f).ok())
+                        .unwrap_or_default(),
+                    text: r.get(9),
+                    plan: plan.and_then(|p| serde_json::from_str(&p).ok()),
+                }
+            })
+            .collect();
+        out.reverse();
+        Ok(out)
     }
 }
 

@@ -94,6 +94,12 @@ pub const MIGRATIONS: &[&str] = &[
      CREATE INDEX records_session_files ON records (session_row) WHERE files IS NOT NULL;
      CREATE INDEX records_session_prompts ON records (session_row, occurred_ms)
         WHERE event = 'user-prompt';"#,
+    // 3: what a tool result did and the plan the agent keeps (record fields
+    // `tool.exit_code`, `command` and `plan`, DESIGN §4); the agent's final
+    // message is a stop record's `body`. The SQLite store's migration 4.
+    r#"ALTER TABLE records ADD COLUMN exit_code BIGINT;
+     ALTER TABLE records ADD COLUMN command TEXT COLLATE "C";
+     ALTER TABLE records ADD COLUMN plan JSONB;"#,
 ];
 
 /// Test-only, honoured by debug builds alone (release builds never read
@@ -182,6 +188,6 @@ mod tests {
             failures.contains(&format!("WHERE {}", super::super::read::FAILED)),
             "{failures}"
         );
-        assert_eq!(SCHEMA_VERSION, 2);
+        assert_eq!(SCHEMA_VERSION, 3);
     }
 }

@@ -230,6 +230,19 @@ pub const HIT_START: char = '\u{2}';
 /// Marks the end of a highlighted hit in [`SearchHit::snippet`].
 pub const HIT_END: char = '\u{3}';
 
+/// What a stored record holds besides [`StoredRecord`]'s members (the
+/// record fields `tool.exit_code`, `command` and `plan`, SQLite schema 4 /
+/// PostgreSQL schema 3): what `memhook export` writes with each record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordExtras {
+    pub exit_code: Option<i64>,
+    pub command: Option<String>,
+    pub plan: Option<memhook_core::record::RecordPlan>,
+}
+
+/// The columns of [`RecordExtras`], after a query's other columns.
+pub const EXTRA_COLUMNS: &str = "r.exit_code, r.command, r.plan";
+
 /// One project: its names, time span and how much it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectRow {
@@ -305,8 +318,12 @@ pub struct SearchHit {
     pub snippet: String,
 }
 
-/// One prompt of a session: its text (title, else the start of the body),
-/// when, and its record key.
+/// Characters of a prompt's text [`Reads::session_prompts`] returns: the
+/// handoff shows the last goal whole (DESIGN §6), not its 80-character title.
+pub const PROMPT_TEXT_CHARS: usize = 2_000;
+
+/// One prompt of a session: its text (the start of the body, else the
+/// title), when, and its record key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompt {
     pub text: String,
@@ -323,6 +340,32 @@ pub struct TailEvent {
     pub tool_family: Option<String>,
     pub tool_call_id: Option<String>,
     pub outcome: Option<String>,
+}
+
+/// Most records [`Reads::session_notes`] returns (the newest).
+pub const MAX_NOTES: usize = 400;
+/// Characters of a failure's output a [`Note`] carries.
+pub const NOTE_LINE_CHARS: usize = 400;
+
+/// What the handoff reads of one record of a session besides counts: the
+/// agent's final message (a stop), a plan a todo tool set, a tool result
+/// with its command line and outcome.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Note {
+    pub key: String,
+    pub ms: u64,
+    pub event: String,
+    /// The tool's name, else its family (tool results).
+    pub tool: Option<String>,
+    pub failed: bool,
+    /// The outcome is `success` (an `unknown` one is neither).
+    pub succeeded: bool,
+    pub exit_code: Option<i64>,
+    pub command: Option<String>,
+    pub files: Vec<String>,
+    /// A stop's final message; the start of a failure's output.
+    pub text: Option<String>,
+    pub plan: Option<memhook_core::record::RecordPlan>,
 }
 
 /// A file a session touched.
@@ -591,6 +634,9 @@ pub trait Reads {
     fn session_root(&self, row: i64) -> Result<Option<String>, StoreError>;
     /// The files the session touched, changed ones first.
     fn session_files(&self, row: i64) -> Result<Vec<TouchedFile>, StoreError>;
+    /// The session's stops and tool results, oldest first (at most
+    /// [`MAX_NOTES`], the newest kept), as [`Note`]s.
+    fn session_notes(&self, row: i64) -> Result<Vec<Note>, StoreError>;
 }
 
 /// One consistent view of a store for the web view (DESIGN §12). The SQLite

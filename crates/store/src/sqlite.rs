@@ -121,6 +121,12 @@ const MIGRATIONS: &[&str] = &[
         revoked TEXT
      );
      ALTER TABLE records ADD COLUMN token_name TEXT;",
+    // 4: what a tool result did and the plan the agent keeps (record
+    // fields `tool.exit_code`, `command` and `plan`, DESIGN §4); the
+    // agent's final message is a stop record's `body`.
+    "ALTER TABLE records ADD COLUMN exit_code INTEGER;
+     ALTER TABLE records ADD COLUMN command TEXT;
+     ALTER TABLE records ADD COLUMN plan TEXT;",
 ];
 
 /// The schema version this build writes.
@@ -851,9 +857,10 @@ impl<'t> BatchWriter<'t> {
             .prepare_cached(
                 "INSERT INTO records (key, occurred_ms, project_id, session_row, agent, event,
                     native_event, session_id, cwd, subagent, tool_family, tool_name, tool_call_id,
-                    outcome, disposition, title, body, files, token_name)
+                    outcome, disposition, title, body, files, token_name, exit_code, command,
+                    plan)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18, ?19)
+                    ?17, ?18, ?19, ?20, ?21, ?22)
                  ON CONFLICT (key) DO NOTHING",
             )?
             .execute(params![
@@ -876,6 +883,12 @@ impl<'t> BatchWriter<'t> {
                 record.body,
                 files,
                 token_name,
+                tool.and_then(|t| t.exit_code),
+                record.command,
+                record
+                    .plan
+                    .as_ref()
+                    .and_then(|p| serde_json::to_string(p).ok()),
             ])?;
         if inserted == 0 {
             return Ok(false);
@@ -960,6 +973,7 @@ pub mod samples {
                 name: Some("Edit".into()),
                 call_id: Some(format!("call-{key}")),
                 outcome: Some("success".into()),
+                exit_code: None,
             }),
             title: Some(format!("title {key}")),
             body: Some("the quick brown fox-jumps \"over\"".into()),
@@ -1056,6 +1070,54 @@ pub mod tests {
             .map(|r| r.token_name)
             .collect();
         assert_eq!(names, [Some("alice".to_string()), None]);
+    }
+
+    /// A version 3 store gains the columns of the agent's words and what a
+    /// tool result did; its old records read back without them, new ones
+    /// keep exit status, command line and plan (what the handoff reads).
+    #[test]
+    fn a_version_3_store_migrates_and_keeps_commands_plans_and_final_messages() {
+        use memhook_core::record::{PlanItem, RecordPlan};
+        let t = tempfile::tempdir().unwrap();
+        {
+            let conn = Connection::open(t.path().join(STORE_FILE)).unwrap();
+            for step in &MIGRATIONS[..3] {
+                conn.execute_batch(step).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 3).unwrap();
+        }
+        let mut s = Store::open(t.path()).unwrap();
+        assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+        let mut fail = rec("k1", 7, "p", "s", "post-tool-use");
+        fail.tool.as_mut().unwrap().outcome = Some("error".into());
+        fail.tool.as_mut().unwrap().exit_code = Some(101);
+        fail.command = Some("cargo test".into());
+        fail.body = Some("test failed\nmore".into());
+        let mut plan = rec("k2", 8, "p", "s", "post-tool-use");
+        plan.plan = Some(RecordPlan {
+            full: true,
+            items: vec![PlanItem {
+                id: None,
+                text: Some("add the CLI".into()),
+                status: "pending".into(),
+            }],
+        });
+        let mut stop = rec("k3", 9, "p", "s", "stop");
+        stop.tool = None;
+        stop.body = Some("Fixed: the leap-year rule.".into());
+        for r in [&fail, &plan, &stop] {
+            s.insert(r).unwrap();
+        }
+        let row = s.sessions(("default", "p"), None, 1).unwrap()[0].row;
+        let notes = s.session_notes(row).unwrap();
+        assert_eq!(notes.len(), 3);
+        assert!(notes[0].failed && !notes[0].succeeded);
+        assert_eq!(notes[0].exit_code, Some(101));
+        assert_eq!(notes[0].command.as_deref(), Some("cargo test"));
+        assert_eq!(notes[0].text.as_deref(), Some("test failed\nmore"));
+        assert!(notes[1].succeeded && notes[1].text.is_none());
+        assert_eq!(notes[1].plan, plan.plan);
+        assert_eq!(notes[2].text.as_deref(), Some("Fixed: the leap-year rule."));
     }
 
     #[test]

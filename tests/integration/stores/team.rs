@@ -522,3 +522,54 @@ fn forget_on_an_unreachable_database_is_exit_1() {
         stderr(&out)
     );
 }
+
+/// `memhook export` writes a record's command line, exit status and plan
+/// from either store, the same lines; `import` reads them back.
+#[test]
+fn export_carries_commands_exit_statuses_and_plans_from_both_stores() {
+    let Some(db) = Db::pg("export_carries_commands_exit_statuses_and_plans") else {
+        return;
+    };
+    let (h1, h2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let sqlite = Db::Sqlite.serve(h1.path());
+    let pg = db.serve(h2.path());
+    for s in [&sqlite, &pg] {
+        let (code, text) = crate::support::serve::post_batch(s, &super::history_with_words());
+        assert_eq!(code, 200, "{text}");
+    }
+    let export = |db: &Db, home: &Path| -> String {
+        let out = db.memhook(home, &["export"]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let from_sqlite = export(&Db::Sqlite, h1.path());
+    assert_eq!(export(&db, h2.path()), from_sqlite);
+    let line = |k: usize| {
+        from_sqlite
+            .lines()
+            .map(crate::support::http::json)
+            .find(|l| l["key"] == crate::support::fixtures::key(k))
+            .unwrap()
+    };
+    assert_eq!(line(13)["command"], "cargo test");
+    assert_eq!(line(13)["exit_code"], 101);
+    assert_eq!(line(22)["plan"]["items"][1]["text"], "wire the café menu");
+    assert!(line(2).get("command").is_none());
+    // Imported into a fresh store, the handoff still knows them.
+    let fresh = tempfile::tempdir().unwrap();
+    let file = fresh.path().join("export.jsonl");
+    std::fs::write(&file, &from_sqlite).unwrap();
+    let out = crate::support::binaries::memhook(fresh.path())
+        .args(["import"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let s = Db::Sqlite.serve(fresh.path());
+    let b = super::handoff(&s);
+    assert!(
+        b.contains("Still open in its plan: \"wire the café menu\""),
+        "{b}"
+    );
+    assert!(b.contains("Bash \"cargo test\", exit 101"), "{b}");
+}

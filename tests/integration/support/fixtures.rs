@@ -54,12 +54,15 @@ pub fn record(key: &str, session: &str, event: &str, call_id: Option<&str>) -> R
             name: Some("Bash".into()),
             call_id: Some(id.into()),
             outcome: Some("success".into()),
+            exit_code: None,
         }),
         capture: None,
         disposition: "keep".into(),
         title: (event == "user-prompt").then(|| "fix the login bug".into()),
         body: (event == "user-prompt").then(|| "fix the login bug\nin auth.rs".into()),
         files: vec![],
+        command: None,
+        plan: None,
     }
 }
 

@@ -95,6 +95,7 @@ pub fn run(args: &InstallMcpArgs, data_dir: Option<&Path>) -> CmdResult {
                 say!("{}: nothing to remove for {}", path.display(), p.name);
             } else {
                 ledger::forget(baked.data_dir.as_deref(), &mcp_key(&path));
+                let _ = memhook_core::mcp_agents::set(&data, &p.id, false);
                 report(p, &path, &outcome, "MCP server removed");
             }
         } else {
@@ -105,6 +106,8 @@ pub fn run(args: &InstallMcpArgs, data_dir: Option<&Path>) -> CmdResult {
                     &created.borrow(),
                 );
             }
+            // Session start reads this to invite the agent to use memory_write.
+            let _ = memhook_core::mcp_agents::set(&data, &p.id, true);
             report(p, &path, &outcome, "MCP server registered");
             if outcome != Outcome::UpToDate {
                 say!("note: restart {} to load the memhook MCP server.", p.name);

@@ -84,8 +84,8 @@ pub fn run(args: &ExportArgs, data_dir: Option<&Path>) -> CmdResult {
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let each = |r| {
-        serde_json::to_writer(&mut out, &Line::of(r))
+    let each = |r, extras| {
+        serde_json::to_writer(&mut out, &Line::of(r, extras))
             .map_err(|e| Stop::Write(e.into()))
             .and_then(|_| out.write_all(b"\n").map_err(Stop::Write))
     };

@@ -66,11 +66,20 @@ pub struct Line {
     pub files: Vec<String>,
     #[serde(default)]
     pub token_name: Option<String>,
+    /// Optional members, written only when set (a line without them is the
+    /// line an earlier memhook wrote): the record's `tool.exit_code`,
+    /// `command` and `plan`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<memhook_core::record::RecordPlan>,
 }
 
 impl Line {
     /// The line for a stored record.
-    pub fn of(r: StoredRecord) -> Line {
+    pub fn of(r: StoredRecord, extras: memhook_store::model::RecordExtras) -> Line {
         Line {
             v: FORMAT_VERSION,
             key: r.key,
@@ -92,6 +101,9 @@ impl Line {
             body: r.body,
             files: r.files,
             token_name: r.token_name,
+            exit_code: extras.exit_code,
+            command: extras.command,
+            plan: extras.plan,
         }
     }
 
@@ -138,10 +150,12 @@ impl Line {
                 name: self.tool_name,
                 call_id: self.tool_call_id,
                 outcome: self.outcome,
+                exit_code: self.exit_code,
             }),
             None if self.tool_name.is_some()
                 || self.tool_call_id.is_some()
-                || self.outcome.is_some() =>
+                || self.outcome.is_some()
+                || self.exit_code.is_some() =>
             {
                 return Err("`tool_name`, `tool_call_id` or `outcome` without `tool_family`".into())
             }
@@ -174,6 +188,8 @@ impl Line {
             title: self.title,
             body: self.body,
             files: self.files,
+            command: self.command,
+            plan: self.plan,
         };
         Ok((record, self.token_name))
     }
@@ -315,7 +331,35 @@ mod tests {
             body: Some("b".into()),
             files: vec![],
             token_name: Some("alice".into()),
+            exit_code: None,
+            command: None,
+            plan: None,
         }
+    }
+
+    /// The record fields added with schema 4 travel when set; a line
+    /// without them is written exactly as before.
+    #[test]
+    fn command_exit_status_and_plan_travel_only_when_set() {
+        let plain = serde_json::to_string(&sample_line()).unwrap();
+        assert!(!plain.contains("exit_code") && !plain.contains("command"));
+        let mut l = sample_line();
+        l.exit_code = Some(2);
+        l.command = Some("cargo test".into());
+        l.plan = Some(memhook_core::record::RecordPlan {
+            full: true,
+            items: vec![memhook_core::record::PlanItem {
+                id: None,
+                text: Some("ship".into()),
+                status: "pending".into(),
+            }],
+        });
+        let text = serde_json::to_string(&l).unwrap();
+        assert_eq!(Line::parse(&text).unwrap(), l);
+        let (r, _) = l.clone().into_record().unwrap();
+        assert_eq!(r.tool.unwrap().exit_code, Some(2));
+        assert_eq!(r.command.as_deref(), Some("cargo test"));
+        assert_eq!(r.plan, l.plan);
     }
 
     #[test]

@@ -102,7 +102,7 @@ mod shell;
 mod tools;
 
 pub use excluder::Excluder;
-pub use output::filter_output;
+pub use output::{filter_output, filter_text};
 pub use path::MAX_CANDIDATE_CHARS;
 pub use policy::{MAX_MATCH_WORK, MAX_OUTPUT_MATCH_WORK, MAX_PATTERNS, MAX_PATTERN_CHARS};
 pub use shell::MAX_SHELL_DEPTH;
@@ -217,7 +217,9 @@ pub fn decide(config: &CaptureConfig, home: Option<&Path>, event: &Event) -> Dec
             return Decision::new(state, family, 0, Keep, NotApplicable)
         }
         CaptureConfig::Invalid { .. } => return invalid(event, family),
-        CaptureConfig::Active { marker, patterns } => (marker, patterns),
+        CaptureConfig::Active {
+            marker, patterns, ..
+        } => (marker, patterns),
     };
     if event.tool_name.is_none() {
         // A tool event whose tool we cannot name: fail closed.
@@ -627,6 +629,23 @@ fn match_all(policy: &mut Policy, cands: &[NormPath]) -> MatchOutcome {
         }
     }
     MatchOutcome::NoMatch
+}
+
+/// A shell tool's command line as the agent gave it (an argv array joined
+/// by spaces), read from the tool's documented command field only; `None`
+/// for other tools or when there is none.
+pub fn shell_command_line(event: &Event) -> Option<String> {
+    let (spec, _) = event
+        .tool_name
+        .as_deref()
+        .and_then(|n| spec_of(&event.agent, n))?;
+    if spec.family != ToolFamily::Shell {
+        return None;
+    }
+    match tools::shell_call(&spec.extract, event.tool_input.as_ref())?.command {
+        shell::Command::Line(l) => Some(l.to_string()),
+        shell::Command::Argv(argv) => Some(argv.join(" ")),
+    }
 }
 
 /// For a KEPT file-family event: the paths it touched, normalised against

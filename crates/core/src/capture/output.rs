@@ -53,21 +53,15 @@ pub fn filter_output<'t>(
     family: ToolFamily,
     text: &'t str,
 ) -> Option<Cow<'t, str>> {
-    let CaptureConfig::Active { marker, patterns } = config else {
-        return Some(Cow::Borrowed(text));
-    };
-    if !matches!(
-        family,
-        ToolFamily::Shell | ToolFamily::SearchList | ToolFamily::Unknown
-    ) {
+    if !matches!(config, CaptureConfig::Active { .. })
+        || !matches!(
+            family,
+            ToolFamily::Shell | ToolFamily::SearchList | ToolFamily::Unknown
+        )
+    {
         return Some(Cow::Borrowed(text));
     }
     let home = super::env_home();
-    let marker_dir = marker
-        .parent()
-        .and_then(std::path::Path::to_str)
-        .and_then(super::norm_abs)?;
-    let policy = Policy::compile(patterns, &marker_dir, home.as_ref()).ok()?;
     let cwd = event.cwd.as_deref().and_then(super::norm_abs);
     let call = event
         .tool_name
@@ -78,13 +72,50 @@ pub fn filter_output<'t>(
         Some(call) => super::shell_base(&call, cwd.as_ref(), home.as_ref()).ok()?,
         None => cwd,
     };
-    Lines {
+    lines(config, base, home)?.filter(text)
+}
+
+/// Free text that is not a tool's output — the agent's final message, its
+/// plan items — with the lines that name an excluded path removed, tokens
+/// resolved against `cwd` (DESIGN §4: the agent's words pass the same
+/// filters as tool output). Unchanged without an active policy; `None`
+/// when it cannot be checked (the caller then keeps no text).
+pub fn filter_text<'t>(
+    config: &CaptureConfig,
+    cwd: Option<&str>,
+    text: &'t str,
+) -> Option<Cow<'t, str>> {
+    if !matches!(config, CaptureConfig::Active { .. }) {
+        return Some(Cow::Borrowed(text));
+    }
+    let home = super::env_home();
+    let base = cwd.and_then(super::norm_abs);
+    lines(config, base, home)?.filter(text)
+}
+
+/// The line filter of an active policy; `None` when it cannot be compiled.
+fn lines<'t>(
+    config: &CaptureConfig,
+    base: Option<NormPath>,
+    home: Option<NormPath>,
+) -> Option<Lines<'t>> {
+    let CaptureConfig::Active {
+        marker, patterns, ..
+    } = config
+    else {
+        return None;
+    };
+    let marker_dir = marker
+        .parent()
+        .and_then(std::path::Path::to_str)
+        .and_then(super::norm_abs)?;
+    let policy = Policy::compile(patterns, &marker_dir, home.as_ref()).ok()?;
+    Some(Lines {
         policy,
         base,
         home,
         seen: HashMap::new(),
-    }
-    .filter(text)
+    })
 }
 
 struct Lines<'t> {
@@ -206,6 +237,29 @@ mod tests {
     }
 
     #[test]
+    fn free_text_loses_the_lines_naming_an_excluded_path() {
+        let text = "Fixed the bug.\nThe key in secret/key.txt was hunter2\nTests pass.";
+        let got = filter_text(&active(&["secret/**"]), Some(DEMO), text);
+        assert_eq!(got.as_deref(), Some("Fixed the bug.\nTests pass."));
+        let abs = format!("see {DEMO}/secret/k\nok");
+        assert_eq!(
+            filter_text(&active(&["secret/**"]), Some("/elsewhere"), &abs).as_deref(),
+            Some("ok")
+        );
+        // Without a directory to resolve words against, no line with a
+        // relative word can be checked: none is kept (fail closed).
+        assert_eq!(
+            filter_text(&active(&["secret/**"]), None, "ok\n/abs/x").as_deref(),
+            Some("/abs/x")
+        );
+        // No active policy: untouched, never parsed.
+        assert_eq!(
+            filter_text(&CaptureConfig::Absent, Some(DEMO), text).as_deref(),
+            Some(text)
+        );
+    }
+
+    #[test]
     fn relative_tokens_resolve_against_the_tools_workdir() {
         let ev = normalize(
             "codex",
@@ -273,6 +327,7 @@ mod tests {
             CaptureConfig::Absent,
             CaptureConfig::Inactive {
                 marker: PathBuf::from(DEMO),
+                assistant_text: true,
             },
         ] {
             let got = filter_output(&cfg, &bash("x"), ToolFamily::Shell, text).unwrap();

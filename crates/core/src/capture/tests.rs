@@ -59,7 +59,10 @@ fn config(policy: &Value) -> CaptureConfig {
     let marker = PathBuf::from(DEMO).join(".ai-memory.toml");
     match policy {
         Value::String(s) if s == "absent" => CaptureConfig::Absent,
-        Value::String(s) if s == "inactive" => CaptureConfig::Inactive { marker },
+        Value::String(s) if s == "inactive" => CaptureConfig::Inactive {
+            marker,
+            assistant_text: true,
+        },
         Value::String(s) if s == "invalid" => CaptureConfig::Invalid {
             marker,
             reason: "test".into(),
@@ -70,6 +73,7 @@ fn config(policy: &Value) -> CaptureConfig {
                 .iter()
                 .map(|p| p.as_str().unwrap().to_string())
                 .collect(),
+            assistant_text: true,
         },
         other => panic!("bad policy {other}"),
     }
@@ -109,6 +113,7 @@ pub fn active(patterns: &[&str]) -> CaptureConfig {
     CaptureConfig::Active {
         marker: PathBuf::from(DEMO).join(".ai-memory.toml"),
         patterns: patterns.iter().map(|s| s.to_string()).collect(),
+        assistant_text: true,
     }
 }
 
@@ -268,6 +273,7 @@ fn a_symlink_to_an_excluded_path_is_resolved() {
     let cfg = CaptureConfig::Active {
         marker: proj.join(".ai-memory.toml"),
         patterns: vec!["secret/**".into()],
+        assistant_text: true,
     };
     let cwd = proj.to_str().unwrap();
     let read = |p: &str| {

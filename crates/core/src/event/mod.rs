@@ -71,6 +71,9 @@ pub struct Event {
     pub message: Option<String>,
     /// A compaction summary.
     pub summary: Option<String>,
+    /// The agent's final message of a turn (a main session's stop event
+    /// only; a subagent's is never read).
+    pub final_message: Option<String>,
     /// `source` / `trigger` / `reason` of lifecycle events (startup, resume, compact, …).
     pub detail: Option<String>,
     /// The payload carries `agent_id` / `agent_type` / `subagentType`.

@@ -31,6 +31,10 @@ struct Schema {
     prompt: &'static [&'static str],
     message: &'static [&'static str],
     summary: &'static [&'static str],
+    /// The agent's final message of a turn, on its turn-end event (Claude
+    /// Code and Codex `Stop.last_assistant_message`, Gemini CLI
+    /// `AfterAgent.prompt_response`); read only for a main session's stop.
+    final_message: &'static [&'static str],
     detail: &'static [&'static str],
     /// Any of these present (and not null) marks a subagent's event.
     subagent: &'static [&'static str],
@@ -57,6 +61,7 @@ const CLAUDE: Schema = Schema {
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/compact_summary"],
+    final_message: &["/last_assistant_message"],
     detail: &["/source", "/trigger", "/reason"],
     subagent: SUBAGENT_MARKERS,
     implied_tools: &[],
@@ -76,6 +81,7 @@ const CODEX: Schema = Schema {
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/compact_summary", "/summary"],
+    final_message: &["/last_assistant_message"],
     detail: &["/source", "/trigger", "/reason"],
     subagent: SUBAGENT_MARKERS,
     implied_tools: &[],
@@ -95,6 +101,7 @@ const GEMINI: Schema = Schema {
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/summary"],
+    final_message: &["/prompt_response"],
     detail: &["/source", "/trigger", "/reason", "/notification_type"],
     subagent: SUBAGENT_MARKERS,
     implied_tools: &[],
@@ -122,6 +129,7 @@ const OPENCODE: Schema = Schema {
     prompt: &["/output/parts", "/prompt"],
     message: &["/message"],
     summary: &["/summary"],
+    final_message: &[],
     detail: &["/input/type", "/reason"],
     subagent: SUBAGENT_MARKERS,
     implied_tools: &[],
@@ -143,6 +151,7 @@ const CURSOR: Schema = Schema {
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/summary"],
+    final_message: &[],
     detail: &["/source", "/trigger", "/reason", "/status"],
     subagent: SUBAGENT_MARKERS,
     implied_tools: &[
@@ -173,6 +182,7 @@ const QWEN: Schema = Schema {
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/compact_summary", "/summary"],
+    final_message: &["/last_assistant_message"],
     detail: &["/source", "/trigger", "/reason", "/notification_type"],
     subagent: SUBAGENT_MARKERS,
     implied_tools: &[],
@@ -208,6 +218,7 @@ const COPILOT: Schema = Schema {
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/compact_summary", "/summary"],
+    final_message: &[],
     detail: &["/source", "/trigger", "/reason"],
     // camelCase events mark a subagent's payload with `agentId`/`agentType`.
     subagent: &["/agent_id", "/agent_type", "/agentId", "/agentType"],
@@ -264,6 +275,7 @@ const GENERIC: Schema = Schema {
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/compact_summary", "/summary"],
+    final_message: &["/last_assistant_message", "/prompt_response"],
     detail: &["/source", "/trigger", "/reason"],
     subagent: SUBAGENT_MARKERS,
     implied_tools: &[],
@@ -356,7 +368,7 @@ pub fn valid_call_id(id: &str) -> bool {
 /// Normalise one agent payload into an [`Event`]. The event name comes from
 /// `event_flag` (the hook's `--event`), else from the payload. Fields the
 /// event kind does not use are left `None`, so nothing downstream can store
-/// them by accident (a Stop event's assistant text, a tool's input on a
+/// them by accident (a subagent's final message, a tool's input on a
 /// prompt event, …).
 pub fn normalize(agent: &str, event_flag: Option<&str>, payload: &Value) -> Event {
     let agent = Agent::parse(agent);
@@ -396,6 +408,7 @@ pub fn normalize(agent: &str, event_flag: Option<&str>, payload: &Value) -> Even
         prompt: None,
         message: None,
         summary: None,
+        final_message: None,
         detail: first_str(payload, s.detail),
         subagent: s
             .subagent
@@ -427,6 +440,8 @@ pub fn normalize(agent: &str, event_flag: Option<&str>, payload: &Value) -> Even
         EventKind::PreCompact | EventKind::PostCompact => {
             ev.summary = first_text(payload, s.summary)
         }
+        // A subagent's final message is metadata only (DESIGN §4): never read.
+        EventKind::Stop if !ev.subagent => ev.final_message = first_text(payload, s.final_message),
         _ => {}
     }
     ev

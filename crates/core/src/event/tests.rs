@@ -211,14 +211,51 @@ fn claude_failure_carries_the_error_and_subagents_are_marked() {
 }
 
 #[test]
-fn stop_never_carries_assistant_text_and_prompt_only_on_prompt_events() {
+fn stop_carries_the_final_message_and_prompt_only_on_prompt_events() {
+    // Where each agent's turn-end event gives its final message (docs/record.md).
+    for (agent, path, want) in [
+        (
+            "claude-code",
+            "claude-code/2.1.328/Stop.json",
+            Some("All done."),
+        ),
+        ("codex", "codex/0.171.0/Stop.json", Some("All done.")),
+        (
+            "gemini-cli",
+            "gemini-cli/0.61.0/AfterAgent.json",
+            Some("All done."),
+        ),
+        ("qwen-code", "qwen-code/0.24.4/Stop.json", Some("All done.")),
+        // Copilot CLI's Stop and OpenCode's session.idle carry no text.
+        ("copilot", "copilot/1.0.102/Stop.json", None),
+        ("opencode", "opencode/1.18.33/event-session.idle.json", None),
+        // A subagent's final message is never read (metadata only).
+        (
+            "claude-code",
+            "claude-code/2.1.328/SubagentStop-subagent.json",
+            None,
+        ),
+        ("copilot", "copilot/1.0.102/Stop-subagent.json", None),
+    ] {
+        let ev = normalize(agent, None, &fixture(path));
+        assert!(
+            matches!(ev.kind, EventKind::Stop | EventKind::SubagentStop),
+            "{path}"
+        );
+        assert_eq!(ev.final_message.as_deref(), want, "{path}");
+        assert_eq!(
+            (&ev.prompt, &ev.message, &ev.summary),
+            (&None, &None, &None)
+        );
+    }
+    // Other events never carry it, even when the payload holds the field.
     let ev = normalize(
         "claude-code",
         None,
-        &fixture("claude-code/2.1.328/Stop.json"),
+        &json!({"hook_event_name": "UserPromptSubmit", "prompt": "p",
+                "last_assistant_message": "leak"}),
     );
-    assert_eq!(ev.kind, EventKind::Stop);
-    assert_eq!((ev.prompt, ev.message, ev.summary), (None, None, None));
+    assert_eq!(ev.final_message, None);
     // Gemini's AfterAgent repeats the prompt: it is a Stop, so no prompt.
     let ev = normalize(
         "gemini-cli",

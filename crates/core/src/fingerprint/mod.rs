@@ -65,7 +65,10 @@ impl Exclusions {
     /// The exclusions of an active capture policy (none otherwise: an
     /// invalid policy has no usable patterns and fails closed on its own).
     pub fn of(config: &CaptureConfig) -> Option<Exclusions> {
-        let CaptureConfig::Active { marker, patterns } = config else {
+        let CaptureConfig::Active {
+            marker, patterns, ..
+        } = config
+        else {
             return None;
         };
         Some(Exclusions {

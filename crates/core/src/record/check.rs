@@ -7,6 +7,10 @@
 //! exactly (a 32-hex key, canonical names, no control characters), while a
 //! client's texts are cleaned after this check (`memhook serve`'s ingest).
 
+use super::words::{
+    valid_plan_id, MAX_COMMAND_BYTES, MAX_PLAN_ID_BYTES, MAX_PLAN_ITEMS, MAX_PLAN_TEXT_BYTES,
+    PLAN_STATUSES,
+};
 use super::{clean_capped, title_line, MAX_PROMPT_BYTES, MAX_SUMMARY_BYTES, RECORD_VERSION};
 use super::{Outcome, Record, MAX_FILES, MAX_PATH_BYTES, MAX_SESSION_ID_BYTES, MAX_TITLE_CHARS};
 use crate::capture::{Disposition, ToolFamily};
@@ -127,6 +131,16 @@ fn hook_shapes(r: &Record) -> Option<String> {
             return Some("record tool outcome is not success, error or unknown".into());
         }
     }
+    if let Some(plan) = &r.plan {
+        for item in &plan.items {
+            if item.id.as_deref().is_some_and(|id| !valid_plan_id(id)) {
+                return Some("record plan item id is not 1-64 of [A-Za-z0-9_.-]".into());
+            }
+            if !item.status.is_empty() && !one_of(&item.status, PLAN_STATUSES) {
+                return Some("record plan item status is not one the hook writes".into());
+            }
+        }
+    }
     None
 }
 
@@ -141,6 +155,10 @@ fn bounds(r: &Record, origin: Origin) -> Option<String> {
     };
     if r.files.len() > max_files {
         return Some(format!("record `files`: more than {max_files} paths"));
+    }
+    let items = r.plan.as_ref().map_or(&[][..], |p| &p.items[..]);
+    if items.len() > MAX_PLAN_ITEMS {
+        return Some(format!("record `plan`: more than {MAX_PLAN_ITEMS} items"));
     }
     if r.title
         .as_ref()
@@ -178,7 +196,15 @@ fn bounds(r: &Record, origin: Origin) -> Option<String> {
         .files
         .iter()
         .map(|f| ("files", Some(f.as_str()), MAX_PATH_BYTES));
-    for (field, text, max) in texts.into_iter().chain(files) {
+    let plan = items.iter().flat_map(|i| {
+        [
+            ("plan item text", i.text.as_deref(), MAX_PLAN_TEXT_BYTES),
+            ("plan item id", i.id.as_deref(), MAX_PLAN_ID_BYTES),
+            ("plan item status", Some(i.status.as_str()), MAX_SHORT_FIELD),
+        ]
+    });
+    let command = [("command", r.command.as_deref(), MAX_COMMAND_BYTES)];
+    for (field, text, max) in texts.into_iter().chain(files).chain(command).chain(plan) {
         let Some(text) = text else { continue };
         if text.len() > max {
             return Some(format!("record `{field}` is over {max} bytes"));
@@ -219,6 +245,18 @@ pub fn clean(r: &mut Record) {
         text(f, MAX_PATH_BYTES);
     }
     r.files.retain(|f| !f.is_empty());
+    opt(&mut r.command, MAX_COMMAND_BYTES);
+    if let Some(plan) = r.plan.as_mut() {
+        for item in &mut plan.items {
+            opt(&mut item.text, MAX_PLAN_TEXT_BYTES);
+            if let Some(t) = item.text.as_mut() {
+                *t = t.replace(['\n', '\r'], " ");
+            }
+            item.id = item.id.take().filter(|id| valid_plan_id(id));
+            text(&mut item.status, MAX_SHORT_FIELD);
+        }
+        plan.items.retain(|i| i.id.is_some() || i.text.is_some());
+    }
     let scope = &mut r.scope;
     for s in [
         &mut scope.workspace_source,
@@ -252,8 +290,11 @@ pub fn strip_metadata_only(record: &mut Record) {
         record.title = None;
         record.body = None;
         record.files.clear();
+        record.command = None;
+        record.plan = None;
         if let Some(t) = record.tool.as_mut() {
             t.name = None;
+            t.exit_code = None;
         }
     }
 }
@@ -329,6 +370,70 @@ mod tests {
         assert_eq!(problem(&f, Origin::Client), None);
         f.files.push("f".into());
         assert!(problem(&f, Origin::Client).unwrap().contains("`files`"));
+    }
+
+    #[test]
+    fn command_and_plan_are_bounded_and_cleaned() {
+        use crate::record::{PlanItem, RecordPlan};
+        let item = |text: &str, id: Option<&str>, status: &str| PlanItem {
+            id: id.map(str::to_string),
+            text: Some(text.to_string()),
+            status: status.into(),
+        };
+        for origin in [Origin::Hook, Origin::Client] {
+            let mut r = hooked();
+            r.command = Some("c".repeat(MAX_COMMAND_BYTES));
+            r.plan = Some(RecordPlan {
+                full: true,
+                items: vec![
+                    item(&"t".repeat(MAX_PLAN_TEXT_BYTES), Some("1"), "done");
+                    MAX_PLAN_ITEMS
+                ],
+            });
+            assert_eq!(problem(&r, origin), None, "{origin:?}");
+            let mut c = r.clone();
+            c.command = Some("c".repeat(MAX_COMMAND_BYTES + 1));
+            assert!(problem(&c, origin).unwrap().contains("`command`"));
+            let mut p = r.clone();
+            p.plan.as_mut().unwrap().items.push(item("x", None, "done"));
+            assert!(problem(&p, origin).unwrap().contains("`plan`"));
+            let mut t = r.clone();
+            t.plan.as_mut().unwrap().items[0].text = Some("t".repeat(MAX_PLAN_TEXT_BYTES + 1));
+            assert!(problem(&t, origin).unwrap().contains("plan item text"));
+        }
+        let mut r = hooked();
+        r.plan = Some(RecordPlan {
+            full: false,
+            items: vec![item("x", Some("../1"), "done")],
+        });
+        assert!(problem(&r, Origin::Hook).unwrap().contains("plan item id"));
+        r.plan = Some(RecordPlan {
+            full: false,
+            items: vec![item("x", Some("1"), "whatever")],
+        });
+        assert!(problem(&r, Origin::Hook).unwrap().contains("status"));
+        // A client's texts are cleaned: secrets redacted, one line, bad ids dropped.
+        let mut c = hooked();
+        c.key = "client-1".into();
+        c.command = Some("curl -u bob:hunter2 x".into());
+        c.plan = Some(RecordPlan {
+            full: true,
+            items: vec![
+                item("set password=hunter2\nthen go", Some("../x"), "done"),
+                PlanItem {
+                    id: Some("../y".into()),
+                    text: None,
+                    status: "done".into(),
+                },
+            ],
+        });
+        let c = admit_imported(c).unwrap();
+        assert!(!c.command.as_deref().unwrap().contains("hunter2"));
+        let items = &c.plan.as_ref().unwrap().items;
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0].id, None);
+        let t = items[0].text.as_deref().unwrap();
+        assert!(!t.contains("hunter2") && !t.contains('\n'), "{t}");
     }
 
     #[test]

@@ -42,10 +42,12 @@ pub fn capture_config(marker: &Path, item: Option<&Value>, home_known: bool) -> 
         marker: marker.to_path_buf(),
         reason,
     };
+    let inactive = |assistant_text| CaptureConfig::Inactive {
+        marker: marker.to_path_buf(),
+        assistant_text,
+    };
     let Some(item) = item else {
-        return CaptureConfig::Inactive {
-            marker: marker.to_path_buf(),
-        };
+        return inactive(true);
     };
     let Some(table) = item.as_table() else {
         return invalid(format!(
@@ -53,15 +55,25 @@ pub fn capture_config(marker: &Path, item: Option<&Value>, home_known: bool) -> 
             item.type_str()
         ));
     };
-    if let Some(key) = table.keys().find(|k| k.as_str() != "ignore_paths") {
+    if let Some(key) = table.keys().find(|k| !CAPTURE_KEYS.contains(&k.as_str())) {
         return invalid(format!(
-            "unknown key `{key}` in [capture] (only `ignore_paths` is allowed)"
+            "unknown key `{key}` in [capture] (only `ignore_paths` and `assistant_text` are allowed)"
         ));
     }
+    let assistant_text = match table.get("assistant_text") {
+        None => true,
+        Some(v) => match truthy(v) {
+            Some(b) => b,
+            None => {
+                return invalid(format!(
+                    "[capture] assistant_text must be true or false, found {}",
+                    v.type_str()
+                ))
+            }
+        },
+    };
     let Some(list) = table.get("ignore_paths") else {
-        return CaptureConfig::Inactive {
-            marker: marker.to_path_buf(),
-        };
+        return inactive(assistant_text);
     };
     let Some(list) = list.as_array() else {
         return invalid(format!(
@@ -70,9 +82,7 @@ pub fn capture_config(marker: &Path, item: Option<&Value>, home_known: bool) -> 
         ));
     };
     if list.is_empty() {
-        return CaptureConfig::Inactive {
-            marker: marker.to_path_buf(),
-        };
+        return inactive(assistant_text);
     }
     if list.len() > MAX_IGNORE_PATTERNS {
         return invalid(format!(
@@ -96,6 +106,27 @@ pub fn capture_config(marker: &Path, item: Option<&Value>, home_known: bool) -> 
     CaptureConfig::Active {
         marker: marker.to_path_buf(),
         patterns,
+        assistant_text,
+    }
+}
+
+/// The keys `[capture]` may hold; any other makes the policy invalid.
+pub const CAPTURE_KEYS: &[&str] = &["ignore_paths", "assistant_text"];
+
+/// A truthy or falsy value as markers write them (DESIGN §2: `true`/`1`/
+/// `yes`/`on` and their opposites, bare or quoted, case-insensitive);
+/// `None` for anything else.
+fn truthy(v: &Value) -> Option<bool> {
+    let text = match v {
+        Value::Boolean(b) => return Some(*b),
+        Value::Integer(i) => i.to_string(),
+        Value::String(s) => s.trim().to_ascii_lowercase(),
+        _ => return None,
+    };
+    match text.as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
     }
 }
 
@@ -187,6 +218,41 @@ mod tests {
         ] {
             assert_eq!(cfg(bad, true).state_str(), "invalid", "{bad}");
         }
+    }
+
+    #[test]
+    fn assistant_text_is_a_closed_switch() {
+        assert!(cfg("[capture]", true).keeps_assistant_text());
+        for off in [
+            "[capture]\nassistant_text = false",
+            "[capture]\nassistant_text = 'off'",
+            "[capture]\nassistant_text = 0",
+        ] {
+            let c = cfg(off, true);
+            assert_eq!(c.state_str(), "inactive", "{off}");
+            assert!(!c.keeps_assistant_text(), "{off}");
+        }
+        let c = cfg(
+            "[capture]\nassistant_text = 'NO'\nignore_paths = ['a/**']",
+            true,
+        );
+        assert_eq!(c.state_str(), "active");
+        assert!(!c.keeps_assistant_text());
+        let on = cfg(
+            "[capture]\nassistant_text = 'yes'\nignore_paths = ['a/**']",
+            true,
+        );
+        assert!(on.keeps_assistant_text());
+        // A value that is neither is a broken policy: fail closed.
+        for bad in [
+            "[capture]\nassistant_text = 'maybe'",
+            "[capture]\nassistant_text = [1]",
+        ] {
+            let c = cfg(bad, true);
+            assert_eq!(c.state_str(), "invalid", "{bad}");
+            assert!(!c.keeps_assistant_text());
+        }
+        assert!(CaptureConfig::Absent.keeps_assistant_text());
     }
 
     #[test]

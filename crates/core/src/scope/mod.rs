@@ -96,17 +96,36 @@ pub enum CaptureConfig {
     /// No marker at all.
     Absent,
     /// A marker without `[capture]`, or with an empty `ignore_paths`.
-    Inactive { marker: PathBuf },
+    /// `assistant_text`: the marker's `[capture] assistant_text` (default
+    /// true): keep the agent's own words (final messages, plan items).
+    Inactive {
+        marker: PathBuf,
+        assistant_text: bool,
+    },
     /// A usable, non-empty `ignore_paths`; `patterns` are as written.
     Active {
         marker: PathBuf,
         patterns: Vec<String>,
+        assistant_text: bool,
     },
     /// The marker or its `[capture]` cannot be used: fail closed.
     Invalid { marker: PathBuf, reason: String },
 }
 
 impl CaptureConfig {
+    /// Whether the agent's own words (final messages, plan items) are kept
+    /// (DESIGN §4): on unless the marker's `[capture] assistant_text` is
+    /// false; off under an invalid policy, whose exclusions cannot be applied
+    /// to free text (fail closed).
+    pub fn keeps_assistant_text(&self) -> bool {
+        match self {
+            CaptureConfig::Absent => true,
+            CaptureConfig::Inactive { assistant_text, .. }
+            | CaptureConfig::Active { assistant_text, .. } => *assistant_text,
+            CaptureConfig::Invalid { .. } => false,
+        }
+    }
+
     /// `absent` | `inactive` | `active` | `invalid`.
     pub fn state_str(&self) -> &'static str {
         match self {

@@ -274,6 +274,7 @@ mod tests {
         let mut moved = scope("src", Source::Fallback);
         moved.capture = CaptureConfig::Inactive {
             marker: PathBuf::from("/x/.ai-memory.toml"),
+            assistant_text: true,
         };
         assert_eq!(s.recall(Some(&note), &mut moved), Some(false));
         assert_eq!(moved.project, "demo");

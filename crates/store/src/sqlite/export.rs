@@ -14,14 +14,14 @@ impl Store {
     pub fn export_each<E: From<StoreError>>(
         &self,
         filter: &ExportFilter,
-        mut each: impl FnMut(StoredRecord) -> Result<(), E>,
+        mut each: impl FnMut(StoredRecord, RecordExtras) -> Result<(), E>,
     ) -> Result<u64, E> {
         let (scoped, w, p, since) = filter.params();
         self.read(|s| {
             let mut st = s
                 .conn
                 .prepare(&format!(
-                    "SELECT {RECORD_COLUMNS} FROM records r JOIN projects p ON p.id = r.project_id
+                    "SELECT {RECORD_COLUMNS}, {EXTRA_COLUMNS} FROM records r JOIN projects p ON p.id = r.project_id
                      WHERE (?1 = 0 OR (p.workspace = ?2 AND p.project = ?3))
                        AND r.occurred_ms >= ?4
                      ORDER BY r.occurred_ms, r.key"
@@ -32,7 +32,14 @@ impl Store {
                 .map_err(|e| s.err(e))?;
             let mut n = 0;
             while let Some(row) = rows.next().map_err(|e| s.err(e))? {
-                each(row_to_record(row).map_err(|e| s.err(e))?)?;
+                let record = row_to_record(row).map_err(|e| s.err(e))?;
+                let plan: Option<String> = row.get(21).map_err(|e| s.err(e))?;
+                let extras = RecordExtras {
+                    exit_code: row.get(19).map_err(|e| s.err(e))?,
+                    command: row.get(20).map_err(|e| s.err(e))?,
+                    plan: plan.and_then(|p| serde_json::from_str(&p).ok()),
+                };
+                each(record, extras)?;
                 n += 1;
             }
             Ok(n)

@@ -21,7 +21,7 @@ impl Store {
             let mut st = self
                 .conn
                 .prepare_cached(&format!(
-                    "SELECT coalesce(title, substr(body, 1, 400)), occurred_ms, key FROM records
+                    "SELECT coalesce(substr(body, 1, {PROMPT_TEXT_CHARS}), title), occurred_ms, key FROM records
                      WHERE session_row = ?1 AND event = 'user-prompt' AND subagent = 0
                      ORDER BY occurred_ms {order}, id {order} LIMIT {}",
                     limit.min(super::MAX_QUERY_LIMIT)
@@ -122,5 +122,47 @@ impl Store {
             })
         });
         super::collect(rows).map_err(|x| self.err(x))
+    }
+
+    /// The session's stops and tool results, oldest first (at most
+    /// [`MAX_NOTES`], the newest kept): what the handoff's conclusion, open
+    /// plan items and unresolved failures are computed from.
+    pub fn session_notes(&self, row: i64) -> Result<Vec<Note>, StoreError> {
+        let failed = super::FAILED;
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT key, occurred_ms, event, coalesce(tool_name, tool_family), {failed},
+                        coalesce(outcome = 'success', 0), exit_code, command, files,
+                        CASE WHEN event = 'stop' THEN body
+                             WHEN {failed} THEN substr(body, 1, {NOTE_LINE_CHARS}) END,
+                        plan
+                 FROM records
+                 WHERE session_row = ?1 AND event IN ('stop', 'post-tool-use', 'post-tool-use-failure')
+                 ORDER BY occurred_ms DESC, id DESC LIMIT {MAX_NOTES}"
+            ))
+            .map_err(|x| self.err(x))?;
+        let rows = st.query_map([row], |r| {
+            let files: Option<String> = r.get(8)?;
+            let plan: Option<String> = r.get(10)?;
+            Ok(Note {
+                key: r.get(0)?,
+                ms: r.get::<_, i64>(1)? as u64,
+                event: r.get(2)?,
+                tool: r.get(3)?,
+                failed: r.get::<_, i64>(4)? != 0,
+                succeeded: r.get::<_, i64>(5)? != 0,
+                exit_code: r.get(6)?,
+                command: r.get(7)?,
+                files: files
+                    .and_then(|f| serde_json::from_str(&f).ok())
+                    .unwrap_or_default(),
+                text: r.get(9)?,
+                plan: plan.and_then(|p| serde_json::from_str(&p).ok()),
+            })
+        });
+        let mut out = super::collect(rows).map_err(|x| self.err(x))?;
+        out.reverse();
+        Ok(out)
     }
 }

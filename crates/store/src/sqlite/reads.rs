@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use crate::model::{
-    Activity, Browse, ProjectRow, Prompt, Reads, RecordRow, SearchHit, SessionRow, SessionSummary,
-    StoreError, TailEvent, TouchedFile,
+    Activity, Browse, Note, ProjectRow, Prompt, Reads, RecordRow, SearchHit, SessionRow,
+    SessionSummary, StoreError, TailEvent, TouchedFile,
 };
 
 impl Reads for crate::sqlite::Store {
@@ -45,6 +45,9 @@ impl Reads for crate::sqlite::Store {
     }
     fn session_files(&self, row: i64) -> Result<Vec<TouchedFile>, StoreError> {
         crate::sqlite::Store::session_files(self, row)
+    }
+    fn session_notes(&self, row: i64) -> Result<Vec<Note>, StoreError> {
+        crate::sqlite::Store::session_notes(self, row)
     }
 }
 

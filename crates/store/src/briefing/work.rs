@@ -1,0 +1,254 @@
+//! Where the work of one session stands, computed from its notes
+//! ([`Note`]: stops, tool results, plans): the agent's last conclusion,
+//! the plan items still open, and the failures no later success of the
+//! same command (or the same tool on the same files) followed.
+
+use memhook_core::record::words::is_open;
+use memhook_core::record::PlanItem;
+
+use crate::model::Note;
+
+/// A failure still standing at the end of the session, with how often the
+/// same one happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub tool: String,
+    pub command: Option<String>,
+    pub exit_code: Option<i64>,
+    /// The first line of its output or error.
+    pub line: Option<String>,
+    pub times: u64,
+}
+
+/// What the handoff says about where the work stands.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Standing {
+    /// The last final message of the session and its record key.
+    pub conclusion: Option<(String, String)>,
+    /// Open plan items' texts, in plan order.
+    pub open: Vec<String>,
+    /// Failures no success of the same command followed, the latest last.
+    pub failures: Vec<Failure>,
+}
+
+/// What makes two tool results "the same command": the command line of a
+/// shell tool, else the tool and the files it touched.
+fn same_call(n: &Note) -> (Option<&str>, Option<&str>, Vec<&str>) {
+    match n.command.as_deref() {
+        Some(c) => (Some(c), None, Vec::new()),
+        None => (
+            None,
+            n.tool.as_deref(),
+            n.files.iter().map(String::as_str).collect(),
+        ),
+    }
+}
+
+/// The first non-blank line of `text`.
+fn first_line(text: &str) -> Option<String> {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
+}
+
+/// The plan after every plan note, in order: a whole list replaces it; an
+/// item change updates the item of its id (or adds it).
+fn plan(notes: &[Note]) -> Vec<PlanItem> {
+    let mut items: Vec<PlanItem> = Vec::new();
+    for plan in notes.iter().filter_map(|n| n.plan.as_ref()) {
+        if plan.full {
+            items = plan.items.clone();
+            continue;
+        }
+        for change in &plan.items {
+            let at = change
+                .id
+                .as_ref()
+                .and_then(|id| items.iter().position(|i| i.id.as_ref() == Some(id)));
+            match at {
+                Some(i) => {
+                    if !change.status.is_empty() {
+                        items[i].status = change.status.clone();
+                    }
+                    if change.text.is_some() {
+                        items[i].text = change.text.clone();
+                    }
+                }
+                None => items.push(PlanItem {
+                    status: if change.status.is_empty() {
+                        "pending".into()
+                    } else {
+                        change.status.clone()
+                    },
+                    ..change.clone()
+                }),
+            }
+        }
+    }
+    items
+}
+
+/// Where the work of the session whose `notes` these are stands.
+pub fn standing(notes: &[Note]) -> Standing {
+    let conclusion = notes
+        .iter()
+        .rev()
+        .find(|n| n.event == "stop" && n.text.as_deref().is_some_and(|t| !t.trim().is_empty()))
+        .map(|n| (n.text.clone().unwrap_or_default(), n.key.clone()));
+    let open = plan(notes)
+        .into_iter()
+        .filter(|i| is_open(&i.status))
+        .filter_map(|i| i.text)
+        .collect();
+    let mut standing: Vec<&Note> = Vec::new();
+    for n in notes.iter().filter(|n| n.event != "stop") {
+        if n.failed {
+            standing.push(n);
+        } else if n.succeeded {
+            let call = same_call(n);
+            standing.retain(|f| same_call(f) != call);
+        }
+    }
+    let mut failures: Vec<Failure> = Vec::new();
+    for n in standing {
+        let f = Failure {
+            tool: n.tool.clone().unwrap_or_else(|| "tool".into()),
+            command: n.command.clone(),
+            exit_code: n.exit_code,
+            line: n.text.as_deref().and_then(first_line),
+            times: 1,
+        };
+        // The same failure again (the same command; without one, the same
+        // tool and message): counted, shown as it last happened.
+        let same = |g: &Failure| {
+            g.tool == f.tool && g.command == f.command && (f.command.is_some() || g.line == f.line)
+        };
+        if let Some(i) = failures.iter().position(same) {
+            let g = failures.remove(i);
+            failures.push(Failure {
+                times: g.times + 1,
+                ..f
+            });
+        } else {
+            failures.push(f);
+        }
+    }
+    Standing {
+        conclusion,
+        open,
+        failures,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memhook_core::record::RecordPlan;
+
+    fn tool(key: &str, cmd: Option<&str>, file: &str, ok: Option<bool>) -> Note {
+        Note {
+            key: key.into(),
+            event: "post-tool-use".into(),
+            tool: Some(if cmd.is_some() { "Bash" } else { "Edit" }.into()),
+            failed: ok == Some(false),
+            succeeded: ok == Some(true),
+            command: cmd.map(str::to_string),
+            files: file
+                .split(' ')
+                .filter(|f| !f.is_empty())
+                .map(str::to_string)
+                .collect(),
+            text: (ok == Some(false)).then(|| format!("\nboom {key}\nmore")),
+            exit_code: (ok == Some(false)).then_some(1),
+            ..Note::default()
+        }
+    }
+
+    fn plan_note(full: bool, items: &[(Option<&str>, Option<&str>, &str)]) -> Note {
+        Note {
+            event: "post-tool-use".into(),
+            succeeded: true,
+            tool: Some("TodoWrite".into()),
+            plan: Some(RecordPlan {
+                full,
+                items: items
+                    .iter()
+                    .map(|(id, text, status)| PlanItem {
+                        id: id.map(str::to_string),
+                        text: text.map(str::to_string),
+                        status: status.to_string(),
+                    })
+                    .collect(),
+            }),
+            ..Note::default()
+        }
+    }
+
+    #[test]
+    fn a_failure_fixed_by_the_same_command_is_not_standing() {
+        let notes = [
+            tool("1", Some("cargo test"), "", Some(false)),
+            tool("2", Some("cargo build"), "", Some(false)),
+            tool("3", Some("cargo test"), "", Some(true)),
+            tool("4", None, "/w/a.rs", Some(false)),
+            tool("5", None, "/w/b.rs", Some(true)),
+            // Unknown outcome (Codex's shell): neither fails nor fixes.
+            tool("6", Some("cargo build"), "", None),
+            tool("7", Some("cargo build"), "", Some(false)),
+        ];
+        let s = standing(&notes);
+        let shown: Vec<(Option<&str>, u64)> = s
+            .failures
+            .iter()
+            .map(|f| (f.command.as_deref(), f.times))
+            .collect();
+        assert_eq!(shown, [(None, 1), (Some("cargo build"), 2)]);
+        assert_eq!(s.failures[0].line.as_deref(), Some("boom 4"));
+        assert_eq!(s.failures[1].exit_code, Some(1));
+        // Fixed afterwards: nothing stands.
+        let mut more = notes.to_vec();
+        more.push(tool("8", Some("cargo build"), "", Some(true)));
+        more.push(tool("9", None, "/w/a.rs", Some(true)));
+        assert!(standing(&more).failures.is_empty());
+    }
+
+    #[test]
+    fn open_items_follow_lists_and_changes() {
+        let notes = [
+            plan_note(
+                true,
+                &[(None, Some("old"), "pending"), (None, Some("gone"), "done")],
+            ),
+            plan_note(
+                true,
+                &[
+                    (Some("1"), Some("fix bug"), "done"),
+                    (Some("2"), Some("add CLI"), "in-progress"),
+                ],
+            ),
+            plan_note(false, &[(Some("3"), Some("write docs"), "pending")]),
+            plan_note(false, &[(Some("3"), None, "deleted")]),
+            plan_note(false, &[(Some("4"), Some("ship"), "")]),
+            plan_note(false, &[(Some("2"), Some("add the CLI"), "")]),
+        ];
+        assert_eq!(standing(&notes).open, ["add the CLI", "ship"]);
+    }
+
+    #[test]
+    fn the_conclusion_is_the_last_final_message() {
+        let stop = |key: &str, text: Option<&str>| Note {
+            key: key.into(),
+            event: "stop".into(),
+            text: text.map(str::to_string),
+            ..Note::default()
+        };
+        let s = standing(&[
+            stop("a", Some("first")),
+            stop("b", Some("second")),
+            stop("c", None),
+        ]);
+        assert_eq!(s.conclusion, Some(("second".into(), "b".into())));
+        assert_eq!(standing(&[stop("c", None)]).conclusion, None);
+    }
+}
