@@ -153,6 +153,20 @@ fn no_line_of_an_excluded_file_reaches_the_data_dir_by_any_road() {
                 v["prompt"] = json!(format!("why does this fail?\n{}", shown("", 8)));
             }),
         ),
+        // The agent's final message quotes it (Claude Code and Codex).
+        (
+            "claude-code",
+            payload("claude-code", "Stop.json", &proj, |v| {
+                v["last_assistant_message"] =
+                    json!(format!("Fixed it. The file said:\n{}", shown("> ", 10)));
+            }),
+        ),
+        (
+            "codex",
+            payload("codex", "Stop.json", &proj, |v| {
+                v["last_assistant_message"] = json!(shown("    ", 11));
+            }),
+        ),
         // The agent's compaction summary quotes it.
         (
             "claude-code",
@@ -211,7 +225,7 @@ fn no_line_of_an_excluded_file_reaches_the_data_dir_by_any_road() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    for n in [1, 2, 3, 4, 8, 9] {
+    for n in [1, 2, 3, 4, 8, 9, 10, 11] {
         assert!(
             text.contains(&format!("KEEP-AFTER-{n}")),
             "case {n} lost its kept lines:\n{text}"
