@@ -120,6 +120,14 @@ fn no_line_of_an_excluded_file_reaches_the_data_dir_by_any_road() {
                 v["tool_response"] = json!(shown("", 4));
             }),
         ),
+        // A script that reads the file itself.
+        (
+            "claude-code",
+            payload("claude-code", "PostToolUse-Bash.json", &proj, |v| {
+                v["tool_input"] = json!({"command": "sh scripts/dump-config.sh"});
+                v["tool_response"] = json!({"stdout": shown("", 12), "stderr": ""});
+            }),
+        ),
         // An archive of the whole project, unpacked to stdout.
         (
             "codex",
@@ -225,7 +233,7 @@ fn no_line_of_an_excluded_file_reaches_the_data_dir_by_any_road() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    for n in [1, 2, 3, 4, 8, 9, 10, 11] {
+    for n in [1, 2, 3, 4, 8, 9, 10, 11, 12] {
         assert!(
             text.contains(&format!("KEEP-AFTER-{n}")),
             "case {n} lost its kept lines:\n{text}"

@@ -95,6 +95,7 @@ impl ExtractionState {
 }
 
 mod excluder;
+mod nested;
 mod output;
 mod path;
 mod policy;
@@ -200,6 +201,37 @@ fn home_path(home: Option<&Path>) -> Option<NormPath> {
 /// expands `~/` in patterns and shell words. Non-tool events are always
 /// kept (`not-applicable`): the policy is about tool activity.
 pub fn decide(config: &CaptureConfig, home: Option<&Path>, event: &Event) -> Decision {
+    let here = decide_here(config, home, event);
+    if here.disposition != Disposition::Keep || !event.kind.is_tool_event() {
+        return here;
+    }
+    nested::decide(home_path(home).as_ref(), event).unwrap_or(here)
+}
+
+/// The candidates of a file, shell or unknown tool event (`None` for other
+/// tools, or when they cannot be collected).
+fn candidates_of(event: &Event, home: Option<&NormPath>) -> Option<Vec<NormPath>> {
+    let spec = event
+        .tool_name
+        .as_deref()
+        .and_then(|n| spec_of(&event.agent, n))
+        .map(|(s, _)| s);
+    let cwd = event.cwd.as_deref().and_then(norm_abs);
+    let input = event.tool_input.as_ref();
+    let c = match (spec.map_or(ToolFamily::Unknown, |s| s.family), spec) {
+        (ToolFamily::File, Some(spec)) => file_candidates(spec, input, cwd.as_ref(), home),
+        (ToolFamily::Shell, Some(spec)) => shell_candidates(spec, input, cwd.as_ref(), home),
+        (ToolFamily::Unknown, _) if event.tool_name.is_some() => {
+            unknown_candidates(input, cwd.as_ref(), home)
+        }
+        _ => return None,
+    };
+    c.ok().map(|c| c.paths)
+}
+
+/// The decision under the policy of the markers on the walk from the
+/// event's working directory.
+fn decide_here(config: &CaptureConfig, home: Option<&Path>, event: &Event) -> Decision {
     use Disposition::*;
     use ExtractionState::*;
     let state = state_of(config);
