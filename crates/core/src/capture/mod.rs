@@ -325,14 +325,19 @@ fn decide_here(config: &CaptureConfig, home: Option<&Path>, event: &Event) -> De
 /// the root are looked at (shell words such as `ls` are not paths).
 fn resolved_links(paths: &[NormPath], marker_dir: Option<&NormPath>) -> Vec<NormPath> {
     let mut out = Vec::new();
-    let real_marker = marker_dir.and_then(|d| std::fs::canonicalize(&d.text).ok());
+    let mut real_marker: Option<Option<std::path::PathBuf>> = None;
     for p in paths {
         if p.flavour != path::Flavour::Posix || !p.text[p.root_len..].contains('/') {
+            continue;
+        }
+        if !through_a_link(Path::new(&p.text), marker_dir) {
             continue;
         }
         let Ok(real) = std::fs::canonicalize(&p.text) else {
             continue;
         };
+        let real_marker = real_marker
+            .get_or_insert_with(|| marker_dir.and_then(|d| std::fs::canonicalize(&d.text).ok()));
         let mut text = real.to_string_lossy().into_owned();
         if let (Some(rm), Some(md)) = (&real_marker, marker_dir) {
             if let Ok(rest) = real.strip_prefix(rm) {
@@ -349,6 +354,30 @@ fn resolved_links(paths: &[NormPath], marker_dir: Option<&NormPath>) -> Vec<Norm
         }
     }
     out
+}
+
+/// Does `p` go through a symlink? One `lstat` per component below the
+/// marker's directory (whose own ancestors the walk already took as
+/// written), or per component of a path outside it; a component that does
+/// not exist ends the look (nothing there to resolve).
+fn through_a_link(p: &Path, marker_dir: Option<&NormPath>) -> bool {
+    let base = marker_dir
+        .map(|d| Path::new(&d.text))
+        .filter(|d| p.starts_with(d));
+    let mut cur = base.map_or_else(std::path::PathBuf::new, Path::to_path_buf);
+    let rest = base.map_or(p, |b| p.strip_prefix(b).unwrap_or(p));
+    for c in rest.components() {
+        cur.push(c);
+        if matches!(c, std::path::Component::RootDir) {
+            continue;
+        }
+        match std::fs::symlink_metadata(&cur) {
+            Ok(m) if m.file_type().is_symlink() => return true,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+    false
 }
 
 /// Could the directory at `p` hold an excluded path? An ancestor of a
