@@ -334,6 +334,10 @@ fn handoff_section(
             }
         ));
     }
+    let fixed = &stands.fixed[stands.fixed.len().saturating_sub(MAX_FAILURES)..];
+    for f in fixed {
+        s.item(format!("Failed, then passed: {}", failure_label(f)));
+    }
     let files = store.session_files(last.row)?;
     let changed: Vec<String> = files
         .iter()
@@ -990,9 +994,10 @@ mod tests {
         );
         assert!(pos("- Still open in its plan: \"Add a command-line entry point\"") > 0);
         assert!(!b.contains("\"Fix leap year\""), "{b}");
-        // pytest failed, then passed: not standing; ruff is.
+        // pytest failed, then passed: not standing, but said; ruff stands.
         assert!(pos("- Failed, not fixed since: Bash \"ruff check\", exit 1: ") > 0);
-        assert!(!b.contains("pytest"), "{b}");
+        assert!(pos("- Failed, then passed: Bash \"pytest -q\", exit 1: ") > pos("- Failed, not"));
+        assert!(!b.contains("not fixed since: Bash \"pytest"), "{b}");
         assert!(pos("- Changed: \"src/dates.py\"") > pos("- Failed"));
         assert!(pos("concluded: \"Login endpoint added; tests pass.\"") > pos("- After it"));
         // About 400 tokens for the handoff.
