@@ -69,6 +69,9 @@ struct Side {
     /// recorded for its shell commands and its handoff cannot say that a
     /// test failed and then passed.
     exit_status: bool,
+    /// The texts of a model request where the agent puts SessionStart's
+    /// `additionalContext`.
+    context: fn(&Value) -> Vec<String>,
 }
 
 const CLAUDE: Side = Side {
@@ -81,6 +84,16 @@ const CLAUDE: Side = Side {
     session: claude_session,
     script: claude_script,
     exit_status: true,
+    context: |body| {
+        // A role "system" message inside `messages`, after this prefix.
+        texts_of(body["messages"].as_array(), "system")
+            .into_iter()
+            .filter_map(|t| {
+                t.find("SessionStart hook additional context: ")
+                    .map(|at| t[at..].to_string())
+            })
+            .collect()
+    },
 };
 
 const CODEX: Side = Side {
@@ -97,6 +110,8 @@ const CODEX: Side = Side {
     session: codex_session,
     script: codex_script,
     exit_status: false,
+    // A role "developer" input message, the bare text.
+    context: |body| texts_of(body["input"].as_array(), "developer"),
 };
 
 /// Claude Code offers TaskCreate/TaskUpdate (after ToolSearch) only with
@@ -264,15 +279,24 @@ fn strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
     }
 }
 
-/// The briefing in the first model turn of a session: from its size line
-/// (`memhook briefing for …: N items, C characters, …`) on, C characters.
-fn briefing_in(requests: &[(String, Value)]) -> String {
+/// Every string in the messages of `role` among `messages`.
+fn texts_of(messages: Option<&Vec<Value>>, role: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in messages.into_iter().flatten().filter(|m| m["role"] == role) {
+        strings(m, &mut out);
+    }
+    out.into_iter().map(str::to_string).collect()
+}
+
+/// The briefing in the first model turn of a session, where `next` puts
+/// SessionStart context: from its size line (`memhook briefing for …: N
+/// items, C characters, …`) on, C characters.
+fn briefing_in(next: &Side, requests: &[(String, Value)]) -> String {
     let (_, first) = requests
         .iter()
         .find(|r| has_tools(r))
         .expect("the next session made a model request");
-    let mut texts = Vec::new();
-    strings(first, &mut texts);
+    let texts = (next.context)(first);
     let text = texts
         .iter()
         .find_map(|t| t.find("memhook briefing for ").map(|at| &t[at..]))
@@ -288,6 +312,12 @@ fn briefing_in(requests: &[(String, Value)]) -> String {
         briefing.chars().count(),
         stated,
         "the briefing is shorter than it says: {text}"
+    );
+    // It states its own size exactly: its last line ends there.
+    let after = &text[briefing.len()..];
+    assert!(
+        after.is_empty() || after.starts_with('\n'),
+        "the briefing is longer than it says ({stated}): {text:?}"
     );
     briefing
 }
@@ -310,7 +340,7 @@ fn hand_over(test: &str, first: &Side, next: &Side) {
         String::from_utf8_lossy(&out.stderr)
     );
     let requests = mock.requests();
-    let b = briefing_in(&requests);
+    let b = briefing_in(next, &requests);
     crate::support::deps::say(&format!("{test} briefing:\n{b}\n"));
     let why = |what: &str| {
         format!(
