@@ -317,7 +317,7 @@ fn every_agent_cli_has_a_row_and_a_test() {
 // What the model requests are, and where a briefing is in one.
 
 /// A model turn of an API with tools: a request that offers them.
-fn has_tools((_, body): &(String, Value)) -> bool {
+pub(crate) fn has_tools((_, body): &(String, Value)) -> bool {
     body.get("tools").is_some()
 }
 
@@ -384,8 +384,22 @@ fn claude_script(proj: &Path) -> Vec<Step> {
 
 /// `claude -p` against the Anthropic Messages stand-in on `port`.
 fn claude(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    claude_with(world, exe, port, prompt, "Write,Read,Bash", &[])
+}
+
+/// `claude -p` allowed the tools `allowed` (comma-separated), with `env`
+/// set besides the offline environment.
+pub(crate) fn claude_with(
+    world: &World,
+    exe: &Path,
+    port: u16,
+    prompt: &str,
+    allowed: &str,
+    env: &[(&str, &str)],
+) -> Output {
     let mut c = world.agent(exe);
-    c.args(["-p", prompt, "--allowedTools", "Write,Read,Bash"])
+    c.args(["-p", prompt, "--allowedTools", allowed])
+        .envs(env.iter().copied())
         .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
         .env("ANTHROPIC_API_KEY", "sk-ant-test-not-a-key")
         .env("DISABLE_TELEMETRY", "1")
@@ -399,9 +413,24 @@ fn claude(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
 
 /// `codex exec` against the OpenAI Responses stand-in on `port`.
 fn codex(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    codex_with(world, exe, port, prompt, &[])
+}
+
+/// `codex exec` with `config` overrides (`-c key=value` each).
+pub(crate) fn codex_with(
+    world: &World,
+    exe: &Path,
+    port: u16,
+    prompt: &str,
+    config: &[&str],
+) -> Output {
     codex_config(world, port);
     let mut c = world.agent(exe);
-    c.args(["exec", "--skip-git-repo-check", prompt])
+    c.args(["exec", "--skip-git-repo-check"]);
+    for kv in config {
+        c.args(["-c", kv]);
+    }
+    c.arg(prompt)
         .env("CODEX_HOME", world.home().join(".codex"))
         .env("MOCK_API_KEY", "sk-test-not-a-key");
     run_bounded(c, Duration::from_secs(180))
@@ -423,7 +452,7 @@ fn codex_script(_proj: &Path) -> Vec<Step> {
 
 /// Codex's config.toml: the stand-in on `port` as its model provider (the
 /// trust entries written earlier kept).
-fn codex_config(world: &World, port: u16) {
+pub(crate) fn codex_config(world: &World, port: u16) {
     let dir = world.home().join(".codex");
     fs::create_dir_all(&dir).unwrap();
     let cfg = format!(
@@ -444,7 +473,7 @@ fn codex_config(world: &World, port: u16) {
 
 /// Trust memhook's hooks the way Codex's /hooks review does: ask
 /// `codex app-server` for each hook's key and current hash, record them.
-fn codex_trust(world: &World, exe: &Path) -> usize {
+pub(crate) fn codex_trust(world: &World, exe: &Path) -> usize {
     let hooks_file = world.home().join(".codex/hooks.json");
     // User-level hooks are listed for any cwd.
     let list = memhook::install::doctor::codex_hooks_list(exe, &hooks_file)

@@ -15,6 +15,7 @@ mod delivery;
 mod deps;
 mod fingerprints;
 mod forget;
+mod handoff;
 mod hook;
 mod hostile;
 mod install;

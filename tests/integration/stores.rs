@@ -351,8 +351,15 @@ fn the_handoff_is_the_same_text_from_both_stores() {
     ] {
         assert!(from_sqlite.contains(needle), "{needle}: {from_sqlite}");
     }
-    // Failed, then passed: not a standing failure.
-    assert!(!from_sqlite.contains("cargo build"), "{from_sqlite}");
+    // Failed, then passed: said so, not as a standing failure.
+    assert!(
+        from_sqlite.contains("- Failed, then passed: Bash \"cargo build --locked\", exit 1"),
+        "{from_sqlite}"
+    );
+    assert!(
+        !from_sqlite.contains("not fixed since: Bash \"cargo build"),
+        "{from_sqlite}"
+    );
     assert_eq!(from_pg, from_sqlite);
 }
 

@@ -334,6 +334,10 @@ fn handoff_section(
             }
         ));
     }
+    let fixed = &stands.fixed[stands.fixed.len().saturating_sub(MAX_FAILURES)..];
+    for f in fixed {
+        s.item(format!("Failed, then passed: {}", failure_label(f)));
+    }
     let files = store.session_files(last.row)?;
     let changed: Vec<String> = files
         .iter()
@@ -596,16 +600,26 @@ fn render(scope: (&str, &str), sections: &[Section], max_chars: usize) -> Option
     for _ in 0..4 {
         let room = max_chars.saturating_sub(header_len + 1);
         let (body, items) = fit(sections, room);
-        let mut header = String::new();
-        let mut total: usize = 0;
-        for _ in 0..3 {
-            header = format!(
+        let size_line = |total: usize| {
+            format!(
                 "memhook briefing for {}/{}: {items} items, {total} characters, ~{} tokens",
                 scope.0,
                 scope.1,
                 total.div_ceil(CHARS_PER_TOKEN)
-            );
-            total = header.chars().count() + 1 + body.chars().count();
+            )
+        };
+        // The size it states is its own: the line's length depends on its
+        // digits, so settle on the fixed point (the length only grows as
+        // the stated number does, so this ends within a few rounds).
+        let mut total: usize = 0;
+        let mut header = size_line(total);
+        loop {
+            let now = header.chars().count() + 1 + body.chars().count();
+            if now == total {
+                break;
+            }
+            total = now;
+            header = size_line(total);
         }
         let hl = header.chars().count();
         out = format!("{header}\n{body}");
@@ -838,6 +852,20 @@ mod tests {
         );
     }
 
+    /// The size line states the briefing's own length exactly, across the
+    /// lengths where its digits change (a briefing of 1,002 characters
+    /// said 1,001).
+    #[test]
+    fn the_size_line_states_the_exact_size() {
+        for len in (50..150).chain(900..1_100).chain(9_950..10_050) {
+            let mut s = Section::new("## T");
+            s.item("x".repeat(len));
+            let b = render(("w", "p"), &[s], 20_000).unwrap();
+            let stated = format!(" {} characters, ~", b.chars().count());
+            assert!(b.lines().next().unwrap().contains(&stated), "{len}: {b}");
+        }
+    }
+
     #[test]
     fn helpers_fold_relativise_and_read_exit_statuses() {
         assert_eq!(
@@ -990,9 +1018,10 @@ mod tests {
         );
         assert!(pos("- Still open in its plan: \"Add a command-line entry point\"") > 0);
         assert!(!b.contains("\"Fix leap year\""), "{b}");
-        // pytest failed, then passed: not standing; ruff is.
+        // pytest failed, then passed: not standing, but said; ruff stands.
         assert!(pos("- Failed, not fixed since: Bash \"ruff check\", exit 1: ") > 0);
-        assert!(!b.contains("pytest"), "{b}");
+        assert!(pos("- Failed, then passed: Bash \"pytest -q\", exit 1: ") > pos("- Failed, not"));
+        assert!(!b.contains("not fixed since: Bash \"pytest"), "{b}");
         assert!(pos("- Changed: \"src/dates.py\"") > pos("- Failed"));
         assert!(pos("concluded: \"Login endpoint added; tests pass.\"") > pos("- After it"));
         // About 400 tokens for the handoff.

@@ -29,6 +29,10 @@ pub struct Standing {
     pub open: Vec<String>,
     /// Failures no success of the same command followed, the latest last.
     pub failures: Vec<Failure>,
+    /// Failures a later success of the same command fixed (a test that
+    /// failed, then passed), each shown as it last failed, in the order
+    /// they were fixed.
+    pub fixed: Vec<Failure>,
 }
 
 /// What makes two tool results "the same command": the command line of a
@@ -102,23 +106,25 @@ pub fn standing(notes: &[Note]) -> Standing {
         .filter_map(|i| i.text)
         .collect();
     let mut standing: Vec<&Note> = Vec::new();
+    let mut fixed: Vec<Failure> = Vec::new();
     for n in notes.iter().filter(|n| n.event != "stop") {
         if n.failed {
             standing.push(n);
         } else if n.succeeded {
             let call = same_call(n);
-            standing.retain(|f| same_call(f) != call);
+            let (was, still): (Vec<&Note>, Vec<&Note>) =
+                standing.into_iter().partition(|f| same_call(f) == call);
+            standing = still;
+            if let Some(last) = was.last() {
+                let f = failure(last, was.len() as u64);
+                fixed.retain(|g| !(g.tool == f.tool && g.command == f.command && g.line == f.line));
+                fixed.push(f);
+            }
         }
     }
     let mut failures: Vec<Failure> = Vec::new();
     for n in standing {
-        let f = Failure {
-            tool: n.tool.clone().unwrap_or_else(|| "tool".into()),
-            command: n.command.clone(),
-            exit_code: n.exit_code,
-            line: n.text.as_deref().and_then(first_line),
-            times: 1,
-        };
+        let f = failure(n, 1);
         // The same failure again (the same command; without one, the same
         // tool and message): counted, shown as it last happened.
         let same = |g: &Failure| {
@@ -138,6 +144,18 @@ pub fn standing(notes: &[Note]) -> Standing {
         conclusion,
         open,
         failures,
+        fixed,
+    }
+}
+
+/// The failure a tool result `n` reports, seen `times` times.
+fn failure(n: &Note, times: u64) -> Failure {
+    Failure {
+        tool: n.tool.clone().unwrap_or_else(|| "tool".into()),
+        command: n.command.clone(),
+        exit_code: n.exit_code,
+        line: n.text.as_deref().and_then(first_line),
+        times,
     }
 }
 
@@ -206,11 +224,29 @@ mod tests {
         assert_eq!(shown, [(None, 1), (Some("cargo build"), 2)]);
         assert_eq!(s.failures[0].line.as_deref(), Some("boom 4"));
         assert_eq!(s.failures[1].exit_code, Some(1));
-        // Fixed afterwards: nothing stands.
+        // `cargo test` failed, then passed.
+        let fixed: Vec<(Option<&str>, u64)> = s
+            .fixed
+            .iter()
+            .map(|f| (f.command.as_deref(), f.times))
+            .collect();
+        assert_eq!(fixed, [(Some("cargo test"), 1)]);
+        assert_eq!(s.fixed[0].line.as_deref(), Some("boom 1"));
+        // Fixed afterwards: nothing stands; each shows as failed, then passed.
         let mut more = notes.to_vec();
         more.push(tool("8", Some("cargo build"), "", Some(true)));
         more.push(tool("9", None, "/w/a.rs", Some(true)));
-        assert!(standing(&more).failures.is_empty());
+        let s = standing(&more);
+        assert!(s.failures.is_empty());
+        let fixed: Vec<(Option<&str>, u64)> = s
+            .fixed
+            .iter()
+            .map(|f| (f.command.as_deref(), f.times))
+            .collect();
+        assert_eq!(
+            fixed,
+            [(Some("cargo test"), 1), (Some("cargo build"), 2), (None, 1)]
+        );
     }
 
     #[test]
