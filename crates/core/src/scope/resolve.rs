@@ -79,11 +79,20 @@ pub fn resolve(input: &ScopeInput) -> Result<Scope, ScopeError> {
         // empty one) is transparent for capture: an empty marker in a
         // subdirectory never switches off the project's exclusions. The
         // nearest marker further up that has a policy decides.
+        // A nearer `assistant_text = false` still holds (the stricter wins).
+        let nearer_words = capture.keeps_assistant_text();
         capture = Walk::new(&start, home.as_deref())
             .skip(1)
             .map(|p| marker::read(&p, home_known).capture)
             .find(|c| !matches!(c, CaptureConfig::Inactive { .. }))
             .unwrap_or(capture);
+        if !nearer_words {
+            if let CaptureConfig::Active { assistant_text, .. }
+            | CaptureConfig::Inactive { assistant_text, .. } = &mut capture
+            {
+                *assistant_text = false;
+            }
+        }
     }
     let ignore_marker = client && input.ignore_marker;
     if let Some(Marker {
@@ -246,6 +255,27 @@ mod tests {
             home: Some(home.to_path_buf()),
             mode,
             ..ScopeInput::default()
+        }
+    }
+
+    #[test]
+    fn a_nearer_marker_without_exclusions_keeps_the_outer_ones_and_its_own_assistant_text() {
+        let (_t, home, cwd) = world("project = \"p\"\n[capture]\nignore_paths = [\"secret/**\"]\n");
+        let sub = cwd.join("sub");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join(MARKER_FILE), "[capture]\nassistant_text = false\n").unwrap();
+        let s = resolve(&input(&home, &sub, Some(Mode::Hook))).unwrap();
+        match &s.capture {
+            CaptureConfig::Active {
+                patterns,
+                assistant_text,
+                marker,
+            } => {
+                assert_eq!(patterns, &vec!["secret/**".to_string()]);
+                assert!(!assistant_text, "the nearer opt-out holds");
+                assert_eq!(marker, &cwd.join(MARKER_FILE));
+            }
+            other => panic!("{other:?}"),
         }
     }
 
