@@ -462,7 +462,7 @@ fn caps_and_redaction_hold_in_the_records_the_binary_writes() {
     assert!(body.ends_with('…'));
     assert_eq!(r["tool"]["outcome"], "success");
     assert_eq!(r["tool"]["name"], "Bash");
-    assert_eq!(r["title"], "Bash (shell) success");
+    assert_eq!(r["title"], "Bash: ls -la");
     // The command line is kept apart from the body (DESIGN §4).
     assert_eq!(r["command"], "ls -la");
     assert!(!body.contains("ls -la"));
