@@ -26,7 +26,9 @@ pub struct ForgetArgs {
     /// recent` prints them.
     #[arg(long, value_name = "KEY", conflicts_with_all = ["session", "project", "before"])]
     pub record: Option<String>,
-    /// Every record of this agent session (its session id).
+    /// Every record of this agent session: its session id, or at least its
+    /// first 8 characters as `memhook recent` prints them (a prefix that
+    /// names several stored sessions is refused).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
     /// Every record of this project, written WORKSPACE/PROJECT. Its memory
@@ -68,6 +70,57 @@ pub fn selector(args: &ForgetArgs) -> Result<Selector, Error> {
     )?)
 }
 
+/// The shortest session-id prefix `--session` completes (what `memhook
+/// recent` prints).
+pub const MIN_SESSION_PREFIX: usize = 8;
+
+/// `--session ID` as the store knows it: the id itself when a session has
+/// exactly that id (or none starts with it), else the one stored session id
+/// that starts with it when it is at least [`MIN_SESSION_PREFIX`]
+/// characters. A prefix that several sessions share is refused, naming
+/// them.
+fn full_session_id(dir: &Path, given: &str) -> Result<String, Error> {
+    if given.chars().count() < MIN_SESSION_PREFIX || !dir.join(STORE_FILE).exists() {
+        return Ok(given.to_string());
+    }
+    const SHOWN: usize = 5;
+    let ids = Store::open(dir)?.session_ids_with_prefix(given, SHOWN + 1)?;
+    if ids.iter().any(|id| id == given) {
+        return Ok(given.to_string());
+    }
+    match ids.as_slice() {
+        [] => Ok(given.to_string()),
+        [one] => {
+            eprintln!(
+                "memhook: --session {}: session {}",
+                memhook_core::term::line(given),
+                memhook_core::term::line(one)
+            );
+            Ok(one.clone())
+        }
+        many => {
+            let listed: Vec<String> = many
+                .iter()
+                .take(SHOWN)
+                .map(|id| memhook_core::term::line(id))
+                .collect();
+            let more = if many.len() > SHOWN { ", …" } else { "" };
+            Err(format!(
+                "--session {}: {} stored sessions start with it ({}{more}); give more of \
+                 the id (nothing was forgotten)",
+                memhook_core::term::line(given),
+                if many.len() > SHOWN {
+                    format!("more than {SHOWN}")
+                } else {
+                    many.len().to_string()
+                },
+                listed.join(", ")
+            )
+            .into())
+        }
+    }
+}
+
 /// `memhook forget`. On PostgreSQL a database that cannot be reached (or
 /// fails) is exit 1, as for `memhook token`.
 pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
@@ -98,7 +151,12 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let sel = selector(args)?;
+    let mut sel = selector(args)?;
+    if pg.is_none() {
+        if let Some(s) = &sel.session {
+            sel.session = Some(full_session_id(&dir, s)?);
+        }
+    }
     let what = sel.describe();
     // The project's memory documents, when the whole project is named.
     let memory = match &sel.project {
