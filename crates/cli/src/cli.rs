@@ -46,7 +46,9 @@ pub enum Command {
     Drain(crate::drain::DrainArgs),
     /// Show pending records, deliveries, drops and the drainer's state.
     Status(crate::status::StatusArgs),
-    /// List the newest captured records.
+    /// List the newest captured records: local time, key, scope, agent,
+    /// session and title; a tool call is shown by its result (--json lists
+    /// every record, in UTC).
     Recent(crate::status::RecentArgs),
     /// Full-text search over captured records.
     Search(crate::status::SearchArgs),
