@@ -66,7 +66,7 @@ fn forget_a_session_removes_its_text_from_every_file_and_keeps_the_books() {
     let (code, out, err) = run(home.path(), &["forget", "--session", "doomed"]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("would forget 2 stored records (emptying 1 sessions and 0 projects) and 1 pending records: session doomed"),
+        out.contains("would forget 2 stored records (emptying 1 session and 0 projects) and 1 pending record: session doomed"),
         "{out}"
     );
     assert!(out.contains("--yes"), "{out}");
@@ -76,7 +76,7 @@ fn forget_a_session_removes_its_text_from_every_file_and_keeps_the_books() {
     let (code, out, err) = run(home.path(), &["forget", "--session", "doomed", "--yes"]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("forgot 2 stored records (emptying 1 sessions and 0 projects) and 1 pending records: session doomed"),
+        out.contains("forgot 2 stored records (emptying 1 session and 0 projects) and 1 pending record: session doomed"),
         "{out}"
     );
     assert_eq!(files_holding(&data, SENTINEL), Vec::<PathBuf>::new());
@@ -100,7 +100,7 @@ fn forget_a_session_removes_its_text_from_every_file_and_keeps_the_books() {
     // The forget is logged without the text.
     let (_, out, _) = run(home.path(), &["forget", "--history"]);
     assert!(
-        out.contains("forgot 2 records, 1 sessions, 0 projects: session doomed"),
+        out.contains("forgot 2 records, 1 session, 0 projects: session doomed"),
         "{out}"
     );
     assert!(!out.contains(SENTINEL));

@@ -14,6 +14,7 @@ use clap::Args;
 
 use crate::cmd::CmdResult;
 use memhook_core::data_dir;
+use memhook_core::term::count;
 
 use memhook_delivery::spool::SinkTarget;
 use memhook_sinks::forget::{forget_in, forget_with, Cleanup, Report, PENDING_FILE};
@@ -141,11 +142,11 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
         };
         for e in log {
             println!(
-                "{} forgot {} records, {} sessions, {} projects: {}",
-                memhook_core::timefmt::rfc3339_ms(e.at_ms),
-                e.records,
-                e.sessions,
-                e.projects,
+                "{} forgot {}, {}, {}: {}",
+                memhook_core::timefmt::local_text(e.at_ms),
+                count(e.records, "record"),
+                count(e.sessions, "session"),
+                count(e.projects, "project"),
                 memhook_core::term::line(&e.selector)
             );
         }
@@ -212,15 +213,19 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
         .as_ref()
         .map_or((0, 0, 0), |f| (f.records, f.sessions, f.projects));
     let emptied = if sessions + projects > 0 {
-        format!(" (emptying {sessions} sessions and {projects} projects)")
+        format!(
+            " (emptying {} and {})",
+            count(sessions, "session"),
+            count(projects, "project")
+        )
     } else {
         String::new()
     };
     if !report.applied {
         println!(
-            "memhook forget: would forget {records} stored records{emptied} and {} pending \
-             records: {what}",
-            report.pending
+            "memhook forget: would forget {}{emptied} and {}: {what}",
+            count(records, "stored record"),
+            count(report.pending, "pending record")
         );
         let documents = memory
             .as_ref()
@@ -240,9 +245,9 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
         }
     } else {
         println!(
-            "memhook forget: forgot {records} stored records{emptied} and {} pending \
-             records: {what}",
-            report.pending
+            "memhook forget: forgot {}{emptied} and {}: {what}",
+            count(records, "stored record"),
+            count(report.pending, "pending record")
         );
         if pg.is_none() && report.wal_pending() {
             eprintln!(
