@@ -98,7 +98,7 @@ pub fn run(args: &ExportArgs, data_dir: Option<&Path>) -> CmdResult {
         Ok(n) => {
             eprintln!(
                 "memhook: exported {}",
-                memhook_core::term::count(n as u64, "record")
+                memhook_core::term::count(n, "record")
             );
             Ok(ExitCode::SUCCESS)
         }

@@ -156,17 +156,17 @@ pub fn run(args: &ImportArgs, data_dir: Option<&Path>) -> CmdResult {
     match &target {
         Target::Local(_) => eprintln!(
             "memhook: imported {} ({} new, {} already stored); {}",
-            count(tally.done as u64, "record"),
+            count(tally.done, "record"),
             tally.new,
             tally.done - tally.new,
-            count(tally.bad as u64, "bad line")
+            count(tally.bad, "bad line")
         ),
         Target::Server { url, .. } => eprintln!(
             "memhook: sent {} to {} (it stores each key once); {}, \
              {} not taken",
-            count(tally.done as u64, "record"),
+            count(tally.done, "record"),
             memhook_delivery::spool::redact_url(url),
-            count(tally.bad as u64, "bad line"),
+            count(tally.bad, "bad line"),
             tally.failed
         ),
     }
