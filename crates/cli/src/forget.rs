@@ -290,26 +290,66 @@ fn tell_memory(
     delete: bool,
     apply: bool,
 ) -> Result<(), Error> {
-    let at = m.root().display();
-    match (n, delete, apply) {
-        (0, _, _) => println!("memhook forget: the project has no memory documents"),
-        (_, false, false) => println!(
-            "memhook forget: its {n} memory documents ({at}) are kept; add --memory to \
-             delete them too"
-        ),
-        (_, false, true) => println!(
-            "memhook forget: kept its {n} memory documents ({at}); `memhook forget --project \
-             … --memory --yes` deletes them"
-        ),
-        (_, true, false) => {
-            println!("memhook forget: would delete its {n} memory documents ({at})")
-        }
-        (_, true, true) => {
-            let gone = m.forget_all()?;
-            println!("memhook forget: deleted its {gone} memory documents ({at})");
-        }
-    }
+    let at = m.root().display().to_string();
+    let gone = if delete && apply && n > 0 {
+        m.forget_all()?
+    } else {
+        0
+    };
+    println!(
+        "memhook forget: {}",
+        memory_words(n, gone, delete, apply, &at)
+    );
     Ok(())
+}
+
+/// What `tell_memory` says of `n` documents in `at` (`gone` deleted).
+fn memory_words(n: usize, gone: usize, delete: bool, apply: bool, at: &str) -> String {
+    let docs = count(n as u64, "memory document");
+    let (are, them) = if n == 1 {
+        ("is", "it")
+    } else {
+        ("are", "them")
+    };
+    match (n, delete, apply) {
+        (0, _, _) => "the project has no memory documents".to_string(),
+        (_, false, false) => {
+            format!("its {docs} ({at}) {are} kept; add --memory to delete {them} too")
+        }
+        (_, false, true) => format!(
+            "kept its {docs} ({at}); `memhook forget --project … --memory --yes` deletes {them}"
+        ),
+        (_, true, false) => format!("would delete its {docs} ({at})"),
+        (_, true, true) => format!(
+            "deleted its {} ({at})",
+            count(gone as u64, "memory document")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::memory_words;
+
+    #[test]
+    fn memory_document_counts_agree_in_number() {
+        assert_eq!(
+            memory_words(1, 0, false, false, "/m"),
+            "its 1 memory document (/m) is kept; add --memory to delete it too"
+        );
+        assert_eq!(
+            memory_words(2, 0, false, false, "/m"),
+            "its 2 memory documents (/m) are kept; add --memory to delete them too"
+        );
+        assert_eq!(
+            memory_words(1, 1, true, true, "/m"),
+            "deleted its 1 memory document (/m)"
+        );
+        assert_eq!(
+            memory_words(1, 0, false, true, "/m"),
+            "kept its 1 memory document (/m); `memhook forget --project … --memory --yes` deletes it"
+        );
+    }
 }
 
 /// Say what became of the cleanup an earlier forget left (stderr; nothing
