@@ -483,12 +483,14 @@ fn recent_folds_calls_into_results_and_shows_sessions_and_local_time() {
     let post = claude_payload("PostToolUse-Bash", home.path(), session);
     let mut running = claude_payload("PreToolUse-Bash", home.path(), session);
     running["tool_use_id"] = "toolu_still_running".into();
+    let edit = claude_payload("PostToolUse-Edit", home.path(), session);
     let cwd = prompt["cwd"].as_str().unwrap().to_string();
     for (event, p) in [
         ("UserPromptSubmit", &prompt),
         ("PreToolUse", &pre),
         ("PostToolUse", &post),
         ("PreToolUse", &running),
+        ("PostToolUse", &edit),
     ] {
         let mut cmd = memhook(home.path());
         cmd.args(["hook", "--agent", "claude-code", "--event", event])
@@ -510,19 +512,31 @@ fn recent_folds_calls_into_results_and_shows_sessions_and_local_time() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines.len(), 4, "{text}");
     assert!(
-        lines[0].ends_with("claude-code session 371ef597 pre-tool-use — Bash (shell)"),
+        lines[0].ends_with("claude-code session 371ef597 post-tool-use — Edit src/app.py"),
         "{text}"
     );
     assert!(
-        lines[1].ends_with("claude-code session 371ef597 post-tool-use — Bash: ls -la"),
+        lines[1].ends_with("claude-code session 371ef597 pre-tool-use — Bash (shell)"),
         "{text}"
     );
     assert!(
-        lines[2].ends_with("claude-code session 371ef597 user-prompt — list the files"),
+        lines[2].ends_with("claude-code session 371ef597 post-tool-use — Bash: ls -la"),
         "{text}"
     );
+    assert!(
+        lines[3].ends_with("claude-code session 371ef597 user-prompt — list the files"),
+        "{text}"
+    );
+    // --limit counts the lines printed, after folding.
+    let out = memhook(home.path())
+        .args(["recent", "--all", "--limit", "3"])
+        .env("TZ", "XYZ-5:30")
+        .output()
+        .unwrap();
+    let limited = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(limited.lines().collect::<Vec<_>>(), lines[..3], "{limited}");
     for l in &lines {
         // `YYYY-MM-DD HH:MM:SS +05:30 key…`
         assert_eq!(&l[19..26], " +05:30", "{l}");
@@ -544,6 +558,6 @@ fn recent_folds_calls_into_results_and_shows_sessions_and_local_time() {
         .output()
         .unwrap();
     let json = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(json.lines().count(), 4, "{json}");
+    assert_eq!(json.lines().count(), 5, "{json}");
     assert!(json.contains("Z\""), "{json}");
 }
