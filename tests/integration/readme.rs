@@ -110,3 +110,74 @@ fn readme_commands_print_what_readme_shows() {
         got.join("\n")
     );
 }
+
+/// Every `memhook …` command README's "Use it with your agent" part shows
+/// runs as written, in order, on a fresh HOME (but `memhook ui`, which
+/// starts a server and opens a browser: tests/integration/web.rs drives
+/// it), and the install is really undone at the end.
+#[test]
+fn readme_agent_commands_run_as_written() {
+    let text = readme();
+    let sh = blocks(&text, "sh");
+    let commands: Vec<&str> = sh[2..]
+        .iter()
+        .flat_map(|b| b.lines())
+        .map(|l| l.split("  #").next().unwrap().trim())
+        .filter(|l| l.starts_with("memhook ") && !l.starts_with("memhook ui"))
+        .collect();
+    for want in [
+        "memhook install-hooks --agent claude-code --apply",
+        "memhook install-mcp --agent claude-code --apply",
+        "memhook status",
+        "memhook recent",
+        "memhook uninstall-hooks --agent claude-code --apply",
+        "memhook install-mcp --agent claude-code --remove --apply",
+    ] {
+        assert!(
+            commands.contains(&want),
+            "README lost {want:?}: {commands:?}"
+        );
+    }
+    let home = tempfile::tempdir().unwrap();
+    let bin = home.path().join("bin");
+    install_copy(&bin);
+    let clone = home.path().join("memhook");
+    std::fs::create_dir_all(&clone).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for c in &commands {
+        let mut cmd = Command::new("bash");
+        cmd.arg("-c")
+            .arg(c)
+            .current_dir(&clone)
+            .env("PATH", &path)
+            .env("HOME", home.path())
+            .env("AI_MEMORY_DATA_DIR", home.path().join(".memhook-data"));
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().into_owned();
+            if (k.starts_with("AI_MEMORY_") && k != "AI_MEMORY_DATA_DIR")
+                || k.starts_with("XDG_")
+                || k == "CLAUDE_CONFIG_DIR"
+                || k == "CODEX_HOME"
+            {
+                cmd.env_remove(k);
+            }
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{c}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Undone: no hook left in Claude Code's settings, no MCP server.
+    let settings = home.path().join(".claude/settings.json");
+    let left = std::fs::read_to_string(&settings).unwrap_or_default();
+    assert!(!left.contains("memhook"), "{left}");
+    let mcp = std::fs::read_to_string(home.path().join(".claude.json")).unwrap_or_default();
+    assert!(!mcp.contains("\"memhook\""), "{mcp}");
+}
