@@ -40,7 +40,8 @@ pub struct Cli {
 pub enum Command {
     /// Handle one agent lifecycle event read from stdin (run by agents).
     Hook(crate::hook::HookCliArgs),
-    /// Print the workspace and project a directory belongs to.
+    /// Print the workspace and project a directory belongs to, and what is
+    /// captured there.
     Show(crate::show::ShowArgs),
     /// Deliver every pending record now, in the foreground.
     Drain(crate::drain::DrainArgs),

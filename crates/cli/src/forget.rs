@@ -327,31 +327,6 @@ fn memory_words(n: usize, gone: usize, delete: bool, apply: bool, at: &str) -> S
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::memory_words;
-
-    #[test]
-    fn memory_document_counts_agree_in_number() {
-        assert_eq!(
-            memory_words(1, 0, false, false, "/m"),
-            "its 1 memory document (/m) is kept; add --memory to delete it too"
-        );
-        assert_eq!(
-            memory_words(2, 0, false, false, "/m"),
-            "its 2 memory documents (/m) are kept; add --memory to delete them too"
-        );
-        assert_eq!(
-            memory_words(1, 1, true, true, "/m"),
-            "deleted its 1 memory document (/m)"
-        );
-        assert_eq!(
-            memory_words(1, 0, false, true, "/m"),
-            "kept its 1 memory document (/m); `memhook forget --project … --memory --yes` deletes it"
-        );
-    }
-}
-
 /// Say what became of the cleanup an earlier forget left (stderr; nothing
 /// when none was owed).
 pub fn tell_cleanup(dir: &Path, outcome: Result<Cleanup, Error>) {
@@ -374,5 +349,30 @@ pub fn tell_cleanup(dir: &Path, outcome: Result<Cleanup, Error>) {
             "memhook: the cleanup an earlier forget left ({}) failed: {e}",
             dir.join(PENDING_FILE).display()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::memory_words;
+
+    #[test]
+    fn memory_document_counts_agree_in_number() {
+        assert_eq!(
+            memory_words(1, 0, false, false, "/m"),
+            "its 1 memory document (/m) is kept; add --memory to delete it too"
+        );
+        assert_eq!(
+            memory_words(2, 0, false, false, "/m"),
+            "its 2 memory documents (/m) are kept; add --memory to delete them too"
+        );
+        assert_eq!(
+            memory_words(1, 1, true, true, "/m"),
+            "deleted its 1 memory document (/m)"
+        );
+        assert_eq!(
+            memory_words(1, 0, false, true, "/m"),
+            "kept its 1 memory document (/m); `memhook forget --project … --memory --yes` deletes it"
+        );
     }
 }
