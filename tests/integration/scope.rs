@@ -491,6 +491,23 @@ fn show_says_what_is_captured_in_words() {
     );
     let v: Value = serde_json::from_str(&show(&marked, true)).unwrap();
     assert_eq!(v["capture"], "active");
+    // A marker that cannot be used: what is still captured.
+    let broken = home.path().join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(
+        broken.join(".ai-memory.toml"),
+        "[capture]\nignore_pathz = [\"secret/**\"]\n",
+    )
+    .unwrap();
+    let text = show(&broken, false);
+    assert!(
+        text.contains(
+            "capture    invalid, fail closed: file and shell tool events are kept without their content"
+        ),
+        "{text}"
+    );
+    let v: Value = serde_json::from_str(&show(&broken, true)).unwrap();
+    assert_eq!(v["capture"], "invalid");
     // An allowlist install captures nothing without a marker, and says so.
     let data = home.path().join(".memhook-data");
     std::fs::create_dir_all(&data).unwrap();

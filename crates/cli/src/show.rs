@@ -138,7 +138,12 @@ pub fn to_text(scope: &Scope, gate: Option<Gate>) -> String {
             marker.display()
         ),
         CaptureConfig::Invalid { marker, .. } => {
-            format!("invalid, fail closed ({})", marker.display())
+            format!(
+                "invalid, fail closed: file and shell tool events are kept without their \
+                 content and the agent's own words not at all; prompts are still captured \
+                 ({}; docs/capture.md)",
+                marker.display()
+            )
         }
     };
     line("capture", capture);
