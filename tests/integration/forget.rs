@@ -66,7 +66,7 @@ fn forget_a_session_removes_its_text_from_every_file_and_keeps_the_books() {
     let (code, out, err) = run(home.path(), &["forget", "--session", "doomed"]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("would forget 2 stored records (emptying 1 sessions and 0 projects) and 1 pending records: session doomed"),
+        out.contains("would forget 2 stored records (emptying 1 session and 0 projects) and 1 pending record: session doomed"),
         "{out}"
     );
     assert!(out.contains("--yes"), "{out}");
@@ -76,7 +76,7 @@ fn forget_a_session_removes_its_text_from_every_file_and_keeps_the_books() {
     let (code, out, err) = run(home.path(), &["forget", "--session", "doomed", "--yes"]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("forgot 2 stored records (emptying 1 sessions and 0 projects) and 1 pending records: session doomed"),
+        out.contains("forgot 2 stored records (emptying 1 session and 0 projects) and 1 pending record: session doomed"),
         "{out}"
     );
     assert_eq!(files_holding(&data, SENTINEL), Vec::<PathBuf>::new());
@@ -100,7 +100,7 @@ fn forget_a_session_removes_its_text_from_every_file_and_keeps_the_books() {
     // The forget is logged without the text.
     let (_, out, _) = run(home.path(), &["forget", "--history"]);
     assert!(
-        out.contains("forgot 2 records, 1 sessions, 0 projects: session doomed"),
+        out.contains("forgot 2 records, 1 session, 0 projects: session doomed"),
         "{out}"
     );
     assert!(!out.contains(SENTINEL));
@@ -363,4 +363,55 @@ fn forget_project_says_what_happens_to_memory_documents_and_memory_deletes_them(
         ],
     );
     assert_eq!(code, 2, "{err}");
+}
+
+/// `forget --session` takes the short id `memhook recent` prints (8 or
+/// more characters) when one stored session starts with it, and refuses a
+/// prefix two sessions share, naming them and forgetting nothing.
+#[test]
+fn forget_session_accepts_a_unique_prefix_and_refuses_an_ambiguous_one() {
+    let home = tempfile::tempdir().unwrap();
+    let a = "371ef597-1111-4a4a-8b8b-000000000001";
+    let b = "371ef597-2222-4a4a-8b8b-000000000002";
+    let c = "9c0ffee5-3333-4a4a-8b8b-000000000003";
+    for s in [a, b, c] {
+        let mut p = payload("UserPromptSubmit", home.path(), s);
+        p["prompt"] = format!("words of {s}").into();
+        hook(home.path(), &p, true);
+    }
+    assert!(memhook(home.path())
+        .arg("drain")
+        .status()
+        .unwrap()
+        .success());
+    // Shared by a and b: refused, nothing forgotten.
+    let (code, out, err) = run(home.path(), &["forget", "--session", "371ef597", "--yes"]);
+    assert_eq!(code, 2, "{out} {err}");
+    assert!(
+        err.contains("--session 371ef597: 2 stored sessions start with it"),
+        "{err}"
+    );
+    assert!(
+        err.contains(a) && err.contains(b) && err.contains("give more of the id"),
+        "{err}"
+    );
+    // Unique: completed, and said so.
+    let (code, out, err) = run(home.path(), &["forget", "--session", "371ef597-2", "--yes"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains(&format!("session {b}")), "{err}");
+    assert!(
+        out.contains(
+            "forgot 1 stored record (emptying 1 session and 0 projects) and 0 pending records"
+        ),
+        "{out}"
+    );
+    assert!(out.contains(&format!("session {b}")), "{out}");
+    let (_, out, _) = run(home.path(), &["forget", "--session", "9c0ffee5"]);
+    assert!(
+        out.contains("would forget 1 stored record (") && out.contains(c),
+        "{out}"
+    );
+    let (_, out, _) = run(home.path(), &["recent", "--all", "--json"]);
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(!out.contains(b), "{out}");
 }

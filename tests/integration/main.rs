@@ -20,6 +20,7 @@ mod hook;
 mod hostile;
 mod install;
 mod mcp;
+mod readme;
 mod records;
 mod scope;
 mod secrets;

@@ -462,8 +462,102 @@ fn caps_and_redaction_hold_in_the_records_the_binary_writes() {
     assert!(body.ends_with('…'));
     assert_eq!(r["tool"]["outcome"], "success");
     assert_eq!(r["tool"]["name"], "Bash");
-    assert_eq!(r["title"], "Bash (shell) success");
+    assert_eq!(r["title"], "Bash: ls -la");
     // The command line is kept apart from the body (DESIGN §4).
     assert_eq!(r["command"], "ls -la");
     assert!(!body.contains("ls -la"));
+}
+
+/// `memhook recent` for people: local time with its offset, the session's
+/// short id, titles that say what happened, and a tool call folded into
+/// its result (a call whose result has not arrived stays listed). `--json`
+/// lists every record, with UTC times.
+#[test]
+fn recent_folds_calls_into_results_and_shows_sessions_and_local_time() {
+    use crate::support::fixtures::claude_payload;
+    let home = tempfile::tempdir().unwrap();
+    let session = "371ef597-95d6-487f-a6bc-140cd0de6f2b";
+    let mut prompt = claude_payload("UserPromptSubmit", home.path(), session);
+    prompt["prompt"] = "list the files".into();
+    let pre = claude_payload("PreToolUse-Bash", home.path(), session);
+    let post = claude_payload("PostToolUse-Bash", home.path(), session);
+    let mut running = claude_payload("PreToolUse-Bash", home.path(), session);
+    running["tool_use_id"] = "toolu_still_running".into();
+    let edit = claude_payload("PostToolUse-Edit", home.path(), session);
+    let cwd = prompt["cwd"].as_str().unwrap().to_string();
+    for (event, p) in [
+        ("UserPromptSubmit", &prompt),
+        ("PreToolUse", &pre),
+        ("PostToolUse", &post),
+        ("PreToolUse", &running),
+        ("PostToolUse", &edit),
+    ] {
+        let mut cmd = memhook(home.path());
+        cmd.args(["hook", "--agent", "claude-code", "--event", event])
+            .current_dir(&cwd)
+            .env("MEMHOOK_NO_HOOK_DELIVERY", "1");
+        let out = run_with_stdin(cmd, p.to_string().as_bytes());
+        assert!(out.status.success(), "{out:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(memhook(home.path())
+        .arg("drain")
+        .status()
+        .unwrap()
+        .success());
+    let out = memhook(home.path())
+        .args(["recent", "--all"])
+        .env("TZ", "XYZ-5:30")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(
+        lines[0].ends_with("claude-code session 371ef597 post-tool-use — Edit src/app.py"),
+        "{text}"
+    );
+    assert!(
+        lines[1].ends_with("claude-code session 371ef597 pre-tool-use — Bash (shell)"),
+        "{text}"
+    );
+    assert!(
+        lines[2].ends_with("claude-code session 371ef597 post-tool-use — Bash: ls -la"),
+        "{text}"
+    );
+    assert!(
+        lines[3].ends_with("claude-code session 371ef597 user-prompt — list the files"),
+        "{text}"
+    );
+    // --limit counts the lines printed, after folding.
+    let out = memhook(home.path())
+        .args(["recent", "--all", "--limit", "3"])
+        .env("TZ", "XYZ-5:30")
+        .output()
+        .unwrap();
+    let limited = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(limited.lines().collect::<Vec<_>>(), lines[..3], "{limited}");
+    for l in &lines {
+        // `YYYY-MM-DD HH:MM:SS +05:30 key…`
+        assert_eq!(&l[19..26], " +05:30", "{l}");
+    }
+    let out = memhook(home.path())
+        .arg("status")
+        .env("TZ", "XYZ-5:30")
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&out.stdout);
+    let delivery = status
+        .lines()
+        .find(|l| l.trim_start().starts_with("last delivery: "))
+        .unwrap_or_else(|| panic!("{status}"));
+    assert!(delivery.contains(" +05:30 ("), "{status}");
+    // --json: every record, UTC.
+    let out = memhook(home.path())
+        .args(["recent", "--all", "--json"])
+        .output()
+        .unwrap();
+    let json = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(json.lines().count(), 5, "{json}");
+    assert!(json.contains("Z\""), "{json}");
 }

@@ -449,3 +449,72 @@ fn show_json_and_text_agree_on_strategy_and_settings() {
         "{text}"
     );
 }
+
+/// `show` says in words what is captured: with no marker, everything
+/// (the default denylist mode) — "absent" read as "nothing". `--json`
+/// keeps DESIGN §2's one word.
+#[test]
+fn show_says_what_is_captured_in_words() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let plain = home.path().join("plain");
+    let marked = home.path().join("marked");
+    std::fs::create_dir_all(&plain).unwrap();
+    std::fs::create_dir_all(&marked).unwrap();
+    std::fs::write(
+        marked.join(".ai-memory.toml"),
+        "[capture]\nignore_paths = [\"secret/**\"]\n",
+    )
+    .unwrap();
+    let show = |dir: &std::path::Path, json: bool| {
+        let mut cmd = memhook(home.path());
+        cmd.arg("show").current_dir(dir);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = show(&plain, false);
+    assert!(
+        text.contains("capture    everything (no marker, nothing excluded;"),
+        "{text}"
+    );
+    assert!(!text.contains("absent"), "{text}");
+    let v: Value = serde_json::from_str(&show(&plain, true)).unwrap();
+    assert_eq!(v["capture"], "absent");
+    let text = show(&marked, false);
+    assert!(
+        text.contains("capture    active: 1 pattern excludes paths, everything else is captured ("),
+        "{text}"
+    );
+    let v: Value = serde_json::from_str(&show(&marked, true)).unwrap();
+    assert_eq!(v["capture"], "active");
+    // A marker that cannot be used: what is still captured.
+    let broken = home.path().join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(
+        broken.join(".ai-memory.toml"),
+        "[capture]\nignore_pathz = [\"secret/**\"]\n",
+    )
+    .unwrap();
+    let text = show(&broken, false);
+    assert!(
+        text.contains(
+            "capture    invalid, fail closed: file and shell tool events are kept without their content"
+        ),
+        "{text}"
+    );
+    let v: Value = serde_json::from_str(&show(&broken, true)).unwrap();
+    assert_eq!(v["capture"], "invalid");
+    // An allowlist install captures nothing without a marker, and says so.
+    let data = home.path().join(".memhook-data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mode = data.join("capture-mode");
+    std::fs::write(&mode, "allowlist\n").unwrap();
+    std::fs::set_permissions(&mode, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let text = show(&plain, false);
+    assert!(text.contains("capture    nothing (no marker, "), "{text}");
+}

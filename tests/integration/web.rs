@@ -908,3 +908,36 @@ fn forgetting_a_project_says_its_memory_documents_are_kept() {
         got.body
     );
 }
+
+/// Counts on the pages are in the right number: `1 session`, `1 prompt`.
+#[test]
+fn pages_count_in_the_right_number() {
+    let home = tempfile::tempdir().unwrap();
+    seed(home.path(), "");
+    let s = Serve::start(home.path(), None);
+    let bearer = format!("Bearer {}", token(home.path()));
+    let row = session_row(&s, &bearer);
+    let get = |path: &str| {
+        call(
+            "GET",
+            &format!("{}{path}", s.url()),
+            &[("Authorization", &bearer)],
+            None,
+        )
+    };
+    let project = get(&format!("/p/{PROJECT}"));
+    assert!(
+        project.body.contains("1 session, newest first."),
+        "{}",
+        project.body
+    );
+    let failures = get(&format!("/api/projects/{PROJECT}")).json()["sessions"][0]["failures"]
+        .as_u64()
+        .unwrap();
+    let session = get(&format!("/sessions/{row}"));
+    let want = format!(
+        " · 3 records · 1 prompt · {failures} failure{}</p>",
+        if failures == 1 { "" } else { "s" }
+    );
+    assert!(session.body.contains(&want), "{want}: {}", session.body);
+}

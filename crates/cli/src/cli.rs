@@ -40,13 +40,16 @@ pub struct Cli {
 pub enum Command {
     /// Handle one agent lifecycle event read from stdin (run by agents).
     Hook(crate::hook::HookCliArgs),
-    /// Print the workspace and project a directory belongs to.
+    /// Print the workspace and project a directory belongs to, and what is
+    /// captured there.
     Show(crate::show::ShowArgs),
     /// Deliver every pending record now, in the foreground.
     Drain(crate::drain::DrainArgs),
     /// Show pending records, deliveries, drops and the drainer's state.
     Status(crate::status::StatusArgs),
-    /// List the newest captured records.
+    /// List the newest captured records: local time, key, scope, agent,
+    /// session and title; a tool call is shown by its result (--json lists
+    /// every record, in UTC).
     Recent(crate::status::RecentArgs),
     /// Full-text search over captured records.
     Search(crate::status::SearchArgs),

@@ -14,6 +14,7 @@ use clap::Args;
 
 use crate::cmd::CmdResult;
 use memhook_core::data_dir;
+use memhook_core::term::count;
 
 use memhook_delivery::spool::SinkTarget;
 use memhook_sinks::forget::{forget_in, forget_with, Cleanup, Report, PENDING_FILE};
@@ -26,7 +27,9 @@ pub struct ForgetArgs {
     /// recent` prints them.
     #[arg(long, value_name = "KEY", conflicts_with_all = ["session", "project", "before"])]
     pub record: Option<String>,
-    /// Every record of this agent session (its session id).
+    /// Every record of this agent session: its session id, or at least its
+    /// first 8 characters as `memhook recent` prints them (a prefix that
+    /// names several stored sessions is refused).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
     /// Every record of this project, written WORKSPACE/PROJECT. Its memory
@@ -68,6 +71,57 @@ pub fn selector(args: &ForgetArgs) -> Result<Selector, Error> {
     )?)
 }
 
+/// The shortest session-id prefix `--session` completes (what `memhook
+/// recent` prints).
+pub const MIN_SESSION_PREFIX: usize = 8;
+
+/// `--session ID` as the store knows it: the id itself when a session has
+/// exactly that id (or none starts with it), else the one stored session id
+/// that starts with it when it is at least [`MIN_SESSION_PREFIX`]
+/// characters. A prefix that several sessions share is refused, naming
+/// them.
+fn full_session_id(dir: &Path, given: &str) -> Result<String, Error> {
+    if given.chars().count() < MIN_SESSION_PREFIX || !dir.join(STORE_FILE).exists() {
+        return Ok(given.to_string());
+    }
+    const SHOWN: usize = 5;
+    let ids = Store::open(dir)?.session_ids_with_prefix(given, SHOWN + 1)?;
+    if ids.iter().any(|id| id == given) {
+        return Ok(given.to_string());
+    }
+    match ids.as_slice() {
+        [] => Ok(given.to_string()),
+        [one] => {
+            eprintln!(
+                "memhook: --session {}: session {}",
+                memhook_core::term::line(given),
+                memhook_core::term::line(one)
+            );
+            Ok(one.clone())
+        }
+        many => {
+            let listed: Vec<String> = many
+                .iter()
+                .take(SHOWN)
+                .map(|id| memhook_core::term::line(id))
+                .collect();
+            let more = if many.len() > SHOWN { ", …" } else { "" };
+            Err(format!(
+                "--session {}: {} stored sessions start with it ({}{more}); give more of \
+                 the id (nothing was forgotten)",
+                memhook_core::term::line(given),
+                if many.len() > SHOWN {
+                    format!("more than {SHOWN}")
+                } else {
+                    many.len().to_string()
+                },
+                listed.join(", ")
+            )
+            .into())
+        }
+    }
+}
+
 /// `memhook forget`. On PostgreSQL a database that cannot be reached (or
 /// fails) is exit 1, as for `memhook token`.
 pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
@@ -88,17 +142,22 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
         };
         for e in log {
             println!(
-                "{} forgot {} records, {} sessions, {} projects: {}",
-                memhook_core::timefmt::rfc3339_ms(e.at_ms),
-                e.records,
-                e.sessions,
-                e.projects,
+                "{} forgot {}, {}, {}: {}",
+                memhook_core::timefmt::local_text(e.at_ms),
+                count(e.records, "record"),
+                count(e.sessions, "session"),
+                count(e.projects, "project"),
                 memhook_core::term::line(&e.selector)
             );
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let sel = selector(args)?;
+    let mut sel = selector(args)?;
+    if pg.is_none() {
+        if let Some(s) = &sel.session {
+            sel.session = Some(full_session_id(&dir, s)?);
+        }
+    }
     let what = sel.describe();
     // The project's memory documents, when the whole project is named.
     let memory = match &sel.project {
@@ -154,15 +213,19 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
         .as_ref()
         .map_or((0, 0, 0), |f| (f.records, f.sessions, f.projects));
     let emptied = if sessions + projects > 0 {
-        format!(" (emptying {sessions} sessions and {projects} projects)")
+        format!(
+            " (emptying {} and {})",
+            count(sessions, "session"),
+            count(projects, "project")
+        )
     } else {
         String::new()
     };
     if !report.applied {
         println!(
-            "memhook forget: would forget {records} stored records{emptied} and {} pending \
-             records: {what}",
-            report.pending
+            "memhook forget: would forget {}{emptied} and {}: {what}",
+            count(records, "stored record"),
+            count(report.pending, "pending record")
         );
         let documents = memory
             .as_ref()
@@ -182,9 +245,9 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
         }
     } else {
         println!(
-            "memhook forget: forgot {records} stored records{emptied} and {} pending \
-             records: {what}",
-            report.pending
+            "memhook forget: forgot {}{emptied} and {}: {what}",
+            count(records, "stored record"),
+            count(report.pending, "pending record")
         );
         if pg.is_none() && report.wal_pending() {
             eprintln!(
@@ -227,26 +290,41 @@ fn tell_memory(
     delete: bool,
     apply: bool,
 ) -> Result<(), Error> {
-    let at = m.root().display();
-    match (n, delete, apply) {
-        (0, _, _) => println!("memhook forget: the project has no memory documents"),
-        (_, false, false) => println!(
-            "memhook forget: its {n} memory documents ({at}) are kept; add --memory to \
-             delete them too"
-        ),
-        (_, false, true) => println!(
-            "memhook forget: kept its {n} memory documents ({at}); `memhook forget --project \
-             … --memory --yes` deletes them"
-        ),
-        (_, true, false) => {
-            println!("memhook forget: would delete its {n} memory documents ({at})")
-        }
-        (_, true, true) => {
-            let gone = m.forget_all()?;
-            println!("memhook forget: deleted its {gone} memory documents ({at})");
-        }
-    }
+    let at = m.root().display().to_string();
+    let gone = if delete && apply && n > 0 {
+        m.forget_all()?
+    } else {
+        0
+    };
+    println!(
+        "memhook forget: {}",
+        memory_words(n, gone, delete, apply, &at)
+    );
     Ok(())
+}
+
+/// What `tell_memory` says of `n` documents in `at` (`gone` deleted).
+fn memory_words(n: usize, gone: usize, delete: bool, apply: bool, at: &str) -> String {
+    let docs = count(n as u64, "memory document");
+    let (are, them) = if n == 1 {
+        ("is", "it")
+    } else {
+        ("are", "them")
+    };
+    match (n, delete, apply) {
+        (0, _, _) => "the project has no memory documents".to_string(),
+        (_, false, false) => {
+            format!("its {docs} ({at}) {are} kept; add --memory to delete {them} too")
+        }
+        (_, false, true) => format!(
+            "kept its {docs} ({at}); `memhook forget --project … --memory --yes` deletes {them}"
+        ),
+        (_, true, false) => format!("would delete its {docs} ({at})"),
+        (_, true, true) => format!(
+            "deleted its {} ({at})",
+            count(gone as u64, "memory document")
+        ),
+    }
 }
 
 /// Say what became of the cleanup an earlier forget left (stderr; nothing
@@ -271,5 +349,30 @@ pub fn tell_cleanup(dir: &Path, outcome: Result<Cleanup, Error>) {
             "memhook: the cleanup an earlier forget left ({}) failed: {e}",
             dir.join(PENDING_FILE).display()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::memory_words;
+
+    #[test]
+    fn memory_document_counts_agree_in_number() {
+        assert_eq!(
+            memory_words(1, 0, false, false, "/m"),
+            "its 1 memory document (/m) is kept; add --memory to delete it too"
+        );
+        assert_eq!(
+            memory_words(2, 0, false, false, "/m"),
+            "its 2 memory documents (/m) are kept; add --memory to delete them too"
+        );
+        assert_eq!(
+            memory_words(1, 1, true, true, "/m"),
+            "deleted its 1 memory document (/m)"
+        );
+        assert_eq!(
+            memory_words(1, 0, false, true, "/m"),
+            "kept its 1 memory document (/m); `memhook forget --project … --memory --yes` deletes it"
+        );
     }
 }

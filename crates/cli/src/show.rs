@@ -9,6 +9,7 @@ use clap::Args;
 
 use crate::cmd::{CmdResult, ScopeArgs, StrategyArg};
 use memhook_core::scope::{self, binding, CaptureConfig, Mode, Scope, ScopeInput, Strategy};
+use memhook_core::switches::Gate;
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
@@ -54,7 +55,10 @@ pub fn run(args: &ShowArgs, data_dir: Option<&Path>) -> CmdResult {
         v["switch"] = json!(switch);
         println!("{v}");
     } else {
-        print!("{}", to_text(&scope));
+        let gate = memhook_core::data_dir::resolve(data_dir)
+            .ok()
+            .map(|d| memhook_core::switches::gate(&d, &scope, memhook_core::timefmt::now_ms()));
+        print!("{}", to_text(&scope, gate));
         match &binding {
             Ok(b) => println!("{:<10} {}", "binding", b.describe()),
             Err(e) => println!("{:<10} unknown ({e})", "binding"),
@@ -88,8 +92,11 @@ pub fn to_json(scope: &Scope) -> serde_json::Value {
     })
 }
 
-/// Human output: one `key  value` line per fact, then the warnings.
-pub fn to_text(scope: &Scope) -> String {
+/// Human output: one `key  value` line per fact, then the warnings. The
+/// `capture` line says in words what is captured (`--json` keeps DESIGN
+/// §2's one word); `gate` (the switches, when the data dir is known) tells
+/// an allowlist install's "nothing" from the default "everything".
+pub fn to_text(scope: &Scope, gate: Option<Gate>) -> String {
     let mut out = String::new();
     let mut line = |k: &str, v: String| out.push_str(&format!("{k:<10} {v}\n"));
     line(
@@ -109,18 +116,34 @@ pub fn to_text(scope: &Scope) -> String {
     );
     line("strategy", scope.strategy.as_str().to_string());
     let capture = match &scope.capture {
-        CaptureConfig::Absent => "absent (no marker)".to_string(),
-        CaptureConfig::Inactive { marker, .. } => format!("inactive ({})", marker.display()),
+        CaptureConfig::Absent if gate == Some(Gate::NotOptedIn) => {
+            "nothing (no marker, and this install captures only projects with a marker or \
+             `memhook enable`: allowlist mode)"
+                .to_string()
+        }
+        CaptureConfig::Absent => "everything (no marker, nothing excluded; a .ai-memory.toml \
+             with [capture] ignore_paths excludes paths: docs/capture.md)"
+            .to_string(),
+        CaptureConfig::Inactive { marker, .. } => format!(
+            "everything (the marker {} excludes nothing: no [capture] ignore_paths)",
+            marker.display()
+        ),
         CaptureConfig::Active {
             marker, patterns, ..
         } => format!(
-            "active: {} pattern{} ({})",
+            "active: {} pattern{} exclude{} paths, everything else is captured ({})",
             patterns.len(),
             if patterns.len() == 1 { "" } else { "s" },
+            if patterns.len() == 1 { "s" } else { "" },
             marker.display()
         ),
         CaptureConfig::Invalid { marker, .. } => {
-            format!("invalid, fail closed ({})", marker.display())
+            format!(
+                "invalid, fail closed: file and shell tool events are kept without their \
+                 content and the agent's own words not at all; prompts are still captured \
+                 ({}; docs/capture.md)",
+                marker.display()
+            )
         }
     };
     line("capture", capture);

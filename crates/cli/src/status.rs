@@ -18,7 +18,7 @@ use crate::cmd::{CmdResult, ScopeArgs};
 use memhook_core::data_dir;
 use memhook_core::scope::{self, Mode, Scope, ScopeInput};
 use memhook_core::term;
-use memhook_core::timefmt::{now_ms, rfc3339_ms};
+use memhook_core::timefmt::{local_text, now_ms, rfc3339_ms};
 use memhook_delivery::drain::{self, SinkCounters};
 use memhook_delivery::spool::{SinkTarget, Spool};
 use memhook_store::sqlite::{Store, StoredRecord, STORE_FILE};
@@ -309,7 +309,7 @@ impl Status {
             if let Some(ms) = s.counters.last_delivery_ms {
                 o.push_str(&format!(
                     "  last delivery: {} ({} ago)\n",
-                    rfc3339_ms(ms),
+                    local_text(ms),
                     age(ms)
                 ));
             }
@@ -324,7 +324,7 @@ impl Status {
             if s.counters.retry_after_ms > now_ms() {
                 o.push_str(&format!(
                     "  backing off until {} (`memhook drain` retries now)\n",
-                    rfc3339_ms(s.counters.retry_after_ms)
+                    local_text(s.counters.retry_after_ms)
                 ));
             }
         }
@@ -452,6 +452,83 @@ fn print_records(records: &[StoredRecord], json: bool) -> std::io::Result<()> {
     out.flush()
 }
 
+/// The characters of a session id `recent` shows (what `forget --session`
+/// completes).
+const SHORT_SESSION: usize = 8;
+
+/// Drop the pre-tool-use records whose result (a post-tool-use or
+/// post-tool-use-failure record of the same session and tool call) is in
+/// `records`: the result says everything the call said and more. A call
+/// without an id, or whose result has not arrived, stays. Listing newest
+/// first means a result is always before its call, so a call listed in
+/// the newest N has its result there too.
+fn fold_calls(records: Vec<StoredRecord>) -> Vec<StoredRecord> {
+    let results: BTreeSet<(Option<String>, String)> = records
+        .iter()
+        .filter(|r| r.event == "post-tool-use" || r.event == "post-tool-use-failure")
+        .filter_map(|r| Some((r.session_id.clone(), r.tool_call_id.clone()?)))
+        .collect();
+    records
+        .into_iter()
+        .filter(|r| {
+            r.event != "pre-tool-use"
+                || r.tool_call_id
+                    .as_ref()
+                    .is_none_or(|c| !results.contains(&(r.session_id.clone(), c.clone())))
+        })
+        .collect()
+}
+
+/// `recent`'s lines for people: local time with its offset, the key's
+/// first 8 characters, scope, agent, the session's first 8 characters,
+/// the event and the title.
+fn print_recent(records: &[StoredRecord]) -> std::io::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for r in records {
+        writeln!(out, "{}", recent_line(r))?;
+    }
+    out.flush()
+}
+
+fn recent_line(r: &StoredRecord) -> String {
+    // Stored text is hostile: every field through term::line.
+    let session = r
+        .session_id
+        .as_deref()
+        .map(|s| {
+            let short: String = s.chars().take(SHORT_SESSION).collect();
+            format!(" session {}", term::line(&short))
+        })
+        .unwrap_or_default();
+    let what = match r.title.as_deref() {
+        Some(t) => format!(" — {}", term::line(t)),
+        None => {
+            let tool = r
+                .tool_name
+                .as_deref()
+                .or(r.tool_family.as_deref())
+                .map(|t| format!(" {}", term::line(t)))
+                .unwrap_or_default();
+            let outcome = r
+                .outcome
+                .as_deref()
+                .map(|o| format!(" {}", term::line(o)))
+                .unwrap_or_default();
+            format!("{tool}{outcome}")
+        }
+    };
+    format!(
+        "{} {} {}/{} {}{session} {}{what}",
+        local_text(r.occurred_ms),
+        term::line(r.key.get(..8).unwrap_or(&r.key)),
+        term::line(&r.workspace),
+        term::line(&r.project),
+        term::line(&r.agent),
+        term::line(&r.event)
+    )
+}
+
 /// The store, or `None` when nothing was ever stored in this data dir. A
 /// data dir or store that cannot be looked at is an error, never an empty
 /// answer.
@@ -507,11 +584,22 @@ pub fn run_recent(args: &RecentArgs, data_dir: Option<&Path>) -> CmdResult {
     let records = match &store {
         Some(store) => {
             let scope_ref = scope.as_ref().map(|(w, p)| (w.as_str(), p.as_str()));
-            store.recent(scope_ref, args.limit)?
+            if args.json {
+                store.recent(scope_ref, args.limit)?
+            } else {
+                // Calls folded into their results: look at twice as many.
+                let mut folded = fold_calls(store.recent(scope_ref, args.limit * 2)?);
+                folded.truncate(args.limit);
+                folded
+            }
         }
         None => Vec::new(),
     };
-    print_records(&records, args.json)?;
+    if args.json {
+        print_records(&records, true)?;
+    } else {
+        print_recent(&records)?;
+    }
     let empty = records
         .is_empty()
         .then(|| format!("no records in {}", scope_words(&scope)));

@@ -737,7 +737,16 @@ pub fn build(
                 if scope.capture.keeps_assistant_text() {
                     rec.plan = words::plan(event, &scope.capture);
                 }
-                rec.title = title_line(&format!("{label} {}", oc.as_str()));
+                rec.files = bounded_files(files);
+                rec.title = tool_title(
+                    &label,
+                    tool.name.as_deref(),
+                    oc,
+                    tool.exit_code,
+                    rec.command.as_deref(),
+                    &rec.files,
+                    rec.cwd.as_deref(),
+                );
                 let raw = tool_body_raw(event, MAX_TOOL_BODY_BYTES * WINDOW_FACTOR);
                 // Cleaned first (escapes must not hide a path), then the lines
                 // naming an excluded path go (DESIGN §3), then the cap.
@@ -745,7 +754,6 @@ pub fn build(
                 rec.body = crate::capture::filter_output(&scope.capture, event, family, &cleaned)
                     .map(|kept| cap(&kept, MAX_TOOL_BODY_BYTES))
                     .filter(|b| !b.is_empty());
-                rec.files = bounded_files(files);
             }
             rec.tool = Some(tool);
         }
@@ -775,6 +783,94 @@ pub fn build(
         EventKind::Other => {}
     }
     rec
+}
+
+/// The title of a tool result, saying what happened (docs/record.md):
+/// `Bash: pytest -q → exit 1` for a shell command, `Edit src/dates.py` for
+/// a file tool (paths relative to the cwd; `+N more` when it touched more),
+/// `WebFetch (web) success` otherwise. Built from the record's own fields,
+/// which are already cleaned and redacted; at most [`MAX_TITLE_CHARS`]
+/// characters, the command cut (with `…`) before the outcome is.
+fn tool_title(
+    label: &str,
+    name: Option<&str>,
+    oc: Outcome,
+    exit_code: Option<i64>,
+    command: Option<&str>,
+    files: &[String],
+    cwd: Option<&str>,
+) -> Option<String> {
+    let outcome = match (exit_code, oc) {
+        (Some(code), _) => Some(format!("exit {code}")),
+        (None, Outcome::Error) => Some("error".to_string()),
+        (None, Outcome::Success) | (None, Outcome::Unknown) => None,
+    };
+    let suffix = outcome.map(|o| format!(" → {o}")).unwrap_or_default();
+    let fit = |head: &str, subject: &str| -> String {
+        let room = MAX_TITLE_CHARS.saturating_sub(head.chars().count() + suffix.chars().count());
+        let subject = one_line(subject);
+        let subject = if subject.chars().count() <= room {
+            subject
+        } else {
+            let mut s: String = subject.chars().take(room.saturating_sub(1)).collect();
+            s.push(ELLIPSIS);
+            s
+        };
+        format!("{head}{subject}{suffix}")
+    };
+    let name = name.unwrap_or(label);
+    if let Some(cmd) = command.filter(|c| !c.trim().is_empty()) {
+        return title_line(&fit(&format!("{name}: "), cmd));
+    }
+    if let Some(first) = files.first() {
+        let more = match files.len() - 1 {
+            0 => String::new(),
+            n => format!(" +{n} more"),
+        };
+        let rel = relative_to(first, cwd);
+        let suffix_more = format!("{more}{suffix}");
+        let room =
+            MAX_TITLE_CHARS.saturating_sub(name.chars().count() + 1 + suffix_more.chars().count());
+        let rel = if rel.chars().count() <= room {
+            rel.to_string()
+        } else {
+            // Keep the end of a long path: the file's name says most.
+            let skip = rel.chars().count() - room.saturating_sub(1);
+            let mut s = String::from(ELLIPSIS);
+            s.extend(rel.chars().skip(skip));
+            s
+        };
+        return title_line(&format!("{name} {rel}{suffix_more}"));
+    }
+    let oc = match (exit_code, oc) {
+        (Some(code), _) => format!("exit {code}"),
+        (None, oc) => oc.as_str().to_string(),
+    };
+    title_line(&format!("{label} {oc}"))
+}
+
+/// A command's lines joined by ` ⏎ ` and runs of blanks folded, so a
+/// multi-line command reads on one title line.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ⏎ ")
+}
+
+/// `path` relative to `cwd` when it lies under it, else as it is.
+fn relative_to<'a>(path: &'a str, cwd: Option<&str>) -> &'a str {
+    let Some(cwd) = cwd
+        .map(|c| c.trim_end_matches('/'))
+        .filter(|c| !c.is_empty())
+    else {
+        return path;
+    };
+    match path.strip_prefix(cwd) {
+        Some(rest) if rest.starts_with('/') && rest.len() > 1 => &rest[1..],
+        _ => path,
+    }
 }
 
 fn lifecycle_title(what: &str, event: &Event) -> String {
@@ -1524,6 +1620,112 @@ mod tests {
             r.plan.unwrap().items[0].text.as_deref(),
             Some("Check readme")
         );
+    }
+
+    #[test]
+    fn tool_result_titles_say_what_happened() {
+        let title = |agent: &str, f: &str, files: Vec<String>| {
+            let e = ev(agent, fixture(f));
+            let d = crate::capture::decide(&CaptureConfig::Absent, None, &e);
+            build(&e, &scope(), &d, files, new_key(), 1).title.unwrap()
+        };
+        // A shell command: its line and its exit status.
+        assert_eq!(
+            title(
+                "gemini-cli",
+                "gemini-cli/0.61.0/AfterTool-run_shell_command-exit1.json",
+                vec![]
+            )
+            .rsplit_once(" → ")
+            .unwrap()
+            .1,
+            "exit 1"
+        );
+        assert_eq!(
+            title("codex", "codex/0.171.0/PostToolUse-Bash-exit1.json", vec![]),
+            "Bash: echo failing >&2; exit 1"
+        );
+        let t = title(
+            "claude-code",
+            "claude-code/2.1.328/PostToolUse-Bash.json",
+            vec![],
+        );
+        assert!(t.starts_with("Bash: ls -la"), "{t}");
+        // A file tool: the file, relative to the cwd.
+        assert_eq!(
+            title(
+                "claude-code",
+                "claude-code/2.1.328/PostToolUse-Edit.json",
+                vec!["/home/dev/projects/demo/src/app.py".into()]
+            ),
+            "Edit src/app.py"
+        );
+        assert_eq!(
+            title(
+                "claude-code",
+                "claude-code/2.1.328/PostToolUse-Edit.json",
+                vec![
+                    "/elsewhere/a.py".into(),
+                    "/home/dev/projects/demo/b.py".into()
+                ]
+            ),
+            "Edit /elsewhere/a.py +1 more"
+        );
+        // Neither: the tool and its outcome, as before.
+        let t = title(
+            "claude-code",
+            "claude-code/2.1.328/PostToolUse-Glob.json",
+            vec![],
+        );
+        assert!(t.starts_with("Glob ("), "{t}");
+    }
+
+    #[test]
+    fn tool_titles_stay_within_the_cap_and_keep_the_outcome() {
+        let long = format!("pytest -q {}\nsecond line", "tests/x.py ".repeat(20));
+        let t = tool_title(
+            "Bash (shell)",
+            Some("Bash"),
+            Outcome::Error,
+            Some(1),
+            Some(&long),
+            &[],
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.chars().count(), MAX_TITLE_CHARS, "{t}");
+        assert!(
+            t.starts_with("Bash: pytest -q tests/x.py") && t.ends_with("… → exit 1"),
+            "{t}"
+        );
+        let deep = format!("/p/{}/dates.py", "d".repeat(200));
+        let t = tool_title(
+            "Edit (file)",
+            Some("Edit"),
+            Outcome::Error,
+            None,
+            None,
+            &[deep],
+            Some("/p"),
+        )
+        .unwrap();
+        assert_eq!(t.chars().count(), MAX_TITLE_CHARS, "{t}");
+        assert!(
+            t.starts_with("Edit …d") && t.ends_with("/dates.py → error"),
+            "{t}"
+        );
+        // A multi-line command reads on one line.
+        let t = tool_title(
+            "Bash (shell)",
+            Some("Bash"),
+            Outcome::Success,
+            Some(0),
+            Some("cd src\n  make   all"),
+            &[],
+            None,
+        )
+        .unwrap();
+        assert_eq!(t, "Bash: cd src ⏎ make all → exit 0");
     }
 
     /// Every free-text field is reached by `texts_mut`: a record with every

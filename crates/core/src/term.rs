@@ -4,6 +4,18 @@
 //! clear the screen or fake output. Everything a command prints from
 //! storage goes through [`line`].
 
+/// `n` and the noun in the right number: `1 record`, `2 records`,
+/// `0 records`. `noun` is the singular; the plural adds `s` (every noun
+/// counted in memhook's output takes one).
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// `text` made safe for one line of terminal output: the hook's hygiene
 /// (`redact::clean`: private spans, ANSI escapes, control and bidi
 /// characters, secrets) and then tab, carriage return and newline turned
@@ -33,5 +45,15 @@ mod tests {
         assert!(!shown.contains(|c: char| c.is_control()), "{shown:?}");
         assert!(!shown.contains('\u{202e}'), "{shown:?}");
         assert!(shown.contains('a') && shown.contains('f'), "{shown:?}");
+    }
+}
+
+#[cfg(test)]
+mod count_tests {
+    #[test]
+    fn one_is_singular_and_the_rest_plural() {
+        assert_eq!(super::count(0u64, "record"), "0 records");
+        assert_eq!(super::count(1u64, "session"), "1 session");
+        assert_eq!(super::count(2u32, "failure"), "2 failures");
     }
 }

@@ -25,6 +25,51 @@ pub fn rfc3339_ms(ms: u64) -> String {
     )
 }
 
+/// `ms` since the epoch in the local time zone, for people:
+/// `YYYY-MM-DD HH:MM:SS ±HH:MM` (the offset from UTC in force then, as the
+/// `TZ` environment variable or the system's zone says). Stored data, JSON
+/// and the briefing stay in UTC ([`rfc3339_ms`]).
+pub fn local_text(ms: u64) -> String {
+    with_offset(ms, local_offset_secs(ms))
+}
+
+/// `ms` shifted by `offset_secs` east of UTC, as [`local_text`] writes it.
+pub fn with_offset(ms: u64, offset_secs: i64) -> String {
+    let secs = (ms / 1000) as i64 + offset_secs;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    let sign = if offset_secs < 0 { '-' } else { '+' };
+    let off = offset_secs.unsigned_abs() / 60;
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} {sign}{:02}:{:02}",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60,
+        off / 60,
+        off % 60
+    )
+}
+
+/// Seconds east of UTC of the local zone at `ms` (0 when it cannot be known).
+#[cfg(unix)]
+fn local_offset_secs(ms: u64) -> i64 {
+    let t = (ms / 1000) as libc::time_t;
+    // SAFETY: localtime_r writes only into `tm`, which lives on this stack.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let ok = unsafe { !libc::localtime_r(&t, &mut tm).is_null() };
+    if ok {
+        tm.tm_gmtoff as i64
+    } else {
+        0
+    }
+}
+
+#[cfg(not(unix))]
+fn local_offset_secs(_ms: u64) -> i64 {
+    0
+}
+
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day).
 /// Howard Hinnant's public-domain algorithm.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
@@ -135,6 +180,19 @@ mod tests {
         ] {
             assert_eq!(parse_utc_ms(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn local_text_carries_its_offset() {
+        assert_eq!(
+            with_offset(1_795_964_955_760, 0),
+            "2026-11-29 15:09:15 +00:00"
+        );
+        assert_eq!(
+            with_offset(1_795_964_955_760, 5 * 3600 + 1800),
+            "2026-11-29 20:39:15 +05:30"
+        );
+        assert_eq!(with_offset(0, -3600), "1969-12-31 23:00:00 -01:00");
     }
 
     #[test]

@@ -480,6 +480,26 @@ impl Store {
         res.map_err(|e| self.err(e))
     }
 
+    /// The distinct stored session ids that start with `prefix` (of any
+    /// project), at most `max`, sorted: how `memhook forget --session`
+    /// turns the short id `memhook recent` prints into the full one.
+    pub fn session_ids_with_prefix(
+        &self,
+        prefix: &str,
+        max: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT DISTINCT session_id FROM sessions \
+                 WHERE substr(session_id, 1, length(?1)) = ?1 ORDER BY session_id LIMIT {}",
+                max.min(MAX_QUERY_LIMIT)
+            ))
+            .map_err(|e| self.err(e))?;
+        let rows = st.query_map(params![prefix], |r| r.get::<_, String>(0));
+        collect(rows).map_err(|e| self.err(e))
+    }
+
     /// Sessions of a scope that did work, newest activity first, leaving out
     /// `exclude_session` (the session that is starting).
     pub fn sessions(

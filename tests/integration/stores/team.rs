@@ -441,7 +441,7 @@ fn forget_on_the_command_line(db: &Db) -> Vec<String> {
     let dry = run(&["--session", "old"]);
     assert!(
         dry.starts_with(
-            "memhook forget: would forget 10 stored records (emptying 1 sessions and 0 projects)"
+            "memhook forget: would forget 10 stored records (emptying 1 session and 0 projects)"
         ),
         "{dry}"
     );
@@ -459,7 +459,7 @@ fn forget_on_the_command_line(db: &Db) -> Vec<String> {
         "--yes",
     ]);
     assert!(
-        before.starts_with("memhook forget: forgot 1 stored records"),
+        before.starts_with("memhook forget: forgot 1 stored record"),
         "{before}"
     );
     let left = db.keys(&s.data);
@@ -476,7 +476,7 @@ fn forget_on_the_command_line(db: &Db) -> Vec<String> {
     assert!(
         lines
             .iter()
-            .any(|l| l.contains("forgot 10 records, 1 sessions")),
+            .any(|l| l.contains("forgot 10 records, 1 session")),
         "{log}"
     );
     outputs

@@ -96,7 +96,10 @@ pub fn run(args: &ExportArgs, data_dir: Option<&Path>) -> CmdResult {
     let written = written.and_then(|n| out.flush().map(|_| n).map_err(Stop::Write));
     match written {
         Ok(n) => {
-            eprintln!("memhook: exported {n} records");
+            eprintln!(
+                "memhook: exported {}",
+                memhook_core::term::count(n, "record")
+            );
             Ok(ExitCode::SUCCESS)
         }
         Err(Stop::Store(e)) => {

@@ -9,6 +9,7 @@
 //! session and — in the local store — the name of the token that first
 //! delivered them. A server names the token the import itself used.
 
+use memhook_core::term::count;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -154,18 +155,18 @@ pub fn run(args: &ImportArgs, data_dir: Option<&Path>) -> CmdResult {
     }
     match &target {
         Target::Local(_) => eprintln!(
-            "memhook: imported {} records ({} new, {} already stored); {} bad lines",
-            tally.done,
+            "memhook: imported {} ({} new, {} already stored); {}",
+            count(tally.done, "record"),
             tally.new,
             tally.done - tally.new,
-            tally.bad
+            count(tally.bad, "bad line")
         ),
         Target::Server { url, .. } => eprintln!(
-            "memhook: sent {} records to {} (it stores each key once); {} bad lines, \
+            "memhook: sent {} to {} (it stores each key once); {}, \
              {} not taken",
-            tally.done,
+            count(tally.done, "record"),
             memhook_delivery::spool::redact_url(url),
-            tally.bad,
+            count(tally.bad, "bad line"),
             tally.failed
         ),
     }

@@ -9,6 +9,7 @@ use super::{
     MAX_SESSION_RECORDS, MAX_TIMELINE_SESSIONS, SEARCH_RESULTS,
 };
 use crate::http::Response;
+use memhook_core::term::count;
 use memhook_delivery::wire::Query;
 use memhook_sinks::forget::Report;
 use memhook_store::memory::{MemoryStore, Outcome, INDEX_PATH, NEW_VERSION};
@@ -212,8 +213,8 @@ fn project(web: &Web, db: &dyn Database, w: &str, p: &str, logged: bool) -> Resp
          <button type=\"submit\">Create</button></form>\n"
     ));
     out.push_str(&format!(
-        "<h2>Sessions</h2>\n<p class=\"meta\">{} sessions, newest first.</p>\n",
-        sessions.len()
+        "<h2>Sessions</h2>\n<p class=\"meta\">{}, newest first.</p>\n",
+        count(sessions.len() as u64, "session")
     ));
     out.push_str(
         "<table class=\"timeline\"><thead><tr><th>Started</th><th>Agent</th><th>Length</th>\
@@ -265,15 +266,15 @@ fn session(db: &dyn Database, row: i64, logged: bool) -> Response {
     let mut out = format!(
         "<p class=\"crumbs\"><a href=\"/p/{we}/{pe}\">{we} / {pe}</a></p>\n\
          <h1>Session {}</h1>\n\
-         <p class=\"meta\">{} · started {} · {} · {} records · {} prompts · {} failures</p>\n\
+         <p class=\"meta\">{} · started {} · {} · {} · {} · {}</p>\n\
          <p>{}</p>\n",
         escape(&s.session_id),
         escape(&s.agent),
         time(s.first_ms),
         duration(s.last_ms.saturating_sub(s.first_ms)),
-        s.events,
-        s.prompts,
-        s.failures,
+        count(s.events, "record"),
+        count(s.prompts, "prompt"),
+        count(s.failures, "failure"),
         families(&s),
     );
     out.push_str(
@@ -582,9 +583,11 @@ pub(super) fn report_line(r: &Report, what: &str) -> String {
         .map_or((0, 0, 0), |f| (f.records, f.sessions, f.projects));
     let verb = if r.applied { "Forgot" } else { "This forgets" };
     format!(
-        "{verb} {records} stored records (emptying {sessions} sessions and {projects} projects) \
-         and {} pending records: {what}.",
-        r.pending
+        "{verb} {} (emptying {} and {}) and {}: {what}.",
+        count(records, "stored record"),
+        count(sessions, "session"),
+        count(projects, "project"),
+        count(r.pending, "pending record")
     )
 }
 
