@@ -31,7 +31,8 @@ impl Store {
                  WHERE records_fts MATCH ?1
                    AND (?2 = '' OR (p.workspace = ?2 AND p.project = ?3))
                    AND r.occurred_ms >= ?4 AND r.occurred_ms < ?5
-                 ORDER BY bm25(records_fts), r.occurred_ms DESC LIMIT {}",
+                 ORDER BY {}, r.occurred_ms DESC LIMIT {}",
+                super::SEARCH_RANK,
                 limit.min(super::MAX_QUERY_LIMIT)
             ))
             .map_err(|e| self.err(e))?;
