@@ -447,6 +447,10 @@ fn print_records(records: &[StoredRecord], json: bool) -> std::io::Result<()> {
                 term::line(&r.agent),
                 term::line(&r.event)
             )?;
+            // A search's record says why it matched (`recent`'s never do).
+            if let Some(m) = r.matched.as_deref() {
+                writeln!(out, "    {}", term::line(m))?;
+            }
         }
     }
     out.flush()

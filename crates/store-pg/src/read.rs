@@ -28,8 +28,8 @@ use memhook_store::model::Reads;
 use memhook_store::model::READ_ONLY_FILE_TOOLS;
 use memhook_store::model::{
     Activity, Note, Prompt, SessionSummary, StoreError, StoredRecord, TailEvent, TouchedFile,
-    MAX_NOTES, MAX_QUERY_LIMIT, MAX_SESSION_FILES, MAX_TAIL_RECORDS, NOTE_LINE_CHARS,
-    PROMPT_TEXT_CHARS, TOOL_RESULT_EVENTS,
+    MATCH_MARK, MATCH_WORDS, MAX_NOTES, MAX_QUERY_LIMIT, MAX_SESSION_FILES, MAX_TAIL_RECORDS,
+    NOTE_LINE_CHARS, PROMPT_TEXT_CHARS, TOOL_RESULT_EVENTS,
 };
 
 /// A tool result that failed, as an SQL condition that is never NULL.
@@ -97,6 +97,8 @@ pub(super) fn to_record(r: &Row) -> StoredRecord {
             .and_then(|f| serde_json::from_str(&f).ok())
             .unwrap_or_default(),
         token_name: r.get(18),
+        // Only searches select it.
+        matched: r.try_get::<_, Option<String>>(19).ok().flatten(),
     }
 }
 
@@ -161,8 +163,14 @@ impl PgStore {
             return Ok(Vec::new());
         };
         let limit = limit.min(MAX_QUERY_LIMIT) as i64;
+        // Why it matched: the words around the matches of its title and
+        // body (an identifier's words are matched in the index alone).
         let base = format!(
-            "SELECT {RECORD_COLUMNS} FROM records r JOIN projects p ON p.id = r.project_id,
+            "SELECT {RECORD_COLUMNS},
+                    ts_headline('{TS_CONFIG}', concat_ws(' ', r.title, r.body), q,
+                        'StartSel={MATCH_MARK}, StopSel={MATCH_MARK}, MaxWords={MATCH_WORDS},
+                         MinWords=4, MaxFragments=1, FragmentDelimiter=…')
+             FROM records r JOIN projects p ON p.id = r.project_id,
                     to_tsquery('{TS_CONFIG}', $1) q
              WHERE r.search @@ q"
         );

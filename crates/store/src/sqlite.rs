@@ -40,9 +40,9 @@ pub use crate::model::{
     check_forget_key, session_select, Activity, ExportFilter, FamilyCount, ForgetError, Forgotten,
     LogEntry, ProjectRow, Prompt, RecordRow, SearchHit, Selector, SessionRow, SessionSummary,
     StoreError, StoredRecord, TailEvent, TouchedFile, EXCERPT_CHARS, FIRST_PROMPT_CHARS, HIT_END,
-    HIT_START, MAX_QUERY_CHARS, MAX_QUERY_LIMIT, MAX_QUERY_TERMS, MAX_SESSION_FILES,
-    MAX_TAIL_RECORDS, MIN_KEY_PREFIX, READ_ONLY_FILE_TOOLS, SNIPPET_TOKENS, TOOL_RESULT_EVENTS,
-    WORK_EVENTS,
+    HIT_START, MATCH_MARK, MATCH_WORDS, MAX_QUERY_CHARS, MAX_QUERY_LIMIT, MAX_QUERY_TERMS,
+    MAX_SESSION_FILES, MAX_TAIL_RECORDS, MIN_KEY_PREFIX, READ_ONLY_FILE_TOOLS, SNIPPET_TOKENS,
+    TOOL_RESULT_EVENTS, WORK_EVENTS,
 };
 
 /// File name of the store inside the data dir.
@@ -146,6 +146,12 @@ const MIGRATIONS: &[&str] = &[
 /// still beats a newer one; between near equals the newer one comes first.
 pub(crate) const SEARCH_RANK: &str = "bm25(records_fts) * (1.0 + 0.5 / (1.0 + \
      max(0, unixepoch() * 1000 - r.occurred_ms) / 2592000000.0))";
+
+/// The column that says why a search found a record
+/// ([`StoredRecord::matched`]), after [`RECORD_COLUMNS`].
+pub(crate) fn matched_column() -> String {
+    format!("snippet(records_fts, -1, '{MATCH_MARK}', '{MATCH_MARK}', '…', {MATCH_WORDS})")
+}
 
 /// The migration (its version) whose index [`Store::migrate`] fills in.
 const WORDS_VERSION: u32 = 5;
@@ -512,9 +518,10 @@ impl Store {
         };
         let limit = limit.min(MAX_QUERY_LIMIT) as i64;
         let base = format!(
-            "SELECT {RECORD_COLUMNS} FROM records_fts f \
+            "SELECT {RECORD_COLUMNS}, {} FROM records_fts f \
              JOIN records r ON r.id = f.rowid JOIN projects p ON p.id = r.project_id \
-             WHERE records_fts MATCH ?1"
+             WHERE records_fts MATCH ?1",
+            matched_column()
         );
         let order = format!("ORDER BY {SEARCH_RANK}, r.occurred_ms DESC");
         let res = match scope {
@@ -767,6 +774,8 @@ fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
             .and_then(|f| serde_json::from_str(&f).ok())
             .unwrap_or_default(),
         token_name: r.get(18)?,
+        // Only searches select it (`MATCHED`).
+        matched: r.get::<_, Option<String>>(19).unwrap_or(None),
     })
 }
 

@@ -26,12 +26,13 @@ impl Store {
         let mut st = self
             .conn
             .prepare_cached(&format!(
-                "SELECT {RECORD_COLUMNS} FROM records_fts f
+                "SELECT {RECORD_COLUMNS}, {} FROM records_fts f
                  JOIN records r ON r.id = f.rowid JOIN projects p ON p.id = r.project_id
                  WHERE records_fts MATCH ?1
                    AND (?2 = '' OR (p.workspace = ?2 AND p.project = ?3))
                    AND r.occurred_ms >= ?4 AND r.occurred_ms < ?5
                  ORDER BY {}, r.occurred_ms DESC LIMIT {}",
+                super::matched_column(),
                 super::SEARCH_RANK,
                 limit.min(super::MAX_QUERY_LIMIT)
             ))
