@@ -12,6 +12,10 @@
 //! words (control), other inflections and split identifiers (lexical),
 //! and paraphrases with none of the fact's words (semantic: not a goal of
 //! lexical search, reported as it is).
+//!
+//! With `SEARCH_BENCH_FILLER=N`, N more ordinary records (spread over a
+//! year, in other sessions) are stored first, and the time of each question
+//! is printed: what ranking every match costs in a large store.
 
 use memhook_store::sqlite::samples::rec;
 use memhook_store::sqlite::Store;
@@ -139,6 +143,43 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut store = Store::open(dir.path()).expect("store");
     let mut n = 0u64;
+    let filler: u64 = std::env::var("SEARCH_BENCH_FILLER")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if filler > 0 {
+        let t = std::time::Instant::now();
+        let year = 365 * 86_400_000u64;
+        let now = 1_000_000 + year;
+        let recs: Vec<_> = (0..filler)
+            .map(|i| {
+                n += 1;
+                let mut r = rec(
+                    &format!("{n:032x}"),
+                    now - year + i * year / filler,
+                    "bench",
+                    &format!("f{}", i / 50),
+                    "post-tool-use",
+                );
+                r.title = None;
+                r.files = Vec::new();
+                r.body = Some(format!(
+                    "{} step {i}: edited src/mod{}.rs; the test client config passed",
+                    ORDINARY[(i % 3) as usize],
+                    i % 97
+                ));
+                r
+            })
+            .collect();
+        for chunk in recs.chunks(1000) {
+            store.insert_all(chunk.iter()).expect("insert");
+        }
+        println!(
+            "{filler} filler records stored in {:.1} s ({:.0} µs each)\n",
+            t.elapsed().as_secs_f64(),
+            t.elapsed().as_micros() as f64 / filler as f64
+        );
+    }
     for (i, (session, texts)) in SESSIONS.iter().enumerate() {
         let start = 1_000_000 + i as u64 * 60_000;
         let all = texts.iter().chain(ORDINARY.iter());
@@ -167,20 +208,27 @@ fn main() {
     }
     let mut score: Vec<(&str, usize, usize)> = Vec::new();
     for (kind, question, want) in QUESTIONS {
+        let t = std::time::Instant::now();
         let found = store
             .search_between(Some(("default", "bench")), question, None, None, 3)
             .expect("search");
+        let took = t.elapsed();
         let sessions: Vec<&str> = found
             .iter()
             .filter_map(|r| r.session_id.as_deref())
             .collect();
         let hit = sessions.contains(want);
         println!(
-            "{:<10} {:<40} want {want}  top 3 {:?}  {}",
+            "{:<10} {:<40} want {want}  top 3 {:?}  {}{}",
             kind,
             question,
             sessions,
-            if hit { "found" } else { "MISSED" }
+            if hit { "found" } else { "MISSED" },
+            if filler > 0 {
+                format!("  {:.1} ms", took.as_secs_f64() * 1000.0)
+            } else {
+                String::new()
+            }
         );
         match score.iter_mut().find(|(k, _, _)| k == kind) {
             Some(s) => {
