@@ -166,30 +166,41 @@ fn record_words(title: Option<&str>, body: Option<&str>, files: &[String]) -> Op
     (!words.is_empty()).then_some(words)
 }
 
-/// Fill in the words of every stored record, then build the full-text
-/// index anew from the records (migration [`WORDS_VERSION`]).
+/// Fill in the words of every stored record and index it anew, with the
+/// values `BatchWriter::insert` gives the index (files joined by spaces, as
+/// `forget` gives them back), in the migration [`WORDS_VERSION`].
 fn fill_words(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
-    {
-        let mut rows = tx.prepare("SELECT id, title, body, files FROM records")?;
-        let mut set = tx.prepare("UPDATE records SET words = ?2 WHERE id = ?1")?;
-        let mut q = rows.query([])?;
-        while let Some(r) = q.next()? {
-            let files: Option<String> = r.get(3)?;
+    // In batches read before they are written: no update under a live scan.
+    let mut rows = tx.prepare(
+        "SELECT id, title, body, files FROM records WHERE id > ?1 ORDER BY id LIMIT 1000",
+    )?;
+    let mut set = tx.prepare("UPDATE records SET words = ?2 WHERE id = ?1")?;
+    let mut index = tx.prepare(
+        "INSERT INTO records_fts (rowid, title, body, files, words) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    type Row = (i64, Option<String>, Option<String>, Option<String>);
+    let mut after = 0i64;
+    loop {
+        let batch: Vec<Row> = rows
+            .query_map([after], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let Some(last) = batch.last() else {
+            return Ok(());
+        };
+        after = last.0;
+        for (id, title, body, files) in batch {
             let files: Vec<String> = files
                 .and_then(|f| serde_json::from_str(&f).ok())
                 .unwrap_or_default();
-            let title: Option<String> = r.get(1)?;
-            let body: Option<String> = r.get(2)?;
-            if let Some(words) = record_words(title.as_deref(), body.as_deref(), &files) {
-                set.execute(params![r.get::<_, i64>(0)?, words])?;
+            let words = record_words(title.as_deref(), body.as_deref(), &files);
+            if words.is_some() {
+                set.execute(params![id, words])?;
             }
+            index.execute(params![id, title, body, files.join(" "), words])?;
         }
     }
-    tx.execute(
-        "INSERT INTO records_fts (records_fts) VALUES ('rebuild')",
-        [],
-    )?;
-    Ok(())
 }
 
 /// The schema version this build writes.
@@ -1654,15 +1665,32 @@ pub mod tests {
                  VALUES (1, 'k1', 1, 1, 'claude-code', 'stop', 'Stop', 'kept',
                     'renamed loadConfig; retries kept', '[\"src/RateLimiter.rs\"]');
                  INSERT INTO records_fts (rowid, title, body, files)
-                    VALUES (1, NULL, 'renamed loadConfig; retries kept', 'src/RateLimiter.rs');",
+                    VALUES (1, NULL, 'renamed loadConfig; retries kept', 'src/RateLimiter.rs');
+                 WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 2500)
+                 INSERT INTO records (id, key, occurred_ms, project_id, agent, event,
+                    native_event, disposition, body)
+                 SELECT i, 'm' || i, 1, 1, 'claude-code', 'stop', 'Stop', 'kept',
+                    'more retrying of fetchUrl' FROM n;",
             )
             .unwrap();
         }
         let s = Store::open(t.path()).unwrap();
         assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
-        for q in ["load config", "retry", "rate limiter", "loadConfig"] {
+        for q in ["load config", "rate limiter", "loadConfig"] {
             assert_eq!(found(&s, q), ["k1"], "{q}");
         }
+        // Every record is indexed, past the first batch of 1,000.
+        let count = |q: &str| -> i64 {
+            s.conn
+                .query_row(
+                    "SELECT count(*) FROM records_fts WHERE records_fts MATCH ?1",
+                    [fts_query(q).unwrap()],
+                    |r| r.get(0),
+                )
+                .unwrap()
+        };
+        assert_eq!(count("retry"), 2500);
+        assert_eq!(count("fetch url"), 2499);
         let ok: rusqlite::Result<usize> = s.conn.execute(
             "INSERT INTO records_fts (records_fts) VALUES ('integrity-check')",
             [],
