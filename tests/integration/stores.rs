@@ -444,6 +444,16 @@ fn search_finds_the_same_records_in_both_stores() {
     ] {
         assert_eq!(keys(pg.search(None, q, 10).unwrap()), vec![key(61)], "{q}");
     }
+    // Each hit says why it matched, on both stores.
+    let hits = [
+        pg.search(None, "retry", 1).unwrap(),
+        sqlite.search(None, "retry", 1).unwrap(),
+    ];
+    for hit in hits.iter().map(|h| &h[0]) {
+        let why = hit.matched.as_deref().unwrap_or("");
+        assert!(why.contains("added **retries** to parseDate"), "{why}");
+    }
+    assert_eq!(pg.recent(None, 1).unwrap()[0].matched, None);
     // Newest first, the same order.
     let order = |v: Vec<memhook_store::sqlite::StoredRecord>| -> Vec<String> {
         v.into_iter().map(|r| r.key).collect()
