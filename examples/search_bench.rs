@@ -16,6 +16,7 @@
 //! With `SEARCH_BENCH_FILLER=N`, N more ordinary records (spread over a
 //! year, in other sessions) are stored first, and the time of each question
 //! is printed: what ranking every match costs in a large store.
+//! `SEARCH_BENCH_DIR=DIR` keeps the store in DIR (new, or emptied first).
 
 use memhook_store::sqlite::samples::rec;
 use memhook_store::sqlite::Store;
@@ -141,7 +142,11 @@ const QUESTIONS: &[(&str, &str, &str)] = &[
 
 fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut store = Store::open(dir.path()).expect("store");
+    // SEARCH_BENCH_DIR keeps the store there, to look at afterwards.
+    let at = std::env::var_os("SEARCH_BENCH_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| dir.path().to_path_buf());
+    let mut store = Store::open(&at).expect("store");
     let mut n = 0u64;
     let filler: u64 = std::env::var("SEARCH_BENCH_FILLER")
         .ok()
