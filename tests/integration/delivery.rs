@@ -259,6 +259,22 @@ fn drain_delivers_into_the_store_and_recent_search_status_show_it() {
     let rows = json_lines(&out.stdout);
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["key"], key(1));
+    // Other inflections are found, and each hit says why it matched.
+    let out = memhook(home.path())
+        .args(["search", "fixing bugs", "--all", "--json"])
+        .output()
+        .unwrap();
+    let rows = json_lines(&out.stdout);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["key"], key(1));
+    let matched = rows[0]["matched"].as_str().unwrap();
+    assert!(matched.contains("**Fix** the parser **bug**"), "{matched}");
+    let out = memhook(home.path())
+        .args(["search", "fixing bugs", "--all"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\n    **Fix** the parser **bug**"), "{text}");
     for q in [
         "\"unbalanced",
         "NEAR(",

@@ -712,6 +712,9 @@ fn a_cloned_repositorys_marker_cannot_turn_on_recall_across_projects() {
         1,
         "{activity}"
     );
+    // The row says why it matched.
+    let why = activity["records"][0]["match"].as_str().unwrap_or("");
+    assert!(why.contains("**zebraplans**"), "{activity}");
 }
 
 /// `memhook trust --recall-all` run in `dir`.

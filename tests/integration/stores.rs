@@ -384,6 +384,12 @@ fn search_finds_the_same_records_in_both_stores() {
     other.title = Some("Fox-jumps over the lazy dog".into());
     other.body = Some("THE QUICK brown fox; snake_case_name x1 2024-01-02".into());
     recs.push(other);
+    let mut code = record(&key(61), "o", "post-tool-use", None);
+    code.scope.project = "web".into();
+    code.title = None;
+    code.body = Some("added retries to parseDate and HttpClient; the failing tests".into());
+    code.files = vec!["src/rate-limiter.ts".into()];
+    recs.push(code);
     sqlite.insert_all(recs.iter()).unwrap();
     pg.insert_each(recs.iter()).unwrap();
     let keys = |v: Vec<memhook_store::sqlite::StoredRecord>| {
@@ -411,6 +417,16 @@ fn search_finds_the_same_records_in_both_stores() {
         "'; DROP TABLE records; --",
         "absent",
         "-- \" '",
+        "retry",
+        "retried",
+        "parse date",
+        "parse_date",
+        "ParseDate",
+        "http client",
+        "fail test",
+        "rate limiter",
+        "rateLimiter",
+        "the",
     ];
     for q in queries {
         for scope in [None, Some(("acme", "api")), Some(("acme", "web"))] {
@@ -425,6 +441,26 @@ fn search_finds_the_same_records_in_both_stores() {
         vec![key(60)]
     );
     assert_eq!(pg.search(None, "login", 100).unwrap().len(), 2);
+    // Other inflections and split identifiers are found.
+    for q in [
+        "retry",
+        "parse date",
+        "ParseDate",
+        "fail test",
+        "rateLimiter",
+    ] {
+        assert_eq!(keys(pg.search(None, q, 10).unwrap()), vec![key(61)], "{q}");
+    }
+    // Each hit says why it matched, on both stores.
+    let hits = [
+        pg.search(None, "retry", 1).unwrap(),
+        sqlite.search(None, "retry", 1).unwrap(),
+    ];
+    for hit in hits.iter().map(|h| &h[0]) {
+        let why = hit.matched.as_deref().unwrap_or("");
+        assert!(why.contains("added **retries** to parseDate"), "{why}");
+    }
+    assert_eq!(pg.recent(None, 1).unwrap()[0].matched, None);
     // Newest first, the same order.
     let order = |v: Vec<memhook_store::sqlite::StoredRecord>| -> Vec<String> {
         v.into_iter().map(|r| r.key).collect()
@@ -759,4 +795,58 @@ fn forget_under_concurrent_ingest_keeps_rollups_equal_to_a_recount() {
     );
     let (rolled, recount) = db.rollups_and_recount(t.path());
     assert_eq!(rolled, recount);
+}
+
+#[test]
+fn a_database_of_version_3_is_indexed_anew_with_stems_and_identifier_words() {
+    let Some(Db::Pg(c, db)) =
+        Db::pg("a_database_of_version_3_is_indexed_anew_with_stems_and_identifier_words")
+    else {
+        return;
+    };
+    let mut client = c.client(db);
+    // The schema and one record as memhook wrote them before migration 4.
+    client
+        .batch_execute("CREATE TABLE memhook_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+        .unwrap();
+    for (i, step) in memhook_store_pg::schema::MIGRATIONS[..3].iter().enumerate() {
+        client.batch_execute(step).unwrap();
+        client
+            .execute(
+                "INSERT INTO memhook_migrations (version) VALUES ($1)",
+                &[&(i as i32 + 1)],
+            )
+            .unwrap();
+    }
+    client
+        .batch_execute(
+            "INSERT INTO projects (workspace, project, first_ms, last_ms)
+                VALUES ('acme', 'api', 1, 1);
+             INSERT INTO records (key, occurred_ms, project_id, agent, event, native_event,
+                disposition, body, files, search)
+             SELECT 'k1', 1, id, 'claude-code', 'stop', 'Stop', 'kept',
+                'renamed loadConfig; retries kept', '[\"src/RateLimiter.rs\"]',
+                to_tsvector('simple', 'renamed loadconfig retries kept src ratelimiter rs')
+             FROM projects",
+        )
+        .unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let env = Env {
+        url: Some(c.url_with_password(db)),
+        ..Env::default()
+    };
+    let target = memhook_store_pg::config::resolve(None, None, &env)
+        .unwrap()
+        .unwrap();
+    let pg = PgStore::new(target, t.path());
+    pg.ensure_schema().unwrap();
+    for q in ["load config", "retry", "rate limiter", "loadConfig"] {
+        let found: Vec<String> = pg
+            .search(None, q, 10)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.key)
+            .collect();
+        assert_eq!(found, ["k1"], "{q}");
+    }
 }

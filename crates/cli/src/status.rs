@@ -60,8 +60,11 @@ pub struct RecentArgs {
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
-    /// Plain words to look for: a record matches when it holds every word;
-    /// punctuation only separates words (no query syntax).
+    /// Plain words to look for: a record matches when it holds every word
+    /// in any inflection (`retries` finds `retry`); `parse date` also finds
+    /// `parse_date`, `parseDate`, `parse-date`. Other punctuation only
+    /// separates words (no query syntax). Best match first, recent ones
+    /// lifted; under each hit, why it matched (the words between **).
     pub query: String,
     #[command(flatten)]
     pub scope: ScopeArgs,
@@ -447,6 +450,10 @@ fn print_records(records: &[StoredRecord], json: bool) -> std::io::Result<()> {
                 term::line(&r.agent),
                 term::line(&r.event)
             )?;
+            // A search's record says why it matched (`recent`'s never do).
+            if let Some(m) = r.matched.as_deref() {
+                writeln!(out, "    {}", term::line(m))?;
+            }
         }
     }
     out.flush()

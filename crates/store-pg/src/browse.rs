@@ -256,25 +256,29 @@ impl Browse for PgRead<'_> {
         };
         let (w, p) = scope.unwrap_or(("", ""));
         let pairs = phrase_pairs(query);
+        let cfg = super::read::TS_CONFIG;
+        let rank = super::read::SEARCH_RANK;
         let rows = self.query(
-            "WITH hits AS (
+            &format!(
+                "WITH hits AS (
                 SELECT r.key, r.occurred_ms, p.workspace, p.project, r.session_row,
                        r.session_id, r.agent, r.event, r.tool_family,
-                       ts_rank(r.search, q) AS rank, q,
+                       {rank} AS rank, q,
                        CASE
-                         WHEN to_tsvector('simple', coalesce(r.title, '')) @@ q THEN r.title
-                         WHEN to_tsvector('simple', coalesce(r.body, '')) @@ q THEN r.body
+                         WHEN to_tsvector('{cfg}', coalesce(r.title, '')) @@ q THEN r.title
+                         WHEN to_tsvector('{cfg}', coalesce(r.body, '')) @@ q THEN r.body
                          ELSE coalesce(
                            (SELECT string_agg(f, ' ') FROM jsonb_array_elements_text(r.files) f),
                            r.body, r.title, '')
                        END AS doc
                 FROM records r JOIN projects p ON p.id = r.project_id,
-                     to_tsquery('simple', $1) q
+                     to_tsquery('{cfg}', $1) q
                 WHERE r.search @@ q AND ($2 = '' OR (p.workspace = $2 AND p.project = $3))
                 ORDER BY rank DESC, r.occurred_ms DESC, r.id DESC LIMIT $4)
              SELECT key, occurred_ms, workspace, project, session_row, session_id, agent, event,
-                    tool_family, ts_headline('simple', doc, q, $5), doc
-             FROM hits ORDER BY rank DESC, occurred_ms DESC",
+                    tool_family, ts_headline('{cfg}', doc, q, $5), doc
+             FROM hits ORDER BY rank DESC, occurred_ms DESC"
+            ),
             &[
                 &q,
                 &w,

@@ -38,16 +38,29 @@ use memhook_core::record::Record;
 use memhook_store::model::WORK_EVENTS;
 
 /// The words of a record's title, body and files, lowercased and joined by
-/// single spaces: what its full-text vector is made of. A word is a run of
-/// letters and digits (as SQLite's `unicode61` tokenizer splits text), so
-/// `src/main.rs` is `src main rs` and `fox-jumps` is `fox jumps`.
+/// single spaces, then its identifier words
+/// ([`memhook_store::words::identifier_words`]): what its full-text vector
+/// is made of. A word is a run of letters and digits (as SQLite's
+/// `unicode61` tokenizer splits text), so `src/main.rs` is `src main rs` and
+/// `fox-jumps` is `fox jumps`; `parseDate` adds `parse date`.
 pub fn search_document(record: &Record) -> String {
+    search_text(
+        record.title.as_deref(),
+        record.body.as_deref(),
+        &record.files,
+    )
+}
+
+/// [`search_document`] of a record's parts (as stored).
+pub fn search_text(title: Option<&str>, body: Option<&str>, files: &[String]) -> String {
     let mut out = String::new();
-    let parts = [record.title.as_deref(), record.body.as_deref()]
-        .into_iter()
-        .flatten()
-        .chain(record.files.iter().map(String::as_str));
-    for part in parts {
+    let parts = || {
+        [title, body]
+            .into_iter()
+            .flatten()
+            .chain(files.iter().map(String::as_str))
+    };
+    for part in parts() {
         for word in part.split(|c: char| !c.is_alphanumeric()) {
             if word.is_empty() {
                 continue;
@@ -57,6 +70,13 @@ pub fn search_document(record: &Record) -> String {
             }
             out.extend(word.chars().flat_map(char::to_lowercase));
         }
+    }
+    let words = memhook_store::words::identifier_words(parts());
+    if !words.is_empty() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&words);
     }
     out
 }
@@ -122,7 +142,7 @@ const INSERT_RECORDS: &str = "INSERT INTO records (key, occurred_ms, project_id,
         tool_call_id, outcome, disposition, title, body, files, search, token_name,
         exit_code, command, plan)
      SELECT k, ms, p, sr, a, e, ne, s, c, sub, tf, tn, tc, oc, d, ti, b, f::jsonb,
-            to_tsvector('simple', doc), tok, ex, cmd, pl::jsonb
+            to_tsvector('memhook_english', doc), tok, ex, cmd, pl::jsonb
      FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[],
             $6::text[], $7::text[], $8::text[], $9::text[], $10::bool[], $11::text[],
             $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[],
@@ -361,7 +381,14 @@ mod tests {
         r.files = vec!["src/main.rs".into()];
         assert_eq!(
             search_document(&r),
-            "fix the fox jumps snake case ünïcode quoted v1 2 src main rs"
+            "fix the fox jumps snake case ünïcode quoted v1 2 src main rs \
+             foxjumps snakecase"
+        );
+        r.body = Some("parseDate(x)".into());
+        r.files = vec!["src/RateLimiter.rs".into()];
+        assert_eq!(
+            search_document(&r),
+            "fix the fox jumps parsedate x src ratelimiter rs foxjumps parse date rate limiter"
         );
         r.title = None;
         r.body = None;

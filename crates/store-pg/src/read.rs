@@ -4,15 +4,18 @@
 //!
 //! Search has the SQLite store's documented semantics
 //! ([`memhook_store::sqlite::fts_query`]): user text is never syntax; every
-//! run of letters, digits and `_` is one term, the terms are ANDed; a term
-//! is matched as a phrase of its words (`snake_case` is `snake` followed by
-//! `case`). Documents are split into words the same way at ingest
-//! ([`super::ingest::search_document`]) and indexed with the `simple`
-//! configuration (lowercase, no stemming, no stop words). Differences:
-//! best match first uses `ts_rank` instead of SQLite's `bm25` (the same
-//! records are found; their order among equally new matches may differ),
-//! and diacritics are kept (`café` does not find `cafe`; SQLite's
-//! `unicode61` folds them).
+//! run of letters, digits, `_` and inner `-` is one term, the terms are
+//! ANDed; a term is matched as a phrase of its words (`snake_case` is
+//! `snake` followed by `case`). Documents are split into words the same way
+//! at ingest, with their identifier words added
+//! ([`super::ingest::search_document`]), and indexed with the
+//! `memhook_english` configuration (lowercase, Snowball English stems, no
+//! stop words; SQLite's is the Porter stemmer). Ranking is relevance lifted
+//! by recency, as in SQLite ([`SEARCH_RANK`]). Differences: relevance is
+//! `ts_rank` instead of SQLite's `bm25` (the same records are found; their
+//! order among near-equal matches may differ), the two stemmers differ on
+//! some rare words, and diacritics are kept (`café` does not find `cafe`;
+//! SQLite's `unicode61` folds them).
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -25,8 +28,8 @@ use memhook_store::model::Reads;
 use memhook_store::model::READ_ONLY_FILE_TOOLS;
 use memhook_store::model::{
     Activity, Note, Prompt, SessionSummary, StoreError, StoredRecord, TailEvent, TouchedFile,
-    MAX_NOTES, MAX_QUERY_CHARS, MAX_QUERY_LIMIT, MAX_QUERY_TERMS, MAX_SESSION_FILES,
-    MAX_TAIL_RECORDS, NOTE_LINE_CHARS, PROMPT_TEXT_CHARS, TOOL_RESULT_EVENTS,
+    MATCH_MARK, MATCH_WORDS, MAX_NOTES, MAX_QUERY_LIMIT, MAX_SESSION_FILES, MAX_TAIL_RECORDS,
+    NOTE_LINE_CHARS, PROMPT_TEXT_CHARS, TOOL_RESULT_EVENTS,
 };
 
 /// A tool result that failed, as an SQL condition that is never NULL.
@@ -37,17 +40,26 @@ pub(super) const RECORD_COLUMNS: &str = "r.key, r.occurred_ms, r.agent, r.event,
      p.workspace, p.project, r.session_id, r.cwd, r.subagent, r.tool_family, r.tool_name, \
      r.tool_call_id, r.outcome, r.disposition, r.title, r.body, r.files::text, r.token_name";
 
-/// Turn user text into a `to_tsquery('simple', …)` text with the SQLite
-/// store's semantics: `None` when nothing is searchable.
+/// The configuration of every full-text vector and query: Snowball English
+/// stems, no stop words (schema migration 4).
+pub const TS_CONFIG: &str = "memhook_english";
+
+/// Best match first, recent matches lifted, as the SQLite store ranks
+/// (`memhook_store::sqlite`'s `SEARCH_RANK`): `ts_rank` weighed by up to 1.5
+/// for a record of today, 1.25 for one of 30 days ago, barely for one of a
+/// year ago. `q` is the query, `r` the record.
+pub const SEARCH_RANK: &str = "ts_rank(r.search, q) * (1.0 + 0.5 / (1.0 + \
+     greatest(0, extract(epoch from now()) * 1000 - r.occurred_ms) / 2592000000.0))";
+
+/// Turn user text into a `to_tsquery('memhook_english', …)` text with the
+/// SQLite store's semantics ([`memhook_store::sqlite::query_terms`]): `None`
+/// when nothing is searchable.
 pub fn ts_query(text: &str) -> Option<String> {
-    let text: String = text.chars().take(MAX_QUERY_CHARS).collect();
-    let terms: Vec<String> = text
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-        .take(MAX_QUERY_TERMS)
+    let terms: Vec<String> = memhook_store::sqlite::query_terms(text)
+        .into_iter()
         .filter_map(|term| {
             let words: Vec<String> = term
-                .split('_')
+                .split(|c: char| !c.is_alphanumeric())
                 .filter(|w| !w.is_empty())
                 .map(|w| format!("'{}'", w.to_lowercase()))
                 .collect();
@@ -85,6 +97,8 @@ pub(super) fn to_record(r: &Row) -> StoredRecord {
             .and_then(|f| serde_json::from_str(&f).ok())
             .unwrap_or_default(),
         token_name: r.get(18),
+        // Only searches select it.
+        matched: r.try_get::<_, Option<String>>(19).ok().flatten(),
     }
 }
 
@@ -149,12 +163,18 @@ impl PgStore {
             return Ok(Vec::new());
         };
         let limit = limit.min(MAX_QUERY_LIMIT) as i64;
+        // Why it matched: the words around the matches of its title and
+        // body (an identifier's words are matched in the index alone).
         let base = format!(
-            "SELECT {RECORD_COLUMNS} FROM records r JOIN projects p ON p.id = r.project_id,
-                    to_tsquery('simple', $1) q
+            "SELECT {RECORD_COLUMNS},
+                    ts_headline('{TS_CONFIG}', concat_ws(' ', r.title, r.body), q,
+                        'StartSel={MATCH_MARK}, StopSel={MATCH_MARK}, MaxWords={MATCH_WORDS},
+                         MinWords=4, MaxFragments=1, FragmentDelimiter=…')
+             FROM records r JOIN projects p ON p.id = r.project_id,
+                    to_tsquery('{TS_CONFIG}', $1) q
              WHERE r.search @@ q"
         );
-        let order = "ORDER BY ts_rank(r.search, q) DESC, r.occurred_ms DESC, r.id DESC";
+        let order = format!("ORDER BY {SEARCH_RANK} DESC, r.occurred_ms DESC, r.id DESC");
         match scope {
             Some((w, p)) => self.query_records(
                 &format!("{base} AND p.workspace = $2 AND p.project = $3 {order} LIMIT $4"),
@@ -476,10 +496,12 @@ impl Reads for PgRead<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use memhook_store::model::{MAX_QUERY_CHARS, MAX_QUERY_TERMS};
 
     #[test]
     fn ts_query_quotes_every_word_and_ands_the_terms() {
-        assert_eq!(ts_query("Foo-bar").as_deref(), Some("'foo' & 'bar'"));
+        assert_eq!(ts_query("Foo-bar").as_deref(), Some("('foo' <-> 'bar')"));
+        assert_eq!(ts_query("-x- y").as_deref(), Some("'x' & 'y'"));
         assert_eq!(
             ts_query("snake_case x").as_deref(),
             Some("('snake' <-> 'case') & 'x'")

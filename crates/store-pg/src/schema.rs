@@ -100,7 +100,57 @@ pub const MIGRATIONS: &[&str] = &[
     r#"ALTER TABLE records ADD COLUMN exit_code BIGINT;
      ALTER TABLE records ADD COLUMN command TEXT COLLATE "C";
      ALTER TABLE records ADD COLUMN plan JSONB;"#,
+    // 4: search that understands code and words (the SQLite store's
+    // migration 5): a stemming configuration without stop words (Snowball
+    // English: `retries` finds `retry`, `the` is still a word), and each
+    // record's vector made anew with its identifier words by
+    // [`reindex`] (`parse date` finds `parseDate`).
+    r#"CREATE TEXT SEARCH DICTIONARY memhook_english_stem (
+        TEMPLATE = snowball, Language = english
+     );
+     CREATE TEXT SEARCH CONFIGURATION memhook_english (COPY = simple);
+     ALTER TEXT SEARCH CONFIGURATION memhook_english
+        ALTER MAPPING FOR asciiword, word WITH memhook_english_stem;"#,
 ];
+
+/// The migration (its version) after which [`reindex`] runs.
+pub const WORDS_VERSION: i32 = 4;
+
+/// Records re-indexed per statement by [`reindex`].
+const REINDEX_BATCH: i64 = 1000;
+
+/// Make every record's full-text vector anew from its title, body and files
+/// ([`super::ingest::search_text`]), in batches, inside the migration's
+/// transaction.
+fn reindex(tx: &mut postgres::Transaction<'_>) -> Result<(), postgres::Error> {
+    let mut after: i64 = 0;
+    loop {
+        let rows = tx.query(
+            "SELECT id, title, body, files::text FROM records WHERE id > $1 ORDER BY id LIMIT $2",
+            &[&after, &REINDEX_BATCH],
+        )?;
+        let Some(last) = rows.last() else {
+            return Ok(());
+        };
+        after = last.get(0);
+        let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+        let docs: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                let files: Option<String> = r.get(3);
+                let files: Vec<String> = files
+                    .and_then(|f| serde_json::from_str(&f).ok())
+                    .unwrap_or_default();
+                super::ingest::search_text(r.get(1), r.get(2), &files)
+            })
+            .collect();
+        tx.execute(
+            "UPDATE records r SET search = to_tsvector('memhook_english', u.doc)
+             FROM unnest($1::bigint[], $2::text[]) AS u(id, doc) WHERE r.id = u.id",
+            &[&ids, &docs],
+        )?;
+    }
+}
 
 /// Test-only, honoured by debug builds alone (release builds never read
 /// it): milliseconds to wait between reading the schema version and
@@ -167,6 +217,9 @@ fn migrate_locked(client: &mut Client) -> Result<Migrated, postgres::Error> {
     for (i, step) in MIGRATIONS.iter().enumerate().skip(have as usize) {
         let mut tx = client.transaction()?;
         tx.batch_execute(step)?;
+        if i as i32 + 1 == WORDS_VERSION {
+            reindex(&mut tx)?;
+        }
         tx.execute(
             "INSERT INTO memhook_migrations (version) VALUES ($1)",
             &[&(i as i32 + 1)],
@@ -188,6 +241,6 @@ mod tests {
             failures.contains(&format!("WHERE {}", super::super::read::FAILED)),
             "{failures}"
         );
-        assert_eq!(SCHEMA_VERSION, 3);
+        assert_eq!(SCHEMA_VERSION, 4);
     }
 }

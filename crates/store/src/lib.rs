@@ -7,3 +7,4 @@ pub mod memory;
 pub mod model;
 pub mod sqlite;
 pub mod tokens;
+pub mod words;

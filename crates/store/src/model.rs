@@ -168,12 +168,21 @@ pub struct StoredRecord {
     /// The named token that delivered it to `memhook serve` (`owner` for
     /// the server's own token); `None` when it was written without one.
     pub token_name: Option<String>,
+    /// Why a search found it: a few words of the record around its matches,
+    /// each match between [`MATCH_MARK`]s (`None` outside searches).
+    pub matched: Option<String>,
 }
 
+/// What marks a match in [`StoredRecord::matched`], before and after it.
+pub const MATCH_MARK: &str = "**";
+/// Words of [`StoredRecord::matched`], about.
+pub const MATCH_WORDS: usize = 12;
+
 impl StoredRecord {
-    /// The `--json` line shape of `recent` and `search` (one object).
+    /// The `--json` line shape of `recent` and `search` (one object; a
+    /// search's records also have `matched`).
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut v = serde_json::json!({
             "key": self.key,
             "occurred_at": memhook_core::timefmt::rfc3339_ms(self.occurred_ms),
             "agent": self.agent,
@@ -193,7 +202,11 @@ impl StoredRecord {
             "body": self.body,
             "files": self.files,
             "token_name": self.token_name,
-        })
+        });
+        if let Some(m) = &self.matched {
+            v["matched"] = m.as_str().into();
+        }
+        v
     }
 }
 

@@ -93,14 +93,25 @@ pub fn row(r: &StoredRecord) -> Value {
     if line.chars().count() > ROW_LINE_CHARS {
         line = line.chars().take(ROW_LINE_CHARS - 1).collect::<String>() + "…";
     }
-    json!({
+    let mut v = json!({
         "id": &r.key[..r.key.len().min(ROW_ID_CHARS)],
         "at": format!("{} {}", &t[..10], &t[11..16]),
         "agent": r.agent,
         "event": r.event,
         "session": r.session_id,
         "line": line,
-    })
+    });
+    // A search's row says why it matched.
+    if let Some(m) = r.matched.as_deref() {
+        let m = m.split_whitespace().collect::<Vec<_>>().join(" ");
+        v["match"] = if m.chars().count() > ROW_LINE_CHARS {
+            m.chars().take(ROW_LINE_CHARS - 1).collect::<String>() + "…"
+        } else {
+            m
+        }
+        .into();
+    }
+    v
 }
 
 /// Keep values while their JSON text fits `budget`; say whether any was cut.
@@ -332,6 +343,12 @@ mod tests {
         assert!(rows
             .iter()
             .all(|r| r["line"].as_str().unwrap().contains("flaky")));
+        // Each row says why it matched.
+        assert!(
+            rows.iter()
+                .all(|r| r["match"].as_str().unwrap().contains("**flaky**")),
+            "{rows:?}"
+        );
         assert!(serde_json::to_string(&rows).unwrap().chars().count() <= ROWS_BUDGET_CHARS);
         assert_eq!(rows.len() < 30, a.cut == Some(true));
         // Another project's record is never a hit here.
@@ -348,10 +365,10 @@ mod tests {
         let a = tool(
             &ctx,
             "activity_search",
-            &args(json!({"query": "flaky", "since": "1970-01-01T00:00:01.010Z", "limit": 50})),
+            &args(json!({"query": "flaky", "since": "1970-01-01T00:00:01.025Z", "limit": 50})),
         )
         .unwrap();
-        assert_eq!(a.records.unwrap().len(), 20);
+        assert_eq!(a.records.unwrap().len(), 5);
 
         let a = tool(
             &ctx,
@@ -427,12 +444,21 @@ mod tests {
             body: Some(format!("\n\nerror: exit 1 {}\nmore", "y".repeat(300))),
             files: vec![],
             token_name: None,
+            matched: None,
         };
         let v = row(&stored);
+        assert!(v.get("match").is_none(), "{v}");
         let line = v["line"].as_str().unwrap();
         assert!(line.starts_with("[Bash] error: exit 1 yyy"), "{line}");
         assert_eq!(line.chars().count(), ROW_LINE_CHARS);
         assert_eq!(v["id"], "aaaaaaaaaaaa");
         assert_eq!(v["at"], "1970-01-01 00:00");
+        let found = StoredRecord {
+            matched: Some(format!("a **retry**\n{}", "z ".repeat(200))),
+            ..stored
+        };
+        let m = row(&found)["match"].as_str().unwrap().to_string();
+        assert!(m.starts_with("a **retry** z z"), "{m}");
+        assert_eq!(m.chars().count(), ROW_LINE_CHARS);
     }
 }

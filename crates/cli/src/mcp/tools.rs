@@ -77,10 +77,12 @@ const TOOLS: &[Tool] = &[
         title: "Search past activity",
         read_only: true,
         description: "Step 1 of 3 for past sessions: find captured activity (prompts, tool results, \
-            failures) holding every given word. Returns compact rows (id, when, agent, event, one line); \
+            failures) holding every given word in any inflection (retries finds retry; parse date finds \
+            parse_date and parseDate). Best match first, recent ones lifted. Returns compact rows (id, when, \
+            agent, event, one line, and why it matched: the matched words between **); \
             then use activity_timeline for what happened around one, and activity_get for whole records.",
         args: &[
-            ("query", "string", true, "Words that must all appear (no query syntax)"),
+            ("query", "string", true, "Words that must all appear, in any inflection (no query syntax)"),
             ("scope", "string", false, "\"project\" (default) or \"all\" (only where the project allows recall across projects)"),
             ("since", "string", false, "Only from this UTC date or time on: YYYY-MM-DD or YYYY-MM-DDTHH:MMZ"),
             ("until", "string", false, "Only before this UTC date or time"),

@@ -25,14 +25,10 @@ impl Store {
         let (w, p) = scope.unwrap_or(("", ""));
         let mut st = self
             .conn
-            .prepare_cached(&format!(
-                "SELECT {RECORD_COLUMNS} FROM records_fts f
-                 JOIN records r ON r.id = f.rowid JOIN projects p ON p.id = r.project_id
-                 WHERE records_fts MATCH ?1
-                   AND (?2 = '' OR (p.workspace = ?2 AND p.project = ?3))
-                   AND r.occurred_ms >= ?4 AND r.occurred_ms < ?5
-                 ORDER BY bm25(records_fts), r.occurred_ms DESC LIMIT {}",
-                limit.min(super::MAX_QUERY_LIMIT)
+            .prepare_cached(&super::ranked_search(
+                "(?2 = '' OR (p.workspace = ?2 AND p.project = ?3))
+                 AND r.occurred_ms >= ?4 AND r.occurred_ms < ?5",
+                limit.min(super::MAX_QUERY_LIMIT) as i64,
             ))
             .map_err(|e| self.err(e))?;
         let rows = st.query_map(

@@ -174,9 +174,10 @@ impl Store {
                  JOIN records r ON r.id = f.rowid JOIN projects p ON p.id = r.project_id
                  WHERE records_fts MATCH ?1
                    AND (?2 = '' OR (p.workspace = ?2 AND p.project = ?3))
-                 ORDER BY bm25(records_fts), r.occurred_ms DESC LIMIT {}",
+                 ORDER BY {}, r.occurred_ms DESC LIMIT {}",
                 HIT_START as u32,
                 HIT_END as u32,
+                super::SEARCH_RANK,
                 limit.min(MAX_QUERY_LIMIT)
             ))
             .map_err(|e| self.err(e))?;

@@ -141,12 +141,12 @@ impl Store {
         // row only when given the exact values it indexed.
         {
             let mut rows = tx
-                .prepare("SELECT id, title, body, files FROM records WHERE id IN (SELECT id FROM forget_ids)")
+                .prepare("SELECT id, title, body, files, words FROM records WHERE id IN (SELECT id FROM forget_ids)")
                 .map_err(e)?;
             let mut del = tx
                 .prepare(
-                    "INSERT INTO records_fts (records_fts, rowid, title, body, files)
-                     VALUES ('delete', ?1, ?2, ?3, ?4)",
+                    "INSERT INTO records_fts (records_fts, rowid, title, body, files, words)
+                     VALUES ('delete', ?1, ?2, ?3, ?4, ?5)",
                 )
                 .map_err(e)?;
             let mut q = rows.query([]).map_err(e)?;
@@ -160,7 +160,8 @@ impl Store {
                     r.get::<_, i64>(0).map_err(e)?,
                     r.get::<_, Option<String>>(1).map_err(e)?,
                     r.get::<_, Option<String>>(2).map_err(e)?,
-                    files
+                    files,
+                    r.get::<_, Option<String>>(4).map_err(e)?
                 ])
                 .map_err(e)?;
             }
