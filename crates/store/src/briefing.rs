@@ -82,12 +82,15 @@ pub fn compose(
     max_chars: usize,
     digest: bool,
 ) -> Result<Option<String>, StoreError> {
-    compose_with(store, scope, exclude_session, max_chars, digest, false)
+    store.read(|store| compose_reads(store, scope, exclude_session, max_chars, digest, None))
 }
 
-/// [`compose`], and with `memory_write` the line that invites the agent to
-/// save lasting decisions with the MCP tool of that name (when `memhook
-/// mcp` is registered for it: `memhook_core::mcp_agents`).
+/// [`compose`] for an agent whose MCP registration is known (session start
+/// reads `memhook_core::mcp_agents`): with `mcp`, the line naming the MCP
+/// tools to fetch more and the one inviting the agent to save lasting
+/// decisions with `memory_write`; without it neither, since the agent has no
+/// such tools. ([`compose`] and [`compose_from`] do not know, and name the
+/// fetch tools only.)
 pub fn compose_with(
     store: &Store,
     scope: (&str, &str),
@@ -103,7 +106,7 @@ pub fn compose_with(
             exclude_session,
             max_chars,
             digest,
-            memory_write,
+            Some(memory_write),
         )
     })
 }
@@ -117,7 +120,7 @@ pub fn compose_from(
     max_chars: usize,
     digest: bool,
 ) -> Result<Option<String>, StoreError> {
-    compose_reads(store, scope, exclude_session, max_chars, digest, false)
+    compose_reads(store, scope, exclude_session, max_chars, digest, None)
 }
 
 fn compose_reads(
@@ -126,7 +129,7 @@ fn compose_reads(
     exclude_session: Option<&str>,
     max_chars: usize,
     digest: bool,
-    memory_write: bool,
+    mcp: Option<bool>,
 ) -> Result<Option<String>, StoreError> {
     // One query for both the hand-off and the digest: the newest sessions
     // first, so each takes its own prefix.
@@ -162,11 +165,12 @@ fn compose_reads(
             sections.push(s);
         }
     }
-    if !sessions.is_empty() {
+    if !sessions.is_empty() && mcp != Some(false) {
         // How to get more than the briefing holds (DESIGN §6): by id, on
-        // demand. Last, so a short budget drops it first.
+        // demand. Last, so a short budget drops it first. Only for an agent
+        // that may have the tools it names.
         let mut more = Section::new(FETCH_MORE);
-        if memory_write {
+        if mcp == Some(true) {
             more.text(SAVE_DECISIONS);
         }
         sections.push(more);
@@ -1145,6 +1149,29 @@ mod tests {
             .unwrap();
         assert!(b.trim_end().ends_with(SAVE_DECISIONS), "{b}");
         assert!(b.chars().count() <= 4000);
+    }
+
+    #[test]
+    fn mcp_tools_are_named_only_to_an_agent_that_may_have_them() {
+        let (_t, s) = seeded();
+        let without = compose_with(&s, ("acme", "api"), Some("new"), 4000, false, false)
+            .unwrap()
+            .unwrap();
+        assert!(!without.contains("activity_search"), "{without}");
+        assert!(!without.contains("MCP"), "{without}");
+        // Its size line still tells the truth.
+        let first = without.lines().next().unwrap();
+        let n = without.chars().count();
+        assert!(first.contains(&format!("{n} characters")), "{first} vs {n}");
+        let with = compose_with(&s, ("acme", "api"), Some("new"), 4000, false, true)
+            .unwrap()
+            .unwrap();
+        assert!(with.contains(FETCH_MORE), "{with}");
+        // Unknown (memhook serve's GET /handoff): the fetch line only.
+        let unknown = compose(&s, ("acme", "api"), Some("new"), 4000, false)
+            .unwrap()
+            .unwrap();
+        assert!(unknown.trim_end().ends_with(FETCH_MORE), "{unknown}");
     }
 
     #[test]
