@@ -418,9 +418,11 @@ fn handoff_section(
             .map(|(c, _)| format!("; concluded: {}", quote(&c, EARLIER_CONCLUSION_CHARS)))
             .unwrap_or_default();
         s.item(format!(
-            "Earlier ({}, {}): {prompts} prompts, {tools} tool calls{first}{concluded}",
+            "Earlier ({}, {}): {}, {}{first}{concluded}",
             o.agent,
-            when(o.last_ms)
+            when(o.last_ms),
+            memhook_core::term::count(prompts, "prompt"),
+            memhook_core::term::count(tools, "tool call"),
         ));
     }
     Ok(s)
