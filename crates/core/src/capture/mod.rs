@@ -201,11 +201,17 @@ fn home_path(home: Option<&Path>) -> Option<NormPath> {
 /// expands `~/` in patterns and shell words. Non-tool events are always
 /// kept (`not-applicable`): the policy is about tool activity.
 pub fn decide(config: &CaptureConfig, home: Option<&Path>, event: &Event) -> Decision {
-    let here = decide_here(config, home, event);
+    // The candidates a kept call was decided on, so they are not collected twice.
+    let mut kept = None;
+    let here = decide_here(config, home, event, &mut kept);
     if here.disposition != Disposition::Keep || !event.kind.is_tool_event() {
         return here;
     }
-    nested::decide(home_path(home).as_ref(), event).unwrap_or(here)
+    let home = home_path(home);
+    let Some(paths) = kept.or_else(|| candidates_of(event, home.as_ref())) else {
+        return here;
+    };
+    nested::decide(&paths, home.as_ref(), event).unwrap_or(here)
 }
 
 /// The candidates of a file, shell or unknown tool event (`None` for other
@@ -230,8 +236,14 @@ fn candidates_of(event: &Event, home: Option<&NormPath>) -> Option<Vec<NormPath>
 }
 
 /// The decision under the policy of the markers on the walk from the
-/// event's working directory.
-fn decide_here(config: &CaptureConfig, home: Option<&Path>, event: &Event) -> Decision {
+/// event's working directory. A call kept after its candidates were checked
+/// hands them out in `kept`.
+fn decide_here(
+    config: &CaptureConfig,
+    home: Option<&Path>,
+    event: &Event,
+    kept: &mut Option<Vec<NormPath>>,
+) -> Decision {
     use Disposition::*;
     use ExtractionState::*;
     let state = state_of(config);
@@ -311,7 +323,11 @@ fn decide_here(config: &CaptureConfig, home: Option<&Path>, event: &Event) -> De
             });
             match reduced {
                 Some(ext) => Decision::new(state, family, c.count, MetadataOnly, ext),
-                None => Decision::new(state, family, c.count, Keep, Extracted),
+                None => {
+                    let d = Decision::new(state, family, c.count, Keep, Extracted);
+                    *kept = Some(c.paths);
+                    d
+                }
             }
         }
     }

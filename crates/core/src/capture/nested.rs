@@ -15,25 +15,25 @@ use super::path::{self, NormPath};
 use super::policy::{MatchOutcome, Policy};
 use super::{Decision, Disposition, ExtractionState, PolicyState, ToolFamily};
 use crate::event::Event;
-use crate::scope::{marker, CaptureConfig, MARKER_FILE};
+use crate::scope::{marker, CaptureConfig};
 
 /// Directories looked at below the working directory, for one event.
 pub const MAX_NESTED_LOOKS: usize = 64;
 
-/// The decision a marker below the working directory imposes, if any.
-pub fn decide(home: Option<&NormPath>, event: &Event) -> Option<Decision> {
+/// The decision a marker below the working directory imposes on a call
+/// with these candidate `paths`, if any.
+pub fn decide(paths: &[NormPath], home: Option<&NormPath>, event: &Event) -> Option<Decision> {
     let cwd = event.cwd.as_deref().and_then(super::norm_abs)?;
     if cwd.flavour != path::Flavour::Posix {
         return None;
     }
-    let paths = super::candidates_of(event, home)?;
     let cwd_dir = PathBuf::from(&cwd.text);
     let mut looks = 0usize;
     let mut seen: HashMap<PathBuf, Option<CaptureConfig>> = HashMap::new();
     let family = event.tool_name.as_deref().map_or(ToolFamily::Unknown, |n| {
         super::classify_tool(&event.agent, n).0
     });
-    for p in &paths {
+    for p in paths {
         if p.flavour != path::Flavour::Posix {
             continue;
         }
@@ -97,12 +97,7 @@ pub fn decide(home: Option<&NormPath>, event: &Event) -> Option<Decision> {
 /// The capture policy of `dir`'s marker, when it has one (a directory of
 /// that name is no marker; anything else that cannot be read fails closed).
 fn marker_policy(dir: &Path, home_known: bool) -> Option<CaptureConfig> {
-    let m = dir.join(MARKER_FILE);
-    let meta = std::fs::symlink_metadata(&m).ok()?;
-    if meta.is_dir() || (meta.file_type().is_symlink() && m.is_dir()) {
-        return None;
-    }
-    Some(marker::read(&m, home_known).capture)
+    crate::scope::walk::marker_in(dir).map(|m| marker::read(&m, home_known).capture)
 }
 
 #[cfg(test)]

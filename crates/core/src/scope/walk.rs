@@ -34,6 +34,23 @@ fn has_dot_git(dir: &Path) -> bool {
     std::fs::metadata(dir.join(".git")).is_ok_and(|m| m.is_dir() || m.is_file())
 }
 
+/// `dir`'s marker, if it has one. A regular file (symlinks followed) is a
+/// marker; a directory of that name is ignored (DESIGN §2). Anything else
+/// of that name — a dangling or looping symlink, a FIFO, a socket, a
+/// device — is a marker that cannot be read: it fails closed
+/// (`marker::read`), it never counts as no marker.
+pub fn marker_in(dir: &Path) -> Option<PathBuf> {
+    let candidate = dir.join(MARKER_FILE);
+    let lmeta = std::fs::symlink_metadata(&candidate).ok()?;
+    if lmeta.is_dir()
+        || (lmeta.file_type().is_symlink()
+            && std::fs::metadata(&candidate).is_ok_and(|m| m.is_dir()))
+    {
+        return None;
+    }
+    Some(candidate)
+}
+
 /// Iterator over the markers on the walk, nearest first.
 pub struct Walk<'a> {
     next: Option<&'a Path>,
@@ -58,24 +75,9 @@ impl Iterator for Walk<'_> {
                 Boundary::At(stop) if dir == stop.as_path() => None,
                 _ => dir.parent(),
             };
-            let candidate = dir.join(MARKER_FILE);
-            // A regular file (symlinks followed) is a marker; a directory of
-            // that name is ignored (DESIGN §2). Anything else of that name —
-            // a dangling or looping symlink, a FIFO, a socket, a device — is
-            // a marker that cannot be read: it fails closed
-            // (`marker::read`), it never counts as no marker.
-            let Ok(lmeta) = std::fs::symlink_metadata(&candidate) else {
-                continue;
-            };
-            if lmeta.is_dir() {
-                continue;
+            if let Some(marker) = marker_in(dir) {
+                return Some(marker);
             }
-            if lmeta.file_type().is_symlink()
-                && std::fs::metadata(&candidate).is_ok_and(|m| m.is_dir())
-            {
-                continue;
-            }
-            return Some(candidate);
         }
         None
     }
