@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::support::binaries::{hook_with_stdin_file, memhook};
+use crate::support::binaries::{drain, hook_with_stdin_file, memhook};
 use crate::support::files::{contains, walk};
 use crate::support::fixtures::fixture;
 use crate::support::home::data_dir;
@@ -78,6 +78,37 @@ fn payload(agent: &str, file: &str, proj: &Path, edit: impl FnOnce(&mut Value)) 
     v["session_id"] = json!(format!("fp-{agent}"));
     edit(&mut v);
     v
+}
+
+/// `memhook hook --agent AGENT` with `p` on stdin, in the project (exit 0).
+fn hook(home: &Path, proj: &Path, agent: &str, p: &Value) {
+    let out = hook_with_stdin_file(home, agent, p.to_string().as_bytes())
+        .current_dir(proj)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{agent}: {out:?}");
+}
+
+/// `memhook drain`, then every file under the data dir with its bytes.
+fn drain_and_read(home: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    drain(home);
+    let mut files = Vec::new();
+    walk(&data_dir(home), &mut files);
+    files
+}
+
+/// No file holds the most telling part of any line of the excluded file.
+fn assert_no_secret_line(files: &[(std::path::PathBuf, Vec<u8>)]) {
+    for (path, bytes) in files {
+        for line in secret_lines() {
+            let needle = &line[line.len() - 16..];
+            assert!(
+                !contains(bytes, needle),
+                "{needle:?} reached {}",
+                path.display()
+            );
+        }
+    }
 }
 
 #[test]
@@ -184,47 +215,14 @@ fn no_line_of_an_excluded_file_reaches_the_data_dir_by_any_road() {
         ),
     ];
     for (agent, p) in &cases {
-        let out = hook_with_stdin_file(home, agent, p.to_string().as_bytes())
-            .current_dir(&proj)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{agent}: {out:?}");
+        hook(home, &proj, agent, p);
     }
-    let out = memhook(home)
-        .arg("drain")
-        .current_dir(&proj)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-
-    let mut files = Vec::new();
-    walk(&data_dir(home), &mut files);
+    let files = drain_and_read(home);
     assert!(
         files.iter().any(|(p, _)| p.ends_with("store.sqlite3")),
         "nothing stored"
     );
-    for (path, bytes) in &files {
-        for line in secret_lines() {
-            // Each line's most telling part.
-            let needle = &line[line.len() - 16..];
-            if contains(bytes, needle) {
-                let out = memhook(home)
-                    .args(["recent", "--json", "--all", "--limit", "100"])
-                    .current_dir(&proj)
-                    .output()
-                    .unwrap();
-                panic!(
-                    "{needle:?} reached {}:\n{}",
-                    path.display(),
-                    String::from_utf8_lossy(&out.stdout)
-                );
-            }
-        }
-    }
+    assert_no_secret_line(&files);
     // Ordinary lines around them are kept, for every road but the ones the
     // path rules drop whole.
     let out = memhook(home)
@@ -253,16 +251,8 @@ fn a_new_secret_file_is_covered_at_the_next_drain() {
     let p = payload("claude-code", "UserPromptSubmit.json", &proj, |v| {
         v["prompt"] = json!("hello")
     });
-    hook_with_stdin_file(home, "claude-code", p.to_string().as_bytes())
-        .current_dir(&proj)
-        .output()
-        .unwrap();
-    let out = memhook(home)
-        .arg("drain")
-        .current_dir(&proj)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    hook(home, &proj, "claude-code", &p);
+    drain(home);
     // Then a new excluded file appears, and is quoted.
     let fresh = format!("patient: {} Nguyen-Okafor, ward 7, rhinitis", "Bob");
     fs::write(proj.join("secret/rotated.env"), format!("{fresh}\n")).unwrap();
@@ -270,18 +260,8 @@ fn a_new_secret_file_is_covered_at_the_next_drain() {
     let p = payload("claude-code", "UserPromptSubmit.json", &proj, |v| {
         v["prompt"] = json!(format!("is this right? {fresh}"))
     });
-    hook_with_stdin_file(home, "claude-code", p.to_string().as_bytes())
-        .current_dir(&proj)
-        .output()
-        .unwrap();
-    let out = memhook(home)
-        .arg("drain")
-        .current_dir(&proj)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let mut files = Vec::new();
-    walk(&data_dir(home), &mut files);
+    hook(home, &proj, "claude-code", &p);
+    let files = drain_and_read(home);
     for (path, bytes) in &files {
         assert!(
             !contains(bytes, "Nguyen-Okafor"),
@@ -312,35 +292,11 @@ fn every_agent_shape_and_placement_is_screened() {
             text.push('\n');
         }
         let p = shaped(s, &proj, &format!("fp-shape-{i}"), &text);
-        let out = hook_with_stdin_file(home, s.agent, p.to_string().as_bytes())
-            .current_dir(&proj)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}: {out:?}", s.agent);
+        hook(home, &proj, s.agent, &p);
         kept.push((s.agent, mark));
     }
-    let out = memhook(home)
-        .arg("drain")
-        .current_dir(&proj)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut files = Vec::new();
-    walk(&data_dir(home), &mut files);
-    for (path, bytes) in &files {
-        for line in secret_lines() {
-            let needle = &line[line.len() - 16..];
-            assert!(
-                !contains(bytes, needle),
-                "{needle:?} reached {}",
-                path.display()
-            );
-        }
-    }
+    let files = drain_and_read(home);
+    assert_no_secret_line(&files);
     let all: Vec<u8> = files.iter().flat_map(|(_, b)| b.clone()).collect();
     for (agent, mark) in kept {
         assert!(contains(&all, &mark), "{agent}: {mark} was not stored");
