@@ -424,17 +424,7 @@ fn print_records(records: &[StoredRecord], json: bool) -> std::io::Result<()> {
         } else {
             // Stored text is hostile: every field through term::line.
             let t = rfc3339_ms(r.occurred_ms);
-            let tool = r
-                .tool_name
-                .as_deref()
-                .or(r.tool_family.as_deref())
-                .map(|t| format!(" {}", term::line(t)))
-                .unwrap_or_default();
-            let outcome = r
-                .outcome
-                .as_deref()
-                .map(|o| format!(" {}", term::line(o)))
-                .unwrap_or_default();
+            let tool_outcome = tool_and_outcome(r);
             let title = r
                 .title
                 .as_deref()
@@ -442,7 +432,7 @@ fn print_records(records: &[StoredRecord], json: bool) -> std::io::Result<()> {
                 .unwrap_or_default();
             writeln!(
                 out,
-                "{} {} {}/{} {} {}{tool}{outcome}{title}",
+                "{} {} {}/{} {} {}{tool_outcome}{title}",
                 &t[..19],
                 term::line(r.key.get(..8).unwrap_or(&r.key)),
                 term::line(&r.workspace),
@@ -498,6 +488,23 @@ fn print_recent(records: &[StoredRecord]) -> std::io::Result<()> {
     out.flush()
 }
 
+/// ` TOOL OUTCOME` of a record (tool name, else family), each through
+/// `term::line`; empty parts left out.
+fn tool_and_outcome(r: &StoredRecord) -> String {
+    let tool = r
+        .tool_name
+        .as_deref()
+        .or(r.tool_family.as_deref())
+        .map(|t| format!(" {}", term::line(t)))
+        .unwrap_or_default();
+    let outcome = r
+        .outcome
+        .as_deref()
+        .map(|o| format!(" {}", term::line(o)))
+        .unwrap_or_default();
+    format!("{tool}{outcome}")
+}
+
 fn recent_line(r: &StoredRecord) -> String {
     // Stored text is hostile: every field through term::line.
     let session = r
@@ -510,20 +517,7 @@ fn recent_line(r: &StoredRecord) -> String {
         .unwrap_or_default();
     let what = match r.title.as_deref() {
         Some(t) => format!(" — {}", term::line(t)),
-        None => {
-            let tool = r
-                .tool_name
-                .as_deref()
-                .or(r.tool_family.as_deref())
-                .map(|t| format!(" {}", term::line(t)))
-                .unwrap_or_default();
-            let outcome = r
-                .outcome
-                .as_deref()
-                .map(|o| format!(" {}", term::line(o)))
-                .unwrap_or_default();
-            format!("{tool}{outcome}")
-        }
+        None => tool_and_outcome(r),
     };
     format!(
         "{} {} {}/{} {}{session} {}{what}",
