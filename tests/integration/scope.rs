@@ -518,3 +518,45 @@ fn show_says_what_is_captured_in_words() {
     let text = show(&plain, false);
     assert!(text.contains("capture    nothing (no marker, "), "{text}");
 }
+
+/// A marker the hook cannot use is shown where the user looks: `memhook
+/// status` names the file, the line and the scope the events went to, until
+/// the file is fixed (the hook's own warning goes to the agent's stderr).
+#[test]
+fn status_shows_a_marker_the_hook_could_not_use_until_it_is_fixed() {
+    use crate::support::binaries::{run_with_stdin, status};
+    let home = tempfile::tempdir().unwrap();
+    let repo = home.path().join("api");
+    std::fs::create_dir_all(&repo).unwrap();
+    let marker = repo.join(".ai-memory.toml");
+    std::fs::write(&marker, "workspace = \"acme\"\nproject = \"API Server\"\n").unwrap();
+    let hook = |event: &str| {
+        let mut cmd = memhook(home.path());
+        cmd.args(["hook", "--agent", "claude-code", "--event", event]);
+        cmd.env("MEMHOOK_NO_HOOK_DELIVERY", "1");
+        let payload = serde_json::json!({
+            "session_id": "s-1", "cwd": repo, "prompt": "hello",
+        });
+        let out = run_with_stdin(cmd, payload.to_string().as_bytes());
+        assert!(out.status.success(), "{out:?}");
+    };
+    hook("UserPromptSubmit");
+    hook("UserPromptSubmit");
+    let v = status(home.path());
+    let problems = v["marker_problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{v}");
+    assert_eq!(problems[0]["marker"], marker.to_str().unwrap());
+    assert_eq!(problems[0]["filed_under"], "default/api");
+    let problem = problems[0]["problem"].as_str().unwrap();
+    assert!(problem.starts_with("line 2: `project`"), "{problem}");
+    let out = memhook(home.path()).arg("status").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("marker problem (since ") && text.contains("line 2: `project`"),
+        "{text}"
+    );
+
+    std::fs::write(&marker, "workspace = \"acme\"\nproject = \"api\"\n").unwrap();
+    let v = status(home.path());
+    assert_eq!(v["marker_problems"], serde_json::json!([]), "{v}");
+}

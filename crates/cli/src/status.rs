@@ -130,6 +130,8 @@ pub struct Status {
     /// `*.json` names in the spool that are not regular files (FIFOs,
     /// directories, …): skipped by every drain, never counted as records.
     pub not_regular: u64,
+    /// Markers the hook could not use and that still cannot be used.
+    pub marker_problems: Vec<memhook_core::scope::problems::MarkerProblem>,
 }
 
 /// Gather the status of `data_dir`. A data dir that does not exist has an
@@ -145,6 +147,7 @@ pub fn collect(dir: &Path) -> Result<Status, memhook_delivery::spool::SpoolError
             last_briefing_error: None,
             not_regular: 0,
             paused: None,
+            marker_problems: Vec::new(),
         });
     }
     let spool = Spool::open(dir)?;
@@ -204,6 +207,7 @@ pub fn collect(dir: &Path) -> Result<Status, memhook_delivery::spool::SpoolError
         last_briefing_error: memhook_sinks::session_start::last_failure(dir),
         paused: memhook_core::switches::describe(dir, None),
         not_regular: listing.not_regular as u64,
+        marker_problems: memhook_core::scope::problems::current(dir),
     })
 }
 
@@ -258,6 +262,12 @@ impl Status {
             "last_briefing_error": self.last_briefing_error.as_ref().map(|(_, e)| e),
             "last_briefing_error_at": self.last_briefing_error.as_ref().map(|(ms, _)| rfc3339_ms(*ms)),
             "not_regular": self.not_regular,
+            "marker_problems": self.marker_problems.iter().map(|p| serde_json::json!({
+                "marker": p.marker,
+                "problem": p.problem,
+                "filed_under": p.scope,
+                "since": rfc3339_ms(p.since_ms),
+            })).collect::<Vec<_>>(),
         })
     }
 
@@ -348,6 +358,15 @@ impl Status {
                 "\nlast briefing error ({} ago; that session started with no briefing): {}\n",
                 age(*ms),
                 term::line(e)
+            ));
+        }
+        for p in &self.marker_problems {
+            o.push_str(&format!(
+                "\nmarker problem (since {}): {}: {}\n  until it is fixed, events there are filed under {} and file and shell tool events keep metadata only; `memhook show --cwd DIR` checks it\n",
+                local_text(p.since_ms),
+                term::line(&p.marker),
+                term::line(&p.problem),
+                term::line(&p.scope),
             ));
         }
         if self.not_regular > 0 {
@@ -664,8 +683,15 @@ mod tests {
             last_briefing_error: Some((0, hostile.into())),
             not_regular: 0,
             paused: None,
+            marker_problems: vec![memhook_core::scope::problems::MarkerProblem {
+                marker: hostile.into(),
+                problem: hostile.into(),
+                scope: hostile.into(),
+                since_ms: 0,
+            }],
         };
         assert!(st.to_text().contains("last briefing error"));
+        assert!(st.to_text().contains("marker problem"));
         let report = drain::Report {
             errors: BTreeMap::from([("store".to_string(), hostile.to_string())]),
             ..Default::default()

@@ -273,6 +273,18 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>, briefer: Briefer) -> St
     if let (false, Some(dir)) = (dropped, &data_dir) {
         enqueue(dir, &sink, &event, &scope, &decision);
     }
+    // A marker that cannot be used is also shown by `memhook status`: the
+    // agent's stderr, where the warning above went, is rarely seen.
+    if let (Some(dir), Some((marker, problem))) = (&data_dir, scope::problems::of(&scope.capture)) {
+        let filed = format!("{}/{}", scope.workspace, scope.project);
+        scope::problems::remember(
+            dir,
+            marker,
+            problem,
+            &filed,
+            memhook_core::timefmt::now_ms(),
+        );
+    }
 
     // The whole session-start path shares one hard budget, counted from the
     // moment the hook started reading stdin.

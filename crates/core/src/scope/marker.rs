@@ -60,11 +60,14 @@ pub fn parse(path: &Path, bytes: &[u8], home_known: bool) -> Marker {
 
 fn from_text(path: &Path, text: Result<String, String>, home_known: bool) -> Marker {
     let mut warnings = Vec::new();
-    let parsed = text.and_then(|text| text.parse::<Table>().map_err(|e| toml_problem(&text, &e)));
+    let parsed = text.and_then(|text| match text.parse::<Table>() {
+        Ok(table) => Ok((text, table)),
+        Err(e) => Err(toml_problem(&text, &e)),
+    });
     let (declared, capture) = match parsed {
         Err(problem) => (Err(problem), None),
-        Ok(table) => {
-            let declared = declare(&table, path, &mut warnings);
+        Ok((text, table)) => {
+            let declared = declare(&table, path, &mut warnings).map_err(|p| p.at_line(&text));
             let capture = capture_config(path, table.get("capture"), home_known);
             (declared, Some(capture))
         }
@@ -148,22 +151,87 @@ fn toml_problem(text: &str, err: &toml::de::Error) -> String {
     }
 }
 
-fn declare(table: &Table, path: &Path, warnings: &mut Vec<String>) -> Result<Declared, String> {
+/// Why a parsed marker cannot be used, and which key says so (to name its
+/// line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct KeyProblem {
+    /// The table holding the key (`None` for top level).
+    section: Option<&'static str>,
+    key: String,
+    message: String,
+}
+
+impl KeyProblem {
+    fn top(key: &str) -> impl FnOnce(String) -> Self + '_ {
+        move |message| KeyProblem {
+            section: None,
+            key: key.to_string(),
+            message,
+        }
+    }
+
+    fn within<'k>(section: &'static str, key: &'k str) -> impl FnOnce(String) -> Self + 'k {
+        move |message| KeyProblem {
+            section: Some(section),
+            key: key.to_string(),
+            message,
+        }
+    }
+
+    /// The problem sentence, naming the key's line in `text` when it can
+    /// be found (`memhook status` and the hook's warning point the user at
+    /// it).
+    fn at_line(self, text: &str) -> String {
+        match line_of(text, self.section, &self.key) {
+            Some(line) => format!("line {line}: {}", self.message),
+            None => self.message,
+        }
+    }
+}
+
+/// The 1-based line where `key` (in table `section`, or at top level) is
+/// written in `text`. Only called when the marker has a problem.
+fn line_of(text: &str, section: Option<&str>, key: &str) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    fn find<'t, 'i>(
+        t: &'t DeTable<'i>,
+        name: &str,
+    ) -> Option<(std::ops::Range<usize>, &'t DeValue<'i>)> {
+        t.iter()
+            .find(|(k, _)| k.get_ref().as_ref() == name)
+            .map(|(k, v)| (k.span(), v.get_ref()))
+    }
+    let doc = DeTable::parse(text).ok()?;
+    let (span, _) = match section {
+        None => find(doc.get_ref(), key)?,
+        Some(s) => match find(doc.get_ref(), s)? {
+            (_, DeValue::Table(t)) => find(t, key)?,
+            found => found,
+        },
+    };
+    Some(text.get(..span.start)?.matches('\n').count() + 1)
+}
+
+fn declare(table: &Table, path: &Path, warnings: &mut Vec<String>) -> Result<Declared, KeyProblem> {
     let mut d = Declared::default();
     let file = path.display();
     for (key, value) in table {
+        let top = KeyProblem::top(key);
         match key.as_str() {
-            "workspace" => d.workspace = Some(name(key, value)?),
-            "project" => d.project = Some(name(key, value)?),
-            "project_strategy" => d.strategy = Some(strategy(value)?),
-            "drop_subagent_captures" => d.settings.drop_subagent_captures = truthy(key, value)?,
-            "enabled" => d.settings.enabled = truthy(key, value)?,
+            "workspace" => d.workspace = Some(name(key, value).map_err(top)?),
+            "project" => d.project = Some(name(key, value).map_err(top)?),
+            "project_strategy" => d.strategy = Some(strategy(value).map_err(top)?),
+            "drop_subagent_captures" => {
+                d.settings.drop_subagent_captures = truthy(key, value).map_err(top)?
+            }
+            "enabled" => d.settings.enabled = truthy(key, value).map_err(top)?,
             "recall" => {
-                let t = section(key, value)?;
+                let t = section(key, value).map_err(top)?;
                 for (k, v) in t {
                     match k.as_str() {
                         "default_global" => {
-                            d.settings.default_global = truthy("[recall] default_global", v)?;
+                            d.settings.default_global = truthy("[recall] default_global", v)
+                                .map_err(KeyProblem::within("recall", k))?;
                             d.declares_scope = true;
                         }
                         _ => {
@@ -173,16 +241,17 @@ fn declare(table: &Table, path: &Path, warnings: &mut Vec<String>) -> Result<Dec
                 }
             }
             "briefing" => {
-                let t = section(key, value)?;
+                let t = section(key, value).map_err(top)?;
                 for (k, v) in t {
+                    let within = KeyProblem::within("briefing", k);
                     match k.as_str() {
                         "inject_on_session_start" => {
                             d.settings.inject_on_session_start =
-                                truthy("[briefing] inject_on_session_start", v)?;
+                                truthy("[briefing] inject_on_session_start", v).map_err(within)?;
                             d.declares_scope = true;
                         }
                         "max_chars" => {
-                            d.settings.max_chars = max_chars(v)?;
+                            d.settings.max_chars = max_chars(v).map_err(within)?;
                             d.declares_scope = true;
                         }
                         _ => warnings
@@ -305,7 +374,32 @@ mod tests {
     fn parse(src: &str) -> (Result<Declared, String>, Vec<String>) {
         let t: Table = src.parse().unwrap();
         let mut w = Vec::new();
-        (declare(&t, Path::new("/m/.ai-memory.toml"), &mut w), w)
+        let d = declare(&t, Path::new("/m/.ai-memory.toml"), &mut w).map_err(|p| p.message);
+        (d, w)
+    }
+
+    #[test]
+    fn an_unusable_key_is_named_with_its_line() {
+        let at = |src: &str| {
+            parse_bytes(src)
+                .declared
+                .expect_err("the marker must be unusable")
+        };
+        let p = at("# team marker\nworkspace = 'acme'\nproject = 'Bad Name'\n");
+        assert!(p.starts_with("line 3: `project`:"), "{p}");
+        let p = at(
+            "project = 'api'\n\n[briefing]\ninject_on_session_start = true\nmax_chars = 'lots'\n",
+        );
+        assert!(p.starts_with("line 5: [briefing] max_chars"), "{p}");
+        let p = at("[recall]\ndefault_global = [1]\n");
+        assert!(p.starts_with("line 2: `[recall] default_global`"), "{p}");
+        // A dotted key is found too; a problem with no key keeps its words.
+        let p = at("briefing.max_chars = 'x'\n");
+        assert!(p.starts_with("line 1: [briefing] max_chars"), "{p}");
+    }
+
+    fn parse_bytes(src: &str) -> Marker {
+        super::parse(Path::new("/m/.ai-memory.toml"), src.as_bytes(), true)
     }
 
     #[test]

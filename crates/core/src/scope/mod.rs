@@ -207,6 +207,7 @@ pub mod git;
 pub mod marker;
 mod note;
 pub mod paths;
+pub mod problems;
 mod resolve;
 pub mod root;
 pub mod session;
