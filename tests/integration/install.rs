@@ -1927,3 +1927,129 @@ fn configurations_written_by_the_single_binary_release_still_run_and_need_no_mig
     let found = String::from_utf8_lossy(&search.output().unwrap().stdout).to_string();
     assert!(found.contains("after the upgrade"), "{found}");
 }
+
+/// After installing, doctor says what a person checks next: is the agent's
+/// program on PATH, is `memhook mcp` registered with it, and when memhook
+/// last saw an event from it.
+#[test]
+fn doctor_shows_program_mcp_and_the_last_event_seen() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = home();
+    let bin = h.path().join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let claude = bin.join("claude");
+    fs::write(&claude, "#!/bin/sh\nexit 0\n").unwrap();
+    fs::set_permissions(&claude, fs::Permissions::from_mode(0o755)).unwrap();
+    let doctor = || -> Value {
+        let mut c = mh(h.path());
+        c.env("PATH", &bin);
+        let out = run(c, &["doctor", "--json"]);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == "claude-code")
+            .unwrap()
+            .clone()
+    };
+    let out = ok(
+        h.path(),
+        &["install-hooks", "--agent", "claude-code", "--apply"],
+    );
+    assert!(
+        out.contains("next: `memhook install-mcp --agent claude-code --apply`"),
+        "{out}"
+    );
+    let a = doctor();
+    assert_eq!(a["program"], claude.to_str().unwrap(), "{a}");
+    assert_eq!(a["mcp"], "not registered", "{a}");
+    assert_eq!(a["last_event"], Value::Null, "{a}");
+
+    // One event through the installed command, delivered.
+    let settings = read_json(&h.path().join(".claude/settings.json"));
+    let cmd = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let payload = serde_json::json!({"session_id": "s-doc", "cwd": h.path(), "prompt": "hi"});
+    let c = mh(h.path());
+    let mut sh = Command::new("sh");
+    sh.args(["-c", &cmd]);
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => sh.env(k, v),
+            None => sh.env_remove(k),
+        };
+    }
+    let out = crate::support::binaries::run_with_stdin(sh, payload.to_string().as_bytes());
+    assert!(out.status.success(), "{out:?}");
+    ok(h.path(), &["drain"]);
+    let a = doctor();
+    let seen = a["last_event"].as_str().expect("an event was seen");
+    assert!(seen.starts_with("20"), "{a}");
+
+    ok(
+        h.path(),
+        &["install-mcp", "--agent", "claude-code", "--apply"],
+    );
+    let a = doctor();
+    assert_eq!(a["mcp"], "registered", "{a}");
+    let mut c = mh(h.path());
+    c.env("PATH", &bin);
+    let text = String::from_utf8(run(c, &["doctor"]).stdout).unwrap();
+    assert!(
+        text.contains(&format!("  program:   {}", claude.display())),
+        "{text}"
+    );
+    assert!(text.contains("  mcp:       registered"), "{text}");
+    assert!(text.contains("  last seen: 20"), "{text}");
+}
+
+/// On a terminal, `install-hooks --apply` asks what to capture (once) and
+/// offers `install-mcp`; the answers take effect. Driven through a real
+/// pseudo-terminal (`script`).
+#[test]
+fn install_hooks_on_a_terminal_asks_the_capture_mode_and_offers_mcp() {
+    let h = home();
+    let c = mh(h.path());
+    let mut sh = Command::new("script");
+    let line = format!(
+        "{} install-hooks --agent claude-code --apply",
+        crate::support::binaries::bin().display()
+    );
+    sh.args(["-qec", &line, "/dev/null"]);
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => sh.env(k, v),
+            None => sh.env_remove(k),
+        };
+    }
+    let out = crate::support::binaries::run_with_stdin(sh, b"2\ny\n");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.contains("What should memhook record?"), "{text}");
+    assert!(text.contains("capture mode: allowlist"), "{text}");
+    assert!(
+        text.contains("Also register memhook's MCP server with Claude Code"),
+        "{text}"
+    );
+    assert!(text.contains("MCP server registered"), "{text}");
+    let data = crate::support::home::data_dir(h.path());
+    assert_eq!(
+        fs::read_to_string(data.join("capture-mode"))
+            .unwrap()
+            .trim(),
+        "allowlist"
+    );
+    let claude = read_json(&h.path().join(".claude.json"));
+    assert!(claude["mcpServers"]["memhook"].is_object(), "{claude}");
+
+    // Off a terminal nothing is asked: the flags decide.
+    let out = ok(h.path(), &["install-hooks", "--agent", "codex", "--apply"]);
+    assert!(!out.contains("What should memhook record?"), "{out}");
+    assert!(
+        out.contains("next: `memhook install-mcp --agent codex --apply`"),
+        "{out}"
+    );
+}

@@ -139,7 +139,7 @@ pub fn main() -> ExitCode {
         Command::InstallHooks(args) => crate::install::run_install(&args, data_dir.as_deref()),
         Command::UninstallHooks(args) => crate::install::run_uninstall(&args),
         Command::InstallMcp(args) => crate::install::run_install_mcp(&args, data_dir.as_deref()),
-        Command::Doctor(args) => crate::install::run_doctor(&args),
+        Command::Doctor(args) => crate::install::run_doctor(&args, data_dir.as_deref()),
         Command::Mcp(args) => crate::mcp::run(&args, data_dir.as_deref()),
         Command::Forget(args) => crate::forget::run(&args, data_dir.as_deref()),
         Command::Trust(args) => crate::trust::run_trust(&args, data_dir.as_deref()),

@@ -501,6 +501,21 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// For each agent with a stored session: when its newest session last
+    /// saw an event (ms since the epoch). `memhook doctor` shows it.
+    pub fn last_seen_by_agent(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT agent, max(last_ms) FROM sessions GROUP BY agent ORDER BY agent")
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
     /// Newest records first, of one `(workspace, project)` or of every scope.
     pub fn recent(
         &self,

@@ -30,13 +30,16 @@ pub struct DoctorArgs {
 /// How long doctor waits for `codex app-server` to list hooks.
 const CODEX_PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 
-pub fn run(args: &DoctorArgs) -> CmdResult {
+pub fn run(args: &DoctorArgs, data_dir: Option<&Path>) -> CmdResult {
     // The binary hook commands run: `memhook` (this is `memhook-cli`).
     let me = super::current_exe().ok();
+    let data = memhook_core::data_dir::resolve(data_dir).ok();
+    let seen = data.as_deref().map(last_seen).unwrap_or_default();
     let mut reports = Vec::new();
     let mut problems = 0;
     for p in profile::all() {
-        let r = check(p, me.as_deref());
+        let mut r = check(p, me.as_deref());
+        usage(p, &mut r, data.as_deref(), &seen);
         problems += r["problems"].as_array().map_or(0, Vec::len);
         reports.push(r);
     }
@@ -174,6 +177,43 @@ fn check(p: &Profile, me: Option<&Path>) -> Value {
     })
 }
 
+/// When each agent's newest session last saw an event, from the embedded
+/// store of `data_dir` (empty when nothing was stored there; never creates
+/// a store).
+fn last_seen(data_dir: &Path) -> Vec<(String, u64)> {
+    let file = data_dir.join(memhook_store::sqlite::STORE_FILE);
+    if std::fs::symlink_metadata(&file).is_err() {
+        return Vec::new();
+    }
+    memhook_store::sqlite::Store::open(data_dir)
+        .and_then(|s| s.last_seen_by_agent())
+        .unwrap_or_default()
+}
+
+/// What a person checks after installing: is the agent's program on PATH,
+/// is `memhook mcp` registered with it, and has memhook seen an event from
+/// it. None of these is a problem (exit code): they say what to do next.
+fn usage(p: &Profile, r: &mut Value, data_dir: Option<&Path>, seen: &[(String, u64)]) {
+    let program = p.binaries.iter().find_map(|b| profile::find_on_path(b));
+    r["program"] = json!(program);
+    r["mcp"] = match data_dir.map(|d| super::mcp::registered(p, d)) {
+        Some(Ok(true)) => json!("registered"),
+        Some(Ok(false)) => json!("not registered"),
+        Some(Err(e)) => json!(format!("unknown: {e}")),
+        None => json!("unknown: no data dir"),
+    };
+    let to_server = r["server_url"].is_string();
+    r["last_event"] = match seen.iter().find(|(a, _)| *a == p.id) {
+        Some((_, ms)) => json!(memhook_core::timefmt::rfc3339_ms(*ms)),
+        None => Value::Null,
+    };
+    r["last_event_local"] = match seen.iter().find(|(a, _)| *a == p.id) {
+        Some((_, ms)) => json!(memhook_core::timefmt::local_text(*ms)),
+        None => Value::Null,
+    };
+    r["delivers_to_server"] = json!(to_server);
+}
+
 fn dedup(mut v: Vec<PathBuf>) -> Vec<PathBuf> {
     v.sort();
     v.dedup();
@@ -230,6 +270,39 @@ fn print_text(r: &Value) {
                 ""
             }
         );
+    }
+    let id = r["agent"].as_str().unwrap_or("");
+    match r["program"].as_str() {
+        Some(program) => say!("  program:   {program}"),
+        None => say!(
+            "  program:   not on PATH{}",
+            if installed {
+                " (the hooks run when the agent runs; check PATH if you expected it here)"
+            } else {
+                ""
+            }
+        ),
+    }
+    match r["mcp"].as_str() {
+        Some("registered") => say!("  mcp:       registered (memory_search, memory_read, memory_write)"),
+        Some("not registered") => say!(
+            "  mcp:       not registered; `memhook install-mcp --agent {id} --apply` gives it its project memory as tools"
+        ),
+        Some(other) => say!("  mcp:       {other}"),
+        None => {}
+    }
+    if installed {
+        match (
+            r["last_event_local"].as_str(),
+            r["delivers_to_server"] == true,
+        ) {
+            (Some(at), _) => say!("  last seen: {at} (the newest session's last event)"),
+            (None, true) => say!("  last seen: not known here (the hooks deliver to a server)"),
+            (None, false) => say!(
+                "  last seen: no event yet; start a session of {} to see memhook record it",
+                r["name"].as_str().unwrap_or(id)
+            ),
+        }
     }
     if let Some(note) = r["note"].as_str() {
         let indent = "\n             ";

@@ -39,82 +39,127 @@ pub const SERVER_NAME: &str = "memhook";
 pub fn run(args: &InstallMcpArgs, data_dir: Option<&Path>) -> CmdResult {
     let profiles = select(args.agent, args.config_file.is_some())?;
     let data = memhook_core::data_dir::resolve(data_dir)?;
+    for p in profiles {
+        register(
+            p,
+            args.config_file.as_deref(),
+            &data,
+            args.remove,
+            args.apply,
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Register (or with `remove`, unregister) `memhook mcp` for one agent:
+/// print the diff, or with `apply` write it and say what changed.
+pub fn register(
+    p: &Profile,
+    config_file: Option<&Path>,
+    data: &Path,
+    remove: bool,
+    apply: bool,
+) -> Result<(), InstallError> {
     let baked = Baked {
         exe: super::current_exe()?,
-        data_dir: (!memhook_core::data_dir::is_default(&data)).then(|| data.clone()),
+        data_dir: (!memhook_core::data_dir::is_default(data)).then(|| data.to_path_buf()),
         server_url: None,
         strategy: None,
     };
-    for p in profiles {
-        let path = match &args.config_file {
-            Some(f) => super::config_path(p, Some(f))?,
-            None => p.mcp.location.path().ok_or_else(|| {
-                InstallError::Refused(format!(
-                    "cannot locate {} for {}: HOME is not set; pass --config-file",
-                    p.mcp.location.describe(),
-                    p.name
-                ))
-            })?,
+    let path = match config_file {
+        Some(f) => super::config_path(p, Some(f))?,
+        None => p.mcp.location.path().ok_or_else(|| {
+            InstallError::Refused(format!(
+                "cannot locate {} for {}: HOME is not set; pass --config-file",
+                p.mcp.location.describe(),
+                p.name
+            ))
+        })?,
+    };
+    let compute = |cur: Option<&str>| mcp_text(p, &path, &baked, remove, cur);
+    let current = apply::read_text(&path)?;
+    let (next, _) = compute(current.as_deref())?;
+    if !apply {
+        print_dry_run(p, &path, current.as_deref(), next.as_deref());
+        return Ok(());
+    }
+    if current.is_none() && remove {
+        say!("{}: nothing to remove for {}", path.display(), p.name);
+        return Ok(());
+    }
+    let created = std::cell::RefCell::new(Vec::new());
+    let outcome = apply::apply(&path, |cur| {
+        let (next, c) = compute(cur)?;
+        *created.borrow_mut() = c;
+        Ok(next)
+    })?;
+    if let (
+        false,
+        Outcome::Updated {
+            backup,
+            before,
+            after,
+        },
+    ) = (remove, &outcome)
+    {
+        // Fresh: `before` held no memhook server (removing finds nothing).
+        let fresh = || {
+            mcp_text(p, &path, &baked, true, Some(before))
+                .is_ok_and(|(t, _)| t.as_deref() == Some(before.as_str()))
         };
-        let compute = |cur: Option<&str>| mcp_text(p, &path, &baked, args.remove, cur);
-        let current = apply::read_text(&path)?;
-        let (next, _) = compute(current.as_deref())?;
-        if !args.apply {
-            print_dry_run(p, &path, current.as_deref(), next.as_deref());
-            continue;
-        }
-        if current.is_none() && args.remove {
+        let dd = baked.data_dir.as_deref();
+        let _ = ledger::after_apply(dd, &mcp_key(&path), before, after, backup, fresh);
+    }
+    if remove {
+        if outcome == Outcome::UpToDate {
             say!("{}: nothing to remove for {}", path.display(), p.name);
-            continue;
-        }
-        let created = std::cell::RefCell::new(Vec::new());
-        let outcome = apply::apply(&path, |cur| {
-            let (next, c) = compute(cur)?;
-            *created.borrow_mut() = c;
-            Ok(next)
-        })?;
-        if let (
-            false,
-            Outcome::Updated {
-                backup,
-                before,
-                after,
-            },
-        ) = (args.remove, &outcome)
-        {
-            // Fresh: `before` held no memhook server (removing finds nothing).
-            let fresh = || {
-                mcp_text(p, &path, &baked, true, Some(before))
-                    .is_ok_and(|(t, _)| t.as_deref() == Some(before.as_str()))
-            };
-            let dd = baked.data_dir.as_deref();
-            let _ = ledger::after_apply(dd, &mcp_key(&path), before, after, backup, fresh);
-        }
-        if args.remove {
-            if outcome == Outcome::UpToDate {
-                say!("{}: nothing to remove for {}", path.display(), p.name);
-            } else {
-                ledger::forget(baked.data_dir.as_deref(), &mcp_key(&path));
-                let _ = memhook_core::mcp_agents::set(&data, &p.id, false);
-                report(p, &path, &outcome, "MCP server removed");
-            }
         } else {
-            if !created.borrow().is_empty() && outcome != Outcome::UpToDate {
-                let _ = ledger::record(
-                    baked.data_dir.as_deref(),
-                    &mcp_key(&path),
-                    &created.borrow(),
-                );
-            }
-            // Session start reads this to invite the agent to use memory_write.
-            let _ = memhook_core::mcp_agents::set(&data, &p.id, true);
-            report(p, &path, &outcome, "MCP server registered");
-            if outcome != Outcome::UpToDate {
-                say!("note: restart {} to load the memhook MCP server.", p.name);
-            }
+            ledger::forget(baked.data_dir.as_deref(), &mcp_key(&path));
+            let _ = memhook_core::mcp_agents::set(data, &p.id, false);
+            report(p, &path, &outcome, "MCP server removed");
+        }
+    } else {
+        if !created.borrow().is_empty() && outcome != Outcome::UpToDate {
+            let _ = ledger::record(
+                baked.data_dir.as_deref(),
+                &mcp_key(&path),
+                &created.borrow(),
+            );
+        }
+        // Session start reads this to invite the agent to use memory_write.
+        let _ = memhook_core::mcp_agents::set(data, &p.id, true);
+        report(p, &path, &outcome, "MCP server registered");
+        if outcome != Outcome::UpToDate {
+            say!("note: restart {} to load the memhook MCP server.", p.name);
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
+}
+
+/// Whether `memhook mcp` is registered for `p`, as `install-mcp` would
+/// register it from this binary with `data_dir`: `Ok(true)` when installing
+/// would change nothing, `Ok(false)` when it would add or update the entry.
+/// An agent without MCP configuration, or a config that cannot be read or
+/// parsed, is an error naming the file.
+pub fn registered(p: &Profile, data_dir: &Path) -> Result<bool, InstallError> {
+    let path = p.mcp.location.path().ok_or_else(|| {
+        InstallError::Refused(format!(
+            "cannot locate {} for {}: HOME is not set",
+            p.mcp.location.describe(),
+            p.name
+        ))
+    })?;
+    let baked = Baked {
+        exe: super::current_exe()?,
+        data_dir: (!memhook_core::data_dir::is_default(data_dir)).then(|| data_dir.to_path_buf()),
+        server_url: None,
+        strategy: None,
+    };
+    let Some(current) = apply::read_text(&path)? else {
+        return Ok(false);
+    };
+    let (next, _) = mcp_text(p, &path, &baked, false, Some(&current))?;
+    Ok(next.as_deref() == Some(current.as_str()))
 }
 
 /// The ledger key for an MCP config (distinct from the same file's hooks).

@@ -24,6 +24,7 @@ macro_rules! say_raw {
 }
 
 pub mod apply;
+mod ask;
 pub mod command;
 pub mod diff;
 pub mod doctor;
@@ -124,11 +125,19 @@ pub fn run_install(args: &InstallArgs, data_dir: Option<&Path>) -> CmdResult {
             .transpose()?,
         strategy: args.project_strategy,
     };
-    for p in profiles {
+    let person = args.apply && args.config_file.is_none() && ask::on_terminal();
+    for p in &profiles {
         let path = config_path(p, args.config_file.as_deref())?;
         install_one(p, &path, &flags, args.apply)?;
     }
-    if let Some(mode) = args.capture_mode {
+    // The capture mode is asked once, the first time, of a person at a
+    // terminal; scripts pass --capture-mode (or get the default, said below).
+    let mode_file = data.join(memhook_core::switches::CAPTURE_MODE_FILE);
+    let capture_mode = match args.capture_mode {
+        None if person && !mode_file.exists() => ask::capture_mode(),
+        given => given,
+    };
+    if let Some(mode) = capture_mode {
         let word = match mode {
             CaptureModeArg::Denylist => "denylist",
             CaptureModeArg::Allowlist => "allowlist",
@@ -155,6 +164,23 @@ pub fn run_install(args: &InstallArgs, data_dir: Option<&Path>) -> CmdResult {
             }
         };
         say!("capture mode: {mode}");
+        // The agent can search its memory only through `memhook mcp`.
+        for p in profiles
+            .iter()
+            .filter(|p| args.config_file.is_none() && !mcp::registered(p, &data).unwrap_or(false))
+        {
+            if person && ask::yes(&format!(
+                "Also register memhook's MCP server with {}, so it can search and keep its project memory?",
+                p.name
+            )) {
+                mcp::register(p, None, &data, false, true)?;
+            } else {
+                say!(
+                    "next: `memhook install-mcp --agent {} --apply` gives {} its project memory as tools (memory_search, memory_write)",
+                    p.id, p.name
+                );
+            }
+        }
     }
     if let Some(token) = std::env::var(AUTH_TOKEN_ENV)
         .ok()
@@ -192,8 +218,8 @@ pub fn run_install_mcp(args: &InstallMcpArgs, data_dir: Option<&Path>) -> CmdRes
     mcp::run(args, data_dir)
 }
 
-pub fn run_doctor(args: &DoctorArgs) -> CmdResult {
-    doctor::run(args)
+pub fn run_doctor(args: &DoctorArgs, data_dir: Option<&Path>) -> CmdResult {
+    doctor::run(args, data_dir)
 }
 
 /// What the command line asks to bake; values not given are read back from
