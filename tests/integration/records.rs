@@ -552,6 +552,16 @@ fn recent_folds_calls_into_results_and_shows_sessions_and_local_time() {
         .find(|l| l.trim_start().starts_with("last delivery: "))
         .unwrap_or_else(|| panic!("{status}"));
     assert!(delivery.contains(" +05:30 ("), "{status}");
+    // search speaks the same time as recent.
+    let out = memhook(home.path())
+        .args(["search", "files", "--all"])
+        .env("TZ", "XYZ-5:30")
+        .output()
+        .unwrap();
+    let found = String::from_utf8_lossy(&out.stdout);
+    let first = found.lines().next().unwrap_or_else(|| panic!("{found}"));
+    assert_eq!(&first[19..26], " +05:30", "{found}");
+    assert_eq!(first[..19], lines[3][..19], "{found}");
     // --json: every record, UTC.
     let out = memhook(home.path())
         .args(["recent", "--all", "--json"])

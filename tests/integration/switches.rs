@@ -95,6 +95,17 @@ fn pause_for_a_while_then_resume() {
     prompt(home.path(), &api, "s1", "before the pause");
     let out = run(home.path(), &api, &["pause", "--for", "2h"]);
     assert!(out.contains("paused for every project until 20"), "{out}");
+    // For people: local time with its offset (`2026-12-04 16:05:03 +00:00`).
+    let at = &out[out.find("until ").unwrap() + 6..];
+    let b = at.as_bytes();
+    assert!(
+        b.len() >= 26
+            && b[10] == b' '
+            && b[19] == b' '
+            && matches!(b[20], b'+' | b'-')
+            && b[23] == b':',
+        "{out}"
+    );
     let status = run(home.path(), &api, &["status"]);
     assert!(
         status.contains("capture is paused for every project until"),

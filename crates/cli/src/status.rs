@@ -441,8 +441,9 @@ fn print_records(records: &[StoredRecord], json: bool) -> std::io::Result<()> {
         if json {
             writeln!(out, "{}", r.to_json())?;
         } else {
-            // Stored text is hostile: every field through term::line.
-            let t = rfc3339_ms(r.occurred_ms);
+            // Stored text is hostile: every field through term::line. Times
+            // for people: local, with the offset from UTC (as `recent`).
+            let t = local_text(r.occurred_ms);
             let tool_outcome = tool_and_outcome(r);
             let title = r
                 .title
@@ -452,7 +453,7 @@ fn print_records(records: &[StoredRecord], json: bool) -> std::io::Result<()> {
             writeln!(
                 out,
                 "{} {} {}/{} {} {}{tool_outcome}{title}",
-                &t[..19],
+                t,
                 term::line(r.key.get(..8).unwrap_or(&r.key)),
                 term::line(&r.workspace),
                 term::line(&r.project),

@@ -19,7 +19,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::scope::Scope;
-use crate::timefmt::{now_ms, rfc3339_ms};
+use crate::timefmt::{local_text, now_ms};
 
 /// The per-install capture mode file (ai-memory's name and content).
 pub const CAPTURE_MODE_FILE: &str = "capture-mode";
@@ -173,12 +173,13 @@ pub fn parse_duration_ms(text: &str) -> Option<u64> {
     (ms > 0 && ms <= MAX_PAUSE_MS).then_some(ms)
 }
 
-/// `until 2026-12-01T18:00:00.000Z`, or `until \`memhook resume\``.
+/// `until 2026-12-01 19:00:00 +01:00` (local time, for people), or
+/// `until \`memhook resume\``.
 pub fn until_words(until: u64) -> String {
     if until == u64::MAX {
         "until `memhook resume`".to_string()
     } else {
-        format!("until {}", rfc3339_ms(until))
+        format!("until {}", local_text(until))
     }
 }
 
