@@ -62,12 +62,11 @@ struct Side {
     install: fn(&World, &Path),
     session: fn(&World, &Path, u16, &str) -> Output,
     script: fn(&Path) -> Vec<Step>,
-    /// Whether its hook payloads say how a shell command exited. Codex
-    /// 0.171.0's PostToolUse for `exec_command` carries the output only
-    /// (`tool_response` is a string; "Process exited with code N" reaches
-    /// its rollout file only after the hook has run), so no outcome is
-    /// recorded for its shell commands and its handoff cannot say that a
-    /// test failed and then passed.
+    /// Whether memhook learns how a shell command exited. Codex 0.171.0's
+    /// PostToolUse for `exec_command` carries the output only, but its
+    /// rollout transcript already ends with the call's `item_completed`
+    /// event and its `exit_code` when the hook runs; memhook reads it
+    /// there (crates/core/src/event/transcript.rs).
     exit_status: bool,
     /// The texts of a model request where the agent puts SessionStart's
     /// `additionalContext`.
@@ -109,7 +108,7 @@ const CODEX: Side = Side {
     },
     session: codex_session,
     script: codex_script,
-    exit_status: false,
+    exit_status: true,
     // A role "developer" input message, the bare text.
     context: |body| texts_of(body["input"].as_array(), "developer"),
 };

@@ -83,6 +83,7 @@ pub struct Event {
 pub mod names;
 pub mod payload;
 mod schema;
+pub mod transcript;
 pub use schema::{is_repeat, normalize, valid_call_id, MAX_CALL_ID_CHARS};
 
 /// Longest working directory accepted from a payload (Linux `PATH_MAX`);

@@ -28,6 +28,10 @@ struct Schema {
     /// Where a tool result carries the command's exit status as a number,
     /// beside the response text (OpenCode's `output.metadata.exit`).
     exit_status: &'static [&'static str],
+    /// Where the exit status is read when the payload has none: the agent's
+    /// own transcript (Codex's rollout, `transcript.rs`), given the payload
+    /// and the call id.
+    transcript_exit: Option<fn(&Value, &str) -> Option<i64>>,
     prompt: &'static [&'static str],
     message: &'static [&'static str],
     summary: &'static [&'static str],
@@ -58,6 +62,7 @@ const CLAUDE: Schema = Schema {
     response: &["/tool_response"],
     error: &["/error"],
     exit_status: &[],
+    transcript_exit: None,
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/compact_summary"],
@@ -78,6 +83,7 @@ const CODEX: Schema = Schema {
     response: &["/tool_response"],
     error: &["/error"],
     exit_status: &[],
+    transcript_exit: Some(super::transcript::codex_exit_code),
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/compact_summary", "/summary"],
@@ -98,6 +104,7 @@ const GEMINI: Schema = Schema {
     response: &["/tool_response"],
     error: &["/tool_response/error", "/error"],
     exit_status: &[],
+    transcript_exit: None,
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/summary"],
@@ -126,6 +133,7 @@ const OPENCODE: Schema = Schema {
     response: &["/output/output", "/output/metadata/output"],
     error: &["/output/error", "/output/metadata/error", "/error"],
     exit_status: &["/output/metadata/exit"],
+    transcript_exit: None,
     prompt: &["/output/parts", "/prompt"],
     message: &["/message"],
     summary: &["/summary"],
@@ -148,6 +156,7 @@ const CURSOR: Schema = Schema {
     response: &["/tool_output", "/output", "/result_json"],
     error: &["/error", "/error_message"],
     exit_status: &[],
+    transcript_exit: None,
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/summary"],
@@ -179,6 +188,7 @@ const QWEN: Schema = Schema {
     response: &["/tool_response"],
     error: &["/error"],
     exit_status: &[],
+    transcript_exit: None,
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/compact_summary", "/summary"],
@@ -215,6 +225,7 @@ const COPILOT: Schema = Schema {
     ],
     error: &["/error"],
     exit_status: &[],
+    transcript_exit: None,
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/compact_summary", "/summary"],
@@ -272,6 +283,7 @@ const GENERIC: Schema = Schema {
     response: &["/tool_response", "/tool_output", "/output", "/result"],
     error: &["/error", "/error_message"],
     exit_status: &[],
+    transcript_exit: None,
     prompt: &["/prompt"],
     message: &["/message"],
     summary: &["/compact_summary", "/summary"],
@@ -432,7 +444,11 @@ pub fn normalize(agent: &str, event_flag: Option<&str>, payload: &Value) -> Even
                 ev.exit_status = s
                     .exit_status
                     .iter()
-                    .find_map(|p| payload.pointer(p).and_then(Value::as_i64));
+                    .find_map(|p| payload.pointer(p).and_then(Value::as_i64))
+                    .or_else(|| {
+                        let read = s.transcript_exit?;
+                        read(payload, ev.tool_call_id.as_deref()?)
+                    });
             }
         }
         EventKind::UserPrompt => ev.prompt = first_text(payload, s.prompt),
