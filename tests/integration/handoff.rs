@@ -341,6 +341,12 @@ fn hand_over(test: &str, first: &Side, next: &Side) {
     let requests = mock.requests();
     let b = briefing_in(next, &requests);
     crate::support::deps::say(&format!("{test} briefing:\n{b}\n"));
+    // scripts/bench-handoff.py scores what the briefing carries.
+    if let Some(dir) = std::env::var_os("MEMHOOK_HANDOFF_OUT") {
+        let dir = std::path::PathBuf::from(dir);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(format!("{test}.txt")), &b).unwrap();
+    }
     let why = |what: &str| {
         format!(
             "{first} → {next}: {what} is not in the briefing:\n{b}",

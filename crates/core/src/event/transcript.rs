@@ -20,8 +20,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
-/// How much of the transcript's end is read.
+/// How much of the transcript's end is read at most.
 pub const TAIL_BYTES: u64 = 64 * 1024;
+/// How much is read first: the call's line is usually the last, a few
+/// hundred bytes.
+pub const FIRST_TAIL_BYTES: u64 = 4 * 1024;
 
 /// The exit code Codex recorded for call `call_id` in the rollout that
 /// `payload.transcript_path` names.
@@ -30,7 +33,12 @@ pub fn codex_exit_code(payload: &Value, call_id: &str) -> Option<i64> {
     if !looks_like_rollout(path) {
         return None;
     }
-    let tail = read_tail(path, TAIL_BYTES)?;
+    let mut file = open_rollout(path)?;
+    let small = read_tail(&mut file, FIRST_TAIL_BYTES)?;
+    if let Some(code) = exit_code_in(&small, call_id) {
+        return Some(code);
+    }
+    let tail = read_tail(&mut file, TAIL_BYTES)?;
     exit_code_in(&tail, call_id)
 }
 
@@ -45,8 +53,9 @@ fn looks_like_rollout(path: &Path) -> bool {
         && path.components().any(|c| c.as_os_str() == "sessions")
 }
 
-/// The last `max` bytes of the regular file at `path`, owned by this user.
-fn read_tail(path: &Path, max: u64) -> Option<Vec<u8>> {
+/// The regular file at `path`, owned by this user, opened for reading
+/// without following a final symlink or blocking on a FIFO.
+fn open_rollout(path: &Path) -> Option<File> {
     let mut opts = std::fs::OpenOptions::new();
     opts.read(true);
     #[cfg(unix)]
@@ -54,7 +63,7 @@ fn read_tail(path: &Path, max: u64) -> Option<Vec<u8>> {
         use std::os::unix::fs::OpenOptionsExt;
         opts.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY);
     }
-    let mut file: File = opts.open(path).ok()?;
+    let file: File = opts.open(path).ok()?;
     let meta = file.metadata().ok()?;
     if !meta.is_file() {
         return None;
@@ -67,6 +76,12 @@ fn read_tail(path: &Path, max: u64) -> Option<Vec<u8>> {
             return None;
         }
     }
+    Some(file)
+}
+
+/// The last `max` bytes of `file`.
+fn read_tail(file: &mut File, max: u64) -> Option<Vec<u8>> {
+    let meta = file.metadata().ok()?;
     let start = meta.len().saturating_sub(max);
     file.seek(SeekFrom::Start(start)).ok()?;
     let mut buf = Vec::with_capacity((meta.len() - start) as usize);
@@ -80,7 +95,7 @@ fn exit_code_in(tail: &[u8], call_id: &str) -> Option<i64> {
     let needle = format!("\"id\":\"{call_id}\"");
     tail.split(|&b| b == b'\n')
         .rev()
-        .filter(|line| contains(line, needle.as_bytes()) && contains(line, b"item_completed"))
+        .filter(|line| contains(line, b"item_completed") && contains(line, needle.as_bytes()))
         .find_map(|line| {
             let v: Value = serde_json::from_slice(line).ok()?;
             let p = v.get("payload")?;
@@ -92,7 +107,18 @@ fn exit_code_in(tail: &[u8], call_id: &str) -> Option<i64> {
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    let mut from = 0;
+    while let Some(i) = hay[from..].iter().position(|&b| b == first) {
+        let at = from + i + 1;
+        if hay[at..].starts_with(rest) {
+            return true;
+        }
+        from = at;
+    }
+    false
 }
 
 #[cfg(test)]
