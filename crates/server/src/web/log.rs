@@ -61,8 +61,8 @@ pub fn relative<'a>(path: &'a str, root: Option<&str>) -> &'a str {
     }
 }
 
-/// A command line with `root/` taken out of its paths.
-fn relative_command(command: &str, root: Option<&str>) -> String {
+/// A command line or output with `root/` taken out of its paths.
+fn relative_text(command: &str, root: Option<&str>) -> String {
     match root
         .map(|r| r.trim_end_matches('/'))
         .filter(|r| !r.is_empty())
@@ -221,7 +221,7 @@ fn line(r: &RecordRow, root: Option<&str>) -> String {
     let what = if let Some(c) = &r.command {
         format!(
             "<code class=\"cmd\">$ {}</code>",
-            escape(&relative_command(c, root))
+            escape(&relative_text(c, root))
         )
     } else if !r.files.is_empty() {
         r.files
@@ -249,7 +249,7 @@ fn line(r: &RecordRow, root: Option<&str>) -> String {
         .map(|b| {
             format!(
                 "<pre class=\"out\">{}{}</pre>",
-                escape(b.trim_end()),
+                escape(&relative_text(b.trim_end(), root)),
                 if r.cut { "…" } else { "" }
             )
         })
@@ -325,7 +325,7 @@ mod tests {
         assert_eq!(relative("src/a.rs", root), "src/a.rs");
         assert_eq!(relative("/x", None), "/x");
         assert_eq!(
-            relative_command("cat /home/u/proj/a /etc/x", Some("/home/u/proj/")),
+            relative_text("cat /home/u/proj/a /etc/x", Some("/home/u/proj/")),
             "cat a /etc/x"
         );
     }
