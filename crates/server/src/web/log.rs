@@ -229,7 +229,9 @@ fn line(r: &RecordRow, root: Option<&str>) -> String {
             .map(|f| format!("<code class=\"file\">{}</code>", escape(relative(f, root))))
             .collect::<Vec<_>>()
             .join(" ")
-    } else if class == "call" {
+    } else if class != "other" {
+        // A call without command or files says its tool already; a prompt
+        // or a final message has its text under it.
         String::new()
     } else {
         r.title
