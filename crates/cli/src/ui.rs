@@ -371,6 +371,21 @@ fn terminate(_pid: u32) -> io::Result<()> {
     ))
 }
 
+/// ` (pid N; …)` of a verified server `ui` did not start this time: its
+/// pid each time, and whether `--stop` can stop it.
+fn reused_note(dir: &Path, addr: SocketAddr, token: &str) -> String {
+    use memhook_server::running::{self, Holder};
+    let Holder::Ours { pid: Some(pid) } = running::holder(addr, Some(token)) else {
+        return String::new();
+    };
+    let ours = running::recorded(dir).is_some_and(|r| r.pid == pid && r.listen == addr.to_string());
+    if ours {
+        format!(" (pid {pid}; `memhook ui --stop` stops it)")
+    } else {
+        format!(" (pid {pid}; not started by `memhook ui`)")
+    }
+}
+
 /// `memhook ui`.
 pub fn run(args: &UiArgs, data_dir: Option<&Path>) -> CmdResult {
     let dir = data_dir::resolve(data_dir)?;
@@ -396,8 +411,9 @@ pub fn run(args: &UiArgs, data_dir: Option<&Path>) -> CmdResult {
             args.listen != memhook_server::running::DEFAULT_LISTEN,
         );
     }
+    let mut reused = false;
     match probe(&base) {
-        Probe::Memhook => eprintln!("memhook ui: using the memhook serve on {base}"),
+        Probe::Memhook => reused = true,
         Probe::Nothing => {
             let pid = start_server(&dir, addr, &base)?;
             if let Err(e) = memhook_server::running::record(&dir, pid, addr) {
@@ -426,6 +442,12 @@ pub fn run(args: &UiArgs, data_dir: Option<&Path>) -> CmdResult {
     if let Err(why) = verify_server(&base, addr, &token) {
         eprintln!("memhook: {why}");
         return Ok(ExitCode::from(1));
+    }
+    if reused {
+        eprintln!(
+            "memhook ui: using the memhook serve on {base}{}",
+            reused_note(&dir, addr, &token)
+        );
     }
     let path = match login_path(&base, &token) {
         Ok(p) => p,

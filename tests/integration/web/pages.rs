@@ -295,6 +295,18 @@ fn ui_stop_stops_the_server_ui_started_and_serve_names_it() {
     assert!(out.status.success(), "{err}");
     let pid = pid.unwrap_or_else(|| panic!("{err}"));
     assert!(err.contains("`memhook ui --stop` stops it"), "{err}");
+    // Used again: its pid, each time.
+    let out = memhook(home.path())
+        .args(["ui", "--no-open", "--listen", &listen])
+        .output()
+        .unwrap();
+    let again = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        again.contains(&format!(
+            "using the memhook serve on http://{listen} (pid {pid}; `memhook ui --stop` stops it)"
+        )),
+        "{again}"
+    );
     // `serve` on the same port names the server and how to stop it.
     let out = memhook(home.path())
         .args(["serve", "--listen", &listen])
@@ -360,4 +372,27 @@ fn ui_stop_leaves_a_server_it_did_not_start() {
             && err.contains("not started by `memhook ui`"),
         "{err}"
     );
+}
+
+#[test]
+fn a_prefix_naming_several_sessions_lists_them() {
+    let home = tempfile::tempdir().unwrap();
+    seed_log(home.path(), "web-session-1");
+    seed_log(home.path(), "web-session-2");
+    let s = Serve::start(home.path(), None);
+    let bearer = format!("Bearer {}", token(home.path()));
+    let got = get(&s, &bearer, &format!("/p/{PROJECT}/s/web-sess"));
+    assert_eq!(got.code, 200, "{}", got.body);
+    assert!(got.body.contains("<h1>Which session?</h1>"), "{}", got.body);
+    for id in ["web-session-1", "web-session-2"] {
+        assert!(
+            got.body.contains(&format!(
+                "<a href=\"/p/{PROJECT}/s/{id}\"><code>{id}</code></a>"
+            )),
+            "{}",
+            got.body
+        );
+    }
+    let one = get(&s, &bearer, &format!("/p/{PROJECT}/s/web-session-2"));
+    assert!(one.body.contains("<ol class=\"log\">"), "{}", one.body);
 }
