@@ -98,6 +98,15 @@ fn a_session_page_reads_like_a_log() {
         log.contains("<span class=\"kind\">agent</span>") && log.contains("All done."),
         "{log}"
     );
+    // How it ended, above the log.
+    assert!(
+        got.body.contains(
+            "<p class=\"ended\">How it ended: <span class=\"said\">“All done.”</span> \
+             <span class=\"failed\">(1 failure not fixed)</span></p>"
+        ),
+        "{}",
+        got.body
+    );
     // Ids are short, the whole id in the title.
     assert!(
         got.body.contains(&format!(

@@ -136,6 +136,10 @@ fn render(db: &dyn Database, s: &SessionRow, logged: bool) -> Response {
     let root = read(db, |r| r.session_root(row)).unwrap_or(None);
     let root = root.as_deref();
     let records = fold_calls(records);
+    // How it ended, as the project page says it.
+    let ended = read(db, |r| r.session_notes(row))
+        .map(|notes| super::project::ending(&notes))
+        .unwrap_or_default();
     let (we, pe) = (escape(&s.workspace), escape(&s.project));
     let mut out = format!(
         "<p class=\"crumbs\"><a href=\"/p/{we}/{pe}\">{we} / {pe}</a></p>\n\
@@ -151,6 +155,9 @@ fn render(db: &dyn Database, s: &SessionRow, logged: bool) -> Response {
         root.map(|r| format!(" · in <code>{}</code>", escape(r)))
             .unwrap_or_default(),
     );
+    if !ended.is_empty() {
+        out.push_str(&format!("<p class=\"ended\">How it ended: {ended}</p>\n"));
+    }
     if records.is_empty() {
         out.push_str("<p>No records.</p>\n");
     }

@@ -52,7 +52,7 @@ pub fn one_line(text: &str, max: usize) -> String {
 /// How a session ended, from its notes: the agent's last final message,
 /// else its last tool result; and how many failures still stand at its
 /// end (the briefing's own [`standing`]).
-fn ending(notes: &[Note]) -> String {
+pub(super) fn ending(notes: &[Note]) -> String {
     let st = standing(notes);
     let mut out = match &st.conclusion {
         Some((text, _)) => format!(
