@@ -217,6 +217,8 @@ fn a_browser_logs_in_searches_edits_and_forgets() {
     assert!(font.as_str().unwrap_or("").contains("monospace"), "{font}");
     let title = b.eval("return document.querySelector('h1 code.id').title;");
     assert_eq!(title, LOG_SESSION);
+    inert(&b, "log");
+    shots.take(&b, "session-log");
     // Clicking the short id copies the whole id (the clipboard is watched:
     // a headless browser has none of its own).
     b.eval(
@@ -227,8 +229,6 @@ fn a_browser_logs_in_searches_edits_and_forgets() {
     );
     b.click_in_place("h1 code.id");
     assert_eq!(b.eval("return window.__copied;"), LOG_SESSION);
-    inert(&b, "log");
-    shots.take(&b, "session-log");
 
     // Search this project for a word of the prompt.
     b.goto(&format!("{base}/p/{PROJECT}"));
