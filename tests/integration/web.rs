@@ -3,6 +3,7 @@
 //! `memhook ui` for the login link. The browser test is in `web/browser.rs`.
 
 mod browser;
+mod pages;
 mod secrets;
 mod webdriver;
 
@@ -368,7 +369,9 @@ fn every_page_carries_the_security_headers_and_no_cors() {
     let pages = [
         ("/", 200),
         (&format!("/p/{PROJECT}")[..], 200),
-        (&format!("/sessions/{row}")[..], 200),
+        (&format!("/sessions/{row}")[..], 303),
+        (&format!("/p/{PROJECT}/s/{SESSION}")[..], 200),
+        (&format!("/p/{PROJECT}/briefing")[..], 200),
         (&format!("/search?q={SEARCH_WORD}")[..], 200),
         (&format!("/p/{PROJECT}/memory")[..], 200),
         (
@@ -587,10 +590,10 @@ fn stored_markup_is_escaped_on_every_page() {
     seed(home.path(), "");
     let s = Serve::start(home.path(), None);
     let bearer = format!("Bearer {}", token(home.path()));
-    let row = session_row(&s, &bearer);
     for path in [
         format!("/p/{PROJECT}"),
-        format!("/sessions/{row}"),
+        format!("/p/{PROJECT}/s/{SESSION}"),
+        format!("/p/{PROJECT}/briefing"),
         format!("/search?q={SEARCH_WORD}"),
         "/search?q=onerror".to_string(),
     ] {
@@ -934,9 +937,10 @@ fn pages_count_in_the_right_number() {
     let failures = get(&format!("/api/projects/{PROJECT}")).json()["sessions"][0]["failures"]
         .as_u64()
         .unwrap();
-    let session = get(&format!("/sessions/{row}"));
+    let _ = row;
+    let session = get(&format!("/p/{PROJECT}/s/{SESSION}"));
     let want = format!(
-        " · 3 records · 1 prompt · {failures} failure{}</p>",
+        " · 3 records · 1 prompt · {failures} failure{} · in <code>",
         if failures == 1 { "" } else { "s" }
     );
     assert!(session.body.contains(&want), "{want}: {}", session.body);

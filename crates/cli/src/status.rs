@@ -473,29 +473,6 @@ fn print_records(records: &[StoredRecord], json: bool) -> std::io::Result<()> {
 /// completes).
 const SHORT_SESSION: usize = 8;
 
-/// Drop the pre-tool-use records whose result (a post-tool-use or
-/// post-tool-use-failure record of the same session and tool call) is in
-/// `records`: the result says everything the call said and more. A call
-/// without an id, or whose result has not arrived, stays. Listing newest
-/// first means a result is always before its call, so a call listed in
-/// the newest N has its result there too.
-fn fold_calls(records: Vec<StoredRecord>) -> Vec<StoredRecord> {
-    let results: BTreeSet<(Option<String>, String)> = records
-        .iter()
-        .filter(|r| r.event == "post-tool-use" || r.event == "post-tool-use-failure")
-        .filter_map(|r| Some((r.session_id.clone(), r.tool_call_id.clone()?)))
-        .collect();
-    records
-        .into_iter()
-        .filter(|r| {
-            r.event != "pre-tool-use"
-                || r.tool_call_id
-                    .as_ref()
-                    .is_none_or(|c| !results.contains(&(r.session_id.clone(), c.clone())))
-        })
-        .collect()
-}
-
 /// `recent`'s lines for people: local time with its offset, the key's
 /// first 8 characters, scope, agent, the session's first 8 characters,
 /// the event and the title.
@@ -609,7 +586,8 @@ pub fn run_recent(args: &RecentArgs, data_dir: Option<&Path>) -> CmdResult {
                 store.recent(scope_ref, args.limit)?
             } else {
                 // Calls folded into their results: look at twice as many.
-                let mut folded = fold_calls(store.recent(scope_ref, args.limit * 2)?);
+                let mut folded =
+                    memhook_store::fold::fold_calls(store.recent(scope_ref, args.limit * 2)?);
                 folded.truncate(args.limit);
                 folded
             }

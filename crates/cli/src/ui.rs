@@ -43,7 +43,14 @@ pub struct UiArgs {
     /// Print the login link without opening a browser.
     #[arg(long)]
     pub no_open: bool,
+    /// Stop the memhook serve that `memhook ui` started (after checking
+    /// that it is this data dir's own server), instead of opening the view.
+    #[arg(long, conflicts_with = "no_open")]
+    pub stop: bool,
 }
+
+/// How long `--stop` waits for the server to let go of its port.
+pub const STOP_WAIT: Duration = Duration::from_secs(10);
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -272,6 +279,113 @@ fn open(url: &str) -> bool {
         .is_ok()
 }
 
+/// `memhook ui --stop`: stop the server `memhook ui` started on `addr`, by
+/// its recorded pid, once the server answering there has proved it holds
+/// this data dir's token and named that same pid. Exit 0 when it stopped
+/// (or none was running), 1 when something else holds the port or the
+/// server would not stop.
+fn stop(dir: &Path, addr: SocketAddr, named: bool) -> CmdResult {
+    use memhook_server::running::{self, Holder};
+    let listen = if named {
+        format!(" --listen {addr}")
+    } else {
+        String::new()
+    };
+    let recorded = running::recorded(dir).filter(|r| r.listen == addr.to_string());
+    let token = memhook_delivery::sink::auth_token(dir);
+    match running::holder(addr, token.as_deref()) {
+        Holder::Nothing => {
+            if recorded.is_some() {
+                running::forget(dir);
+            }
+            eprintln!("memhook ui: no memhook serve is running on {addr}; nothing to stop");
+            Ok(ExitCode::SUCCESS)
+        }
+        Holder::Other => {
+            eprintln!(
+                "memhook: {addr} is held by a program that is not memhook serve; nothing was                  stopped"
+            );
+            Ok(ExitCode::from(1))
+        }
+        Holder::Memhook => {
+            eprintln!(
+                "memhook: the memhook serve on {addr} did not prove it is this data dir's                  server (another data dir or token, or --no-auth); nothing was stopped: stop                  it where it was started"
+            );
+            Ok(ExitCode::from(1))
+        }
+        Holder::Ours { pid } => {
+            let (Some(pid), Some(rec)) = (pid, recorded) else {
+                eprintln!(
+                    "memhook: the memhook serve on {addr}{} was not started by `memhook ui{listen}`;                      nothing was stopped: stop it where it runs",
+                    pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+                );
+                return Ok(ExitCode::from(1));
+            };
+            if rec.pid != pid {
+                eprintln!(
+                    "memhook: the memhook serve on {addr} is pid {pid}, not the pid {}                      `memhook ui` recorded; nothing was stopped: stop it where it runs",
+                    rec.pid
+                );
+                return Ok(ExitCode::from(1));
+            }
+            if let Err(e) = terminate(pid) {
+                eprintln!("memhook: cannot stop memhook serve (pid {pid}): {e}");
+                return Ok(ExitCode::from(1));
+            }
+            let start = Instant::now();
+            while start.elapsed() < STOP_WAIT {
+                if running::holder(addr, None) == Holder::Nothing {
+                    running::forget(dir);
+                    eprintln!("memhook ui: stopped memhook serve on {addr} (pid {pid})");
+                    return Ok(ExitCode::SUCCESS);
+                }
+                std::thread::sleep(START_POLL);
+            }
+            eprintln!(
+                "memhook: memhook serve (pid {pid}) did not stop within {}s",
+                STOP_WAIT.as_secs()
+            );
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// Ask process `pid` to stop (SIGTERM: the server finishes the requests
+/// in hand and exits).
+#[cfg(unix)]
+fn terminate(pid: u32) -> io::Result<()> {
+    let raw = i32::try_from(pid)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "pid out of range"))?;
+    // SAFETY: kill only sends a signal to the pid the server proved is its own.
+    if unsafe { libc::kill(raw, libc::SIGTERM) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn terminate(_pid: u32) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "stopping the server is not supported on this platform yet; stop it in the task manager",
+    ))
+}
+
+/// ` (pid N; …)` of a verified server `ui` did not start this time: its
+/// pid each time, and whether `--stop` can stop it.
+fn reused_note(dir: &Path, addr: SocketAddr, token: &str) -> String {
+    use memhook_server::running::{self, Holder};
+    let Holder::Ours { pid: Some(pid) } = running::holder(addr, Some(token)) else {
+        return String::new();
+    };
+    let ours = running::recorded(dir).is_some_and(|r| r.pid == pid && r.listen == addr.to_string());
+    if ours {
+        format!(" (pid {pid}; `memhook ui --stop` stops it)")
+    } else {
+        format!(" (pid {pid}; not started by `memhook ui`)")
+    }
+}
+
 /// `memhook ui`.
 pub fn run(args: &UiArgs, data_dir: Option<&Path>) -> CmdResult {
     let dir = data_dir::resolve(data_dir)?;
@@ -290,12 +404,23 @@ pub fn run(args: &UiArgs, data_dir: Option<&Path>) -> CmdResult {
         .into());
     }
     let base = format!("http://{addr}");
+    if args.stop {
+        return stop(
+            &dir,
+            addr,
+            args.listen != memhook_server::running::DEFAULT_LISTEN,
+        );
+    }
+    let mut reused = false;
     match probe(&base) {
-        Probe::Memhook => eprintln!("memhook ui: using the memhook serve on {base}"),
+        Probe::Memhook => reused = true,
         Probe::Nothing => {
             let pid = start_server(&dir, addr, &base)?;
+            if let Err(e) = memhook_server::running::record(&dir, pid, addr) {
+                eprintln!("memhook: cannot record the server's pid for `memhook ui --stop`: {e}");
+            }
             eprintln!(
-                "memhook ui: started memhook serve on {base} (pid {pid}; log {})",
+                "memhook ui: started memhook serve on {base} (pid {pid}; log {};                  `memhook ui --stop` stops it)",
                 dir.join(SERVE_LOG).display()
             );
         }
@@ -317,6 +442,12 @@ pub fn run(args: &UiArgs, data_dir: Option<&Path>) -> CmdResult {
     if let Err(why) = verify_server(&base, addr, &token) {
         eprintln!("memhook: {why}");
         return Ok(ExitCode::from(1));
+    }
+    if reused {
+        eprintln!(
+            "memhook ui: using the memhook serve on {base}{}",
+            reused_note(&dir, addr, &token)
+        );
     }
     let path = match login_path(&base, &token) {
         Ok(p) => p,

@@ -26,6 +26,7 @@ mod auth;
 pub mod http;
 pub mod ingest;
 pub mod proof;
+pub mod running;
 mod web;
 mod writer;
 
@@ -172,7 +173,14 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
             Arc::new(pg)
         }
     };
-    let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let listener = TcpListener::bind(addr).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            // Say who holds it when it is memhook (issue 26).
+            running::in_use_message(&data_dir, addr, token.as_ref().map(|(t, _)| t.as_str()))
+        } else {
+            format!("cannot listen on {addr}: {e}")
+        }
+    })?;
     let local = listener.local_addr().unwrap_or(addr);
     install_signal_handlers();
     let done = Arc::new(AtomicBool::new(false));
@@ -401,6 +409,11 @@ impl App {
                 // Nothing to prove with: `ui` says so.
                 None => Value::Null,
             };
+            // Which process to stop (`memhook ui --stop`), told only on
+            // loopback and only beside a proof (`running`).
+            if self.owner_token.is_some() && self.local.ip().is_loopback() {
+                v["pid"] = std::process::id().into();
+            }
         }
         Answer::json(200, v)
     }

@@ -216,7 +216,7 @@ impl Browse for PgRead<'_> {
             &format!(
                 "SELECT key, occurred_ms, agent, event, tool_family, tool_name, outcome, {FAILED},
                         files::text, title, substr(body, 1, {EXCERPT_CHARS}),
-                        length(body) > {EXCERPT_CHARS}
+                        length(body) > {EXCERPT_CHARS}, tool_call_id, exit_code, command
                  FROM records WHERE session_row = $1 ORDER BY occurred_ms, id LIMIT $2"
             ),
             &[&row, &(limit.min(MAX_QUERY_LIMIT) as i64)],
@@ -240,6 +240,9 @@ impl Browse for PgRead<'_> {
                     title: r.get(9),
                     excerpt: r.get(10),
                     cut: r.get::<_, Option<bool>>(11).unwrap_or(false),
+                    tool_call_id: r.get(12),
+                    exit_code: r.get(13),
+                    command: r.get(14),
                 }
             })
             .collect())

@@ -22,6 +22,7 @@ use crate::sqlite::{Prompt, SessionSummary, Store, StoreError, TailEvent};
 mod quote;
 mod work;
 use quote::{quote, quote_all};
+pub use work::{standing, Standing};
 
 /// Previous sessions shown in the handoff (the newest in detail).
 pub const HANDOFF_SESSIONS: usize = 3;
@@ -121,6 +122,21 @@ pub fn compose_from(
     digest: bool,
 ) -> Result<Option<String>, StoreError> {
     compose_reads(store, scope, exclude_session, max_chars, digest, None)
+}
+
+/// [`compose_with`] from any store's [`Reads`], with the agent's MCP
+/// registration given as [`compose_with`] takes it (`None`: unknown, as
+/// [`compose_from`]): what the web view's preview of the next briefing uses,
+/// so it shows exactly what session start would print.
+pub fn compose_reads_with(
+    store: &dyn Reads,
+    scope: (&str, &str),
+    exclude_session: Option<&str>,
+    max_chars: usize,
+    digest: bool,
+    mcp: Option<bool>,
+) -> Result<Option<String>, StoreError> {
+    compose_reads(store, scope, exclude_session, max_chars, digest, mcp)
 }
 
 fn compose_reads(

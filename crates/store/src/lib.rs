@@ -3,6 +3,7 @@
 //! tokens and the briefing composed from any store.
 
 pub mod briefing;
+pub mod fold;
 pub mod memory;
 pub mod model;
 pub mod sqlite;

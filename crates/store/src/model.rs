@@ -312,6 +312,12 @@ pub struct RecordRow {
     pub excerpt: Option<String>,
     /// Whether the body is longer than the excerpt.
     pub cut: bool,
+    /// The agent's id of the tool call (what folds a call into its result).
+    pub tool_call_id: Option<String>,
+    /// A tool result's exit status, where the agent gives one.
+    pub exit_code: Option<i64>,
+    /// A shell tool's command line (redacted, capped; DESIGN §4).
+    pub command: Option<String>,
 }
 
 /// One search hit.

@@ -1,7 +1,10 @@
 //! The web view in a real browser: headless Chromium through chromedriver
 //! (WebDriver). Real hook events from the fixtures, a real `memhook serve`,
 //! the link `memhook ui --no-open` prints. The browser logs in, opens the
-//! project, searches for a word of the stored prompt, opens the session,
+//! project (goals and endings, the activity chart drawn as SVG, the next
+//! briefing's size), the preview of the next briefing (checked against the
+//! page's own text), a working session read like a log, searches for a
+//! word of the stored prompt, opens the session,
 //! edits a memory document (meeting one compare-and-swap conflict), and
 //! forgets the session after confirming; every page's text is checked,
 //! stored `<script>` / `<img onerror>` payloads never run or become
@@ -12,8 +15,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
+use super::pages::{seed_log, unescape, GOAL};
 use super::webdriver::Browser;
 use super::{call, seed, ui_link, IMG_PAYLOAD, PROJECT, SCRIPT_PAYLOAD, SEARCH_WORD, SESSION};
+
+/// The id of the session [`seed_log`] writes (Claude Code's own, from the fixtures).
+const LOG_SESSION: &str = "4c3ac1bf-95d6-487f-a6bc-140cd0de6f2b";
 use crate::support::serve::Serve;
 
 /// Where screenshots go: the temp dir, and a copy in the directory the
@@ -72,6 +79,8 @@ fn a_browser_logs_in_searches_edits_and_forgets() {
     };
     let home = tempfile::tempdir().unwrap();
     seed(home.path(), "");
+    // A second session as an agent works: commands, a failure, an edit, its final message.
+    seed_log(home.path(), LOG_SESSION);
     let s = Serve::start(home.path(), None);
     let bearer = format!(
         "Bearer {}",
@@ -140,10 +149,89 @@ fn a_browser_logs_in_searches_edits_and_forgets() {
     let docs = b.find_all("ul.docs li a");
     let names: Vec<String> = docs.iter().map(|d| b.text_of(d)).collect();
     assert_eq!(names, ["/MEMORY.md", "/a-notes.md"]);
+    // Each session's goal and how it ended.
+    assert!(
+        text.contains(GOAL) && text.contains("“All done.”"),
+        "{text}"
+    );
+    assert!(text.contains("is this project's memory index"), "{text}");
+    // The chart is drawn: two sessions today, one failure.
+    let chart = b.eval(
+        "var s = document.querySelector('svg.chart'); \
+         return s ? [s.getBoundingClientRect().width > 300, \
+                     s.querySelectorAll('rect.bar.s').length, \
+                     s.querySelectorAll('rect.bar.f').length, \
+                     document.querySelector('rect.bar.s').getAttribute('data-n')] : null;",
+    );
+    assert_eq!(chart, json!([true, 1, 1, "2"]), "the chart");
+    let size = b.text_of(&b.find("code.size"));
+    assert!(
+        size.starts_with("memhook briefing for default/demo: "),
+        "{size}"
+    );
     inert(&b, "project");
     shots.take(&b, "project");
 
+    // The preview of the next session's briefing.
+    b.click("a.preview");
+    let text = b.page_text();
+    assert!(text.contains("The next session's briefing"), "{text}");
+    let shown = b.text_of(&b.find("pre.briefing"));
+    assert!(shown.starts_with(&size), "{shown}");
+    assert!(shown.contains(GOAL), "{shown}");
+    let served = call(
+        "GET",
+        &format!("{}/p/{PROJECT}/briefing", s.url()),
+        &[("Authorization", &bearer)],
+        None,
+    );
+    let html = served.body;
+    let start = html.find("<pre class=\"briefing\">").unwrap() + "<pre class=\"briefing\">".len();
+    let end = start + html[start..].find("</pre>").unwrap();
+    assert_eq!(unescape(&html[start..end]).trim_end(), shown.trim_end());
+    inert(&b, "briefing");
+    shots.take(&b, "briefing");
+
+    // The working session, read like a log.
+    b.goto(&format!("{base}/p/{PROJECT}"));
+    b.click(&format!("a[title='{LOG_SESSION}']"));
+    assert!(
+        b.url().ends_with(&format!("/p/{PROJECT}/s/{LOG_SESSION}")),
+        "{}",
+        b.url()
+    );
+    let text = b.page_text();
+    for want in [
+        "$ ls -la",
+        "→ ok",
+        "$ echo failing >&2; exit 1",
+        "→ error",
+        "src/app.py",
+        "All done.",
+    ] {
+        assert!(text.contains(want), "{want:?} in {text}");
+    }
+    let steps = b.find_all("ol.log > li");
+    assert_eq!(steps.len(), 5, "calls folded into their results");
+    let font = b.eval("return getComputedStyle(document.querySelector('ol.log')).fontFamily;");
+    assert!(font.as_str().unwrap_or("").contains("monospace"), "{font}");
+    let title = b.eval("return document.querySelector('h1 code.id').title;");
+    assert_eq!(title, LOG_SESSION);
+    inert(&b, "log");
+    shots.take(&b, "session-log");
+    // Clicking the short id copies the whole id (the clipboard is watched:
+    // a headless browser has none of its own).
+    b.eval(
+        "window.__copied = null; \
+         Object.defineProperty(navigator, 'clipboard', {value: {writeText: function (t) { \
+           window.__copied = t; return Promise.resolve(); }}, configurable: true}); \
+         return null;",
+    );
+    b.click_in_place("h1 code.id");
+    assert_eq!(b.eval("return window.__copied;"), LOG_SESSION);
+
     // Search this project for a word of the prompt.
+    b.goto(&format!("{base}/p/{PROJECT}"));
     b.type_into("form.search-project input[name=q]", SEARCH_WORD);
     b.click("form.search-project button");
     let text = b.page_text();
@@ -156,11 +244,18 @@ fn a_browser_logs_in_searches_edits_and_forgets() {
 
     // The hit opens its session.
     b.click("ol.hits a");
-    assert!(b.url().contains("/sessions/"), "{}", b.url());
+    assert!(
+        b.url().contains(&format!("/p/{PROJECT}/s/{SESSION}#r-")),
+        "{}",
+        b.url()
+    );
     let session_url = b.url().split('#').next().unwrap().to_string();
     let text = b.page_text();
-    assert!(text.contains(&format!("Session {SESSION}")), "{text}");
-    for want in ["user-prompt", "post-tool-use", SCRIPT_PAYLOAD, IMG_PAYLOAD] {
+    assert!(
+        text.contains(&format!("Session {}", &SESSION[..8])),
+        "{text}"
+    );
+    for want in ["prompt", "Bash", SCRIPT_PAYLOAD, IMG_PAYLOAD] {
         assert!(text.contains(want), "{want:?} in {text}");
     }
     inert(&b, "session");
@@ -250,7 +345,7 @@ fn a_browser_logs_in_searches_edits_and_forgets() {
         b.page_text()
     );
     let shots_written = std::fs::read_dir(&shots.dir).unwrap().count();
-    assert_eq!(shots_written, 10);
+    assert_eq!(shots_written, 12);
     eprintln!("screenshots: {}", shots.dir.display());
     drop(b);
     let _ = Path::new(&shots.dir);

@@ -192,6 +192,13 @@ impl Browser {
         }
     }
 
+    /// Click the element `css` where the click leads nowhere (no new page
+    /// is waited for).
+    pub fn click_in_place(&self, css: &str) {
+        let e = self.find(css);
+        self.cmd("POST", &self.s(&format!("/element/{e}/click")), None);
+    }
+
     /// Replace the text of the input or textarea `css` with `text`.
     pub fn type_into(&self, css: &str, text: &str) {
         let e = self.find(css);

@@ -7,7 +7,7 @@ use memhook_store::sqlite::{HIT_END, HIT_START};
 
 /// `text` safe inside HTML text and inside a double- or single-quoted
 /// attribute value: `& < > " '` become entities, control characters other
-/// than tab and newline become U+FFFD. Every string from the store, the
+/// than tab and newline and bidi controls ([`is_bidi_control`]) become U+FFFD. Every string from the store, the
 /// memory documents or the request goes through here before it is shown.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 8);
@@ -19,11 +19,18 @@ pub fn escape(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             '\n' | '\t' => out.push(c),
-            c if c.is_control() => out.push('\u{FFFD}'),
+            c if c.is_control() || is_bidi_control(c) => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }
     out
+}
+
+/// Characters that reorder the text around them (bidi embeddings,
+/// overrides, isolates and marks): stored text could use them to show a
+/// command or a path other than it is (Trojan Source).
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
 }
 
 /// `text` percent-encoded for a URL query value or path segment.
@@ -124,6 +131,10 @@ mod tests {
             "nul\u{FFFD}bell\u{FFFD}esc\u{FFFD}"
         );
         assert_eq!(escape(""), "");
+        assert_eq!(
+            escape("ls \u{202E}txt.exe\u{2066}x\u{2069}\u{200F}"),
+            "ls \u{FFFD}txt.exe\u{FFFD}x\u{FFFD}\u{FFFD}"
+        );
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //!
 //! - [`session`]: one-time login codes, session cookies, CSRF tokens;
 //! - [`html`]: the escape function and the page frame;
-//! - [`pages`]: the HTML pages and their forms;
+//! - [`pages`]: the HTML pages and their forms, with [`project`] (the
+//!   project page, the next briefing's preview), [`chart`] (its activity
+//!   chart, inline SVG) and [`log`] (a session read like a log);
 //! - [`api`]: the JSON API.
 //!
 //! Who may ask: a request carries the server's bearer token, or the session
@@ -22,8 +24,11 @@
 //! assets are compiled into the binary.
 
 mod api;
+mod chart;
 mod html;
+mod log;
 mod pages;
+mod project;
 mod session;
 
 use std::path::{Path, PathBuf};

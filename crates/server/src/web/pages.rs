@@ -3,10 +3,10 @@
 //! edit, conflict), forget (confirm, done). Readable without JavaScript;
 //! every stored string goes through [`escape`].
 
-use super::html::{csrf_field, duration, escape, highlight, page, time, url};
+use super::html::{csrf_field, escape, highlight, page, time, url};
 use super::{
     memory_docs, memory_projects, project_arg, secure, segments, Req, Viewer, Web, HTML,
-    MAX_SESSION_RECORDS, MAX_TIMELINE_SESSIONS, SEARCH_RESULTS,
+    SEARCH_RESULTS,
 };
 use crate::http::Response;
 use memhook_core::term::count;
@@ -15,14 +15,14 @@ use memhook_sinks::forget::Report;
 use memhook_store::memory::{MemoryStore, Outcome, INDEX_PATH, NEW_VERSION};
 use memhook_store::model::{browse, Database};
 use memhook_store::sqlite::Selector;
-use memhook_store::sqlite::{ProjectRow, SessionRow, StoreError};
+use memhook_store::sqlite::{ProjectRow, StoreError};
 
 /// An HTML answer.
-fn html(code: u16, text: String) -> Response {
+pub(super) fn html(code: u16, text: String) -> Response {
     secure(Response::new(code, HTML, text.into_bytes()))
 }
 
-fn see_other(location: &str) -> Response {
+pub(super) fn see_other(location: &str) -> Response {
     secure(Response::new(303, HTML, Vec::new()).with_header("Location", location.to_string()))
 }
 
@@ -54,7 +54,7 @@ pub fn login_needed() -> Response {
     html(401, page("Log in", false, body)).with_header("WWW-Authenticate", "Bearer")
 }
 
-fn store_problem(e: &StoreError) -> Response {
+pub(super) fn store_problem(e: &StoreError) -> Response {
     eprintln!("memhook serve: web view: {e}");
     problem(
         503,
@@ -64,7 +64,7 @@ fn store_problem(e: &StoreError) -> Response {
     )
 }
 
-fn not_found(logged_in: bool) -> Response {
+pub(super) fn not_found(logged_in: bool) -> Response {
     problem(
         404,
         "Not found",
@@ -87,7 +87,7 @@ pub(super) fn route(web: &Web, req: &Req<'_>, path: &str, db: &dyn Database) -> 
     }
     if let Some(rest) = path.strip_prefix("/sessions/") {
         return match rest.parse::<i64>() {
-            Ok(row) if get => session(db, row, logged),
+            Ok(row) if get => super::log::by_row(db, row, logged),
             _ => not_found(logged),
         };
     }
@@ -97,7 +97,13 @@ pub(super) fn route(web: &Web, req: &Req<'_>, path: &str, db: &dyn Database) -> 
             memhook_core::names::is_valid_name(w) && memhook_core::names::is_valid_name(p)
         };
         match segs.as_slice() {
-            [w, p] if get && names(w, p) => return project(web, db, w, p, logged),
+            [w, p] if get && names(w, p) => return super::project::project(web, db, w, p, logged),
+            [w, p, b] if get && b == "briefing" && names(w, p) => {
+                return super::project::briefing(web, db, w, p, logged);
+            }
+            [w, p, s, id] if get && s == "s" && names(w, p) => {
+                return super::log::session(db, w, p, id, logged);
+            }
             [w, p, m] if m == "memory" && names(w, p) => {
                 return memory(web, req, w, p, logged);
             }
@@ -150,195 +156,6 @@ fn projects(web: &Web, db: &dyn Database, logged: bool) -> Response {
     html(200, page("Projects", logged, &out))
 }
 
-/// The line of tool families: `shell 12 (2 failed) · file 5`.
-fn families(s: &SessionRow) -> String {
-    s.families
-        .iter()
-        .map(|f| {
-            if f.failed > 0 {
-                format!(
-                    "{} {} <span class=\"failed\">({} failed)</span>",
-                    escape(&f.family),
-                    f.calls,
-                    f.failed
-                )
-            } else {
-                format!("{} {}", escape(&f.family), f.calls)
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" · ")
-}
-
-fn project(web: &Web, db: &dyn Database, w: &str, p: &str, logged: bool) -> Response {
-    let sessions = match browse(db, |s| s.browse_sessions((w, p), MAX_TIMELINE_SESSIONS)) {
-        Ok(r) => r,
-        Err(e) => return store_problem(&e),
-    };
-    let (docs, more_docs) = memory_docs(web.data_dir(), w, p);
-    if sessions.is_empty() && docs.is_empty() {
-        return not_found(logged);
-    }
-    let (we, pe) = (escape(w), escape(p));
-    let mut out = format!(
-        "<h1>{we} / {pe}</h1>\n\
-         <form method=\"get\" action=\"/search\" class=\"search-project\">\
-         <input type=\"hidden\" name=\"project\" value=\"{we}/{pe}\">\
-         <input type=\"search\" name=\"q\" aria-label=\"Search this project\" placeholder=\"Search this project\">\
-         <button type=\"submit\">Search this project</button></form>\n\
-         <h2>Memory documents</h2>\n"
-    );
-    if docs.is_empty() {
-        out.push_str("<p>No memory documents yet.</p>\n");
-    } else {
-        out.push_str("<ul class=\"docs\">\n");
-        for d in &docs {
-            let path = d.path.as_deref().unwrap_or("");
-            out.push_str(&format!(
-                "<li><a href=\"/p/{we}/{pe}/memory?path={}\">{}</a> <span class=\"meta\">{} bytes</span></li>\n",
-                escape(&url(path)),
-                escape(path),
-                d.bytes.unwrap_or(0)
-            ));
-        }
-        out.push_str("</ul>\n");
-        if more_docs {
-            out.push_str("<p class=\"meta\">More documents exist than are listed here.</p>\n");
-        }
-    }
-    out.push_str(&format!(
-        "<form method=\"get\" action=\"/p/{we}/{pe}/memory\" class=\"new-doc\">\
-         <label>New document <input type=\"text\" name=\"path\" value=\"/notes.md\"></label>\
-         <input type=\"hidden\" name=\"new\" value=\"1\">\
-         <button type=\"submit\">Create</button></form>\n"
-    ));
-    out.push_str(&format!(
-        "<h2>Sessions</h2>\n<p class=\"meta\">{}, newest first.</p>\n",
-        count(sessions.len() as u64, "session")
-    ));
-    out.push_str(
-        "<table class=\"timeline\"><thead><tr><th>Started</th><th>Agent</th><th>Length</th>\
-         <th>Prompts</th><th>Tool activity</th><th>Failures</th><th>First prompt</th></tr></thead><tbody>\n",
-    );
-    for s in &sessions {
-        out.push_str(&format!(
-            "<tr><td><a href=\"/sessions/{row}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td class=\"excerpt\">{}</td></tr>\n",
-            time(s.first_ms),
-            escape(&s.agent),
-            duration(s.last_ms.saturating_sub(s.first_ms)),
-            s.prompts,
-            families(s),
-            if s.failures > 0 {
-                format!("<span class=\"failed\">{}</span>", s.failures)
-            } else {
-                "0".into()
-            },
-            escape(s.first_prompt.as_deref().unwrap_or("")),
-            row = s.row,
-        ));
-    }
-    out.push_str("</tbody></table>\n");
-    out.push_str(&format!(
-        "<h2>Forget</h2>\n\
-         <p class=\"danger\"><a href=\"/forget?project={we}/{pe}\">Forget this project…</a></p>\n\
-         <form method=\"get\" action=\"/forget\" class=\"forget-before\">\
-         <input type=\"hidden\" name=\"project\" value=\"{we}/{pe}\">\
-         <label>Forget its records from before <input type=\"date\" name=\"before\"></label> \
-         <button type=\"submit\">Forget…</button></form>\n"
-    ));
-    html(200, page(&format!("{w} / {p}"), logged, &out))
-}
-
-fn session(db: &dyn Database, row: i64, logged: bool) -> Response {
-    let found = browse(db, |s| {
-        let Some(head) = s.browse_session(row)? else {
-            return Ok(None);
-        };
-        Ok(Some((head, s.browse_records(row, MAX_SESSION_RECORDS)?)))
-    });
-    let (s, records) = match found {
-        Ok(Some(x)) => x,
-        Ok(None) => return not_found(logged),
-        Err(e) => return store_problem(&e),
-    };
-    let (we, pe) = (escape(&s.workspace), escape(&s.project));
-    let mut out = format!(
-        "<p class=\"crumbs\"><a href=\"/p/{we}/{pe}\">{we} / {pe}</a></p>\n\
-         <h1>Session {}</h1>\n\
-         <p class=\"meta\">{} · started {} · {} · {} · {} · {}</p>\n\
-         <p>{}</p>\n",
-        escape(&s.session_id),
-        escape(&s.agent),
-        time(s.first_ms),
-        duration(s.last_ms.saturating_sub(s.first_ms)),
-        count(s.events, "record"),
-        count(s.prompts, "prompt"),
-        count(s.failures, "failure"),
-        families(&s),
-    );
-    out.push_str(
-        "<table class=\"records\"><thead><tr><th>When</th><th>Event</th><th>Tool</th>\
-         <th>Files</th><th>Outcome</th><th>Excerpt</th><th>Id</th></tr></thead><tbody>\n",
-    );
-    for r in &records {
-        let tool = match (&r.tool_family, &r.tool_name) {
-            (Some(f), Some(n)) => format!("{} ({})", escape(f), escape(n)),
-            (Some(f), None) => escape(f),
-            (None, Some(n)) => escape(n),
-            (None, None) => String::new(),
-        };
-        let outcome = match (&r.outcome, r.failed) {
-            (_, true) => format!(
-                "<span class=\"failed\">{}</span>",
-                escape(r.outcome.as_deref().unwrap_or("failed"))
-            ),
-            (Some(o), false) => escape(o),
-            (None, false) => String::new(),
-        };
-        let mut excerpt = String::new();
-        let repeated = |t: &str| {
-            r.excerpt
-                .as_deref()
-                .is_some_and(|b| b.starts_with(t.trim()))
-        };
-        if let Some(t) = r.title.as_ref().filter(|t| !repeated(t)) {
-            excerpt.push_str(&format!("<strong>{}</strong> ", escape(t)));
-        }
-        if let Some(b) = &r.excerpt {
-            excerpt.push_str(&escape(b));
-            if r.cut {
-                excerpt.push('…');
-            }
-        }
-        out.push_str(&format!(
-            "<tr id=\"r-{id}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td class=\"excerpt\">{}</td><td><code>{id}</code> \
-             <a class=\"danger\" href=\"/forget?record={id}\">forget</a></td></tr>\n",
-            time(r.occurred_ms),
-            escape(&r.event),
-            tool,
-            r.files
-                .iter()
-                .map(|f| escape(f))
-                .collect::<Vec<_>>()
-                .join("<br>"),
-            outcome,
-            excerpt,
-            id = escape(&r.key),
-        ));
-    }
-    out.push_str("</tbody></table>\n");
-    out.push_str(&format!(
-        "<p class=\"danger\"><a href=\"/forget?session={}&amp;project={we}/{pe}\">Forget this session…</a></p>\n",
-        escape(&url(&s.session_id))
-    ));
-    html(
-        200,
-        page(&format!("Session {}", s.session_id), logged, &out),
-    )
-}
-
 fn search(req: &Req<'_>, db: &dyn Database, logged: bool) -> Response {
     let q = req.query.get("q").unwrap_or("").trim().to_string();
     let scope = req.query.get("project").and_then(project_arg);
@@ -387,8 +204,12 @@ fn search(req: &Req<'_>, db: &dyn Database, logged: bool) -> Response {
             }
         ));
         for h in &hits {
-            let target = match h.session_row {
-                Some(row) => format!("/sessions/{row}#r-{}", escape(&h.key)),
+            let target = match &h.session_id {
+                Some(id) => format!(
+                    "{}#r-{}",
+                    super::log::session_href(&h.workspace, &h.project, id),
+                    escape(&h.key)
+                ),
                 None => format!("/p/{}/{}", escape(&h.workspace), escape(&h.project)),
             };
             out.push_str(&format!(
@@ -504,6 +325,12 @@ fn memory(web: &Web, req: &Req<'_>, w: &str, p: &str, logged: bool) -> Response 
     let path = req.query.get("path").unwrap_or(INDEX_PATH).to_string();
     let a = store.read(&path);
     let shown = escape(a.path.as_deref().unwrap_or(&path));
+    // What the index is for, where it is read and edited.
+    let explain = if a.path.as_deref().unwrap_or(&path) == INDEX_PATH {
+        super::project::memory_explained()
+    } else {
+        String::new()
+    };
     match a.outcome {
         Outcome::Ok => {
             let text = a.content.unwrap_or_default();
@@ -514,7 +341,7 @@ fn memory(web: &Web, req: &Req<'_>, w: &str, p: &str, logged: bool) -> Response 
                 _ => "",
             };
             let body = format!(
-                "{crumbs}<h1>{shown}</h1>\n{saved}\
+                "{crumbs}<h1>{shown}</h1>\n{saved}{explain}\
                  <p class=\"meta\">{} bytes · version <code>{}</code>{}</p>\n\
                  <pre class=\"doc\">{}</pre>\n<h2>Edit</h2>\n{}",
                 a.bytes.unwrap_or(0),
@@ -530,7 +357,7 @@ fn memory(web: &Web, req: &Req<'_>, w: &str, p: &str, logged: bool) -> Response 
         }
         Outcome::NotFound if req.query.truthy("new") || path == INDEX_PATH => {
             let body = format!(
-                "{crumbs}<h1>{shown}</h1>\n<p>This document does not exist yet. Write it \
+                "{crumbs}<h1>{shown}</h1>\n{explain}<p>This document does not exist yet. Write it \
                  below.</p>\n{}",
                 edit_form(w, p, &path, NEW_VERSION, "", csrf)
             );

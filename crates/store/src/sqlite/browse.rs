@@ -124,7 +124,7 @@ impl Store {
             .prepare_cached(&format!(
                 "SELECT key, occurred_ms, agent, event, tool_family, tool_name, outcome, {FAILED},
                         files, title, substr(body, 1, {EXCERPT_CHARS}),
-                        length(body) > {EXCERPT_CHARS}
+                        length(body) > {EXCERPT_CHARS}, tool_call_id, exit_code, command
                  FROM records WHERE session_row = ?1 ORDER BY occurred_ms, id LIMIT {}",
                 limit.min(MAX_QUERY_LIMIT)
             ))
@@ -146,6 +146,9 @@ impl Store {
                 title: r.get(9)?,
                 excerpt: r.get(10)?,
                 cut: r.get::<_, Option<i64>>(11)?.unwrap_or(0) != 0,
+                tool_call_id: r.get(12)?,
+                exit_code: r.get(13)?,
+                command: r.get(14)?,
             })
         });
         super::collect(rows).map_err(|e| self.err(e))
