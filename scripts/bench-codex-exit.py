@@ -44,16 +44,28 @@ def main():
         payload["cwd"] = project
         call = payload["tool_use_id"]
         rollout = os.path.join(sessions, "rollout-2026-12-04T14-43-49-" + payload["session_id"] + ".jsonl")
-        filler = json.dumps({"type": "response_item", "payload": {"type": "message", "content": "x" * 900}})
+        # Compact, as Codex writes it.
+        compact = {"separators": (",", ":")}
+        filler = json.dumps({"type": "response_item", "payload": {"type": "message", "content": "x" * 900}},
+                            **compact)
         done = json.dumps({"type": "event_msg", "payload": {"type": "item_completed", "item": {
             "type": "CommandExecution", "id": call, "status": "failed",
-            "aggregated_output": "failing\n", "exit_code": 1}}})
+            "aggregated_output": "failing\n", "exit_code": 1}}}, **compact)
         with open(rollout, "w") as f:
             for _ in range(1024):
                 f.write(filler + "\n")
             f.write(done + "\n")
         files = {}
-        for name, path in (("no transcript", "/nonexistent/sessions/rollout-x.jsonl"), ("rollout read", rollout)):
+        # "far": the call's line is not within the last 4 KiB, so 64 KiB are read.
+        far = rollout.replace("rollout-", "rollout-far-")
+        with open(far, "w") as f:
+            for _ in range(1024):
+                f.write(filler + "\n")
+            f.write(done + "\n")
+            for _ in range(6):
+                f.write(filler + "\n")
+        for name, path in (("no transcript", "/nonexistent/sessions/rollout-x.jsonl"), ("rollout read", rollout),
+                           ("rollout read, far", far)):
             p = dict(payload, transcript_path=path)
             files[name] = os.path.join(tmp, name.replace(" ", "-") + ".json")
             with open(files[name], "w") as f:
@@ -81,7 +93,8 @@ def main():
         print("|---|---|---|")
         for name, c in rows.items():
             print(f"| {name} | {med(c):.3f} ms | {med(c) / t:.2f}× |")
-        print(f"\nrollout read minus no transcript: {med(rows['rollout read']) - med(rows['no transcript']):+.3f} ms")
+        for name in ("rollout read", "rollout read, far"):
+            print(f"\n{name} minus no transcript: {med(rows[name]) - med(rows['no transcript']):+.3f} ms")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -92,7 +92,8 @@ fn read_tail(file: &mut File, max: u64) -> Option<Vec<u8>> {
 /// The `exit_code` of the newest `item_completed` event for item `call_id`
 /// among the complete lines of `tail`.
 fn exit_code_in(tail: &[u8], call_id: &str) -> Option<i64> {
-    let needle = format!("\"id\":\"{call_id}\"");
+    // A cheap filter before the parse; the parse decides (any spacing).
+    let needle = format!("\"{call_id}\"");
     tail.split(|&b| b == b'\n')
         .rev()
         .filter(|line| contains(line, b"item_completed") && contains(line, needle.as_bytes()))
@@ -215,6 +216,9 @@ mod tests {
         );
         assert_eq!(exit_code_in(tricky.as_bytes(), "call_a"), None);
         assert_eq!(exit_code_in(tricky.as_bytes(), "call_b"), Some(9));
+        // Spacing does not matter: the parse decides.
+        let spaced = r#"{"type": "event_msg", "payload": {"type": "item_completed", "item": {"id": "call_s", "exit_code": 2}}}"#;
+        assert_eq!(exit_code_in(spaced.as_bytes(), "call_s"), Some(2));
         // The tail starts inside the call's line: no guess.
         let cut = &ROLLOUT_TAIL.as_bytes()[ROLLOUT_TAIL.find("\"thread_id\"").unwrap()..];
         assert_eq!(exit_code_in(cut, "call_mock0"), None);
