@@ -35,7 +35,7 @@ pub fn lines<R: Reads + ?Sized>(
         if changed.is_empty() {
             continue;
         }
-        changed.sort_by(|a, b| b.last_ms.cmp(&a.last_ms));
+        changed.sort_by_key(|f| std::cmp::Reverse(f.last_ms));
         let (first, last, _) = r.session_prompts(s.row, 1)?;
         let goal = last.last().or(first.as_ref()).map(|p| quote(&p.text));
         let root = r.session_root(s.row)?;
