@@ -16,6 +16,7 @@ mod deps;
 mod fingerprints;
 mod forget;
 mod handoff;
+mod history;
 mod hook;
 mod hostile;
 mod install;

@@ -432,7 +432,8 @@ fn show_json_and_text_agree_on_strategy_and_settings() {
             "drop_subagent_captures": true,
             "default_global": true,
             "inject_on_session_start": false,
-            "max_chars": 900
+            "max_chars": 900,
+            "file_history": true
         })
     );
     let out = memhook(home.path())
@@ -444,7 +445,7 @@ fn show_json_and_text_agree_on_strategy_and_settings() {
     assert!(text.contains("strategy   repo-root"), "{text}");
     assert!(
         text.contains(
-            "drop_subagent_captures=true default_global=true inject_on_session_start=false max_chars=900"
+            "drop_subagent_captures=true default_global=true inject_on_session_start=false max_chars=900 file_history=true"
         ),
         "{text}"
     );

@@ -87,6 +87,7 @@ pub fn to_json(scope: &Scope) -> serde_json::Value {
             "drop_subagent_captures": s.drop_subagent_captures,
             "default_global": s.default_global,
             "inject_on_session_start": s.inject_on_session_start,
+            "file_history": s.file_history,
             "max_chars": s.max_chars,
         },
     })
@@ -151,8 +152,8 @@ pub fn to_text(scope: &Scope, gate: Option<Gate>) -> String {
     line(
         "settings",
         format!(
-            "drop_subagent_captures={} default_global={} inject_on_session_start={} max_chars={}",
-            s.drop_subagent_captures, s.default_global, s.inject_on_session_start, s.max_chars
+            "drop_subagent_captures={} default_global={} inject_on_session_start={} max_chars={} file_history={}",
+            s.drop_subagent_captures, s.default_global, s.inject_on_session_start, s.max_chars, s.file_history
         ),
     );
     for w in &scope.warnings {

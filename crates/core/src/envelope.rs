@@ -49,6 +49,18 @@ pub fn session_start_injection(agent: &Agent) -> Injection {
     }
 }
 
+/// The agent's contract for context on a pre-tool-use event (the file
+/// history line, history.rs). Only agents whose real CLI was seen to pass
+/// it to the model: Claude Code (2.1.328 reads
+/// `hookSpecificOutput.additionalContext` on PreToolUse; checked in
+/// tests/integration/history.rs). Every other agent gets `{}`.
+pub fn pre_tool_injection(agent: &Agent) -> Injection {
+    match agent {
+        Agent::ClaudeCode => Injection::HookSpecificOutput,
+        _ => Injection::Unsupported,
+    }
+}
+
 /// The hook's stdout for `agent` and `kind`, with an optional briefing.
 /// Always one line of valid JSON, without a trailing newline.
 pub fn render(agent: &Agent, kind: EventKind, context: Option<&str>) -> String {
@@ -58,6 +70,16 @@ pub fn render(agent: &Agent, kind: EventKind, context: Option<&str>) -> String {
             Injection::HookSpecificOutput => {
                 let mut inner = Map::new();
                 inner.insert("hookEventName".into(), "SessionStart".into());
+                inner.insert("additionalContext".into(), ctx.into());
+                object([("hookSpecificOutput", Value::Object(inner))])
+            }
+            Injection::TopLevel(key) => object([(key, Value::from(ctx))]),
+            Injection::Unsupported => Value::Object(Map::new()),
+        },
+        (EventKind::PreToolUse, Some(ctx)) => match pre_tool_injection(agent) {
+            Injection::HookSpecificOutput => {
+                let mut inner = Map::new();
+                inner.insert("hookEventName".into(), "PreToolUse".into());
                 inner.insert("additionalContext".into(), ctx.into());
                 object([("hookSpecificOutput", Value::Object(inner))])
             }

@@ -13,6 +13,7 @@ pub mod envelope;
 pub mod event;
 pub mod fingerprint;
 pub mod hex;
+pub mod history;
 pub mod mcp_agents;
 pub mod names;
 pub mod record;

@@ -976,6 +976,7 @@ mod tests {
                 inject_on_session_start: true,
                 max_chars: 6000,
                 enabled: true,
+                file_history: true,
             },
             capture: CaptureConfig::Absent,
             warnings: vec![],

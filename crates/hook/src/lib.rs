@@ -301,9 +301,36 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>, briefer: Briefer) -> St
             spawn_drainer(dir, &sink);
             briefing
         }
+        (Some(dir), EventKind::PreToolUse)
+            if !quarantined
+                && gate.briefs()
+                && scope.settings.file_history
+                && decision.disposition == Disposition::Keep
+                && decision.tool_family == ToolFamily::File
+                && memhook_core::envelope::pre_tool_injection(&agent)
+                    != memhook_core::envelope::Injection::Unsupported =>
+        {
+            let at = Instant::now();
+            file_history(dir, &scope, &event).filter(|_| at.elapsed() <= FILE_HISTORY_BUDGET)
+        }
         _ => None,
     };
     memhook_core::envelope::render(&agent, event.kind, context.as_deref())
+}
+
+/// The most the file history lookup may take; a slower one says nothing.
+pub const FILE_HISTORY_BUDGET: Duration = Duration::from_millis(5);
+/// How many of a file tool's paths are looked up in the file history.
+const MAX_HISTORY_LOOKUPS: usize = 4;
+
+/// The file history line of the first of the call's files that an earlier
+/// session changed (memhook_core::history), as the pre-tool-use context.
+fn file_history(dir: &Path, scope: &Scope, event: &Event) -> Option<String> {
+    capture::kept_file_paths(event)
+        .iter()
+        .take(MAX_HISTORY_LOOKUPS)
+        .find_map(|f| memhook_core::history::lookup(dir, &scope.workspace, &scope.project, f))
+        .map(|line| format!("memhook file history: {line}"))
 }
 
 /// Bad input: one warning, nothing stored. `--check-capture` still prints

@@ -184,6 +184,12 @@ pub fn forget_with(
     };
     let pending = pending_matches(dir, sel)?;
     let stored = store()?;
+    if apply {
+        // The file history's lines may quote what was just forgotten; the
+        // next delivery writes each project's again from what is left.
+        memhook_core::history::remove_all(dir)
+            .map_err(|e| format!("cannot remove the file history in {}: {e}", dir.display()))?;
+    }
     let pending = match &lock {
         None => pending.len() as u64,
         Some(lock) => memhook_delivery::drain::drop_pending(

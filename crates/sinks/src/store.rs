@@ -62,12 +62,38 @@ impl Sink for StoreSink {
         }
         let store = self.store.as_mut().expect("opened above");
         match store.insert_all(entries.iter().map(|e| &e.record)) {
-            Ok(_) => entries.iter().map(|_| ItemOutcome::Delivered).collect(),
+            Ok(_) => {
+                refresh_history(&self.data_dir, store, entries);
+                entries.iter().map(|_| ItemOutcome::Delivered).collect()
+            }
             Err(e) => {
                 // A broken connection is reopened on the next batch.
                 self.store = None;
                 retry(e.to_string())
             }
+        }
+    }
+}
+
+/// Write again the file history (memhook_core::history) of each project
+/// that a delivered record touched a file in; best effort (a project whose
+/// history cannot be written simply has none at the next pre-tool call).
+fn refresh_history(data_dir: &Path, store: &Store, entries: &[SpoolEntry]) {
+    let mut projects: Vec<(&str, &str)> = entries
+        .iter()
+        .filter(|e| !e.record.files.is_empty())
+        .map(|e| {
+            (
+                e.record.scope.workspace.as_str(),
+                e.record.scope.project.as_str(),
+            )
+        })
+        .collect();
+    projects.sort_unstable();
+    projects.dedup();
+    for (ws, pj) in projects {
+        if let Ok(lines) = store.read(|s| memhook_store::history::lines(s, (ws, pj))) {
+            let _ = memhook_core::history::write(data_dir, ws, pj, &lines);
         }
     }
 }

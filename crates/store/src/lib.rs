@@ -4,6 +4,7 @@
 
 pub mod briefing;
 pub mod fold;
+pub mod history;
 pub mod memory;
 pub mod model;
 pub mod sqlite;

@@ -250,6 +250,11 @@ fn declare(table: &Table, path: &Path, warnings: &mut Vec<String>) -> Result<Dec
                                 truthy("[briefing] inject_on_session_start", v).map_err(within)?;
                             d.declares_scope = true;
                         }
+                        "file_history" => {
+                            d.settings.file_history =
+                                truthy("[briefing] file_history", v).map_err(within)?;
+                            d.declares_scope = true;
+                        }
                         "max_chars" => {
                             d.settings.max_chars = max_chars(v).map_err(within)?;
                             d.declares_scope = true;
@@ -423,6 +428,7 @@ mod tests {
                 inject_on_session_start: true,
                 max_chars: 7000,
                 enabled: true,
+                file_history: true,
             }
         );
     }

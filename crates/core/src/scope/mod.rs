@@ -75,6 +75,14 @@ pub struct Settings {
     /// `enabled = false`: memhook captures and briefs nothing for this tree
     /// (`memhook disable --marker` writes it).
     pub enabled: bool,
+    /// `[briefing] file_history` (default true): a file tool's pre-tool-use
+    /// context says when an earlier session changed the file (history.rs).
+    #[serde(default = "default_true")]
+    pub file_history: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 impl Default for Settings {
@@ -85,6 +93,7 @@ impl Default for Settings {
             inject_on_session_start: false,
             max_chars: MAX_CHARS_DEFAULT,
             enabled: true,
+            file_history: true,
         }
     }
 }

@@ -1,0 +1,96 @@
+//! The lines of a project's file history ([`memhook_core::history`]), built
+//! from the store: for each file an earlier session changed, the newest such
+//! session, its goal and a failure it left standing.
+//!
+//! `src/dates.py: changed 2026-12-03 14:05 UTC by claude-code in session
+//! 3f2a9c41 (goal: "fix the date parser"); it ended with Bash "pytest -q"
+//! failing, exit 1`
+
+use std::collections::HashSet;
+
+use memhook_core::timefmt::rfc3339_ms;
+
+use crate::briefing::standing;
+use crate::model::{Reads, StoreError};
+
+/// Sessions looked at, newest activity first.
+pub const SESSIONS: usize = 30;
+/// Longest goal quoted in a line.
+pub const MAX_GOAL_CHARS: usize = 120;
+
+/// `(path as stored, line)` for every file changed in the project's newest
+/// [`SESSIONS`] sessions, the most recently changed first.
+pub fn lines<R: Reads + ?Sized>(
+    r: &R,
+    scope: (&str, &str),
+) -> Result<Vec<(String, String)>, StoreError> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for s in r.sessions(scope, None, SESSIONS)? {
+        let mut changed: Vec<_> = r
+            .session_files(s.row)?
+            .into_iter()
+            .filter(|f| f.changed)
+            .collect();
+        if changed.is_empty() {
+            continue;
+        }
+        changed.sort_by_key(|f| std::cmp::Reverse(f.last_ms));
+        let (first, last, _) = r.session_prompts(s.row, 1)?;
+        let goal = last.last().or(first.as_ref()).map(|p| quote(&p.text));
+        let root = r.session_root(s.row)?;
+        let standing = standing(&r.session_notes(s.row)?);
+        let failure = standing.failures.last().map(|f| {
+            let what = match &f.command {
+                Some(c) => format!("{} {}", f.tool, quote(c)),
+                None => f.tool.clone(),
+            };
+            match f.exit_code {
+                Some(code) => format!("; it ended with {what} failing, exit {code}"),
+                None => format!("; it ended with {what} failing"),
+            }
+        });
+        let short: String = s.session_id.chars().take(8).collect();
+        for f in changed {
+            if !seen.insert(f.path.clone()) {
+                continue;
+            }
+            let shown = relative(&f.path, root.as_deref());
+            let at = rfc3339_ms(f.last_ms);
+            let line = format!(
+                "{shown}: changed {} {} UTC by {} in session {short}{}{}",
+                &at[..10],
+                &at[11..16],
+                s.agent,
+                goal.as_ref()
+                    .map(|g| format!(" (goal: {g})"))
+                    .unwrap_or_default(),
+                failure.clone().unwrap_or_default(),
+            );
+            out.push((f.path, line));
+        }
+    }
+    Ok(out)
+}
+
+/// `text`'s first line in quotes, at most [`MAX_GOAL_CHARS`] characters.
+fn quote(text: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let mut q: String = line.chars().take(MAX_GOAL_CHARS).collect();
+    if line.chars().count() > MAX_GOAL_CHARS {
+        q.push('…');
+    }
+    format!("\"{q}\"")
+}
+
+fn relative<'a>(path: &'a str, root: Option<&str>) -> &'a str {
+    root.map(|r| r.trim_end_matches('/'))
+        .and_then(|r| path.strip_prefix(r))
+        .and_then(|rest| rest.strip_prefix('/'))
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or(path)
+}
