@@ -111,6 +111,11 @@ pub const MIGRATIONS: &[&str] = &[
      CREATE TEXT SEARCH CONFIGURATION memhook_english (COPY = simple);
      ALTER TEXT SEARCH CONFIGURATION memhook_english
         ALTER MAPPING FOR asciiword, word WITH memhook_english_stem;"#,
+    // 5: each project's record count kept on its row (the SQLite store's
+    // migration 6), so listing projects reads one row per project instead
+    // of counting every record (issue 29); filled in here once.
+    r#"ALTER TABLE projects ADD COLUMN records BIGINT NOT NULL DEFAULT 0;
+     UPDATE projects p SET records = (SELECT count(*) FROM records r WHERE r.project_id = p.id);"#,
 ];
 
 /// The migration (its version) after which [`reindex`] runs.

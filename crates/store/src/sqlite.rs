@@ -138,6 +138,11 @@ const MIGRATIONS: &[&str] = &[
         title, body, files, words, content = 'records', content_rowid = 'id',
         tokenize = 'porter unicode61'
      );",
+    // 6: each project's record count kept on its row (a roll-up, like a
+    // session's `events`), so listing projects reads one row per project
+    // instead of counting every record (issue 29); filled in here once.
+    "ALTER TABLE projects ADD COLUMN records INTEGER NOT NULL DEFAULT 0;
+     UPDATE projects SET records = (SELECT count(*) FROM records r WHERE r.project_id = projects.id);",
 ];
 
 /// Best match first, recent matches lifted: the `bm25` relevance (negative,
@@ -1038,10 +1043,11 @@ impl<'t> BatchWriter<'t> {
         for (_, f) in self.projects.iter().filter(|(_, f)| f.events > 0) {
             self.tx
                 .prepare_cached(
-                    "UPDATE projects SET first_ms = min(first_ms, ?2), last_ms = max(last_ms, ?3)
+                    "UPDATE projects SET first_ms = min(first_ms, ?2), last_ms = max(last_ms, ?3),
+                        records = records + ?4
                      WHERE id = ?1",
                 )?
-                .execute(params![f.id, f.first_ms, f.last_ms])?;
+                .execute(params![f.id, f.first_ms, f.last_ms, f.events])?;
         }
         for (_, f) in self.sessions.iter().filter(|(_, f)| f.events > 0) {
             self.tx
@@ -1680,6 +1686,58 @@ pub mod tests {
             .map(|r| r.key)
             .collect();
         assert!(!best.contains(&"r6".to_string()), "{best:?}");
+    }
+
+    #[test]
+    fn project_record_counts_are_a_roll_up_filled_by_the_migration_and_kept_by_writes() {
+        let t = tempfile::tempdir().unwrap();
+        {
+            let conn = Connection::open(t.path().join(STORE_FILE)).unwrap();
+            for step in &MIGRATIONS[..5] {
+                conn.execute_batch(step).unwrap();
+            }
+            conn.execute_batch(
+                "PRAGMA user_version = 5;
+                 INSERT INTO projects VALUES (1, 'default', 'p', 1, 3), (2, 'default', 'q', 2, 2);
+                 INSERT INTO records (key, occurred_ms, project_id, agent, event, native_event,
+                    disposition) VALUES
+                    ('a', 1, 1, 'codex', 'stop', 'Stop', 'keep'),
+                    ('b', 3, 1, 'codex', 'stop', 'Stop', 'keep'),
+                    ('c', 2, 2, 'codex', 'stop', 'Stop', 'keep');",
+            )
+            .unwrap();
+        }
+        let mut s = Store::open(t.path()).unwrap();
+        let rolled = |s: &Store| -> Vec<(String, u64)> {
+            let mut v: Vec<(String, u64)> = s
+                .browse_projects()
+                .unwrap()
+                .into_iter()
+                .map(|p| (p.project, p.records))
+                .collect();
+            v.sort();
+            v
+        };
+        let stored: i64 = s
+            .conn
+            .query_row("SELECT sum(records) FROM projects", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(stored, 3, "the migration counts what was stored before");
+        assert_eq!(rolled(&s), [("p".into(), 2), ("q".into(), 1)]);
+        // New records and a replay (not counted twice).
+        let r = rec(&format!("{:032x}", 7), 10, "q", "s1", "user-prompt");
+        s.insert_all([&r, &r]).unwrap();
+        s.insert(&rec(&format!("{:032x}", 8), 11, "q", "s1", "stop"))
+            .unwrap();
+        assert_eq!(rolled(&s), [("p".into(), 2), ("q".into(), 3)]);
+        // Forgetting recounts.
+        let sel = Selector {
+            project: Some(("default".into(), "q".into())),
+            before_ms: Some(11),
+            ..Selector::default()
+        };
+        assert_eq!(s.forget(&sel, true).unwrap().records, 2);
+        assert_eq!(rolled(&s), [("p".into(), 2), ("q".into(), 1)]);
     }
 
     #[test]

@@ -26,14 +26,15 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
 }
 
 impl Store {
-    /// Every project, most recently active first.
+    /// Every project, most recently active first. The record count is the
+    /// project's roll-up (`projects.records`), not a count of its records.
     pub fn browse_projects(&self) -> Result<Vec<ProjectRow>, StoreError> {
         let mut st = self
             .conn
             .prepare_cached(&format!(
                 "SELECT p.workspace, p.project, p.first_ms, p.last_ms,
                         (SELECT count(*) FROM sessions s WHERE s.project_id = p.id),
-                        (SELECT count(*) FROM records r WHERE r.project_id = p.id)
+                        p.records
                  FROM projects p ORDER BY p.last_ms DESC, p.id DESC LIMIT {MAX_QUERY_LIMIT}"
             ))
             .map_err(|e| self.err(e))?;

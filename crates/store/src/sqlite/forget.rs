@@ -213,7 +213,8 @@ impl Store {
             tx.execute(
                 "UPDATE projects SET
                    first_ms = (SELECT min(occurred_ms) FROM records WHERE project_id = ?1),
-                   last_ms = (SELECT max(occurred_ms) FROM records WHERE project_id = ?1)
+                   last_ms = (SELECT max(occurred_ms) FROM records WHERE project_id = ?1),
+                   records = (SELECT count(*) FROM records WHERE project_id = ?1)
                  WHERE id = ?1",
                 [p],
             )
