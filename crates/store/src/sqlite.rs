@@ -31,10 +31,12 @@ pub mod database;
 mod export;
 mod forget;
 pub mod handoff;
+mod ranked;
 mod reads;
 mod tokens;
 pub use activity::MIN_ID_PREFIX;
 pub use forget::{forget_reader_wait, FORGET_READER_WAIT, FORGET_READER_WAIT_ENV};
+pub use ranked::{bm25_bound, FIRST_WINDOW_MIN, FIRST_WINDOW_PARTS};
 // The model's rows and errors, where the SQLite queries return them.
 pub use crate::model::{
     check_forget_key, session_select, Activity, ExportFilter, FamilyCount, ForgetError, Forgotten,
@@ -151,28 +153,6 @@ const MIGRATIONS: &[&str] = &[
 /// still beats a newer one; between near equals the newer one comes first.
 pub(crate) const SEARCH_RANK: &str = "bm25(records_fts) * (1.0 + 0.5 / (1.0 + \
      max(0, unixepoch() * 1000 - r.occurred_ms) / 2592000000.0))";
-
-/// A search of the full-text query `?1` among the records that meet
-/// `filter` (SQL over `r` and `p`), best [`SEARCH_RANK`] first: the first
-/// `limit` are chosen by their rank alone, and only they get the snippet
-/// that says why they matched (a snippet for every match was two thirds of
-/// a search that matched 33,000 records of 100,000).
-pub(crate) fn ranked_search(filter: &str, limit: i64) -> String {
-    format!(
-        "WITH top AS (
-            SELECT r.id AS id, {SEARCH_RANK} AS score, r.occurred_ms AS ms
-            FROM records_fts f
-            JOIN records r ON r.id = f.rowid JOIN projects p ON p.id = r.project_id
-            WHERE records_fts MATCH ?1 AND ({filter})
-            ORDER BY score, ms DESC LIMIT {limit})
-         SELECT {RECORD_COLUMNS}, {}
-         FROM top t JOIN records_fts f ON f.rowid = t.id
-         JOIN records r ON r.id = t.id JOIN projects p ON p.id = r.project_id
-         WHERE records_fts MATCH ?1
-         ORDER BY t.score, t.ms DESC",
-        matched_column()
-    )
-}
 
 /// The column that says why a search found a record
 /// ([`StoredRecord::matched`]), after [`RECORD_COLUMNS`].
@@ -554,26 +534,12 @@ impl Store {
         let Some(q) = fts_query(query) else {
             return Ok(Vec::new());
         };
-        let limit = limit.min(MAX_QUERY_LIMIT) as i64;
-        let res = match scope {
+        match scope {
             Some((w, p)) => {
-                let mut st = self
-                    .conn
-                    .prepare_cached(&ranked_search("p.workspace = ?2 AND p.project = ?3", limit))
-                    .map_err(|e| self.err(e))?;
-                let rows = st.query_map(params![q, w, p], row_to_record);
-                collect(rows)
+                self.ranked(&q, "p.workspace = ?2 AND p.project = ?3", &[&w, &p], limit)
             }
-            None => {
-                let mut st = self
-                    .conn
-                    .prepare_cached(&ranked_search("1", limit))
-                    .map_err(|e| self.err(e))?;
-                let rows = st.query_map(params![q], row_to_record);
-                collect(rows)
-            }
-        };
-        res.map_err(|e| self.err(e))
+            None => self.ranked(&q, "1", &[], limit),
+        }
     }
 
     /// The distinct stored session ids that start with `prefix` (of any
