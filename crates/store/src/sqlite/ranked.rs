@@ -87,7 +87,7 @@ impl Store {
         args: &[&dyn ToSql],
         limit: usize,
     ) -> Result<Vec<StoredRecord>, StoreError> {
-        let (ids, _) = self.ranked_ids(q, filter, args, limit)?;
+        let ids = self.ranked_ids(q, filter, args, limit)?;
         let mut st = self
             .conn
             .prepare_cached(&format!(
@@ -99,16 +99,28 @@ impl Store {
             ))
             .map_err(|e| self.err(e))?;
         let mut out = Vec::with_capacity(ids.len());
-        for (id, _, _) in ids {
+        for id in ids {
             let rows = st.query_map(params![q, id], row_to_record);
             out.extend(super::collect(rows).map_err(|e| self.err(e))?);
         }
         Ok(out)
     }
 
+    /// The rowids of [`Store::ranked`]'s records, in order.
+    pub(crate) fn ranked_ids(
+        &self,
+        q: &str,
+        filter: &str,
+        args: &[&dyn ToSql],
+        limit: usize,
+    ) -> Result<Vec<i64>, StoreError> {
+        let (hits, _) = self.ranked_windows(q, filter, args, limit)?;
+        Ok(hits.into_iter().map(|h| h.0).collect())
+    }
+
     /// The rowids, ranks and times of [`Store::ranked`]'s records, in
     /// order, and how many windows were ranked to find them.
-    fn ranked_ids(
+    fn ranked_windows(
         &self,
         q: &str,
         filter: &str,
@@ -313,7 +325,7 @@ mod tests {
                     ("p.workspace = ?2 AND p.project = ?3", vec!["default", "b"]),
                 ] {
                     let args: Vec<&dyn ToSql> = args.iter().map(|a| a as &dyn ToSql).collect();
-                    let (hits, windows) = s.ranked_ids(&q, filter, &args, limit).unwrap();
+                    let (hits, windows) = s.ranked_windows(&q, filter, &args, limit).unwrap();
                     let ids: Vec<i64> = hits.iter().map(|h| h.0).collect();
                     assert_eq!(
                         ids,
@@ -328,7 +340,7 @@ mod tests {
         }
         // The common words stop after the newest windows (of six or more).
         assert!(stopped_early >= 6, "{stopped_early}");
-        let (_, windows) = s.ranked_ids("\"common\"", "1", &[], 20).unwrap();
+        let (_, windows) = s.ranked_windows("\"common\"", "1", &[], 20).unwrap();
         assert!(windows <= 2, "{windows}");
     }
 
