@@ -3,12 +3,15 @@
 import them into a fresh embedded store and measure what a heavy user pays.
 
 Usage:
-  scripts/bench-year.py MEMHOOK_CLI RECORDS DIR [--runs N] [--no-forget] [--second-year]
+  scripts/bench-year.py RECORDS DIR NAME=MEMHOOK_CLI [NAME=MEMHOOK_CLI …] [--runs N] [--no-forget]
 
-MEMHOOK_CLI is a `memhook-cli` binary (build it with `cargo build --release
---locked -p memhook --bin memhook-cli`). DIR is emptied and holds the data
-dir and the export file; put it on a real disk (the figures of
-docs/benchmarks.md are on ext4 or overlay over one, never tmpfs).
+Each MEMHOOK_CLI is a `memhook-cli` binary (`cargo build --release --locked
+-p memhook --bin memhook-cli`), under a short NAME (`main`, `branch`); the
+first is the baseline. Every binary imports the same generated file into
+its own data dir, and every measurement takes turns between them, so the
+figures of one run compare (the machine is shared and noisy). DIR is
+emptied and holds the data dirs and the export file; put it on a real disk
+(the figures of docs/benchmarks.md are on a real disk, never tmpfs).
 
 The records are export lines (docs/team.md), the shapes `memhook hook`
 writes (docs/record.md): 50 projects of Zipf-like sizes, 2,500 sessions
@@ -24,15 +27,14 @@ JSON at the end):
 - import wall time, database bytes per record (after a WAL checkpoint) and
   where they go (`dbstat`: records, FTS index, indexes);
 - `memhook search --all` of a common word (`error`, `the`) warm (median of
-  --runs) and cold (the database's pages dropped from the page cache with
-  posix_fadvise first), and within one mid-sized project;
+  --runs, wall and CPU of the process) and cold (the database's pages
+  dropped from the page cache with posix_fadvise first), and within one
+  mid-sized project;
 - `GET /api/projects` of `memhook serve --no-auth` (median of --runs);
-- the session-start briefing of the biggest project (`memhook hook`, wall);
+- the session-start briefing of the biggest project (`memhook hook`, CPU);
 - `memhook forget --project` of the project nearest 2 % of the records
   (20,000 at 1,000,000): wall, peak RSS (/usr/bin/time), and the peak of
   database + WAL + journal bytes while it ran, against the database before.
-- with --second-year: the same year imported again a year later (keys and
-  times shifted by 365 days) into the same store, and its size after.
 Uses only the standard library.
 """
 
@@ -47,6 +49,7 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -57,20 +60,30 @@ SESSIONS = 2500
 DAYS = 365
 DAY_MS = 86_400_000
 SEED = 29
+# The commit whose code and prose the records quote.
+CORPUS_COMMIT = "0a83a87"
 
 AGENTS = ["claude-code"] * 6 + ["codex"] * 2 + ["gemini-cli", "opencode"]
 
 
 def corpus():
-    """Code lines and prose lines of this repository."""
-    code, prose = [], []
-    for path in sorted(glob.glob(os.path.join(ROOT, "crates", "**", "*.rs"), recursive=True)):
-        with open(path, encoding="utf-8") as f:
-            code.extend(l.rstrip() for l in f if l.strip())
-    for path in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")) + [os.path.join(ROOT, "README.md")]):
-        with open(path, encoding="utf-8") as f:
-            prose.extend(l.strip() for l in f if len(l.strip()) > 30 and not l.startswith(("|", "```")))
-    return code, prose
+    """Code lines and prose lines of this repository as of CORPUS_COMMIT
+    (fixed, so that every later commit generates the same records)."""
+    tmp = tempfile.mkdtemp(prefix="bench-year-corpus-")
+    try:
+        archive = subprocess.run(["git", "-C", ROOT, "archive", CORPUS_COMMIT, "crates", "docs", "README.md"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        code, prose = [], []
+        for path in sorted(glob.glob(os.path.join(tmp, "crates", "**", "*.rs"), recursive=True)):
+            with open(path, encoding="utf-8") as f:
+                code.extend(l.rstrip() for l in f if l.strip())
+        for path in sorted(glob.glob(os.path.join(tmp, "docs", "*.md")) + [os.path.join(tmp, "README.md")]):
+            with open(path, encoding="utf-8") as f:
+                prose.extend(l.strip() for l in f if len(l.strip()) > 30 and not l.startswith(("|", "```")))
+        return code, prose
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def cut(text, cap):
@@ -203,13 +216,21 @@ def drop_cache(data):
                 os.close(fd)
 
 
-def wall(argv, env, stdin=None, cwd=None):
+def cpu_run(argv, env, stdin=None, cwd=None):
+    """(wall s, CPU s, stdout) of one child, CPU from wait4(2)."""
     t = time.perf_counter()
-    p = subprocess.run(argv, env=env, input=stdin, capture_output=True, cwd=cwd)
+    p = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
+    if stdin is not None:
+        p.stdin.write(stdin)
+        p.stdin.close()
+    out = p.stdout.read()
+    err = p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
     dt = time.perf_counter() - t
-    if p.returncode != 0:
-        sys.exit(f"bench-year: {' '.join(argv)} failed ({p.returncode}): {p.stderr.decode()[-2000:]}")
-    return dt, p.stdout
+    if status != 0:
+        sys.exit(f"bench-year: {' '.join(argv)} failed ({status}): {err.decode()[-2000:]}")
+    return dt, ru.ru_utime + ru.ru_stime, out
 
 
 def free_port():
@@ -222,148 +243,172 @@ def free_port():
 
 def main():
     args = sys.argv[1:]
-    if len(args) < 3:
+    runs = 7
+    if "--runs" in args:
+        i = args.index("--runs")
+        runs = int(args[i + 1])
+        del args[i : i + 2]
+    forget = "--no-forget" not in args
+    args = [a for a in args if a != "--no-forget"]
+    if len(args) < 3 or any("=" not in a for a in args[2:]):
         sys.exit(__doc__)
-    binary, n, base = os.path.abspath(args[0]), int(args[1]), os.path.abspath(args[2])
-    runs = int(args[args.index("--runs") + 1]) if "--runs" in args else 7
+    n, base = int(args[0]), os.path.abspath(args[1])
+    bins = [(a.split("=", 1)[0], os.path.abspath(a.split("=", 1)[1])) for a in args[2:]]
     results = {"records": n}
 
-    def report(name, value, unit):
-        results[name] = value
-        print(f"{name} {value} {unit}", flush=True)
+    def report(name, who, value, unit):
+        results[f"{name}.{who}"] = value
+        print(f"{name:32} {who:8} {value} {unit}", flush=True)
 
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(base)
-    home = os.path.join(base, "home")
-    data = os.path.join(home, "data")
-    os.makedirs(data)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AI_MEMORY_", "MEMHOOK_"))}
-    env.update(HOME=home, AI_MEMORY_DATA_DIR=data, MEMHOOK_NO_HOOK_DELIVERY="1")
     dump = os.path.join(base, "year.jsonl")
-
     t = time.perf_counter()
     counts = generate(n, dump)
-    report("generate_s", round(time.perf_counter() - t, 1), "s")
-    report("export_bytes_per_record", round(os.path.getsize(dump) / n), "B")
-    dt, _ = wall([binary, "import", dump], env)
-    report("import_s", round(dt, 1), "s")
-    # The drainer empties the WAL after its batches; do the same.
-    con = sqlite3.connect(os.path.join(data, "store.sqlite3"))
-    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    stored = con.execute("SELECT count(*) FROM records").fetchone()[0]
-    report("stored_records", stored, "records")
-    db = os.path.getsize(os.path.join(data, "store.sqlite3"))
-    report("db_bytes", db, "B")
-    report("bytes_per_record", round(db / stored), "B")
-    parts = {}
-    for name, pgsize in con.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"):
-        group = ("fts" if name.startswith("records_fts") else
-                 "records" if name == "records" else
-                 "indexes" if name.startswith(("records_", "sqlite_autoindex_records")) else "other")
-        parts[group] = parts.get(group, 0) + pgsize
-    for group, b in sorted(parts.items()):
-        report(f"share_{group}", round(100 * b / db, 1), "%")
-    con.close()
-
+    report("generate_s", "-", round(time.perf_counter() - t, 1), "s")
+    report("export_bytes_per_record", "-", round(os.path.getsize(dump) / n), "B")
     by_size = sorted(counts.items(), key=lambda kv: kv[1])
     mid = by_size[len(by_size) // 2][0]
     big = by_size[-1][0]
     target = min(counts.items(), key=lambda kv: abs(kv[1] - 0.02 * n))[0]
 
-    def search(word, scope):
+    envs = {}
+    for who, binary in bins:
+        home = os.path.join(base, who, "home")
+        data = os.path.join(home, "data")
+        os.makedirs(data)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AI_MEMORY_", "MEMHOOK_"))}
+        env.update(HOME=home, AI_MEMORY_DATA_DIR=data, MEMHOOK_NO_HOOK_DELIVERY="1")
+        envs[who] = (env, home, data)
+        dt, _, _ = cpu_run([binary, "import", dump], env)
+        report("import_s", who, round(dt, 1), "s")
+        # The drainer empties the WAL after its batches; do the same.
+        con = sqlite3.connect(os.path.join(data, "store.sqlite3"))
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        stored = con.execute("SELECT count(*) FROM records").fetchone()[0]
+        db = os.path.getsize(os.path.join(data, "store.sqlite3"))
+        report("stored_records", who, stored, "records")
+        report("db_bytes", who, db, "B")
+        report("bytes_per_record", who, round(db / stored), "B")
+        parts = {}
+        for name, pgsize in con.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"):
+            group = ("fts" if name.startswith("records_fts") else
+                     "records" if name == "records" else
+                     "indexes" if name.startswith(("records_", "sqlite_autoindex_records")) else "other")
+            parts[group] = parts.get(group, 0) + pgsize
+        for group, b in sorted(parts.items()):
+            report(f"share_{group}", who, round(100 * b / db, 1), "%")
+        con.close()
+
+    def search(binary, word, scope):
         argv = [binary, "search", word, "--limit", "20"]
         argv += ["--all"] if scope is None else ["--workspace", "default", "--project", scope]
         return argv
 
     for word in ("error", "the"):
         for scope, label in ((None, "all"), (mid, "project")):
-            argv = search(word, scope)
-            drop_cache(data)
-            cold, _ = wall(argv, env)
-            warm = statistics.median(wall(argv, env)[0] for _ in range(runs))
-            report(f"search_{label}_{word}_warm_ms", round(warm * 1000, 1), "ms")
-            report(f"search_{label}_{word}_cold_ms", round(cold * 1000, 1), "ms")
-    base_ms = statistics.median(wall([binary, "search", "zqxnomatch", "--all"], env)[0] for _ in range(runs))
-    report("search_no_match_ms", round(base_ms * 1000, 1), "ms (process start and open: the floor of the above)")
+            answers = set()
+            for who, binary in bins:
+                env, _, data = envs[who]
+                drop_cache(data)
+                cold, _, out = cpu_run(search(binary, word, scope), env)
+                answers.add(out)
+                report(f"search_{label}_{word}_cold_ms", who, round(cold * 1000, 1), "ms wall")
+            if len(answers) != 1:
+                print(f"bench-year: the binaries answer `search {word}` ({label}) differently", flush=True)
+            warm = {who: ([], []) for who, _ in bins}
+            for _ in range(runs):
+                for who, binary in bins:
+                    w, c, _ = cpu_run(search(binary, word, scope), envs[who][0])
+                    warm[who][0].append(w)
+                    warm[who][1].append(c)
+            for who, _ in bins:
+                report(f"search_{label}_{word}_warm_ms", who, round(statistics.median(warm[who][0]) * 1000, 1), "ms wall")
+                report(f"search_{label}_{word}_warm_cpu_ms", who, round(statistics.median(warm[who][1]) * 1000, 1), "ms CPU")
+    for who, binary in bins:
+        floor = [cpu_run([binary, "search", "zqxnomatch", "--all"], envs[who][0])[1] for _ in range(runs)]
+        report("search_no_match_cpu_ms", who, round(statistics.median(floor) * 1000, 1), "ms CPU (process start and open)")
 
-    port = free_port()
-    srv = subprocess.Popen([binary, "serve", "--listen", f"127.0.0.1:{port}", "--no-auth"], env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    servers = []
     try:
-        url = f"http://127.0.0.1:{port}/api/projects"
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(url).read()
-                break
-            except OSError:
-                time.sleep(0.05)
-        times = []
-        for _ in range(max(runs, 11)):
-            t = time.perf_counter()
-            body = urllib.request.urlopen(url).read()
-            times.append(time.perf_counter() - t)
+        for who, binary in bins:
+            port = free_port()
+            srv = subprocess.Popen([binary, "serve", "--listen", f"127.0.0.1:{port}", "--no-auth"],
+                                   env=envs[who][0], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            servers.append((who, srv, f"http://127.0.0.1:{port}/api/projects"))
+        for _, _, url in servers:
+            for _ in range(200):
+                try:
+                    urllib.request.urlopen(url).read()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+        times = {who: [] for who, _, _ in servers}
+        for _ in range(max(runs, 21)):
+            for who, _, url in servers:
+                t = time.perf_counter()
+                body = urllib.request.urlopen(url).read()
+                times[who].append(time.perf_counter() - t)
+        for who, _, _ in servers:
+            report("api_projects_ms", who, round(statistics.median(times[who]) * 1000, 2), "ms wall")
         listed = json.loads(body)
         listed = listed.get("projects", listed) if isinstance(listed, dict) else listed
-        report("api_projects_ms", round(statistics.median(times) * 1000, 1), "ms")
-        report("api_projects_listed", len(listed), "projects")
+        report("api_projects_listed", "-", len(listed), "projects")
     finally:
-        srv.send_signal(signal.SIGTERM)
-        srv.wait()
+        for _, srv, _ in servers:
+            srv.send_signal(signal.SIGTERM)
+            srv.wait()
 
     with open(os.path.join(ROOT, "fixtures", "agents", "claude-code", "2.1.328", "SessionStart-startup.json")) as f:
         payload = json.load(f)
-    cwd = os.path.join(home, "src", big)
-    os.makedirs(cwd, exist_ok=True)
-    hook = [binary, "hook", "--agent", "claude-code"]
-    brief = []
+    brief = {who: [] for who, _ in bins}
+    chars = {}
     for i in range(runs + 1):
-        p = json.dumps(dict(payload, cwd=cwd, session_id=f"bench-year-{i}")).encode()
-        if i == 0:
-            drop_cache(data)
-        dt, out = wall(hook, dict(env, AI_MEMORY_PROJECT=big, AI_MEMORY_WORKSPACE="default"), p, cwd)
-        brief.append(dt)
-    report("briefing_cold_ms", round(brief[0] * 1000, 1), "ms")
-    report("briefing_warm_ms", round(statistics.median(brief[1:]) * 1000, 1), "ms")
-    report("briefing_chars", len(json.loads(out).get("hookSpecificOutput", {}).get("additionalContext", "")), "chars")
+        for who, binary in bins:
+            env, home, data = envs[who]
+            cwd = os.path.join(home, "src", big)
+            os.makedirs(cwd, exist_ok=True)
+            p = json.dumps(dict(payload, cwd=cwd, session_id=f"bench-year-{i}")).encode()
+            if i == 0:
+                drop_cache(data)
+            dt, cpu, out = cpu_run([binary, "hook", "--agent", "claude-code"],
+                                   dict(env, AI_MEMORY_PROJECT=big, AI_MEMORY_WORKSPACE="default"), p, cwd)
+            brief[who].append((dt, cpu))
+            chars[who] = len(json.loads(out).get("hookSpecificOutput", {}).get("additionalContext", ""))
+    for who, _ in bins:
+        report("briefing_cold_ms", who, round(brief[who][0][0] * 1000, 1), "ms wall")
+        report("briefing_warm_cpu_ms", who, round(statistics.median(c for _, c in brief[who][1:]) * 1000, 1), "ms CPU")
+        report("briefing_chars", who, chars[who], "chars")
 
-    if "--no-forget" not in args:
-        con = sqlite3.connect(os.path.join(data, "store.sqlite3"))
-        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        con.close()
-        before = size(db_files(data))
-        report("forget_project_records", counts[target], "records")
-        peak = [before]
-        stop = threading.Event()
+    if forget:
+        report("forget_project_records", "-", counts[target], "records")
+        for who, binary in bins:
+            env, _, data = envs[who]
+            con = sqlite3.connect(os.path.join(data, "store.sqlite3"))
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            con.close()
+            before = size(db_files(data))
+            peak = [before]
+            stop = threading.Event()
 
-        def watch():
-            while not stop.is_set():
-                peak[0] = max(peak[0], size(db_files(data)))
-                time.sleep(0.005)
+            def watch():
+                while not stop.is_set():
+                    peak[0] = max(peak[0], size(db_files(data)))
+                    time.sleep(0.005)
 
-        w = threading.Thread(target=watch)
-        w.start()
-        t = time.perf_counter()
-        p = subprocess.run(["/usr/bin/time", "-f", "%M", binary, "forget", "--project", f"default/{target}", "--yes"],
-                           env=env, capture_output=True)
-        dt = time.perf_counter() - t
-        stop.set()
-        w.join()
-        if p.returncode != 0:
-            sys.exit(f"bench-year: forget failed: {p.stderr.decode()[-2000:]}")
-        report("forget_s", round(dt, 2), "s")
-        report("forget_peak_rss_mib", round(int(p.stderr.decode().strip().splitlines()[-1]) / 1024, 1), "MiB")
-        report("forget_disk_peak_ratio", round(peak[0] / before, 2), "x the database before")
-        report("db_bytes_after_forget", size(db_files(data)), "B")
-
-    if "--second-year" in args:
-        dump2 = os.path.join(base, "year2.jsonl")
-        generate(n, dump2, shift_days=DAYS, seed=SEED + 1)
-        dt, _ = wall([binary, "import", dump2], env)
-        report("import_second_year_s", round(dt, 1), "s")
-        con = sqlite3.connect(os.path.join(data, "store.sqlite3"))
-        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        con.close()
-        report("db_bytes_second_year", os.path.getsize(os.path.join(data, "store.sqlite3")), "B")
+            w = threading.Thread(target=watch)
+            w.start()
+            t = time.perf_counter()
+            p = subprocess.run(["/usr/bin/time", "-f", "%M", binary, "forget", "--project", f"default/{target}", "--yes"],
+                               env=env, capture_output=True)
+            dt = time.perf_counter() - t
+            stop.set()
+            w.join()
+            if p.returncode != 0:
+                sys.exit(f"bench-year: forget failed: {p.stderr.decode()[-2000:]}")
+            report("forget_s", who, round(dt, 2), "s wall")
+            report("forget_peak_rss_mib", who, round(int(p.stderr.decode().strip().splitlines()[-1]) / 1024, 1), "MiB")
+            report("forget_disk_peak_ratio", who, round(peak[0] / before, 2), "x the database before")
 
     print(json.dumps(results))
 
