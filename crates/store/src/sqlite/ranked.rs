@@ -188,25 +188,6 @@ impl Store {
                 return Ok((best, windows));
             }
             if best.len() == limit {
-                // The newest row left: its weight is the most any can get.
-                let newest_left: Option<i64> = self
-                    .conn
-                    .prepare_cached(
-                        "SELECT occurred_ms FROM records INDEXED BY records_time
-                         WHERE id <= ?1 ORDER BY occurred_ms DESC LIMIT 1",
-                    )
-                    .and_then(|mut st| {
-                        st.query_row([lo], |r| r.get(0))
-                            .map(Some)
-                            .or_else(|x| match x {
-                                rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                                x => Err(x),
-                            })
-                    })
-                    .map_err(e)?;
-                let Some(newest_left) = newest_left else {
-                    return Ok((best, windows));
-                };
                 let b = match bound {
                     Some(b) => b,
                     None => {
@@ -215,10 +196,34 @@ impl Store {
                         b
                     }
                 };
-                let reach = -b * recency(now_ms - newest_left);
                 let kth = best[limit - 1].1;
-                if kth < reach - BOUND_SLACK * reach.abs() {
-                    return Ok((best, windows));
+                // No row weighs less than 1: unless the `limit`-th best
+                // beats the bound itself, no older row can be ruled out,
+                // and the newest row left need not be looked up.
+                if kth < -b {
+                    // The newest row left: its weight is the most any can get.
+                    let newest_left: Option<i64> = self
+                        .conn
+                        .prepare_cached(
+                            "SELECT occurred_ms FROM records INDEXED BY records_time
+                             WHERE id <= ?1 ORDER BY occurred_ms DESC LIMIT 1",
+                        )
+                        .and_then(|mut st| {
+                            st.query_row([lo], |r| r.get(0))
+                                .map(Some)
+                                .or_else(|x| match x {
+                                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                                    x => Err(x),
+                                })
+                        })
+                        .map_err(e)?;
+                    let Some(newest_left) = newest_left else {
+                        return Ok((best, windows));
+                    };
+                    let reach = -b * recency(now_ms - newest_left);
+                    if kth < reach - BOUND_SLACK * reach.abs() {
+                        return Ok((best, windows));
+                    }
                 }
             }
             hi = lo;
