@@ -33,6 +33,7 @@ mod forget;
 pub mod handoff;
 mod ranked;
 mod reads;
+pub mod retention;
 mod tokens;
 pub use activity::MIN_ID_PREFIX;
 pub use forget::{forget_reader_wait, FORGET_READER_WAIT, FORGET_READER_WAIT_ENV};
@@ -151,6 +152,16 @@ const MIGRATIONS: &[&str] = &[
     // matches reads these instead of the records' pages (issue 29:
     // `ranked`). SQLite keeps it with the table (forget included).
     "CREATE INDEX records_rank ON records (id, occurred_ms, project_id);",
+    // 8: retention (`retention.rs`, docs/retention.md): per class of
+    // record, where its slices stopped (time and id of the last record
+    // looked at) and how many records it removed, never which.
+    "CREATE TABLE retention (
+        class TEXT PRIMARY KEY,
+        cursor_ms INTEGER NOT NULL,
+        cursor_id INTEGER NOT NULL,
+        removed INTEGER NOT NULL,
+        last_ms INTEGER
+     );",
 ];
 
 /// Best match first, recent matches lifted: the `bm25` relevance (negative,
