@@ -242,6 +242,11 @@ pub fn run_background_lingering(dir: &Path, linger: Duration, make: MakeSink) {
         if Instant::now() >= deadline {
             return;
         }
+        // Idle: one slice of the store's housekeeping (retention), off the
+        // hook's path and outside the drain lock.
+        if report.remaining == 0 {
+            store.borrow_mut().maintain();
+        }
         // Idle and still on duty: the next record is ours. The drain lock
         // is free meanwhile (a session start or `memhook drain` never
         // waits for a lingering drainer).

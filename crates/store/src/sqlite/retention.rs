@@ -310,6 +310,17 @@ impl Store {
         Ok(out)
     }
 
+    /// How many records the store holds, from the projects' roll-ups (no
+    /// count of the records themselves).
+    pub fn record_total(&self) -> Result<u64, StoreError> {
+        self.conn
+            .query_row("SELECT coalesce(sum(records), 0) FROM projects", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| n as u64)
+            .map_err(|x| self.err(x))
+    }
+
     /// The time of the oldest stored record (Unix ms), if any.
     pub fn oldest_ms(&self) -> Result<Option<u64>, StoreError> {
         self.conn
@@ -423,6 +434,7 @@ mod tests {
         assert_eq!(removed.last_ms, Some(NOW));
         let listed = s.browse_projects().unwrap();
         assert_eq!(listed[0].records, s.count().unwrap());
+        assert_eq!(s.record_total().unwrap(), s.count().unwrap());
         let events: i64 = s
             .conn
             .query_row("SELECT events FROM sessions", [], |r| r.get(0))
