@@ -747,6 +747,7 @@ mod tests {
             last_briefing_error: Some((0, hostile.into())),
             not_regular: 0,
             paused: None,
+            store: None,
         };
         assert!(st.to_text().contains("last briefing error"));
         let report = drain::Report {
@@ -763,6 +764,15 @@ mod tests {
                 "{text:?}"
             );
         }
+    }
+
+    #[test]
+    fn store_sizes_read_in_the_largest_whole_unit() {
+        assert_eq!(size_words(1023), "1023 bytes");
+        assert_eq!(size_words(1024), "1.0 KiB");
+        assert_eq!(size_words((1 << 20) - 1), "1024.0 KiB");
+        assert_eq!(size_words(1 << 20), "1.0 MiB");
+        assert_eq!(size_words(3 << 29), "1.5 GiB");
     }
 
     #[test]
