@@ -483,3 +483,48 @@ fn the_background_drainer_applies_retention_when_idle_and_the_hook_does_not() {
     assert_eq!(st["store"]["retention_removed"]["tool-calls"], 1);
     assert!(st["store"]["bytes"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn an_idle_drainer_runs_at_most_its_maintain_slices_of_retention() {
+    use memhook_delivery::drain::MAINTAIN_SLICES;
+    use memhook_store::sqlite::retention::RETENTION_SLICE;
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join(".memhook-data");
+    // One more old tool call than one idle moment removes.
+    let old = MAINTAIN_SLICES * RETENTION_SLICE + 1;
+    let old_ms = memhook_core::timefmt::now_ms() - 40 * 86_400_000;
+    let mut lines = String::new();
+    for i in 0..old {
+        let line = serde_json::json!({
+            "v": 1, "key": format!("{i:032x}"),
+            "occurred_at": memhook_core::timefmt::rfc3339_ms(old_ms + i as u64),
+            "workspace": "default", "project": "old", "agent": "claude-code",
+            "event": "pre-tool-use", "native_event": "PreToolUse",
+            "disposition": "keep", "title": "Bash (shell)"
+        });
+        lines.push_str(&format!("{line}\n"));
+    }
+    let file = home.path().join("old.jsonl");
+    std::fs::write(&file, lines).unwrap();
+    let (code, _, err) = run(home.path(), &["import", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let removed = || -> i64 {
+        rusqlite::Connection::open(data.join("store.sqlite3"))
+            .unwrap()
+            .query_row(
+                "SELECT coalesce(sum(removed), 0) FROM retention",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    hook(home.path(), &payload("UserPromptSubmit", home.path(), "s"), false);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let want = (MAINTAIN_SLICES * RETENTION_SLICE) as i64;
+    while removed() < want && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // Wait for the drainer to finish its idle moment, then look again.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(removed(), want, "one idle moment, MAINTAIN_SLICES slices");
+}
