@@ -511,14 +511,16 @@ fn an_idle_drainer_runs_at_most_its_maintain_slices_of_retention() {
     let removed = || -> i64 {
         rusqlite::Connection::open(data.join("store.sqlite3"))
             .unwrap()
-            .query_row(
-                "SELECT coalesce(sum(removed), 0) FROM retention",
-                [],
-                |r| r.get(0),
-            )
+            .query_row("SELECT coalesce(sum(removed), 0) FROM retention", [], |r| {
+                r.get(0)
+            })
             .unwrap()
     };
-    hook(home.path(), &payload("UserPromptSubmit", home.path(), "s"), false);
+    hook(
+        home.path(),
+        &payload("UserPromptSubmit", home.path(), "s"),
+        false,
+    );
     let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let want = (MAINTAIN_SLICES * RETENTION_SLICE) as i64;
     while removed() < want && std::time::Instant::now() < until {

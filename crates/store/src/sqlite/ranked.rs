@@ -419,6 +419,32 @@ mod tests {
     }
 
     #[test]
+    fn the_first_window_holds_at_least_first_window_min_rowids() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::open(t.path()).unwrap();
+        let add = |from: i64, to: i64| {
+            s.conn
+                .execute_batch(&format!(
+                    "INSERT OR IGNORE INTO projects (id, workspace, project, first_ms, last_ms)
+                        VALUES (1, 'default', 'p', 1, 1);
+                     WITH RECURSIVE n(i) AS (SELECT {from} UNION ALL SELECT i + 1 FROM n WHERE i < {to})
+                     INSERT INTO records (id, key, occurred_ms, project_id, agent, event,
+                        native_event, disposition)
+                     SELECT i, 'k' || i, i, 1, 'codex', 'stop', 'Stop', 'keep' FROM n;"
+                ))
+                .unwrap();
+        };
+        add(1, FIRST_WINDOW_MIN);
+        s.conn
+            .execute_batch("INSERT INTO records_fts (rowid, body) VALUES (1, 'zz');")
+            .unwrap();
+        let windows = |s: &Store| s.ranked_windows("\"zz\"", "1", &[], 20).unwrap().1;
+        assert_eq!(windows(&s), 1);
+        add(FIRST_WINDOW_MIN + 1, FIRST_WINDOW_MIN + 1);
+        assert_eq!(windows(&s), 2);
+    }
+
+    #[test]
     fn the_phrases_are_those_fts_query_wrote() {
         let q = super::super::fts_query("parse-date retries").unwrap();
         assert_eq!(phrases(&q), ["\"parse-date\"", "\"retries\""]);

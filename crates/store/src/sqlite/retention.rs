@@ -377,6 +377,51 @@ mod tests {
     }
 
     #[test]
+    fn a_class_goes_the_first_millisecond_past_its_age() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        let policy = Retention::default();
+        let days = [
+            ("pre-tool-use", DEFAULT_TOOL_CALLS_DAYS),
+            ("post-tool-use", DEFAULT_TOOL_RESULTS_DAYS),
+            ("stop", DEFAULT_OTHER_DAYS),
+        ];
+        let mut n = 0;
+        for (event, d) in days {
+            let age = NOW - u64::from(d) * DAY_MS as u64;
+            for ms in [age, age - 1] {
+                n += 1;
+                s.insert(&rec(&format!("{n:032x}"), ms, "p", "s", event))
+                    .unwrap();
+            }
+        }
+        assert_eq!(s.retention_slice(&policy, NOW).unwrap(), [1, 1, 1]);
+        assert_eq!(s.count().unwrap(), 3, "exactly their age: kept");
+    }
+
+    #[test]
+    fn a_slice_looks_at_most_at_retention_scan_records_of_a_class() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        // RETENTION_SCAN old prompts (kept 730 days), then one old call.
+        let recs: Vec<_> = (0..=RETENTION_SCAN as u64)
+            .map(|i| {
+                let event = if i < RETENTION_SCAN as u64 {
+                    "user-prompt"
+                } else {
+                    "pre-tool-use"
+                };
+                rec(&format!("{i:032x}"), day(400) + i, "p", "s", event)
+            })
+            .collect();
+        s.insert_all(recs.iter()).unwrap();
+        let calls_only = Retention { days: [30, 0, 0] };
+        assert_eq!(s.retention_slice(&calls_only, NOW).unwrap(), [0, 0, 0]);
+        assert_eq!(s.retention_slice(&calls_only, NOW).unwrap(), [1, 0, 0]);
+        assert_eq!(s.retention_slice(&calls_only, NOW).unwrap(), [0, 0, 0]);
+    }
+
+    #[test]
     fn a_missing_file_is_the_default_policy() {
         let t = tempfile::tempdir().unwrap();
         assert_eq!(Retention::load(t.path()).unwrap(), Retention::default());
