@@ -415,3 +415,118 @@ fn forget_session_accepts_a_unique_prefix_and_refuses_an_ambiguous_one() {
     assert_eq!(out.lines().count(), 2, "{out}");
     assert!(!out.contains(b), "{out}");
 }
+
+#[test]
+fn the_background_drainer_applies_retention_when_idle_and_the_hook_does_not() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join(".memhook-data");
+    // A tool call of 40 days ago (the default keeps tool calls 30 days).
+    let old_ms = memhook_core::timefmt::now_ms() - 40 * 86_400_000;
+    let line = serde_json::json!({
+        "v": 1, "key": "c".repeat(32),
+        "occurred_at": memhook_core::timefmt::rfc3339_ms(old_ms),
+        "workspace": "default", "project": "old", "agent": "claude-code",
+        "event": "pre-tool-use", "native_event": "PreToolUse",
+        "disposition": "keep", "title": "Bash (shell)"
+    });
+    let file = home.path().join("old.jsonl");
+    std::fs::write(&file, format!("{line}\n")).unwrap();
+    let (code, _, err) = run(home.path(), &["import", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let count = || -> i64 {
+        rusqlite::Connection::open(data.join("store.sqlite3"))
+            .unwrap()
+            .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(count(), 1);
+    // The hook itself (spool only) removes nothing.
+    hook(
+        home.path(),
+        &payload("UserPromptSubmit", home.path(), "s"),
+        true,
+    );
+    assert_eq!(count(), 1);
+    // The drainer a hook starts delivers, then, idle, removes the old call.
+    hook(
+        home.path(),
+        &payload("UserPromptSubmit", home.path(), "s"),
+        false,
+    );
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut left = count();
+    while left != 2 && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        left = count();
+    }
+    assert_eq!(left, 2, "the two prompts stay and the old call goes");
+    let removed: i64 = rusqlite::Connection::open(data.join("store.sqlite3"))
+        .unwrap()
+        .query_row(
+            "SELECT removed FROM retention WHERE class = 'tool-calls'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(removed, 1);
+    // `memhook status` shows the store and what retention removed.
+    let (code, out, err) = run(home.path(), &["status"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(", 2 records, oldest "), "{out}");
+    assert!(
+        out.contains("retention removed: tool-calls 1, tool-results 0, everything-else 0 (last "),
+        "{out}"
+    );
+    let (_, out, _) = run(home.path(), &["status", "--json"]);
+    let st: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(st["store"]["records"], 2);
+    assert_eq!(st["store"]["retention_removed"]["tool-calls"], 1);
+    assert!(st["store"]["bytes"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn an_idle_drainer_runs_at_most_its_maintain_slices_of_retention() {
+    use memhook_delivery::drain::MAINTAIN_SLICES;
+    use memhook_store::sqlite::retention::RETENTION_SLICE;
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join(".memhook-data");
+    // One more old tool call than one idle moment removes.
+    let old = MAINTAIN_SLICES * RETENTION_SLICE + 1;
+    let old_ms = memhook_core::timefmt::now_ms() - 40 * 86_400_000;
+    let mut lines = String::new();
+    for i in 0..old {
+        let line = serde_json::json!({
+            "v": 1, "key": format!("{i:032x}"),
+            "occurred_at": memhook_core::timefmt::rfc3339_ms(old_ms + i as u64),
+            "workspace": "default", "project": "old", "agent": "claude-code",
+            "event": "pre-tool-use", "native_event": "PreToolUse",
+            "disposition": "keep", "title": "Bash (shell)"
+        });
+        lines.push_str(&format!("{line}\n"));
+    }
+    let file = home.path().join("old.jsonl");
+    std::fs::write(&file, lines).unwrap();
+    let (code, _, err) = run(home.path(), &["import", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let removed = || -> i64 {
+        rusqlite::Connection::open(data.join("store.sqlite3"))
+            .unwrap()
+            .query_row("SELECT coalesce(sum(removed), 0) FROM retention", [], |r| {
+                r.get(0)
+            })
+            .unwrap()
+    };
+    hook(
+        home.path(),
+        &payload("UserPromptSubmit", home.path(), "s"),
+        false,
+    );
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let want = (MAINTAIN_SLICES * RETENTION_SLICE) as i64;
+    while removed() < want && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // Wait for the drainer to finish its idle moment, then look again.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(removed(), want, "one idle moment, MAINTAIN_SLICES slices");
+}

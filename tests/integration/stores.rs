@@ -112,7 +112,7 @@ impl Db {
         );
         rolled.extend(self.rows(
             data,
-            "SELECT 'p', p.id, p.first_ms, p.last_ms FROM projects p ORDER BY p.id",
+            "SELECT 'p', p.id, p.first_ms, p.last_ms, p.records FROM projects p ORDER BY p.id",
         ));
         let mut recount = self.rows(
             data,
@@ -125,7 +125,7 @@ impl Db {
         );
         recount.extend(self.rows(
             data,
-            "SELECT 'p', p.id, min(r.occurred_ms), max(r.occurred_ms)
+            "SELECT 'p', p.id, min(r.occurred_ms), max(r.occurred_ms), count(*)
              FROM projects p JOIN records r ON r.project_id = p.id GROUP BY p.id ORDER BY p.id",
         ));
         // PostgreSQL's sum() is numeric: compare as text of integers.

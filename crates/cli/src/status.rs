@@ -132,6 +132,51 @@ pub struct Status {
     pub not_regular: u64,
     /// Markers the hook could not use and that still cannot be used.
     pub marker_problems: Vec<memhook_core::scope::problems::MarkerProblem>,
+    /// The embedded store's size, oldest record and what retention removed
+    /// (`None`: no store in this data dir).
+    pub store: Option<StoreSize>,
+}
+
+/// The embedded store at a glance (docs/retention.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreSize {
+    /// Bytes of the database file and its WAL.
+    pub bytes: u64,
+    /// Records, from the projects' roll-ups.
+    pub records: u64,
+    pub oldest_ms: Option<u64>,
+    /// What retention removed, per class (`retention::Class::ALL` order).
+    pub removed: memhook_store::sqlite::retention::Removed,
+}
+
+/// The store of `dir` at a glance; `None` when there is none (or it cannot
+/// be read: `recent` and `search` say why).
+fn store_size(dir: &Path) -> Option<StoreSize> {
+    let file = dir.join(STORE_FILE);
+    std::fs::symlink_metadata(&file).ok()?;
+    let store = Store::open(dir).ok()?;
+    let bytes = [file.clone(), dir.join(format!("{STORE_FILE}-wal"))]
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    Some(StoreSize {
+        bytes,
+        records: store.record_total().ok()?,
+        oldest_ms: store.oldest_ms().ok()?,
+        removed: store.retention_removed().ok()?,
+    })
+}
+
+/// `n` bytes in words: KiB, MiB or GiB with one decimal.
+fn size_words(n: u64) -> String {
+    let units = [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (unit, size) in units {
+        if n >= size {
+            return format!("{:.1} {unit}", n as f64 / size as f64);
+        }
+    }
+    format!("{n} bytes")
 }
 
 /// Gather the status of `data_dir`. A data dir that does not exist has an
@@ -148,6 +193,7 @@ pub fn collect(dir: &Path) -> Result<Status, memhook_delivery::spool::SpoolError
             not_regular: 0,
             paused: None,
             marker_problems: Vec::new(),
+            store: None,
         });
     }
     let spool = Spool::open(dir)?;
@@ -208,6 +254,7 @@ pub fn collect(dir: &Path) -> Result<Status, memhook_delivery::spool::SpoolError
         paused: memhook_core::switches::describe(dir, None),
         not_regular: listing.not_regular as u64,
         marker_problems: memhook_core::scope::problems::current(dir),
+        store: store_size(dir),
     })
 }
 
@@ -268,6 +315,17 @@ impl Status {
                 "filed_under": p.scope,
                 "since": rfc3339_ms(p.since_ms),
             })).collect::<Vec<_>>(),
+            "store": self.store.as_ref().map(|st| json!({
+                "bytes": st.bytes,
+                "records": st.records,
+                "oldest_at": st.oldest_ms.map(rfc3339_ms),
+                "retention_removed": memhook_store::sqlite::retention::Class::ALL
+                    .iter()
+                    .zip(st.removed.records)
+                    .map(|(c, n)| (c.key().to_string(), json!(n)))
+                    .collect::<serde_json::Map<String, serde_json::Value>>(),
+                "retention_last_at": st.removed.last_ms.map(rfc3339_ms),
+            })),
         })
     }
 
@@ -340,6 +398,31 @@ impl Status {
                     local_text(s.counters.retry_after_ms)
                 ));
             }
+        }
+        if let Some(st) = &self.store {
+            let oldest = st
+                .oldest_ms
+                .map(|ms| format!(", oldest {} ({} ago)", local_text(ms), age(ms)))
+                .unwrap_or_default();
+            o.push_str(&format!(
+                "\nstore: {}, {} records{oldest}\n",
+                size_words(st.bytes),
+                st.records
+            ));
+            let parts: Vec<String> = memhook_store::sqlite::retention::Class::ALL
+                .iter()
+                .zip(st.removed.records)
+                .map(|(c, n)| format!("{} {n}", c.key()))
+                .collect();
+            let last = st
+                .removed
+                .last_ms
+                .map(|ms| format!(" (last {} ago)", age(ms)))
+                .unwrap_or_default();
+            o.push_str(&format!(
+                "  retention removed: {}{last} (docs/retention.md)\n",
+                parts.join(", ")
+            ));
         }
         if self.corrupt_unattributed > 0 {
             o.push_str(&format!(
@@ -668,6 +751,7 @@ mod tests {
                 scope: hostile.into(),
                 since_ms: 0,
             }],
+            store: None,
         };
         assert!(st.to_text().contains("last briefing error"));
         assert!(st.to_text().contains("marker problem"));
@@ -685,6 +769,15 @@ mod tests {
                 "{text:?}"
             );
         }
+    }
+
+    #[test]
+    fn store_sizes_read_in_the_largest_whole_unit() {
+        assert_eq!(size_words(1023), "1023 bytes");
+        assert_eq!(size_words(1024), "1.0 KiB");
+        assert_eq!(size_words((1 << 20) - 1), "1024.0 KiB");
+        assert_eq!(size_words(1 << 20), "1.0 MiB");
+        assert_eq!(size_words(3 << 29), "1.5 GiB");
     }
 
     #[test]

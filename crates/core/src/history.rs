@@ -81,17 +81,32 @@ pub fn write(
     write_private_file(&path, &body)
 }
 
-/// The line for `file` (relative to the project root) in the history of
-/// `workspace/project`, if any. Any problem reading the file is no history.
+/// One project's history as read by the hook.
+#[derive(Debug)]
+pub struct History(Book);
+
+impl History {
+    /// The history of `workspace/project`, if it has one. Any problem
+    /// reading the file is no history.
+    pub fn load(data_dir: &Path, workspace: &str, project: &str) -> Option<History> {
+        let bytes = read_private_file(
+            &file_of(data_dir, workspace, project),
+            MAX_HISTORY_BYTES as u64,
+        )
+        .ok()?;
+        serde_json::from_slice(&bytes).ok().map(History)
+    }
+
+    /// The line for `file` (as the records store its path), if any.
+    pub fn line(&self, file: &str) -> Option<String> {
+        let line = self.0.files.get(file)?;
+        Some(crate::record::clean_capped(line, MAX_LINE_BYTES))
+    }
+}
+
+/// The line for `file` in the history of `workspace/project`, if any.
 pub fn lookup(data_dir: &Path, workspace: &str, project: &str, file: &str) -> Option<String> {
-    let bytes = read_private_file(
-        &file_of(data_dir, workspace, project),
-        MAX_HISTORY_BYTES as u64,
-    )
-    .ok()?;
-    let book: Book = serde_json::from_slice(&bytes).ok()?;
-    let line = book.files.get(file)?;
-    Some(crate::record::clean_capped(line, MAX_LINE_BYTES))
+    History::load(data_dir, workspace, project)?.line(file)
 }
 
 /// Remove every project's history (forget: the next delivery writes what is

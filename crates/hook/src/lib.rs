@@ -310,26 +310,33 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>, briefer: Briefer) -> St
                 && memhook_core::envelope::pre_tool_injection(&agent)
                     != memhook_core::envelope::Injection::Unsupported =>
         {
-            let at = Instant::now();
-            file_history(dir, &scope, &event).filter(|_| at.elapsed() <= FILE_HISTORY_BUDGET)
+            file_history(dir, &scope, &event)
         }
         _ => None,
     };
     memhook_core::envelope::render(&agent, event.kind, context.as_deref())
 }
 
-/// The most the file history lookup may take; a slower one says nothing.
-pub const FILE_HISTORY_BUDGET: Duration = Duration::from_millis(5);
 /// How many of a file tool's paths are looked up in the file history.
 const MAX_HISTORY_LOOKUPS: usize = 4;
 
 /// The file history line of the first of the call's files that an earlier
 /// session changed (memhook_core::history), as the pre-tool-use context.
+/// Its budget is work, not a clock: one read of a regular file of at most
+/// 64 KiB that cannot block and its parse (about 0.2 ms, docs/benchmarks.md),
+/// then at most [`MAX_HISTORY_LOOKUPS`] lookups; a clock checked afterwards would only throw away a
+/// line whose cost was already paid, and on a loaded machine it would drop
+/// lines at random.
 fn file_history(dir: &Path, scope: &Scope, event: &Event) -> Option<String> {
-    capture::kept_file_paths(event)
+    let files = capture::kept_file_paths(event);
+    if files.is_empty() {
+        return None;
+    }
+    let history = memhook_core::history::History::load(dir, &scope.workspace, &scope.project)?;
+    files
         .iter()
         .take(MAX_HISTORY_LOOKUPS)
-        .find_map(|f| memhook_core::history::lookup(dir, &scope.workspace, &scope.project, f))
+        .find_map(|f| history.line(f))
         .map(|line| format!("memhook file history: {line}"))
 }
 

@@ -42,6 +42,37 @@ impl Drop for StoreSink {
 }
 
 impl Sink for StoreSink {
+    /// One slice of retention under the data dir's policy
+    /// (`memhook_store::sqlite::retention`); a policy or store that cannot
+    /// be read is logged to the drain log and retention waits.
+    fn maintain(&mut self) -> bool {
+        use memhook_store::sqlite::retention::Retention;
+        let policy = match Retention::load(&self.data_dir) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("memhook: retention: {e}");
+                return false;
+            }
+        };
+        if self.store.is_none() {
+            match Store::open_until(&self.data_dir, self.deadline) {
+                Ok(s) => self.store = Some(s),
+                Err(e) => {
+                    eprintln!("memhook: retention: {e}");
+                    return false;
+                }
+            }
+        }
+        let store = self.store.as_mut().expect("opened above");
+        match store.retention_slice(&policy, memhook_core::timefmt::now_ms()) {
+            Ok(removed) => removed.iter().sum::<u64>() > 0,
+            Err(e) => {
+                eprintln!("memhook: retention: {e}");
+                false
+            }
+        }
+    }
+
     fn deliver(&mut self, entries: &[SpoolEntry]) -> Vec<ItemOutcome> {
         // A store failure (disk full, locked too long, newer schema) is never
         // the records' fault: retry without charging an attempt.
@@ -124,5 +155,33 @@ mod tests {
         drop(sink);
         let wal = t.path().join(format!("{STORE_FILE}-wal"));
         assert_eq!(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0), 0);
+    }
+
+    #[test]
+    fn maintain_applies_the_data_dirs_retention_and_a_bad_policy_removes_nothing() {
+        use memhook_store::sqlite::retention::RETENTION_FILE;
+        let t = tempfile::tempdir().unwrap();
+        let now = memhook_core::timefmt::now_ms();
+        {
+            let mut s = Store::open(t.path()).unwrap();
+            let mut old = memhook_core::record::sample::record(&"a".repeat(32));
+            old.event = "pre-tool-use".into();
+            old.occurred_ms = now - 40 * 86_400_000;
+            let mut new = memhook_core::record::sample::record(&"b".repeat(32));
+            new.event = "pre-tool-use".into();
+            new.occurred_ms = now;
+            s.insert_all([&old, &new]).unwrap();
+        }
+        std::fs::write(t.path().join(RETENTION_FILE), "tool-calls = soon\n").unwrap();
+        let mut sink = StoreSink::new(t.path());
+        assert!(!sink.maintain());
+        assert_eq!(Store::open(t.path()).unwrap().count().unwrap(), 2);
+        // The default policy: tool calls are kept 30 days.
+        std::fs::remove_file(t.path().join(RETENTION_FILE)).unwrap();
+        assert!(sink.maintain());
+        assert!(!sink.maintain(), "nothing more to do");
+        let s = Store::open(t.path()).unwrap();
+        assert_eq!(s.count().unwrap(), 1);
+        assert_eq!(s.retention_removed().unwrap().records, [1, 0, 0]);
     }
 }

@@ -170,7 +170,7 @@ impl Browse for PgRead<'_> {
         let rows = self.query(
             "SELECT p.workspace, p.project, p.first_ms, p.last_ms,
                     (SELECT count(*) FROM sessions s WHERE s.project_id = p.id),
-                    (SELECT count(*) FROM records r WHERE r.project_id = p.id)
+                    p.records
              FROM projects p ORDER BY p.last_ms DESC, p.id DESC LIMIT $1",
             &[&(MAX_QUERY_LIMIT as i64)],
         )?;

@@ -195,7 +195,8 @@ fn forget_once(
     tx.execute(
         "UPDATE projects p SET
            first_ms = (SELECT min(occurred_ms) FROM records r WHERE r.project_id = p.id),
-           last_ms = (SELECT max(occurred_ms) FROM records r WHERE r.project_id = p.id)
+           last_ms = (SELECT max(occurred_ms) FROM records r WHERE r.project_id = p.id),
+           records = (SELECT count(*) FROM records r WHERE r.project_id = p.id)
          WHERE p.id = ANY($1)",
         &[&projects],
     )?;

@@ -180,8 +180,8 @@ fn rollups_and_commit(projects: &BTreeMap<i64, Fold>, sessions: &BTreeMap<i64, F
         let _ = writeln!(
             sql,
             "UPDATE projects SET first_ms = least(first_ms, {}), \
-             last_ms = greatest(last_ms, {}) WHERE id = {id};",
-            f.first_ms, f.last_ms
+             last_ms = greatest(last_ms, {}), records = records + {} WHERE id = {id};",
+            f.first_ms, f.last_ms, f.events
         );
     }
     for (id, f) in sessions {
@@ -413,7 +413,7 @@ mod tests {
             .map(|l| l.rsplit("WHERE id = ").next().unwrap_or(l))
             .collect();
         assert_eq!(ids, ["2;", "9;", "1;", "4;", "COMMIT"]);
-        assert!(sql.starts_with("UPDATE projects SET first_ms = least(first_ms, 7), last_ms = greatest(last_ms, 7) WHERE id = 2;"));
+        assert!(sql.starts_with("UPDATE projects SET first_ms = least(first_ms, 7), last_ms = greatest(last_ms, 7), records = records + 2 WHERE id = 2;"));
         assert!(sql.contains("UPDATE sessions SET first_ms = least(first_ms, 3), last_ms = greatest(last_ms, 3), events = events + 3, work = work + 3 WHERE id = 4;"));
         assert_eq!(
             rollups_and_commit(&BTreeMap::new(), &BTreeMap::new()),

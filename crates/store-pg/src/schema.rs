@@ -111,6 +111,20 @@ pub const MIGRATIONS: &[&str] = &[
      CREATE TEXT SEARCH CONFIGURATION memhook_english (COPY = simple);
      ALTER TEXT SEARCH CONFIGURATION memhook_english
         ALTER MAPPING FOR asciiword, word WITH memhook_english_stem;"#,
+    // 5: each project's record count kept on its row (the SQLite store's
+    // migration 6), so listing projects reads one row per project instead
+    // of counting every record (issue 29); filled in here once.
+    r#"ALTER TABLE projects ADD COLUMN records BIGINT NOT NULL DEFAULT 0;
+     UPDATE projects p SET records = (SELECT count(*) FROM records r WHERE r.project_id = p.id);"#,
+    // 6: retention's books (the SQLite store's migration 8): per class of
+    // record, where its slices stopped and how many records it removed.
+    r#"CREATE TABLE retention (
+        class TEXT COLLATE "C" PRIMARY KEY,
+        cursor_ms BIGINT NOT NULL,
+        cursor_id BIGINT NOT NULL,
+        removed BIGINT NOT NULL,
+        last_ms BIGINT
+     );"#,
 ];
 
 /// The migration (its version) after which [`reindex`] runs.
@@ -241,6 +255,6 @@ mod tests {
             failures.contains(&format!("WHERE {}", super::super::read::FAILED)),
             "{failures}"
         );
-        assert_eq!(SCHEMA_VERSION, 4);
+        assert_eq!(SCHEMA_VERSION, 6);
     }
 }

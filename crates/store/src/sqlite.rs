@@ -31,10 +31,13 @@ pub mod database;
 mod export;
 mod forget;
 pub mod handoff;
+mod ranked;
 mod reads;
+pub mod retention;
 mod tokens;
 pub use activity::MIN_ID_PREFIX;
 pub use forget::{forget_reader_wait, FORGET_READER_WAIT, FORGET_READER_WAIT_ENV};
+pub use ranked::{bm25_bound, FIRST_WINDOW_MIN, FIRST_WINDOW_PARTS};
 // The model's rows and errors, where the SQLite queries return them.
 pub use crate::model::{
     check_forget_key, session_select, Activity, ExportFilter, FamilyCount, ForgetError, Forgotten,
@@ -138,6 +141,27 @@ const MIGRATIONS: &[&str] = &[
         title, body, files, words, content = 'records', content_rowid = 'id',
         tokenize = 'porter unicode61'
      );",
+    // 6: each project's record count kept on its row (a roll-up, like a
+    // session's `events`), so listing projects reads one row per project
+    // instead of counting every record (issue 29); filled in here once.
+    "ALTER TABLE projects ADD COLUMN records INTEGER NOT NULL DEFAULT 0;
+     UPDATE projects SET records = (SELECT count(*) FROM records r WHERE r.project_id = projects.id);",
+    // 7: what ranking a search match needs of its record — its time (the
+    // recency weight) and project (the scope filter) — in a small covering
+    // index by id, about 20 bytes a record, so that ranking thousands of
+    // matches reads these instead of the records' pages (issue 29:
+    // `ranked`). SQLite keeps it with the table (forget included).
+    "CREATE INDEX records_rank ON records (id, occurred_ms, project_id);",
+    // 8: retention (`retention.rs`, docs/retention.md): per class of
+    // record, where its slices stopped (time and id of the last record
+    // looked at) and how many records it removed, never which.
+    "CREATE TABLE retention (
+        class TEXT PRIMARY KEY,
+        cursor_ms INTEGER NOT NULL,
+        cursor_id INTEGER NOT NULL,
+        removed INTEGER NOT NULL,
+        last_ms INTEGER
+     );",
 ];
 
 /// Best match first, recent matches lifted: the `bm25` relevance (negative,
@@ -146,28 +170,6 @@ const MIGRATIONS: &[&str] = &[
 /// still beats a newer one; between near equals the newer one comes first.
 pub(crate) const SEARCH_RANK: &str = "bm25(records_fts) * (1.0 + 0.5 / (1.0 + \
      max(0, unixepoch() * 1000 - r.occurred_ms) / 2592000000.0))";
-
-/// A search of the full-text query `?1` among the records that meet
-/// `filter` (SQL over `r` and `p`), best [`SEARCH_RANK`] first: the first
-/// `limit` are chosen by their rank alone, and only they get the snippet
-/// that says why they matched (a snippet for every match was two thirds of
-/// a search that matched 33,000 records of 100,000).
-pub(crate) fn ranked_search(filter: &str, limit: i64) -> String {
-    format!(
-        "WITH top AS (
-            SELECT r.id AS id, {SEARCH_RANK} AS score, r.occurred_ms AS ms
-            FROM records_fts f
-            JOIN records r ON r.id = f.rowid JOIN projects p ON p.id = r.project_id
-            WHERE records_fts MATCH ?1 AND ({filter})
-            ORDER BY score, ms DESC LIMIT {limit})
-         SELECT {RECORD_COLUMNS}, {}
-         FROM top t JOIN records_fts f ON f.rowid = t.id
-         JOIN records r ON r.id = t.id JOIN projects p ON p.id = r.project_id
-         WHERE records_fts MATCH ?1
-         ORDER BY t.score, t.ms DESC",
-        matched_column()
-    )
-}
 
 /// The column that says why a search found a record
 /// ([`StoredRecord::matched`]), after [`RECORD_COLUMNS`].
@@ -564,26 +566,12 @@ impl Store {
         let Some(q) = fts_query(query) else {
             return Ok(Vec::new());
         };
-        let limit = limit.min(MAX_QUERY_LIMIT) as i64;
-        let res = match scope {
+        match scope {
             Some((w, p)) => {
-                let mut st = self
-                    .conn
-                    .prepare_cached(&ranked_search("p.workspace = ?2 AND p.project = ?3", limit))
-                    .map_err(|e| self.err(e))?;
-                let rows = st.query_map(params![q, w, p], row_to_record);
-                collect(rows)
+                self.ranked(&q, "p.workspace = ?2 AND p.project = ?3", &[&w, &p], limit)
             }
-            None => {
-                let mut st = self
-                    .conn
-                    .prepare_cached(&ranked_search("1", limit))
-                    .map_err(|e| self.err(e))?;
-                let rows = st.query_map(params![q], row_to_record);
-                collect(rows)
-            }
-        };
-        res.map_err(|e| self.err(e))
+            None => self.ranked(&q, "1", &[], limit),
+        }
     }
 
     /// The distinct stored session ids that start with `prefix` (of any
@@ -1053,10 +1041,11 @@ impl<'t> BatchWriter<'t> {
         for (_, f) in self.projects.iter().filter(|(_, f)| f.events > 0) {
             self.tx
                 .prepare_cached(
-                    "UPDATE projects SET first_ms = min(first_ms, ?2), last_ms = max(last_ms, ?3)
+                    "UPDATE projects SET first_ms = min(first_ms, ?2), last_ms = max(last_ms, ?3),
+                        records = records + ?4
                      WHERE id = ?1",
                 )?
-                .execute(params![f.id, f.first_ms, f.last_ms])?;
+                .execute(params![f.id, f.first_ms, f.last_ms, f.events])?;
         }
         for (_, f) in self.sessions.iter().filter(|(_, f)| f.events > 0) {
             self.tx
@@ -1695,6 +1684,58 @@ pub mod tests {
             .map(|r| r.key)
             .collect();
         assert!(!best.contains(&"r6".to_string()), "{best:?}");
+    }
+
+    #[test]
+    fn project_record_counts_are_a_roll_up_filled_by_the_migration_and_kept_by_writes() {
+        let t = tempfile::tempdir().unwrap();
+        {
+            let conn = Connection::open(t.path().join(STORE_FILE)).unwrap();
+            for step in &MIGRATIONS[..5] {
+                conn.execute_batch(step).unwrap();
+            }
+            conn.execute_batch(
+                "PRAGMA user_version = 5;
+                 INSERT INTO projects VALUES (1, 'default', 'p', 1, 3), (2, 'default', 'q', 2, 2);
+                 INSERT INTO records (key, occurred_ms, project_id, agent, event, native_event,
+                    disposition) VALUES
+                    ('a', 1, 1, 'codex', 'stop', 'Stop', 'keep'),
+                    ('b', 3, 1, 'codex', 'stop', 'Stop', 'keep'),
+                    ('c', 2, 2, 'codex', 'stop', 'Stop', 'keep');",
+            )
+            .unwrap();
+        }
+        let mut s = Store::open(t.path()).unwrap();
+        let rolled = |s: &Store| -> Vec<(String, u64)> {
+            let mut v: Vec<(String, u64)> = s
+                .browse_projects()
+                .unwrap()
+                .into_iter()
+                .map(|p| (p.project, p.records))
+                .collect();
+            v.sort();
+            v
+        };
+        let stored: i64 = s
+            .conn
+            .query_row("SELECT sum(records) FROM projects", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(stored, 3, "the migration counts what was stored before");
+        assert_eq!(rolled(&s), [("p".into(), 2), ("q".into(), 1)]);
+        // New records and a replay (not counted twice).
+        let r = rec(&format!("{:032x}", 7), 10, "q", "s1", "user-prompt");
+        s.insert_all([&r, &r]).unwrap();
+        s.insert(&rec(&format!("{:032x}", 8), 11, "q", "s1", "stop"))
+            .unwrap();
+        assert_eq!(rolled(&s), [("p".into(), 2), ("q".into(), 3)]);
+        // Forgetting recounts.
+        let sel = Selector {
+            project: Some(("default".into(), "q".into())),
+            before_ms: Some(11),
+            ..Selector::default()
+        };
+        assert_eq!(s.forget(&sel, true).unwrap().records, 2);
+        assert_eq!(rolled(&s), [("p".into(), 2), ("q".into(), 1)]);
     }
 
     #[test]

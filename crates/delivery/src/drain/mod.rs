@@ -108,6 +108,10 @@ pub const MAX_AGE_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 pub const TMP_MAX_AGE_MS: u64 = 10 * 60 * 1000;
 /// How long the detached background drainer may run.
 pub const BACKGROUND_BUDGET: Duration = Duration::from_secs(300);
+/// Slices of the store's housekeeping (`Sink::maintain`: retention) the
+/// background drainer runs each time it is idle, at most (it stops sooner
+/// when there is nothing left or a record arrives).
+pub const MAINTAIN_SLICES: usize = 8;
 /// Per-request timeout for HTTP sinks.
 pub const HTTP_TIMEOUT: Duration = Duration::from_secs(3);
 /// First backoff after a failed pass to a sink; doubles per failed pass.

@@ -25,8 +25,8 @@ use super::log::LOG_OF;
 use super::spawn::inherited_run_lock;
 use super::{
     counter_sinks, drain_locked, load_counters, lock_until, spawn_detached, try_lock, Options,
-    Report, BACKGROUND_BUDGET, HOLDER_WAIT, HTTP_TIMEOUT, LOCK_FILE, RUN_LOCK_FILE, WAIT_LOCK_FILE,
-    WAIT_LOCK_WAIT,
+    Report, BACKGROUND_BUDGET, HOLDER_WAIT, HTTP_TIMEOUT, LOCK_FILE, MAINTAIN_SLICES,
+    RUN_LOCK_FILE, WAIT_LOCK_FILE, WAIT_LOCK_WAIT,
 };
 use crate::sink::Sink;
 use crate::spool::{SinkTarget, Spool};
@@ -241,6 +241,19 @@ pub fn run_background_lingering(dir: &Path, linger: Duration, make: MakeSink) {
         drop(lock);
         if Instant::now() >= deadline {
             return;
+        }
+        // Idle: the store's housekeeping (retention), off the hook's path
+        // and outside the drain lock, a slice at a time (each its own short
+        // transaction), at most MAINTAIN_SLICES, while nothing new arrives.
+        if report.remaining == 0 {
+            for _ in 0..MAINTAIN_SLICES {
+                if !store.borrow_mut().maintain()
+                    || Instant::now() >= deadline
+                    || !spool.pending().unwrap_or_default().is_empty()
+                {
+                    break;
+                }
+            }
         }
         // Idle and still on duty: the next record is ours. The drain lock
         // is free meanwhile (a session start or `memhook drain` never

@@ -78,6 +78,14 @@ pub trait Sink {
     fn unreachable(&self) -> bool {
         false
     }
+
+    /// Housekeeping of the destination, one bounded slice of it, when the
+    /// background drainer is idle (the spool empty): the embedded store
+    /// applies retention (`memhook_store::sqlite::retention`). Never called
+    /// on the hook's path. Returns whether there may be more to do.
+    fn maintain(&mut self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

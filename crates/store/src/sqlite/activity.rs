@@ -1,8 +1,6 @@
 //! Progressive disclosure for the model (DESIGN §6, §8): find records by
 //! words and dates, the records around one, and records by id.
 
-use rusqlite::params;
-
 use super::{fts_query, row_to_record, Store, StoreError, StoredRecord, RECORD_COLUMNS};
 
 /// Shortest id prefix accepted when fetching records by id.
@@ -23,25 +21,15 @@ impl Store {
             return Ok(Vec::new());
         };
         let (w, p) = scope.unwrap_or(("", ""));
-        let mut st = self
-            .conn
-            .prepare_cached(&super::ranked_search(
-                "(?2 = '' OR (p.workspace = ?2 AND p.project = ?3))
-                 AND r.occurred_ms >= ?4 AND r.occurred_ms < ?5",
-                limit.min(super::MAX_QUERY_LIMIT) as i64,
-            ))
-            .map_err(|e| self.err(e))?;
-        let rows = st.query_map(
-            params![
-                q,
-                w,
-                p,
-                from_ms.unwrap_or(0) as i64,
-                to_ms.map_or(i64::MAX, |t| t.min(i64::MAX as u64) as i64)
-            ],
-            row_to_record,
-        );
-        super::collect(rows).map_err(|e| self.err(e))
+        let from = from_ms.unwrap_or(0) as i64;
+        let to = to_ms.map_or(i64::MAX, |t| t.min(i64::MAX as u64) as i64);
+        self.ranked(
+            &q,
+            "(?2 = '' OR (p.workspace = ?2 AND p.project = ?3))
+             AND r.occurred_ms >= ?4 AND r.occurred_ms < ?5",
+            &[&w, &p, &from, &to],
+            limit,
+        )
     }
 
     /// Records whose key starts with one of `ids` (each at least

@@ -26,14 +26,15 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
 }
 
 impl Store {
-    /// Every project, most recently active first.
+    /// Every project, most recently active first. The record count is the
+    /// project's roll-up (`projects.records`), not a count of its records.
     pub fn browse_projects(&self) -> Result<Vec<ProjectRow>, StoreError> {
         let mut st = self
             .conn
             .prepare_cached(&format!(
                 "SELECT p.workspace, p.project, p.first_ms, p.last_ms,
                         (SELECT count(*) FROM sessions s WHERE s.project_id = p.id),
-                        (SELECT count(*) FROM records r WHERE r.project_id = p.id)
+                        p.records
                  FROM projects p ORDER BY p.last_ms DESC, p.id DESC LIMIT {MAX_QUERY_LIMIT}"
             ))
             .map_err(|e| self.err(e))?;
@@ -167,6 +168,14 @@ impl Store {
             return Ok(Vec::new());
         };
         let (w, p) = scope.unwrap_or(("", ""));
+        // The best ids window by window (`super::ranked`), then a snippet
+        // for each of them only.
+        let ids = self.ranked_ids(
+            &q,
+            "?2 = '' OR (p.workspace = ?2 AND p.project = ?3)",
+            &[&w, &p],
+            limit.min(MAX_QUERY_LIMIT),
+        )?;
         let mut st = self
             .conn
             .prepare_cached(&format!(
@@ -175,30 +184,29 @@ impl Store {
                         snippet(records_fts, -1, char({}), char({}), '…', {SNIPPET_TOKENS})
                  FROM records_fts f
                  JOIN records r ON r.id = f.rowid JOIN projects p ON p.id = r.project_id
-                 WHERE records_fts MATCH ?1
-                   AND (?2 = '' OR (p.workspace = ?2 AND p.project = ?3))
-                 ORDER BY {}, r.occurred_ms DESC LIMIT {}",
-                HIT_START as u32,
-                HIT_END as u32,
-                super::SEARCH_RANK,
-                limit.min(MAX_QUERY_LIMIT)
+                 WHERE records_fts MATCH ?1 AND f.rowid = ?2",
+                HIT_START as u32, HIT_END as u32,
             ))
             .map_err(|e| self.err(e))?;
-        let rows = st.query_map(params![q, w, p], |r| {
-            Ok(SearchHit {
-                key: r.get(0)?,
-                occurred_ms: r.get::<_, i64>(1)? as u64,
-                workspace: r.get(2)?,
-                project: r.get(3)?,
-                session_row: r.get(4)?,
-                session_id: r.get(5)?,
-                agent: r.get(6)?,
-                event: r.get(7)?,
-                tool_family: r.get(8)?,
-                snippet: r.get::<_, Option<String>>(9)?.unwrap_or_default(),
-            })
-        });
-        super::collect(rows).map_err(|e| self.err(e))
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let rows = st.query_map(params![q, id], |r| {
+                Ok(SearchHit {
+                    key: r.get(0)?,
+                    occurred_ms: r.get::<_, i64>(1)? as u64,
+                    workspace: r.get(2)?,
+                    project: r.get(3)?,
+                    session_row: r.get(4)?,
+                    session_id: r.get(5)?,
+                    agent: r.get(6)?,
+                    event: r.get(7)?,
+                    tool_family: r.get(8)?,
+                    snippet: r.get::<_, Option<String>>(9)?.unwrap_or_default(),
+                })
+            });
+            out.extend(super::collect(rows).map_err(|e| self.err(e))?);
+        }
+        Ok(out)
     }
 }
 

@@ -137,88 +137,7 @@ impl Store {
             return Ok(out);
         }
 
-        // The full-text entries first: an external-content index forgets a
-        // row only when given the exact values it indexed.
-        {
-            let mut rows = tx
-                .prepare("SELECT id, title, body, files, words FROM records WHERE id IN (SELECT id FROM forget_ids)")
-                .map_err(e)?;
-            let mut del = tx
-                .prepare(
-                    "INSERT INTO records_fts (records_fts, rowid, title, body, files, words)
-                     VALUES ('delete', ?1, ?2, ?3, ?4, ?5)",
-                )
-                .map_err(e)?;
-            let mut q = rows.query([]).map_err(e)?;
-            while let Some(r) = q.next().map_err(e)? {
-                let files: Option<String> = r.get(3).map_err(e)?;
-                let files = files
-                    .and_then(|f| serde_json::from_str::<Vec<String>>(&f).ok())
-                    .unwrap_or_default()
-                    .join(" ");
-                del.execute(params![
-                    r.get::<_, i64>(0).map_err(e)?,
-                    r.get::<_, Option<String>>(1).map_err(e)?,
-                    r.get::<_, Option<String>>(2).map_err(e)?,
-                    files,
-                    r.get::<_, Option<String>>(4).map_err(e)?
-                ])
-                .map_err(e)?;
-            }
-        }
-        tx.execute(
-            "DELETE FROM records WHERE id IN (SELECT id FROM forget_ids)",
-            [],
-        )
-        .map_err(e)?;
-        let work = WORK_EVENTS
-            .iter()
-            .map(|w| format!("'{w}'"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        for &s in &sessions {
-            tx.execute(
-                "DELETE FROM sessions WHERE id = ?1
-                   AND NOT EXISTS (SELECT 1 FROM records WHERE session_row = ?1)",
-                [s],
-            )
-            .map_err(e)?;
-            tx.execute(
-                &format!(
-                    "UPDATE sessions SET
-                       events = (SELECT count(*) FROM records WHERE session_row = ?1),
-                       work = (SELECT count(*) FROM records WHERE session_row = ?1
-                                 AND event IN ({work})),
-                       first_ms = (SELECT min(occurred_ms) FROM records WHERE session_row = ?1),
-                       last_ms = (SELECT max(occurred_ms) FROM records WHERE session_row = ?1)
-                     WHERE id = ?1"
-                ),
-                [s],
-            )
-            .map_err(e)?;
-        }
-        for &p in &projects {
-            tx.execute(
-                "DELETE FROM sessions WHERE project_id = ?1
-                   AND NOT EXISTS (SELECT 1 FROM records WHERE project_id = ?1)",
-                [p],
-            )
-            .map_err(e)?;
-            tx.execute(
-                "DELETE FROM projects WHERE id = ?1
-                   AND NOT EXISTS (SELECT 1 FROM records WHERE project_id = ?1)",
-                [p],
-            )
-            .map_err(e)?;
-            tx.execute(
-                "UPDATE projects SET
-                   first_ms = (SELECT min(occurred_ms) FROM records WHERE project_id = ?1),
-                   last_ms = (SELECT max(occurred_ms) FROM records WHERE project_id = ?1)
-                 WHERE id = ?1",
-                [p],
-            )
-            .map_err(e)?;
-        }
+        remove_selected(&tx, &sessions, &projects).map_err(e)?;
         tx.execute(
             "INSERT INTO forget_log (at_ms, selector, records, sessions, projects)
              VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -272,6 +191,105 @@ impl Store {
         });
         super::collect(rows).map_err(|x| self.err(x))
     }
+}
+
+/// Remove the records whose ids are in the temp table `forget_ids` (of the
+/// sessions `sessions` and the projects `projects`) inside `tx`: their
+/// full-text entries, their rows, the sessions and projects left without
+/// records, and the roll-ups of the others (a session recounted, a
+/// project's record count lowered by what went). Shared by forget and
+/// retention (`super::retention`).
+pub(super) fn remove_selected(
+    tx: &rusqlite::Transaction<'_>,
+    sessions: &[i64],
+    projects: &[i64],
+) -> rusqlite::Result<()> {
+    let mut going: Vec<(i64, i64)> = Vec::new();
+    {
+        let mut st = tx.prepare(
+            "SELECT project_id, count(*) FROM records
+             WHERE id IN (SELECT id FROM forget_ids) GROUP BY 1",
+        )?;
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        for row in rows {
+            going.push(row?);
+        }
+    }
+    // The full-text entries first: an external-content index forgets a
+    // row only when given the exact values it indexed.
+    {
+        let mut rows = tx
+                .prepare("SELECT id, title, body, files, words FROM records WHERE id IN (SELECT id FROM forget_ids)")
+                ?;
+        let mut del = tx.prepare(
+            "INSERT INTO records_fts (records_fts, rowid, title, body, files, words)
+                     VALUES ('delete', ?1, ?2, ?3, ?4, ?5)",
+        )?;
+        let mut q = rows.query([])?;
+        while let Some(r) = q.next()? {
+            let files: Option<String> = r.get(3)?;
+            let files = files
+                .and_then(|f| serde_json::from_str::<Vec<String>>(&f).ok())
+                .unwrap_or_default()
+                .join(" ");
+            del.execute(params![
+                r.get::<_, i64>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                files,
+                r.get::<_, Option<String>>(4)?
+            ])?;
+        }
+    }
+    tx.execute(
+        "DELETE FROM records WHERE id IN (SELECT id FROM forget_ids)",
+        [],
+    )?;
+    let work = WORK_EVENTS
+        .iter()
+        .map(|w| format!("'{w}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    for &s in sessions {
+        tx.execute(
+            "DELETE FROM sessions WHERE id = ?1
+                   AND NOT EXISTS (SELECT 1 FROM records WHERE session_row = ?1)",
+            [s],
+        )?;
+        tx.execute(
+            &format!(
+                "UPDATE sessions SET
+                       events = (SELECT count(*) FROM records WHERE session_row = ?1),
+                       work = (SELECT count(*) FROM records WHERE session_row = ?1
+                                 AND event IN ({work})),
+                       first_ms = (SELECT min(occurred_ms) FROM records WHERE session_row = ?1),
+                       last_ms = (SELECT max(occurred_ms) FROM records WHERE session_row = ?1)
+                     WHERE id = ?1"
+            ),
+            [s],
+        )?;
+    }
+    for &p in projects {
+        tx.execute(
+            "DELETE FROM sessions WHERE project_id = ?1
+                   AND NOT EXISTS (SELECT 1 FROM records WHERE project_id = ?1)",
+            [p],
+        )?;
+        tx.execute(
+            "DELETE FROM projects WHERE id = ?1
+                   AND NOT EXISTS (SELECT 1 FROM records WHERE project_id = ?1)",
+            [p],
+        )?;
+        tx.execute(
+            "UPDATE projects SET
+                   first_ms = (SELECT min(occurred_ms) FROM records WHERE project_id = ?1),
+                   last_ms = (SELECT max(occurred_ms) FROM records WHERE project_id = ?1),
+                   records = records - ?2
+                 WHERE id = ?1",
+            params![p, going.iter().find(|g| g.0 == p).map_or(0, |g| g.1)],
+        )?;
+    }
+    Ok(())
 }
 
 fn self_err(path: &std::path::Path, source: rusqlite::Error) -> StoreError {

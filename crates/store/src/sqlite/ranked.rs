@@ -1,0 +1,459 @@
+//! Search that does not rank every match (issue 29): the best `limit`
+//! records by [`SEARCH_RANK`](super::SEARCH_RANK), found newest rows first,
+//! window by window, stopping as soon as no older row can rank among them.
+//!
+//! FTS5 computes `bm25` for every row it ranks (its term frequencies and
+//! the row's length), so `ORDER BY rank LIMIT k` over a word that a third
+//! of a year holds costs hundreds of milliseconds. But the rank is bounded:
+//! FTS5's `bm25` of a row is `-Σ idf(phrase) · f·(k1+1) / (f + k1·(1-b+b·D/avgD))`
+//! with `k1 = 1.2`, `b = 0.75`, so its magnitude is below
+//! `Σ idf(phrase) · (k1 + 1)` for any row, and `idf` grows with the number
+//! of rows, which is at most the largest record id. The recency weight of a
+//! row is at most that of the newest row left. So the search ranks the
+//! matches of the newest rowid window (rowids follow arrival, which is
+//! nearly time order), then of a window twice as large before it, and so on;
+//! after each window, when the `limit`-th best so far outranks the best any
+//! older row could reach, it stops. The answer is exactly that of ranking
+//! every match (same order, same ties: score, then newer); only the work
+//! follows what it had to look at. A word in few records costs one or two
+//! windows of few matches; a common word costs the windows of its newest
+//! matches. The bound is loose (the best real matches reach about three
+//! quarters of it), so a word whose best matches are spread over the year
+//! still ranks every window (docs/benchmarks.md, "A year of heavy use").
+//!
+//! Each match is ranked from the small covering index `records_rank` (id,
+//! time, project), never from the record's own pages: a scoped search
+//! scores only its project's matches and reads no other record, and a cold
+//! search reads megabytes, not the records of every match.
+
+use rusqlite::{params, ToSql};
+
+use super::{row_to_record, Store, StoreError, StoredRecord, RECORD_COLUMNS};
+
+/// Rowids in the first (newest) window, at the least.
+pub const FIRST_WINDOW_MIN: i64 = 4096;
+/// The first window is the newest 1/`FIRST_WINDOW_PARTS` of the rowids
+/// (when that is more than [`FIRST_WINDOW_MIN`]); each next one is twice
+/// the one before.
+pub const FIRST_WINDOW_PARTS: i64 = 64;
+/// FTS5's `bm25` parameter `k1` (its default, which `bm25(records_fts)` uses).
+const BM25_K1: f64 = 1.2;
+/// FTS5's floor for an inverse document frequency (`fts5_aux.c`).
+const MIN_IDF: f64 = 1e-6;
+/// Slack on the stopping test, against rounding in the rank arithmetic.
+const BOUND_SLACK: f64 = 1e-9;
+/// Milliseconds in which the recency weight halves its lift (30 days), as
+/// in [`SEARCH_RANK`](super::SEARCH_RANK).
+const RECENCY_MS: f64 = 2_592_000_000.0;
+
+/// The recency weight of a row `age_ms` old, as [`SEARCH_RANK`](super::SEARCH_RANK) computes it.
+fn recency(age_ms: i64) -> f64 {
+    1.0 + 0.5 / (1.0 + age_ms.max(0) as f64 / RECENCY_MS)
+}
+
+/// The inverse document frequency FTS5's `bm25` gives a phrase found in
+/// `hits` of `rows` rows.
+fn idf(rows: i64, hits: i64) -> f64 {
+    let idf = ((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5);
+    let idf = idf.ln();
+    if idf <= 0.0 {
+        MIN_IDF
+    } else {
+        idf
+    }
+}
+
+/// The largest magnitude `bm25` can give any row for phrases found in
+/// `hits` rows each, in an index of at most `rows` rows.
+pub fn bm25_bound(rows: i64, hits: &[i64]) -> f64 {
+    hits.iter().map(|&h| idf(rows, h) * (BM25_K1 + 1.0)).sum()
+}
+
+/// The phrases of an FTS query [`super::fts_query`] wrote (`"a" "b c"`),
+/// each quoted as a query of its own.
+fn phrases(q: &str) -> Vec<String> {
+    q.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(|t| format!("\"{t}\""))
+        .collect()
+}
+
+/// The best `limit` matches of `?1` among rowids `(lo, hi]` that meet
+/// `filter`, by `rank`, with their rank and time: read from the covering
+/// index `records_rank`, not from the records.
+fn window_sql(rank: &str, filter: &str, lo: i64, hi: i64, limit: usize) -> String {
+    format!(
+        "SELECT r.id, {rank} AS score, r.occurred_ms AS ms
+         FROM records_fts f
+         JOIN records r INDEXED BY records_rank ON r.id = f.rowid
+         JOIN projects p ON p.id = r.project_id
+         WHERE records_fts MATCH ?1 AND f.rowid > {lo} AND f.rowid <= {hi}
+           AND ({filter})
+         ORDER BY score, ms DESC LIMIT {limit}"
+    )
+}
+
+/// One ranked match: rowid, rank (lower is better), time.
+type Hit = (i64, f64, i64);
+
+impl Store {
+    /// The best `limit` records matching the FTS query `q` (built by
+    /// [`super::fts_query`]) that meet `filter` (SQL over `r` and `p`
+    /// whose parameters are `?2`… , given in `args`), best
+    /// [`SEARCH_RANK`](super::SEARCH_RANK) first, each with why it matched.
+    pub(crate) fn ranked(
+        &self,
+        q: &str,
+        filter: &str,
+        args: &[&dyn ToSql],
+        limit: usize,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        let ids = self.ranked_ids(q, filter, args, limit)?;
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {RECORD_COLUMNS}, {}
+                 FROM records_fts f JOIN records r ON r.id = f.rowid
+                 JOIN projects p ON p.id = r.project_id
+                 WHERE records_fts MATCH ?1 AND f.rowid = ?2",
+                super::matched_column()
+            ))
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let rows = st.query_map(params![q, id], row_to_record);
+            out.extend(super::collect(rows).map_err(|e| self.err(e))?);
+        }
+        Ok(out)
+    }
+
+    /// The rowids of [`Store::ranked`]'s records, in order.
+    pub(crate) fn ranked_ids(
+        &self,
+        q: &str,
+        filter: &str,
+        args: &[&dyn ToSql],
+        limit: usize,
+    ) -> Result<Vec<i64>, StoreError> {
+        let (hits, _) = self.ranked_windows(q, filter, args, limit)?;
+        Ok(hits.into_iter().map(|h| h.0).collect())
+    }
+
+    /// The rowids, ranks and times of [`Store::ranked`]'s records, in
+    /// order, and how many windows were ranked to find them.
+    fn ranked_windows(
+        &self,
+        q: &str,
+        filter: &str,
+        args: &[&dyn ToSql],
+        limit: usize,
+    ) -> Result<(Vec<Hit>, usize), StoreError> {
+        let e = |x| self.err(x);
+        let limit = limit.min(super::MAX_QUERY_LIMIT);
+        if limit == 0 {
+            return Ok((Vec::new(), 0));
+        }
+        let (max_id, now_ms): (Option<i64>, i64) = self
+            .conn
+            .query_row(
+                "SELECT (SELECT max(id) FROM records), unixepoch() * 1000",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(e)?;
+        let Some(max_id) = max_id else {
+            return Ok((Vec::new(), 0));
+        };
+        let rank = super::SEARCH_RANK.replace("unixepoch() * 1000", &now_ms.to_string());
+        let mut best: Vec<Hit> = Vec::new();
+        let mut bound: Option<f64> = None;
+        let mut hi = max_id;
+        let mut size = (max_id / FIRST_WINDOW_PARTS).max(FIRST_WINDOW_MIN);
+        let mut windows = 0;
+        loop {
+            windows += 1;
+            let lo = hi.saturating_sub(size).max(0);
+            let mut st = self
+                .conn
+                .prepare(&window_sql(&rank, filter, lo, hi, limit))
+                .map_err(e)?;
+            let mut all: Vec<&dyn ToSql> = vec![&q];
+            all.extend_from_slice(args);
+            let rows = st.query_map(&*all, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)));
+            best.extend(super::collect(rows).map_err(e)?);
+            best.sort_by(|a, b| a.1.total_cmp(&b.1).then(b.2.cmp(&a.2)));
+            best.truncate(limit);
+            if lo == 0 {
+                return Ok((best, windows));
+            }
+            if best.len() == limit {
+                let b = match bound {
+                    Some(b) => b,
+                    None => {
+                        let b = bm25_bound(max_id, &self.phrase_hits(q)?);
+                        bound = Some(b);
+                        b
+                    }
+                };
+                let kth = best[limit - 1].1;
+                // No row weighs less than 1: unless the `limit`-th best
+                // beats the bound itself, no older row can be ruled out,
+                // and the newest row left need not be looked up.
+                if kth < -b {
+                    // The newest row left: its weight is the most any can get.
+                    let newest_left: Option<i64> = self
+                        .conn
+                        .prepare_cached(
+                            "SELECT occurred_ms FROM records INDEXED BY records_time
+                             WHERE id <= ?1 ORDER BY occurred_ms DESC LIMIT 1",
+                        )
+                        .and_then(|mut st| {
+                            st.query_row([lo], |r| r.get(0))
+                                .map(Some)
+                                .or_else(|x| match x {
+                                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                                    x => Err(x),
+                                })
+                        })
+                        .map_err(e)?;
+                    let Some(newest_left) = newest_left else {
+                        return Ok((best, windows));
+                    };
+                    let reach = -b * recency(now_ms - newest_left);
+                    if kth < reach - BOUND_SLACK * reach.abs() {
+                        return Ok((best, windows));
+                    }
+                }
+            }
+            hi = lo;
+            size = size.saturating_mul(2);
+        }
+    }
+
+    /// How many rows each phrase of the FTS query `q` is found in.
+    fn phrase_hits(&self, q: &str) -> Result<Vec<i64>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM records_fts WHERE records_fts MATCH ?1")
+            .map_err(|e| self.err(e))?;
+        let mut hits = Vec::new();
+        for term in phrases(q) {
+            hits.push(
+                st.query_row([term], |r| r.get::<_, i64>(0))
+                    .map_err(|e| self.err(e))?,
+            );
+        }
+        Ok(hits)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sqlite::{fts_query, samples::rec};
+
+    const DAY_MS: u64 = 86_400_000;
+
+    /// `n` records over the year before now in three projects, of words
+    /// drawn (seeded) from a small vocabulary: `common` in most, `rare` in
+    /// few. The first tenth arrives last (old records imported late: high
+    /// rowids, old times) and the next tenth first with the newest times.
+    fn year(n: u64) -> (tempfile::TempDir, Store) {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        let now = memhook_core::timefmt::now_ms();
+        let words = [
+            "common", "common", "common", "error", "parser", "cache", "build", "test", "rare",
+            "date", "config", "retry",
+        ];
+        let mut seed: u64 = 29;
+        let mut next = |m: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        let mut all = Vec::new();
+        for i in 0..n {
+            let ms = now - 365 * DAY_MS + i * (365 * DAY_MS / n);
+            let project = ["a", "b", "c"][next(3) as usize];
+            let mut r = rec(&format!("{i:032x}"), ms, project, "s", "post-tool-use");
+            let len = 1 + next(12);
+            let mut body: Vec<&str> = (0..len).map(|_| words[next(12) as usize]).collect();
+            if next(40) != 0 {
+                body.retain(|w| *w != "rare");
+            }
+            r.body = Some(body.join(" "));
+            r.title = None;
+            r.files.clear();
+            all.push(r);
+        }
+        let tenth = (n / 10) as usize;
+        let (old, rest) = all.split_at(tenth);
+        let (newest, middle) = rest.split_at(rest.len() - tenth);
+        for part in [newest, middle, old] {
+            for chunk in part.chunks(1000) {
+                s.insert_all(chunk.iter()).unwrap();
+            }
+        }
+        (t, s)
+    }
+
+    /// The ranking of every match, as search did before windows.
+    fn every_match(
+        s: &Store,
+        q: &str,
+        filter: &str,
+        args: &[&dyn ToSql],
+        limit: usize,
+    ) -> Vec<i64> {
+        let mut st = s
+            .conn
+            .prepare(&format!(
+                "SELECT r.id, {} AS score, r.occurred_ms AS ms FROM records_fts f
+                 JOIN records r ON r.id = f.rowid JOIN projects p ON p.id = r.project_id
+                 WHERE records_fts MATCH ?1 AND ({filter}) ORDER BY score, ms DESC LIMIT {limit}",
+                super::super::SEARCH_RANK
+            ))
+            .unwrap();
+        let mut all: Vec<&dyn ToSql> = vec![&q];
+        all.extend_from_slice(args);
+        st.query_map(&*all, |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn windows_give_exactly_the_ranking_of_every_match_and_stop_early_for_common_words() {
+        let n = 3 * FIRST_WINDOW_MIN as u64 * 2;
+        let (_t, s) = year(n);
+        let mut stopped_early = 0;
+        for query in [
+            "common",
+            "error",
+            "rare",
+            "parser cache",
+            "retry date config",
+            "nothing",
+        ] {
+            let q = fts_query(query).unwrap();
+            for limit in [1, 5, 20] {
+                for (filter, args) in [
+                    ("1", vec![]),
+                    ("p.workspace = ?2 AND p.project = ?3", vec!["default", "b"]),
+                ] {
+                    let args: Vec<&dyn ToSql> = args.iter().map(|a| a as &dyn ToSql).collect();
+                    let (hits, windows) = s.ranked_windows(&q, filter, &args, limit).unwrap();
+                    let ids: Vec<i64> = hits.iter().map(|h| h.0).collect();
+                    assert_eq!(
+                        ids,
+                        every_match(&s, &q, filter, &args, limit),
+                        "{query} {filter} {limit}"
+                    );
+                    if windows < 4 {
+                        stopped_early += 1;
+                    }
+                }
+            }
+        }
+        // The common words stop after the newest windows (of six or more).
+        assert!(stopped_early >= 6, "{stopped_early}");
+        let (_, windows) = s.ranked_windows("\"common\"", "1", &[], 20).unwrap();
+        assert!(windows <= 2, "{windows}");
+    }
+
+    #[test]
+    fn the_bound_is_above_any_rank_fts5_gives() {
+        // A row that is all one word, as short as can be, among rows that
+        // mostly lack it: the largest bm25 there is for that word.
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::open(t.path()).unwrap();
+        s.conn
+            .execute_batch(
+                "INSERT INTO records_fts (rowid, body) VALUES (1, 'zz zz zz zz zz zz zz zz');
+                 INSERT INTO records_fts (rowid, body) VALUES (2, 'zz');
+                 WITH RECURSIVE n(i) AS (SELECT 3 UNION ALL SELECT i + 1 FROM n WHERE i < 400)
+                 INSERT INTO records_fts (rowid, body)
+                 SELECT i, 'other words of a long ordinary row ' || i FROM n;",
+            )
+            .unwrap();
+        let best: f64 = s
+            .conn
+            .query_row(
+                "SELECT bm25(records_fts) AS b FROM records_fts WHERE records_fts MATCH 'zz'
+                 ORDER BY b LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let b = bm25_bound(400, &[2]);
+        assert!(-best < b, "{best} vs {b}");
+        // Not loose by orders of magnitude: within the (k1 + 1) saturation.
+        assert!(-best > b / 3.0, "{best} vs {b}");
+        // Every row is a hit: FTS5's floor, not a negative idf.
+        assert_eq!(bm25_bound(10, &[10]), MIN_IDF * (BM25_K1 + 1.0));
+        assert_eq!(idf(10, 9), MIN_IDF);
+        assert!(idf(10, 4) > MIN_IDF);
+    }
+
+    #[test]
+    fn a_window_ranks_from_the_covering_index_not_the_records() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::open(t.path()).unwrap();
+        let sql = window_sql(super::super::SEARCH_RANK, "p.project = ?2", 0, 10, 20);
+        let plan: Vec<String> = s
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap()
+            .query_map(params!["\"x\"", "p"], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(
+            plan.iter()
+                .any(|l| l.contains("COVERING INDEX records_rank")),
+            "{plan:?}"
+        );
+    }
+
+    #[test]
+    fn the_first_window_holds_at_least_first_window_min_rowids() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::open(t.path()).unwrap();
+        let add = |from: i64, to: i64| {
+            s.conn
+                .execute_batch(&format!(
+                    "INSERT OR IGNORE INTO projects (id, workspace, project, first_ms, last_ms)
+                        VALUES (1, 'default', 'p', 1, 1);
+                     WITH RECURSIVE n(i) AS (SELECT {from} UNION ALL SELECT i + 1 FROM n WHERE i < {to})
+                     INSERT INTO records (id, key, occurred_ms, project_id, agent, event,
+                        native_event, disposition)
+                     SELECT i, 'k' || i, i, 1, 'codex', 'stop', 'Stop', 'keep' FROM n;"
+                ))
+                .unwrap();
+        };
+        add(1, FIRST_WINDOW_MIN);
+        s.conn
+            .execute_batch("INSERT INTO records_fts (rowid, body) VALUES (1, 'zz');")
+            .unwrap();
+        let windows = |s: &Store| s.ranked_windows("\"zz\"", "1", &[], 20).unwrap().1;
+        assert_eq!(windows(&s), 1);
+        add(FIRST_WINDOW_MIN + 1, FIRST_WINDOW_MIN + 1);
+        assert_eq!(windows(&s), 2);
+    }
+
+    #[test]
+    fn the_phrases_are_those_fts_query_wrote() {
+        let q = super::super::fts_query("parse-date retries").unwrap();
+        assert_eq!(phrases(&q), ["\"parse-date\"", "\"retries\""]);
+    }
+
+    #[test]
+    fn recency_is_the_weight_of_the_search_rank() {
+        assert_eq!(recency(0), 1.5);
+        assert_eq!(recency(-5), 1.5, "a row from the future counts as new");
+        assert_eq!(recency(RECENCY_MS as i64), 1.25);
+    }
+}
