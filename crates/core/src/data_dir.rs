@@ -323,6 +323,33 @@ pub fn open_nofollow(path: &Path) -> io::Result<fs::File> {
     opts.open(path)
 }
 
+/// [`open_nofollow`] for a flush (`sync_all`/`sync_data`): on Windows
+/// `FlushFileBuffers` needs a handle with write access (a read-only one
+/// fails with "Access denied"), so the file is opened for writing there,
+/// never created, truncated or written. Elsewhere it is [`open_nofollow`].
+pub fn open_nofollow_to_flush(path: &Path) -> io::Result<fs::File> {
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        let f = fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+            .open(path)?;
+        if f.metadata()?.file_type().is_symlink() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is a symlink or junction; memhook does not follow it",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(f)
+    }
+    #[cfg(not(windows))]
+    open_nofollow(path)
+}
+
 /// `FILE_FLAG_WRITE_THROUGH` (winbase.h): writes reach the disk before
 /// the call returns.
 #[cfg(windows)]

@@ -34,7 +34,10 @@ struct Token {
     owner: Vec<u8>,
 }
 
-fn token_info(token: HANDLE, class: i32) -> io::Result<Vec<u8>> {
+/// The SID at the head of a token-information buffer (TOKEN_USER and
+/// TOKEN_OWNER both start with a pointer to their SID, which lies inside
+/// the same buffer), copied out while the buffer is alive.
+fn token_sid(token: HANDLE, class: i32) -> io::Result<Vec<u8>> {
     let mut len = 0u32;
     // SAFETY: a size query with a null buffer; `len` receives the size.
     unsafe { GetTokenInformation(token, class, ptr::null_mut(), 0, &mut len) };
@@ -48,21 +51,12 @@ fn token_info(token: HANDLE, class: i32) -> io::Result<Vec<u8>> {
     if ok == 0 {
         return Err(io::Error::last_os_error());
     }
-    // SAFETY: u64 -> u8 view of the same initialised memory.
-    let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), len as usize) };
-    Ok(bytes.to_vec())
-}
-
-/// A SID copied out of a token-information buffer (the buffer's first
-/// field is the pointer to it, into the same buffer).
-fn sid_bytes(buf: &[u8]) -> Vec<u8> {
-    // SAFETY: TOKEN_USER and TOKEN_OWNER both start with a PSID into `buf`,
-    // whose bytes were aligned when read; the SID's length is in its header
-    // (8 bytes + 4 per sub-authority, the count at byte 1).
+    // SAFETY: the buffer starts with an aligned PSID into `buf` (alive
+    // here); a SID is 8 bytes plus 4 per sub-authority, the count at byte 1.
     unsafe {
-        let sid = ptr::read_unaligned(buf.as_ptr().cast::<PSID>()) as *const u8;
+        let sid = *buf.as_ptr().cast::<PSID>() as *const u8;
         let n = 8 + 4 * usize::from(*sid.add(1));
-        std::slice::from_raw_parts(sid, n).to_vec()
+        Ok(std::slice::from_raw_parts(sid, n).to_vec())
     }
 }
 
@@ -73,8 +67,8 @@ fn token() -> io::Result<Token> {
         return Err(io::Error::last_os_error());
     }
     let res = (|| {
-        let user = sid_bytes(&token_info(h, TokenUser)?);
-        let owner = sid_bytes(&token_info(h, TokenOwner)?);
+        let user = token_sid(h, TokenUser)?;
+        let owner = token_sid(h, TokenOwner)?;
         Ok(Token { user, owner })
     })();
     // SAFETY: `h` came from OpenProcessToken.

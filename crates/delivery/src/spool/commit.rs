@@ -89,7 +89,7 @@ impl Spool {
         for chunk in new.chunks(COMMIT_CHUNK) {
             let mut opened = Vec::with_capacity(chunk.len());
             for &p in chunk {
-                match data_dir::open_nofollow(p) {
+                match data_dir::open_nofollow_to_flush(p) {
                     Ok(f) => opened.push((f, p)),
                     // Delivered meanwhile (a sleeping drainer commits
                     // without the drain lock).
@@ -108,7 +108,7 @@ impl Spool {
             note(sync_dir(&self.dir));
             for id in self.ledger_sinks() {
                 let path = self.ledger_path(&id, LEDGER_ENQUEUED);
-                note(data_dir::open_nofollow(&path).and_then(|f| {
+                note(data_dir::open_nofollow_to_flush(&path).and_then(|f| {
                     if !f.metadata()?.is_file() {
                         return Ok(());
                     }
