@@ -450,6 +450,7 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     #[test]
     fn tightens_loose_mode() {
         use std::os::unix::fs::PermissionsExt;
@@ -464,6 +465,7 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
     #[test]
     fn private_file_open_refuses_links_fifos_and_directories() {
         let t = tempfile::tempdir().unwrap();
@@ -486,6 +488,7 @@ mod tests {
     /// of the same name, `write_private_file` removed it first, the
     /// installer never met one (random names). Kept: a leftover file or
     /// link is replaced (never written through) and the mode is exact.
+    #[cfg(unix)]
     #[test]
     fn a_leftover_temp_file_or_link_is_replaced_not_written_through() {
         use std::os::unix::fs::PermissionsExt;
@@ -522,6 +525,7 @@ mod tests {
         assert_eq!(fs::read_dir(t.path()).unwrap().count(), 1);
     }
 
+    #[cfg(unix)]
     #[test]
     fn private_file_is_0600() {
         use std::os::unix::fs::PermissionsExt;

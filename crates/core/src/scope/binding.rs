@@ -786,6 +786,7 @@ mod tests {
         assert!(!data.exists());
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_corrupt_or_linked_ledger_fails_closed() {
         let (t, data, a, _b) = dirs();

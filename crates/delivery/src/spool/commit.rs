@@ -172,6 +172,7 @@ mod tests {
         (out, syncs)
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_commit_flushes_new_entries_then_the_directory_then_the_ledgers() {
         let t = tempfile::tempdir().unwrap();

@@ -1000,15 +1000,18 @@ pub mod tests {
 
     #[test]
     fn enqueue_list_load_remove_and_count() {
-        use std::os::unix::fs::PermissionsExt;
         let t = tempfile::tempdir().unwrap();
         let s = Spool::open(&t.path().join("data")).unwrap();
         let a = s.enqueue(&sample(&"a".repeat(32))).unwrap();
         let b = s.enqueue(&sample(&"b".repeat(32))).unwrap();
-        assert_eq!(
-            fs::metadata(&a).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(
+                fs::metadata(&a).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+        }
         assert_eq!(s.pending().unwrap(), vec![a.clone(), b.clone()]);
         assert_eq!(Spool::load(&a).unwrap(), sample(&"a".repeat(32)));
         let mut e = Spool::load(&b).unwrap();
@@ -1042,6 +1045,7 @@ pub mod tests {
         s.enqueue(&sample(&"d".repeat(32))).unwrap();
     }
 
+    #[cfg(unix)]
     #[test]
     fn counters_are_never_written_or_read_through_a_symlink() {
         let t = tempfile::tempdir().unwrap();
@@ -1060,6 +1064,7 @@ pub mod tests {
         assert!(fs::symlink_metadata(&ledger).unwrap().is_symlink());
     }
 
+    #[cfg(unix)]
     #[test]
     fn ledgers_keep_room_ahead_to_count_on_a_full_disk() {
         use std::os::unix::fs::MetadataExt;
@@ -1264,6 +1269,7 @@ pub mod tests {
         drop(held);
     }
 
+    #[cfg(unix)]
     #[test]
     fn refuses_symlinked_spool() {
         let t = tempfile::tempdir().unwrap();
@@ -1278,6 +1284,7 @@ pub mod tests {
         ));
     }
 
+    #[cfg(unix)]
     pub fn mkfifo(path: &Path) {
         use std::os::unix::ffi::OsStrExt;
         let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
@@ -1285,6 +1292,7 @@ pub mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     }
 
+    #[cfg(unix)]
     #[test]
     fn listing_leaves_out_what_is_not_a_regular_file_and_never_opens_it() {
         let t = tempfile::tempdir().unwrap();
