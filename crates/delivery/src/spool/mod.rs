@@ -1325,12 +1325,16 @@ pub mod tests {
         let p = s.enqueue(&good).unwrap();
         assert_eq!(Spool::load(&p).unwrap(), good);
         // Another user's file (the uid is the seam: root runs the tests).
-        let me = memhook_core::data_dir::current_uid();
-        match load_as(&p, me + 1) {
-            Err(SpoolError::Invalid { problem, .. }) => {
-                assert!(problem.contains("owned by uid"), "{problem}");
+        // Windows has no uids: the data dir's owner-only ACL is the guard.
+        #[cfg(unix)]
+        {
+            let me = memhook_core::data_dir::current_uid();
+            match load_as(&p, me + 1) {
+                Err(SpoolError::Invalid { problem, .. }) => {
+                    assert!(problem.contains("owned by uid"), "{problem}");
+                }
+                other => panic!("{other:?}"),
             }
-            other => panic!("{other:?}"),
         }
         let http = SinkTarget::Http {
             url: "http://127.0.0.1:9".into(),
