@@ -65,13 +65,27 @@ impl Baked {
 
     /// The whole hook command as one shell string.
     pub fn hook_command(&self, event: &str, agent: &str) -> String {
-        let mut words = vec![self.exe.to_string_lossy().into_owned()];
+        let mut words = vec![program_word(&self.exe.to_string_lossy(), cfg!(windows))];
         words.extend(self.hook_args(event, agent));
         words
             .iter()
             .map(|w| shell_quote(w))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+}
+
+/// The program word of a hook command. On Windows its separators are
+/// written `/`: `C:/Users/me/.cargo/bin/memhook.exe` needs no quoting, so
+/// it runs the same through Git Bash (Claude Code), PowerShell (Codex),
+/// where a quoted program name would be a string, not a command, and
+/// `sh -c`; Windows opens the path either way. A path with a space still
+/// needs quotes (docs/install.md, "Agents on Windows").
+fn program_word(exe: &str, windows: bool) -> String {
+    if windows {
+        exe.replace('\\', "/")
+    } else {
+        exe.to_string()
     }
 }
 
@@ -251,6 +265,24 @@ pub fn normalise_server_url(u: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_windows_program_path_is_written_with_slashes_and_needs_no_quotes() {
+        let exe = r"C:\Users\me\.cargo\bin\memhook.exe";
+        let word = program_word(exe, true);
+        assert_eq!(word, "C:/Users/me/.cargo/bin/memhook.exe");
+        assert_eq!(shell_quote(&word), word);
+        // Elsewhere a backslash is a file-name character: kept.
+        assert_eq!(
+            program_word("/opt/a\\b/memhook", false),
+            "/opt/a\\b/memhook"
+        );
+        // With a space it is still quoted (PowerShell then needs `&`).
+        assert_eq!(
+            shell_quote(&program_word(r"C:\Program Files\memhook.exe", true)),
+            "'C:/Program Files/memhook.exe'"
+        );
+    }
 
     fn baked(exe: &str) -> Baked {
         Baked {
