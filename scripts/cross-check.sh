@@ -17,7 +17,7 @@ export CC_x86_64_apple_darwin="$here/macos/cc-x86_64.sh"
 win=x86_64-pc-windows-gnu
 jobs=(); [[ -n "${CARGO_BUILD_JOBS:-}" ]] && jobs=(-j "$CARGO_BUILD_JOBS")
 
-echo "== Windows: build (whole workspace, warnings are errors)"
+echo "== Windows: build (whole workspace; clippy below fails on any warning)"
 cargo build "${jobs[@]}" --locked --target "$win" --workspace --bins
 echo "== Windows: clippy"
 cargo clippy "${jobs[@]}" --locked --target "$win" --workspace -- -D warnings

@@ -150,6 +150,42 @@ if grep -r -a -q -F "$secret-open" "$data"; then
 else
     bad "control: a kept tool output never reached the data dir (the leak search proves nothing)"
 fi
+echo "== hooks killed at random moments: the books stay balanced"
+(
+    export AI_MEMORY_DATA_DIR="$(win "$work/crash")"
+    export MEMHOOK_NO_HOOK_DELIVERY=1
+    pids=()
+    for i in $(seq 1 16); do
+        payload UserPromptSubmit "k$i" prompt "\"crash test $i\"" >"$work/k$i.json"
+        (cd "$proj" && exec "$run" "$bin/memhook.exe" hook --event UserPromptSubmit --agent claude-code \
+            <"$work/k$i.json" >/dev/null 2>&1) &
+        pids+=($!)
+    done
+    # Every other hook gets SIGKILL 0-119 ms after its start: before, during
+    # or after its enqueue (where it dies is not controlled here).
+    : >"$work/killed"
+    for i in "${!pids[@]}"; do
+        if ((i % 2 == 0)); then
+            (sleep "$(printf 0.%03d $((RANDOM % 120)))" && kill -9 "${pids[$i]}" 2>/dev/null && echo "$i" >>"$work/killed") &
+        fi
+    done
+    wait || true
+    killed=$(wc -l <"$work/killed")
+    (cd "$proj" && "$run" "$bin/memhook.exe" drain >"$work/drain.out" 2>&1) || true
+    (cd "$proj" && "$run" "$bin/memhook.exe" status --json >"$work/status.json" 2>"$work/status.err") || true
+    if python3 - "$work/status.json" <<'EOF2'; then
+import json, sys
+st = json.load(open(sys.argv[1]))
+sinks = st["sinks"]
+assert sinks and all(s["balanced"] for s in sinks), sinks
+print("    " + "; ".join(f"{s.get('sink', s)}: " + ", ".join(f"{k} {s[k]}" for k in ("enqueued", "delivered", "pending") if k in s) for s in sinks))
+EOF2
+        ok "16 hooks, $killed killed mid-run (SIGKILL to the Wine process): status reports the books balanced"
+    else
+        bad "books after killed hooks: $(head -c 600 "$work/status.json") $(head -c 300 "$work/status.err")"
+    fi
+)
+
 if [[ -s "$data/logs/drain.log" ]]; then
     echo "drain.log:"
     sed 's/^/    /' "$data/logs/drain.log"
