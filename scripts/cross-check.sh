@@ -2,7 +2,7 @@
 # Windows and macOS, built and tested here (issue 27; DESIGN §14):
 # - Windows (x86_64-pc-windows-gnu, MinGW): the whole workspace builds
 #   with no warnings, clippy -D warnings, the unit tests of memhook-core,
-#   memhook-delivery and memhook-hook run under Wine, and the binaries end
+#   memhook-delivery, memhook-hook and memhook-sinks run under Wine, and the binaries end
 #   to end under Wine (scripts/wine-e2e.sh).
 # - macOS (aarch64/x86_64-apple-darwin): cargo check and clippy -D warnings
 #   with Zig as the C compiler. Linking needs Apple's SDK, absent here, so
@@ -22,7 +22,7 @@ cargo build "${jobs[@]}" --locked --target "$win" --workspace --bins
 echo "== Windows: clippy"
 cargo clippy "${jobs[@]}" --locked --target "$win" --workspace -- -D warnings
 echo "== Windows: unit tests under Wine"
-cargo test "${jobs[@]}" --locked --target "$win" -p memhook-core -p memhook-delivery -p memhook-hook --lib
+cargo test "${jobs[@]}" --locked --target "$win" -p memhook-core -p memhook-delivery -p memhook-hook -p memhook-sinks --lib
 echo "== Windows: the binaries end to end under Wine"
 bash "$here/wine-e2e.sh" "${CARGO_TARGET_DIR:-target}/$win/debug"
 
