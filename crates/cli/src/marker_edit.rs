@@ -5,7 +5,6 @@
 
 use std::fmt;
 use std::io::Read;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use memhook_core::scope::MARKER_FILE;
@@ -117,7 +116,15 @@ pub fn set_enabled(path: &Path, on: bool) -> Result<Edited, EditError> {
                 path: path.to_path_buf(),
                 why: "not UTF-8".into(),
             })?;
-            (text, m.permissions().mode() & 0o7777)
+            #[cfg(unix)]
+            let mode = {
+                use std::os::unix::fs::PermissionsExt;
+                m.permissions().mode() & 0o7777
+            };
+            // Windows: no mode bits; the rewritten file keeps the folder's ACL.
+            #[cfg(not(unix))]
+            let mode = 0o644;
+            (text, mode)
         }
     };
     let new = edited_text(&text, on, existing.is_none()).map_err(|why| EditError::Unparsable {
@@ -129,7 +136,9 @@ pub fn set_enabled(path: &Path, on: bool) -> Result<Edited, EditError> {
     }
     memhook_core::data_dir::write_atomic(path, new.as_bytes(), mode, &|| Ok(())).map_err(io)?;
     // Keep the owner of an existing marker (root editing a user's file).
+    #[cfg(unix)]
     if let Some(m) = &existing {
+        use std::os::unix::fs::MetadataExt;
         if m.uid() != memhook_core::data_dir::current_uid() {
             let _ = std::os::unix::fs::lchown(path, Some(m.uid()), Some(m.gid()));
         }
@@ -230,6 +239,7 @@ mod tests {
 
     #[test]
     fn files_are_created_edited_and_links_refused() {
+        use std::os::unix::fs::PermissionsExt;
         let t = tempfile::tempdir().unwrap();
         let m = t.path().join(MARKER_FILE);
         assert_eq!(set_enabled(&m, false).unwrap(), Edited::Created);

@@ -110,6 +110,7 @@ fn start_server(dir: &Path, addr: SocketAddr, base: &str) -> Result<u32, Error> 
     rotate(&log_path);
     let mut opts = fs::OpenOptions::new();
     opts.append(true).create(true);
+    #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
         opts.mode(0o600).custom_flags(libc::O_NOFOLLOW);
@@ -125,6 +126,13 @@ fn start_server(dir: &Path, addr: SocketAddr, base: &str) -> Result<u32, Error> 
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log);
+    // Windows: the server runs on with no console window of its own.
+    #[cfg(windows)]
+    {
+        use std::os::windows::process::CommandExt;
+        cmd.creation_flags(memhook_delivery::drain::spawn::DETACHED_FLAGS);
+    }
+    #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
         // SAFETY: setsid is async-signal-safe and touches no memory of ours.

@@ -106,6 +106,13 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), DirError> {
                 path: dir.to_path_buf(),
                 source,
             })?;
+            // Windows: the owner-only ACL, inherited by every file and
+            // directory made inside (the spool, the store, the token).
+            #[cfg(windows)]
+            crate::winacl::restrict_to_owner(dir).map_err(|source| DirError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
         }
         Err(source) => {
             return Err(DirError::Io {
@@ -148,6 +155,25 @@ pub fn check_private_dir(dir: &Path) -> Result<(), DirError> {
             })?;
         }
     }
+    #[cfg(windows)]
+    match crate::winacl::foreign_owner(dir) {
+        Ok(None) => {}
+        Ok(Some(sid)) => {
+            return Err(DirError::Io {
+                path: dir.to_path_buf(),
+                source: io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!("owned by {sid}, not by you; memhook refuses to use it (choose another --data-dir)"),
+                ),
+            })
+        }
+        Err(source) => {
+            return Err(DirError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    }
     Ok(())
 }
 
@@ -156,6 +182,14 @@ pub fn check_private_dir(dir: &Path) -> Result<(), DirError> {
 pub fn current_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
+}
+
+/// No uids on Windows: ownership is the data dir's owner-only ACL
+/// (checked by [`check_private_dir`]); callers that compare uids are
+/// compiled for Unix only.
+#[cfg(not(unix))]
+pub fn current_uid() -> u32 {
+    0
 }
 
 /// Write `bytes` to `path` atomically, mode 0600: see [`write_atomic`]. The
@@ -202,6 +236,15 @@ pub fn write_new_synced(tmp: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
         use std::os::unix::fs::OpenOptionsExt;
         opts.mode(mode);
     }
+    // Windows: no mode bits; the file inherits the data dir's owner-only
+    // ACL (`winacl`). Writes go through the cache (`FILE_FLAG_WRITE_THROUGH`)
+    // and `sync_all` below is `FlushFileBuffers`.
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        let _ = mode;
+        opts.custom_flags(FILE_FLAG_WRITE_THROUGH);
+    }
     let mut f = match opts.open(tmp) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -229,7 +272,17 @@ pub fn write_new_synced(tmp: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
 /// Best effort: fsync the directory `dir`, so a rename into it survives a
 /// crash.
 pub fn sync_dir(dir: &Path) {
-    if let Ok(d) = fs::File::open(dir) {
+    #[cfg(windows)]
+    let d = {
+        use std::os::windows::fs::OpenOptionsExt;
+        fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(FILE_FLAG_BACKUP_SEMANTICS)
+            .open(dir)
+    };
+    #[cfg(not(windows))]
+    let d = fs::File::open(dir);
+    if let Ok(d) = d {
         let _ = d.sync_all();
     }
 }
@@ -248,8 +301,66 @@ pub fn open_nofollow(path: &Path) -> io::Result<fs::File> {
         // The standard library adds O_CLOEXEC to every open.
         opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
     }
+    // Windows: open the reparse point itself, never its target; a
+    // symlink or junction opened this way is refused by type here.
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        opts.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT);
+        let f = opts.open(path)?;
+        if f.metadata()?.file_type().is_symlink() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is a symlink or junction; memhook does not follow it",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(f)
+    }
+    #[cfg(not(windows))]
     opts.open(path)
 }
+
+/// [`open_nofollow`] for a flush (`sync_all`/`sync_data`): on Windows
+/// `FlushFileBuffers` needs a handle with write access (a read-only one
+/// fails with "Access denied"), so the file is opened for writing there,
+/// never created, truncated or written. Elsewhere it is [`open_nofollow`].
+pub fn open_nofollow_to_flush(path: &Path) -> io::Result<fs::File> {
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        let f = fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+            .open(path)?;
+        if f.metadata()?.file_type().is_symlink() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is a symlink or junction; memhook does not follow it",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(f)
+    }
+    #[cfg(not(windows))]
+    open_nofollow(path)
+}
+
+/// `FILE_FLAG_WRITE_THROUGH` (winbase.h): writes reach the disk before
+/// the call returns.
+#[cfg(windows)]
+pub const FILE_FLAG_WRITE_THROUGH: u32 = 0x8000_0000;
+/// `FILE_FLAG_BACKUP_SEMANTICS` (winbase.h): needed to open a directory.
+#[cfg(windows)]
+pub const FILE_FLAG_BACKUP_SEMANTICS: u32 = 0x0200_0000;
+/// `FILE_FLAG_OPEN_REPARSE_POINT` (winbase.h): open a symlink or junction
+/// itself, not what it points at.
+#[cfg(windows)]
+pub const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
 
 /// Read `f` to its end, at most `limit` bytes; `len` is its length as the
 /// caller's `fstat` found it. The buffer is sized from that, so a small
@@ -339,6 +450,7 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     #[test]
     fn tightens_loose_mode() {
         use std::os::unix::fs::PermissionsExt;
@@ -353,6 +465,7 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
     #[test]
     fn private_file_open_refuses_links_fifos_and_directories() {
         let t = tempfile::tempdir().unwrap();
@@ -375,6 +488,7 @@ mod tests {
     /// of the same name, `write_private_file` removed it first, the
     /// installer never met one (random names). Kept: a leftover file or
     /// link is replaced (never written through) and the mode is exact.
+    #[cfg(unix)]
     #[test]
     fn a_leftover_temp_file_or_link_is_replaced_not_written_through() {
         use std::os::unix::fs::PermissionsExt;
@@ -411,6 +525,7 @@ mod tests {
         assert_eq!(fs::read_dir(t.path()).unwrap().count(), 1);
     }
 
+    #[cfg(unix)]
     #[test]
     fn private_file_is_0600() {
         use std::os::unix::fs::PermissionsExt;

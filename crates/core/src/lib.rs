@@ -22,3 +22,5 @@ pub mod scope;
 pub mod switches;
 pub mod term;
 pub mod timefmt;
+#[cfg(windows)]
+pub mod winacl;

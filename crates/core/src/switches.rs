@@ -251,6 +251,7 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     #[test]
     fn gates_disable_allowlist_and_pause() {
         let t = tempfile::tempdir().unwrap();

@@ -480,10 +480,120 @@ fn spawn_drainer(data_dir: &Path, sink: &SinkTarget) {
 /// Read stdin to EOF, at most [`MAX_STDIN_BYTES`], within `timeout`.
 /// A complete JSON object already read is accepted when no more input is
 /// ready, so a writer that keeps stdin open costs nothing.
+#[cfg(unix)]
 pub fn read_stdin(timeout: Duration) -> Stdin {
     read_fd(0, timeout, MAX_STDIN_BYTES)
 }
 
+/// Windows: no `poll` on a pipe or console handle, so one thread reads
+/// stdin into chunks and [`read_chunks`] applies the same rules (size,
+/// deadline, early accept of a whole object) to what arrives. At the
+/// deadline the thread is left blocked in its read; the process exits.
+#[cfg(windows)]
+pub fn read_stdin(timeout: Duration) -> Stdin {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("stdin".into())
+        .spawn(move || {
+            use std::io::Read;
+            let mut stdin = std::io::stdin().lock();
+            let mut sent = 0usize;
+            loop {
+                let mut chunk = vec![0u8; 64 * 1024];
+                let msg = match stdin.read(&mut chunk) {
+                    Ok(n) => {
+                        chunk.truncate(n);
+                        Ok(chunk)
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    // A closed pipe is the end of the input.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Vec::new()),
+                    Err(e) => Err(e.to_string()),
+                };
+                let last = !matches!(&msg, Ok(c) if !c.is_empty());
+                sent += msg.as_ref().map_or(0, Vec::len);
+                if tx.send(msg).is_err() || last || sent > MAX_STDIN_BYTES + MAX_DISCARD_BYTES {
+                    return;
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        return Stdin::Failed(e.to_string());
+    }
+    read_chunks(&rx, timeout, MAX_STDIN_BYTES)
+}
+
+/// Stdin as chunks from a reader thread (an empty chunk or a hung-up
+/// sender is the end of the input): the rules of `read_fd` over a channel.
+#[cfg(any(windows, test))]
+fn read_chunks(
+    rx: &std::sync::mpsc::Receiver<Result<Vec<u8>, String>>,
+    timeout: Duration,
+    max: usize,
+) -> Stdin {
+    use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+    let deadline = Instant::now() + timeout;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut too_large = false;
+    let mut discarded = 0usize;
+    let mut tried_at = 0usize;
+    let end = |buf: Vec<u8>, too_large: bool| {
+        if too_large {
+            Stdin::TooLarge
+        } else {
+            Stdin::Complete(buf)
+        }
+    };
+    loop {
+        let chunk = match rx.try_recv() {
+            Ok(c) => c,
+            Err(TryRecvError::Disconnected) => return end(buf, too_large),
+            Err(TryRecvError::Empty) => {
+                if !too_large && ends_with_brace(&buf) && buf.len() >= tried_at.saturating_mul(2) {
+                    if event::payload::is_complete_object(&buf) {
+                        return Stdin::Complete(buf);
+                    }
+                    tried_at = buf.len();
+                }
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return if too_large {
+                        Stdin::TooLarge
+                    } else if ends_with_brace(&buf) && event::payload::is_complete_object(&buf) {
+                        Stdin::Complete(buf)
+                    } else {
+                        Stdin::TimedOut
+                    };
+                }
+                match rx.recv_timeout(left) {
+                    Ok(c) => c,
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => return end(buf, too_large),
+                }
+            }
+        };
+        let chunk = match chunk {
+            Ok(c) if c.is_empty() => return end(buf, too_large),
+            Ok(c) => c,
+            Err(e) => return Stdin::Failed(e),
+        };
+        if too_large {
+            discarded += chunk.len();
+            if discarded > MAX_DISCARD_BYTES {
+                return Stdin::TooLarge;
+            }
+        } else {
+            buf.extend_from_slice(&chunk);
+            if buf.len() > max {
+                too_large = true;
+                discarded = buf.len();
+                buf = Vec::new();
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
 fn read_fd(fd: libc::c_int, timeout: Duration, max: usize) -> Stdin {
     let deadline = Instant::now() + timeout;
     // The payload is read straight into `buf`'s spare capacity, never
@@ -580,6 +690,7 @@ fn read_fd(fd: libc::c_int, timeout: Duration, max: usize) -> Stdin {
     }
 }
 
+#[cfg(unix)]
 #[derive(Debug, PartialEq)]
 enum Poll {
     Ready,
@@ -587,6 +698,7 @@ enum Poll {
     Failed(String),
 }
 
+#[cfg(unix)]
 fn poll_in(fd: libc::c_int, wait: Duration) -> Poll {
     let mut pfd = libc::pollfd {
         fd,
@@ -621,6 +733,64 @@ fn ends_with_brace(buf: &[u8]) -> bool {
 }
 
 #[cfg(test)]
+mod chunk_tests {
+    use super::*;
+    use std::sync::mpsc::channel;
+
+    fn send(chunks: &[&[u8]]) -> std::sync::mpsc::Receiver<Result<Vec<u8>, String>> {
+        let (tx, rx) = channel();
+        for c in chunks {
+            tx.send(Ok(c.to_vec())).unwrap();
+        }
+        // `tx` dropped: the end of the input.
+        rx
+    }
+
+    #[test]
+    fn chunks_read_to_the_end_and_stop_past_the_cap() {
+        let rx = send(&[b"{\"a\":", b"1}"]);
+        assert!(
+            matches!(read_chunks(&rx, Duration::from_secs(1), 100), Stdin::Complete(b) if b == b"{\"a\":1}")
+        );
+        let rx = send(&[b"0123456789", b"0123456789"]);
+        assert!(matches!(
+            read_chunks(&rx, Duration::from_secs(1), 15),
+            Stdin::TooLarge
+        ));
+        let (tx, rx) = channel();
+        tx.send(Err("broken".to_string())).unwrap();
+        assert!(
+            matches!(read_chunks(&rx, Duration::from_secs(1), 15), Stdin::Failed(e) if e == "broken")
+        );
+    }
+
+    #[test]
+    fn a_whole_object_is_taken_while_the_writer_keeps_stdin_open() {
+        let (tx, rx) = channel();
+        tx.send(Ok(b"{\"a\":1}".to_vec())).unwrap();
+        let t = Instant::now();
+        assert!(matches!(
+            read_chunks(&rx, Duration::from_secs(5), 100),
+            Stdin::Complete(_)
+        ));
+        assert!(t.elapsed() < Duration::from_secs(1));
+        // Half an object and a writer that never closes: the deadline.
+        tx.send(Ok(b"{\"a\":".to_vec())).unwrap();
+        let rx2 = {
+            let (tx2, rx2) = channel();
+            tx2.send(Ok(b"{\"a\":".to_vec())).unwrap();
+            std::mem::forget(tx2);
+            rx2
+        };
+        assert!(matches!(
+            read_chunks(&rx2, Duration::from_millis(50), 100),
+            Stdin::TimedOut
+        ));
+        drop(tx);
+    }
+}
+
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

@@ -7,7 +7,6 @@
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -108,17 +107,29 @@ fn read_token_file(path: &Path) -> Result<Option<String>, String> {
              (remove it and start again to get a new token)"
         ));
     }
-    // SAFETY: geteuid has no preconditions.
-    if meta.uid() != unsafe { libc::geteuid() } {
-        return Err(format!(
-            "{shown}: owned by another user; memhook refuses it (remove it)"
-        ));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions.
+        if meta.uid() != unsafe { libc::geteuid() } {
+            return Err(format!(
+                "{shown}: owned by another user; memhook refuses it (remove it)"
+            ));
+        }
+        if meta.mode() & 0o077 != 0 {
+            return Err(format!(
+                "{shown}: other users can read or write it (mode {:o}); run `chmod 600 {shown}`, \
+                 or remove it to get a new token",
+                meta.mode() & 0o777
+            ));
+        }
     }
-    if meta.mode() & 0o077 != 0 {
+    // Windows: the file inherits the data dir's owner-only ACL; its owner
+    // must be this user.
+    #[cfg(windows)]
+    if let Ok(Some(sid)) = memhook_core::winacl::foreign_owner(path) {
         return Err(format!(
-            "{shown}: other users can read or write it (mode {:o}); run `chmod 600 {shown}`, \
-             or remove it to get a new token",
-            meta.mode() & 0o777
+            "{shown}: owned by {sid}, not by you; memhook refuses it (remove it)"
         ));
     }
     if meta.len() > MAX_AUTH_TOKEN_BYTES {
@@ -143,12 +154,16 @@ fn read_token_file(path: &Path) -> Result<Option<String>, String> {
 /// file or through a symlink), mode 0600, synced.
 fn create_token_file(path: &Path) -> std::io::Result<String> {
     let token = random_token()?;
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)?;
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    // Windows: no mode; the data dir's owner-only ACL is inherited, and
+    // `create_new` fails on any existing name (a link included).
+    let mut f = opts.open(path)?;
     let written = f
         .write_all(format!("{token}\n").as_bytes())
         .and_then(|_| f.sync_all());

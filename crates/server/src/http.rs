@@ -21,7 +21,6 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -175,7 +174,23 @@ fn transient(e: &io::Error) -> bool {
 }
 
 /// Block until the listener has a connection waiting, or [`SLICE`] passed.
+#[cfg(windows)]
 fn wait_readable(listener: &TcpListener) {
+    use std::os::windows::io::AsRawSocket;
+    use windows_sys::Win32::Networking::WinSock::{WSAPoll, POLLRDNORM, WSAPOLLFD};
+    let mut fd = WSAPOLLFD {
+        fd: listener.as_raw_socket() as usize,
+        events: POLLRDNORM,
+        revents: 0,
+    };
+    // SAFETY: one valid WSAPOLLFD for the duration of the call.
+    unsafe { WSAPoll(&mut fd, 1, SLICE.as_millis() as i32) };
+}
+
+/// Block until the listener has a connection waiting, or [`SLICE`] passed.
+#[cfg(unix)]
+fn wait_readable(listener: &TcpListener) {
+    use std::os::fd::AsRawFd;
     let mut fd = libc::pollfd {
         fd: listener.as_raw_fd(),
         events: libc::POLLIN,

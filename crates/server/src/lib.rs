@@ -91,10 +91,24 @@ pub const MAX_BODY_BYTES: u64 = 10 * 1024 * 1024;
 /// Set by SIGTERM/SIGINT.
 static STOP: AtomicBool = AtomicBool::new(false);
 
+#[cfg(unix)]
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
+/// Windows: Ctrl-C, Ctrl-Break and closing the console stop the server
+/// the way SIGINT/SIGTERM do.
+#[cfg(windows)]
+fn install_signal_handlers() {
+    unsafe extern "system" fn on_ctrl(_: u32) -> windows_sys::core::BOOL {
+        STOP.store(true, Ordering::SeqCst);
+        1
+    }
+    // SAFETY: the handler only stores to an atomic.
+    unsafe { windows_sys::Win32::System::Console::SetConsoleCtrlHandler(Some(on_ctrl), 1) };
+}
+
+#[cfg(unix)]
 fn install_signal_handlers() {
     let handler: extern "C" fn(libc::c_int) = on_signal;
     for sig in [libc::SIGTERM, libc::SIGINT] {

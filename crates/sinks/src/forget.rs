@@ -218,11 +218,14 @@ mod tests {
         record_pending(t.path()).unwrap();
         assert!(cleanup_pending(t.path()));
         let note = t.path().join(PENDING_FILE);
-        use std::os::unix::fs::PermissionsExt;
-        assert_eq!(
-            std::fs::metadata(&note).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(
+                std::fs::metadata(&note).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+        }
         assert!(std::fs::read_to_string(&note)
             .unwrap()
             .contains("memhook drain"));

@@ -190,8 +190,11 @@ pub fn resolve(
         config.user(&user);
     }
     if config.get_hosts().is_empty() {
-        // libpq's default: the local socket directory.
+        // libpq's default: the local socket directory (Windows: localhost).
+        #[cfg(unix)]
         config.host_path("/var/run/postgresql");
+        #[cfg(not(unix))]
+        config.host("localhost");
     }
     if let Some(path) = password_file {
         config.password(read_password_file(path)?);
@@ -208,6 +211,7 @@ pub fn resolve(
 pub fn describe(config: &Config) -> String {
     let host = match config.get_hosts().first() {
         Some(Host::Tcp(h)) => h.clone(),
+        #[cfg(unix)]
         Some(Host::Unix(p)) => p.display().to_string(),
         None => String::new(),
     };

@@ -35,17 +35,30 @@
 //!
 //! Arguments come from `std::env::args_os`, which glibc fills before any
 //! `main` runs.
+//!
+//! Windows has no `exec`: there `memhook-cli` runs as a child that
+//! inherits the standard handles (the payload still unread on stdin), and
+//! its exit code is this process's. Rust's own `main` is used there (its
+//! setup is small on Windows and there is no `SIGPIPE`).
 // (The test harness brings its own `main`.)
-#![cfg_attr(not(test), no_main)]
+#![cfg_attr(all(not(test), unix), no_main)]
 
 use std::ffi::OsString;
+#[cfg(unix)]
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use memhook_core::event::EventKind;
 
-#[cfg(not(test))]
+#[cfg(all(not(test), windows))]
+fn main() -> ExitCode {
+    let code = std::panic::catch_unwind(lean_main).unwrap_or(ExitCode::from(101));
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    code
+}
+
+#[cfg(all(not(test), unix))]
 #[no_mangle]
 extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     reopen_closed_std_streams();
@@ -74,8 +87,19 @@ fn lean_main() -> ExitCode {
         }
     }
     let full = full_binary();
+    #[cfg(windows)]
+    let err = match std::process::Command::new(&full)
+        .args(argv.iter().skip(1))
+        .status()
+    {
+        Ok(st) => return ExitCode::from(st.code().map_or(1, |c| c.clamp(0, 255) as u8)),
+        Err(e) => e,
+    };
+    #[cfg(unix)]
     let mut err;
+    #[cfg(unix)]
     let mut tries = 0;
+    #[cfg(unix)]
     loop {
         err = std::process::Command::new(&full)
             .arg0(argv.first().cloned().unwrap_or_else(|| "memhook".into()))
@@ -104,6 +128,7 @@ fn lean_main() -> ExitCode {
 }
 
 /// How often an `exec` refused as "Text file busy" is tried (10 ms apart).
+#[cfg(unix)]
 #[cfg_attr(test, allow(dead_code))]
 const EXEC_BUSY_TRIES: u32 = 100;
 
@@ -115,13 +140,14 @@ fn full_binary() -> PathBuf {
 }
 
 /// The number `code` stands for (`ExitCode` only says whether two are equal).
+#[cfg_attr(windows, allow(dead_code))]
 fn status(code: ExitCode) -> i32 {
     (0..=u8::MAX)
         .find(|&n| ExitCode::from(n) == code)
         .map_or(1, i32::from)
 }
 
-#[cfg(not(test))]
+#[cfg(all(not(test), unix))]
 fn reopen_closed_std_streams() {
     for fd in 0..=2 {
         // SAFETY: F_GETFD only asks whether `fd` is open.

@@ -215,7 +215,7 @@ fn create_dirs(dir: &Path) -> Result<(), InstallError> {
 fn write_backup(
     path: &Path,
     bytes: &[u8],
-    meta: Option<&fs::Metadata>,
+    #[cfg_attr(not(unix), allow(unused_variables))] meta: Option<&fs::Metadata>,
 ) -> Result<PathBuf, InstallError> {
     let stamp: String = memhook_core::timefmt::rfc3339_ms(memhook_core::timefmt::now_ms())
         .chars()

@@ -65,13 +65,41 @@ impl Baked {
 
     /// The whole hook command as one shell string.
     pub fn hook_command(&self, event: &str, agent: &str) -> String {
-        let mut words = vec![self.exe.to_string_lossy().into_owned()];
+        self.hook_command_on(event, agent, cfg!(windows))
+    }
+
+    /// [`Baked::hook_command`] as written on Windows (`windows`) or
+    /// elsewhere. On Windows Codex runs hook commands through PowerShell,
+    /// where a quoted program name is a string, not a command: a program
+    /// path that needs quotes (a space) gets the call operator there,
+    /// `& 'C:/Program Files/memhook/memhook.exe' hook …`.
+    fn hook_command_on(&self, event: &str, agent: &str, windows: bool) -> String {
+        let mut words = vec![program_word(&self.exe.to_string_lossy(), windows)];
         words.extend(self.hook_args(event, agent));
-        words
+        let cmd = words
             .iter()
             .map(|w| shell_quote(w))
             .collect::<Vec<_>>()
-            .join(" ")
+            .join(" ");
+        if windows && agent == "codex" && cmd.starts_with('\'') {
+            format!("{POWERSHELL_CALL}{cmd}")
+        } else {
+            cmd
+        }
+    }
+}
+
+/// The program word of a hook command. On Windows its separators are
+/// written `/`: `C:/Users/me/.cargo/bin/memhook.exe` needs no quoting, so
+/// it runs the same through Git Bash (Claude Code), PowerShell (Codex),
+/// where a quoted program name would be a string, not a command, and
+/// `sh -c`; Windows opens the path either way. A path with a space still
+/// needs quotes (docs/install.md, "Agents on Windows").
+fn program_word(exe: &str, windows: bool) -> String {
+    if windows {
+        exe.replace('\\', "/")
+    } else {
+        exe.to_string()
     }
 }
 
@@ -213,8 +241,18 @@ pub fn parse_hook_argv(argv: &[String]) -> Option<OwnedHook> {
     })
 }
 
-/// Parse a hook command string. Exact shape or `None`.
+/// PowerShell's call operator before a quoted program path (Codex on
+/// Windows, [`Baked::hook_command`]).
+const POWERSHELL_CALL: &str = "& ";
+
+/// Parse a hook command string. Exact shape or `None` (the shape may start
+/// with PowerShell's `& ` before a quoted program path).
 pub fn parse_hook_command(cmd: &str) -> Option<OwnedHook> {
+    let cmd = match cmd.strip_prefix(POWERSHELL_CALL) {
+        Some(rest) if rest.starts_with('\'') => rest,
+        Some(_) => return None,
+        None => cmd,
+    };
     parse_hook_argv(&split_words(cmd)?)
 }
 
@@ -251,6 +289,58 @@ pub fn normalise_server_url(u: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn codex_on_windows_gets_the_call_operator_before_a_quoted_program() {
+        let spaced = baked(r"C:\Program Files\memhook\memhook.exe");
+        assert_eq!(
+            spaced.hook_command_on("stop", "codex", true),
+            "& 'C:/Program Files/memhook/memhook.exe' hook --event stop --agent codex"
+        );
+        // Claude Code runs hooks through Git Bash: no call operator.
+        assert_eq!(
+            spaced.hook_command_on("stop", "claude-code", true),
+            "'C:/Program Files/memhook/memhook.exe' hook --event stop --agent claude-code"
+        );
+        // A bare path needs none; nor does any path off Windows.
+        let bare = baked(r"C:\Users\me\.cargo\bin\memhook.exe");
+        assert!(!bare.hook_command_on("stop", "codex", true).starts_with('&'));
+        let posix = baked("/opt/my tools/memhook");
+        assert!(!posix
+            .hook_command_on("stop", "codex", false)
+            .starts_with('&'));
+        // Recognised again (re-apply, uninstall); only before a quote.
+        let written = posix.hook_command_on("stop", "codex", true);
+        assert_eq!(
+            written,
+            "& '/opt/my tools/memhook' hook --event stop --agent codex"
+        );
+        let parsed = parse_hook_command(&written).unwrap();
+        assert_eq!(
+            (parsed.event.as_str(), parsed.agent.as_str()),
+            ("stop", "codex")
+        );
+        assert_eq!(parsed.baked.exe, PathBuf::from("/opt/my tools/memhook"));
+        assert!(parse_hook_command("& /opt/bin/memhook hook --event stop --agent codex").is_none());
+    }
+
+    #[test]
+    fn a_windows_program_path_is_written_with_slashes_and_needs_no_quotes() {
+        let exe = r"C:\Users\me\.cargo\bin\memhook.exe";
+        let word = program_word(exe, true);
+        assert_eq!(word, "C:/Users/me/.cargo/bin/memhook.exe");
+        assert_eq!(shell_quote(&word), word);
+        // Elsewhere a backslash is a file-name character: kept.
+        assert_eq!(
+            program_word("/opt/a\\b/memhook", false),
+            "/opt/a\\b/memhook"
+        );
+        // With a space it is still quoted (PowerShell then needs `&`).
+        assert_eq!(
+            shell_quote(&program_word(r"C:\Program Files\memhook.exe", true)),
+            "'C:/Program Files/memhook.exe'"
+        );
+    }
 
     fn baked(exe: &str) -> Baked {
         Baked {

@@ -156,7 +156,8 @@ impl Location {
                 return Some(PathBuf::from(v));
             }
         }
-        let home = non_blank_env("HOME").map(PathBuf::from)?;
+        // HOME, or on Windows USERPROFILE (memhook_core::scope::env::home_var).
+        let home = memhook_core::scope::env::home_env().map(PathBuf::from)?;
         let base = if self.xdg {
             non_blank_env("XDG_CONFIG_HOME")
                 .map(PathBuf::from)

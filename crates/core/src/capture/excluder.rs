@@ -57,17 +57,32 @@ mod tests {
             "~/keys/*.pem".to_string(),
         ];
         let mut e = Excluder::new(&pats, "/repo", Some("/home/u")).unwrap();
-        assert_eq!(
-            e.roots(),
-            vec![
-                PathBuf::from("/home/u/keys"),
-                PathBuf::from("/repo"),
-                PathBuf::from("/repo/secret")
-            ]
-        );
+        // Only paths of this system's flavour are walked.
+        let posix = vec![
+            PathBuf::from("/home/u/keys"),
+            PathBuf::from("/repo"),
+            PathBuf::from("/repo/secret"),
+        ];
+        assert_eq!(e.roots(), if cfg!(windows) { vec![] } else { posix });
         assert_eq!(e.excludes("/repo/secret/a/key.txt"), Some(true));
         assert_eq!(e.excludes("/repo/src/.env"), Some(true));
         assert_eq!(e.excludes("/home/u/keys/id.pem"), Some(true));
         assert_eq!(e.excludes("/repo/src/main.rs"), Some(false));
+    }
+
+    /// Windows patterns are walked on Windows (folded: names compare
+    /// without case there), and not elsewhere; they match either way.
+    #[test]
+    fn windows_patterns_are_walked_on_windows_only() {
+        let pats = vec!["secret/**".to_string()];
+        let mut e = Excluder::new(&pats, r"C:\Repo", None).unwrap();
+        let want = if cfg!(windows) {
+            vec![PathBuf::from("c:/repo/secret")]
+        } else {
+            vec![]
+        };
+        assert_eq!(e.roots(), want);
+        assert_eq!(e.excludes(r"c:\REPO\Secret\key.txt"), Some(true));
+        assert_eq!(e.excludes(r"C:\Repo\src\main.rs"), Some(false));
     }
 }

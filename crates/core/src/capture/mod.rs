@@ -185,9 +185,8 @@ fn norm_abs(p: &str) -> Option<NormPath> {
 
 /// `$HOME` as scope resolution reads it (unset or empty: none), normalised.
 fn env_home() -> Option<NormPath> {
-    std::env::var("HOME")
-        .ok()
-        .filter(|h| !h.is_empty())
+    crate::scope::env::home_env()
+        .and_then(|h| h.into_string().ok())
         .and_then(|h| norm_abs(&h))
 }
 

@@ -24,7 +24,7 @@ pub const MAX_NESTED_LOOKS: usize = 64;
 /// with these candidate `paths`, if any.
 pub fn decide(paths: &[NormPath], home: Option<&NormPath>, event: &Event) -> Option<Decision> {
     let cwd = event.cwd.as_deref().and_then(super::norm_abs)?;
-    if cwd.flavour != path::Flavour::Posix {
+    if !path::native(cwd.flavour) {
         return None;
     }
     let cwd_dir = PathBuf::from(&cwd.text);
@@ -34,7 +34,7 @@ pub fn decide(paths: &[NormPath], home: Option<&NormPath>, event: &Event) -> Opt
         super::classify_tool(&event.agent, n).0
     });
     for p in paths {
-        if p.flavour != path::Flavour::Posix {
+        if !path::native(p.flavour) {
             continue;
         }
         let file = Path::new(&p.text);

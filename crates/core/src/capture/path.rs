@@ -57,6 +57,13 @@ impl NormPath {
     }
 }
 
+/// Are paths of this flavour the ones this system opens (Windows paths on
+/// Windows, POSIX paths elsewhere)? Only those are looked up on disk (the
+/// fingerprint walk, markers below the working directory).
+pub fn native(flavour: Flavour) -> bool {
+    (flavour == Flavour::Windows) == cfg!(windows)
+}
+
 /// Does the file system compare names of this flavour without regard to
 /// case? Windows paths always; POSIX paths on macOS, whose file systems
 /// are case-insensitive by default (DESIGN §3: `SECRET/key.txt` is

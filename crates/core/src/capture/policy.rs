@@ -161,12 +161,16 @@ impl Policy {
 
     /// The literal directories the patterns start from (a pattern's path up
     /// to its first wildcard segment), for walking what they can match.
-    /// POSIX patterns only; distinct.
+    /// Patterns of the flavour this system opens (Windows paths on
+    /// Windows, POSIX paths elsewhere); distinct.
     pub fn literal_prefixes(&self) -> Vec<String> {
         let mut out: Vec<String> = self
             .groups
             .iter()
-            .filter(|g| g.flavour == Flavour::Posix)
+            // The flavour of paths this system opens: Windows paths (`C:/…`,
+            // UNC) on Windows, POSIX paths elsewhere. Folded keys open the
+            // same files where names fold (Windows, macOS).
+            .filter(|g| path::native(g.flavour))
             .map(|g| g.prefix_key.clone())
             .collect();
         out.sort();

@@ -25,6 +25,13 @@
 //! `zip -r`, `git archive`, `git cat-file --batch-all-objects`) and
 //! interpreter code that walks a tree ([`WALKS`]). Which command does what
 //! is one table, [`COMMANDS`].
+//!
+//! Windows (DESIGN §3): command names match without regard to case and
+//! with or without `.exe` (`CMD.EXE`, `Get-ChildItem`); `cmd /c STRING`
+//! and `powershell`/`pwsh` `-Command STRING` (and the base64 UTF-16 of
+//! `-EncodedCommand`) are split again; a PowerShell `-Param:value` yields
+//! its value; `Get-ChildItem -Recurse` (any prefix of `-Recurse`, or
+//! `-Depth`), `dir /s`, `findstr /s` and `xcopy /s` are recursive.
 
 use super::MAX_CANDIDATES;
 
@@ -298,6 +305,12 @@ enum Role {
     /// Its arguments after its options (those in `valued` take the next
     /// word) are joined with spaces into one command string.
     Joins(&'static [&'static str]),
+    /// `cmd`: everything after `/c`, `/k` or `/r` is a command string.
+    Cmd,
+    /// `powershell`, `pwsh`: the words after `-Command` (or the first word
+    /// that is not an option) are a command string; `-EncodedCommand`'s
+    /// value is one in base64 of UTF-16LE.
+    PowerShell,
     /// A recursive search or listing.
     Search(Recursion),
 }
@@ -312,6 +325,12 @@ enum Recursion {
         short: &'static [char],
         long: &'static [&'static str],
         pairs: &'static [(&'static str, &'static str)],
+    },
+    /// Windows spellings, case-insensitive: cmd's `/s`, PowerShell's
+    /// `-Recurse` (or any prefix of it, `-r` included) and `-Depth`; or a
+    /// short option cluster holding one of `short` (GNU `dir -R`).
+    Windows {
+        short: &'static [char],
     },
     /// `git`: the subcommand (after global options, those in `valued`
     /// taking the next word) is one of `subs`.
@@ -437,6 +456,13 @@ const COMMANDS: &[(&[&str], Role)] = &[
         Role::Search(Recursion::Always),
     ),
     (&["grep", "egrep", "fgrep", "zgrep"], GREP),
+    // Windows: cmd and PowerShell (names are matched lowercased).
+    (&["cmd"], Role::Cmd),
+    (&["powershell", "pwsh"], Role::PowerShell),
+    (
+        &["get-childitem", "gci", "dir", "findstr", "xcopy"],
+        Role::Search(Recursion::Windows { short: &['R'] }),
+    ),
     // Archivers read whole trees (and print them: `tar cf - . | tar xOf -`).
     (
         &[
@@ -486,6 +512,15 @@ const COMMANDS: &[(&[&str], Role)] = &[
 
 fn role_of(word: &str) -> Option<Role> {
     let name = word.rsplit(['/', '\\']).next().unwrap_or(word);
+    // Windows finds `CMD.EXE` for `cmd` and PowerShell's names ignore case;
+    // a mixed-case name elsewhere is read the same (the safe direction).
+    let lower;
+    let name = if name.bytes().any(|b| b.is_ascii_uppercase()) || name.contains('.') {
+        lower = name.to_ascii_lowercase();
+        lower.strip_suffix(".exe").unwrap_or(&lower)
+    } else {
+        name
+    };
     COMMANDS
         .iter()
         .find(|(names, _)| names.contains(&name))
@@ -567,6 +602,12 @@ impl Scan {
         }
         if is_short_cluster(w) && w.len() > 2 && w.is_char_boundary(2) && w[2..].contains('/') {
             self.push(&w[2..]);
+        }
+        // PowerShell's `-Path:secret\key.txt`.
+        if let Some((name, v)) = w.strip_prefix('-').and_then(|r| r.split_once(':')) {
+            if !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                self.push(v);
+            }
         }
         if w.contains('\\') {
             // A POSIX shell reads `sec\ret` as `secret`; the word itself
@@ -668,6 +709,14 @@ impl Scan {
                     self.recursive |= reads_recursively(how, rest);
                     return;
                 }
+                Role::Cmd => {
+                    self.cmd(rest, depth);
+                    return;
+                }
+                Role::PowerShell => {
+                    self.powershell(rest, depth);
+                    return;
+                }
             }
         }
     }
@@ -707,6 +756,74 @@ impl Scan {
                 .map_or(1, |(_, n)| n);
         }
         j
+    }
+
+    /// `cmd [/s /q …] /c STRING`: split what follows `/c` (or `/k`, `/r`,
+    /// attached or not) as one command string.
+    fn cmd(&mut self, rest: &[String], depth: usize) {
+        for (j, w) in rest.iter().enumerate() {
+            let l = w.to_ascii_lowercase();
+            if ["/c", "/k", "/r"].iter().any(|o| l.starts_with(o)) {
+                let mut parts: Vec<&str> = Vec::with_capacity(rest.len() - j);
+                if w.len() > 2 && w.is_char_boundary(2) {
+                    parts.push(&w[2..]);
+                }
+                parts.extend(rest[j + 1..].iter().map(String::as_str));
+                self.command_string(&parts.join(" "), depth + 1);
+                return;
+            }
+        }
+    }
+
+    /// `powershell [options] -Command WORDS…` (or `-c`, any prefix of
+    /// `-Command`, or the first word that is not an option: Windows
+    /// PowerShell runs it as a command) and `-EncodedCommand B64`.
+    fn powershell(&mut self, rest: &[String], depth: usize) {
+        const VALUED: &[&str] = &[
+            "-executionpolicy",
+            "-ep",
+            "-ex",
+            "-windowstyle",
+            "-w",
+            "-outputformat",
+            "-of",
+            "-o",
+            "-inputformat",
+            "-if",
+            "-i",
+            "-configurationname",
+            "-workingdirectory",
+            "-wd",
+            "-version",
+            "-v",
+            "-psconsolefile",
+            "-custompipename",
+            "-settingsfile",
+            "-file",
+            "-f",
+        ];
+        let mut j = 0;
+        while let Some(w) = rest.get(j) {
+            let l = w.to_ascii_lowercase();
+            let l = l.split(':').next().unwrap_or("");
+            if l == "-e" || l == "-ec" || (l.len() >= 3 && "-encodedcommand".starts_with(l)) {
+                if let Some(script) = rest.get(j + 1).and_then(|b| decode_utf16_base64(b)) {
+                    self.command_string(&script, depth + 1);
+                }
+                j += 2;
+                continue;
+            }
+            if l.len() >= 2 && "-command".starts_with(l) {
+                let joined = rest[j + 1..].join(" ");
+                self.command_string(&joined, depth + 1);
+                return;
+            }
+            if !w.starts_with('-') {
+                self.command_string(&rest[j..].join(" "), depth + 1);
+                return;
+            }
+            j += if VALUED.contains(&l) { 2 } else { 1 };
+        }
     }
 
     /// `sh [options] -c STRING …`: split STRING. `-o`/`-O` (and `+o`,
@@ -900,6 +1017,55 @@ fn brace_group(w: &str) -> Option<(usize, usize, Vec<usize>)> {
     None
 }
 
+/// The text of PowerShell's `-EncodedCommand`: base64 (standard alphabet,
+/// padding optional) of UTF-16LE. `None` when it is not that.
+fn decode_utf16_base64(b64: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(b64.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in b64.trim_end_matches('=').bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            bytes.push((acc >> bits) as u8);
+        }
+    }
+    let units: Vec<u16> = bytes
+        .chunks_exact(2)
+        .map(|p| u16::from_le_bytes([p[0], p[1]]))
+        .collect();
+    Some(String::from_utf16_lossy(&units))
+}
+
+/// Standard base64 with padding (tests build `-EncodedCommand` values).
+#[cfg(test)]
+pub fn base64_for_tests(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in bytes.chunks(3) {
+        let n = c
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// `w` as a POSIX shell reads an unquoted backslash: `\x` is `x`.
 fn unescape(w: &str) -> String {
     let mut out = String::with_capacity(w.len());
@@ -916,6 +1082,13 @@ fn unescape(w: &str) -> String {
 fn reads_recursively(how: Recursion, rest: &[String]) -> bool {
     match how {
         Recursion::Always => true,
+        Recursion::Windows { short } => rest.iter().any(|w| {
+            let l = w.to_ascii_lowercase();
+            l == "/s"
+                || l == "-depth"
+                || (l.len() >= 2 && "-recurse".starts_with(l.as_str()))
+                || (is_short_cluster(w) && w[1..].contains(short))
+        }),
         Recursion::Flags { short, long, pairs } => rest.iter().enumerate().any(|(j, w)| {
             (is_short_cluster(w) && w[1..].contains(short))
                 || long.contains(&w.as_str())
@@ -949,6 +1122,19 @@ mod tests {
 
     fn scan_line(s: &str) -> Scan {
         scan(&Command::Line(s))
+    }
+
+    #[test]
+    fn a_powershell_parameter_value_after_a_colon_is_a_candidate() {
+        let s = scan_line(r"Get-Content -Path:C:\repo\secret\key.txt -Raw");
+        assert!(
+            s.words.iter().any(|w| w == r"C:\repo\secret\key.txt"),
+            "{:?}",
+            s.words
+        );
+        // Not for a word that only looks like one (`-x:` needs a name).
+        let s = scan_line("echo -:y");
+        assert!(!s.words.iter().any(|w| w == "y"), "{:?}", s.words);
     }
 
     #[test]

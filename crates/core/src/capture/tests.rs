@@ -331,3 +331,95 @@ fn on_a_case_insensitive_posix_file_system_case_does_not_hide_a_path() {
     }
     path::FOLD_POSIX.with(|f| f.set(cfg!(target_os = "macos")));
 }
+
+/// DESIGN §3: on Windows (and any case-insensitive volume) PowerShell and
+/// cmd spellings of a read reach the same exclusion as `cat secret/key.txt`.
+#[test]
+fn powershell_and_cmd_spellings_of_a_read_are_excluded() {
+    let cfg = active(&["secret/**"]);
+    path::FOLD_POSIX.with(|f| f.set(true));
+    for cmd in [
+        r"type secret\key.txt",
+        r"Get-Content .\SECRET\key.txt",
+        r"gc -Path .\Secret\key.txt",
+        r"Get-Content -Path:secret\key.txt -Raw",
+        r"cmd /c type secret\key.txt",
+        r#"cmd.exe /C "type secret\key.txt""#,
+        r#"CMD /S /C "more < SECRET\key.txt""#,
+        r#"powershell -NoProfile -Command "Get-Content secret\key.txt""#,
+        r#"pwsh.exe -c 'cat .\secret\key.txt | Select-String x'"#,
+        r"Select-String -Path secret\*.txt -Pattern token",
+        r"sls token secret\key.txt",
+    ] {
+        assert_eq!(
+            decide(&cfg, None, &bash(cmd)).disposition,
+            Disposition::Drop,
+            "{cmd}"
+        );
+    }
+    path::FOLD_POSIX.with(|f| f.set(cfg!(target_os = "macos")));
+}
+
+/// `-EncodedCommand` carries the script as base64 of UTF-16LE: decoded and
+/// split like `-Command`.
+#[test]
+fn an_encoded_powershell_command_is_decoded_and_split() {
+    let cfg = active(&["secret/**"]);
+    let script = r"Get-Content secret\key.txt";
+    let utf16: Vec<u8> = script.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    let b64 = super::shell::base64_for_tests(&utf16);
+    for flag in ["-EncodedCommand", "-enc", "-e", "-ec"] {
+        let cmd = format!("powershell.exe -NoProfile {flag} {b64}");
+        assert_eq!(
+            decide(&cfg, None, &bash(&cmd)).disposition,
+            Disposition::Drop,
+            "{cmd}"
+        );
+    }
+    let kept = "Get-Content notes.md";
+    let utf16: Vec<u8> = kept.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    let cmd = format!("pwsh -enc {}", super::shell::base64_for_tests(&utf16));
+    assert_eq!(
+        decide(&cfg, None, &bash(&cmd)).disposition,
+        Disposition::Keep
+    );
+}
+
+/// Recursive listings and searches in PowerShell and cmd are what
+/// `grep -r`/`find`/`ls -R` are: metadata-only under an active policy;
+/// the same commands without recursion stay kept.
+#[test]
+fn powershell_and_cmd_recursive_listings_are_recognised() {
+    let cfg = active(&["secret/**"]);
+    for cmd in [
+        "Get-ChildItem -Recurse",
+        "gci -r -Filter *.txt",
+        "Get-ChildItem . -Recurse | Select-String token",
+        "ls -Recurse",
+        "dir /s /b",
+        "DIR /S",
+        "findstr /s /i token *.txt",
+        "tree /f",
+        "xcopy /s . ..\\backup",
+        r#"powershell -Command "Get-ChildItem -Recurse -File""#,
+        "cmd /c dir /s",
+    ] {
+        assert_eq!(
+            decide(&cfg, None, &bash(cmd)).disposition,
+            Disposition::MetadataOnly,
+            "{cmd}"
+        );
+    }
+    for cmd in [
+        "Get-ChildItem",
+        "dir /b",
+        "findstr token notes.md",
+        "gci docs",
+    ] {
+        assert_eq!(
+            decide(&cfg, None, &bash(cmd)).disposition,
+            Disposition::Keep,
+            "{cmd}"
+        );
+    }
+}

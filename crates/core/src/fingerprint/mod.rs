@@ -74,7 +74,7 @@ impl Exclusions {
         Some(Exclusions {
             marker: marker.to_str()?.to_string(),
             patterns: patterns.clone(),
-            home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
+            home: crate::scope::env::home_env().and_then(|h| h.into_string().ok()),
         })
     }
 

@@ -10,6 +10,25 @@ pub const ENV_WORKSPACE: &str = "AI_MEMORY_WORKSPACE";
 pub const ENV_PROJECT: &str = "AI_MEMORY_PROJECT";
 pub const ENV_IGNORE_MARKER: &str = "AI_MEMORY_IGNORE_MARKER";
 
+/// The home directory as the process's environment gives it: `HOME`, and
+/// on Windows, where `HOME` is usually unset (Git Bash sets it, PowerShell
+/// and cmd do not), `USERPROFILE`. Blank counts as unset. Every reader of
+/// the home directory (scope discovery, `~/` in capture patterns, the
+/// installer's agent configs) goes through here.
+pub fn home_var(var: impl Fn(&str) -> Option<OsString>) -> Option<OsString> {
+    home_from(var, cfg!(windows))
+}
+
+fn home_from(var: impl Fn(&str) -> Option<OsString>, windows: bool) -> Option<OsString> {
+    let set = |name: &str| var(name).filter(|v| !v.to_string_lossy().trim().is_empty());
+    set("HOME").or_else(|| if windows { set("USERPROFILE") } else { None })
+}
+
+/// [`home_var`] of this process.
+pub fn home_env() -> Option<OsString> {
+    home_var(|n| std::env::var_os(n))
+}
+
 /// `true`/`1`/`yes`/`on`, surrounding whitespace ignored, case-insensitive.
 pub fn is_truthy(value: &str) -> bool {
     let v = value.trim();
@@ -69,9 +88,7 @@ impl ScopeInput {
             Some(p) => paths::absolute(p, None).map_err(|e| cwd_err(p, e))?,
             None => paths::logical_current_dir().map_err(|e| cwd_err(Path::new("."), e))?,
         };
-        let home = var("HOME")
-            .filter(|h| !h.is_empty())
-            .and_then(|h| paths::absolute(Path::new(&h), None).ok());
+        let home = home_var(&var).and_then(|h| paths::absolute(Path::new(&h), None).ok());
         let ignore_marker = mode == Mode::Client
             && var(ENV_IGNORE_MARKER).is_some_and(|v| is_truthy(&v.to_string_lossy()));
         Ok(ScopeInput {
@@ -91,6 +108,24 @@ impl ScopeInput {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn home_is_home_then_userprofile_on_windows_only() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |n: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == n)
+                    .map(|(_, v)| OsString::from(v))
+            }
+        };
+        let both = env(&[("HOME", "/h"), ("USERPROFILE", r"C:\Users\me")]);
+        assert_eq!(home_from(both, true), Some("/h".into()));
+        let profile = env(&[("HOME", " "), ("USERPROFILE", r"C:\Users\me")]);
+        assert_eq!(home_from(profile, true), Some(r"C:\Users\me".into()));
+        assert_eq!(home_from(profile, false), None);
+        assert_eq!(home_from(env(&[("USERPROFILE", "")]), true), None);
+    }
     use std::collections::HashMap;
     use std::path::PathBuf;
 
@@ -115,6 +150,10 @@ mod tests {
         }
     }
 
+    #[cfg_attr(
+        windows,
+        ignore = "Windows: /a is not absolute there (it becomes the current drive's \\a)"
+    )]
     #[test]
     fn reads_variables() {
         let i = input(

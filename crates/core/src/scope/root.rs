@@ -130,13 +130,23 @@ fn stamp(p: &Path) -> Option<String> {
 /// directory deleted and made again can reuse the inode number, not the
 /// birth time. A rename keeps all three.
 fn stamp_of(m: &fs::Metadata) -> String {
-    use std::os::unix::fs::MetadataExt;
     let born = m
         .created()
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_nanos());
-    format!("{}:{}:{born}", m.dev(), m.ino())
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        format!("{}:{}:{born}", m.dev(), m.ino())
+    }
+    // Windows: volume and file index need an open handle (unstable in
+    // std); the creation time survives a rename and changes when the
+    // directory is deleted and made again, which is what the stamp is for.
+    #[cfg(not(unix))]
+    {
+        format!("0:0:{born}")
+    }
 }
 
 /// The identity of `root`: its first commits (one `git rev-list` bounded

@@ -313,6 +313,7 @@ mod tests {
         assert_eq!(Session::new(t.path(), "codex", "s1").read(), None);
     }
 
+    #[cfg(unix)]
     #[test]
     fn notes_are_private_bounded_and_never_followed() {
         use std::os::unix::fs::PermissionsExt;
@@ -362,6 +363,7 @@ mod tests {
         assert_eq!(s.read(), None);
     }
 
+    #[cfg(unix)]
     #[test]
     fn nothing_is_read_or_written_through_a_symlinked_data_dir() {
         let t = tempfile::tempdir().unwrap();

@@ -78,6 +78,8 @@ impl Arrivals {
     /// an inotify event, or without inotify every [`COMMIT_POLL`]) or
     /// `until` passes (`false`). Unlike [`Arrivals::wait`], entries already
     /// pending do not end it.
+    // Without inotify the loop body runs once (one bounded poll).
+    #[cfg_attr(not(target_os = "linux"), allow(clippy::never_loop))]
     pub fn wait_new(&mut self, until: Instant) -> bool {
         loop {
             let left = until.saturating_duration_since(Instant::now());
@@ -200,6 +202,10 @@ mod tests {
     /// A drainer sleeping through a backoff flushes what arrives meanwhile,
     /// well before it wakes to retry (no other drainer would: the hook of a
     /// record for the destination backing off starts none).
+    #[cfg_attr(
+        windows,
+        ignore = "Windows: std has no change time, so every commit flushes every listed entry again (spool/commit.rs changed_ms); this test counts that as a repeat"
+    )]
     #[test]
     fn a_drainer_sleeping_through_a_backoff_flushes_what_arrives() {
         use crate::spool::probe;

@@ -40,6 +40,10 @@ pub fn log_line(line: fmt::Arguments) {
 /// When stderr is a drain log past [`MAX_LOG_BYTES`]: rotate the log file
 /// (unless someone else already did) and point stderr at a fresh one.
 pub fn cap_stderr_log(data_dir: &Path) {
+    // Windows: stderr is a handle the drainer cannot swap for the rotated
+    // file; the log is rotated at the next drainer start (`open_log`).
+    #[cfg(not(unix))]
+    let _ = data_dir;
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;

@@ -1,6 +1,8 @@
 //! Starting the detached background drainer, and the run lock it inherits.
 
-use std::fs::{self, File};
+use std::fs;
+#[cfg(unix)]
+use std::fs::File;
 use std::io;
 use std::path::Path;
 
@@ -104,12 +106,40 @@ fn spawn_unless_on_duty(data_dir: &Path, sink: Option<&SinkTarget>) -> io::Resul
             });
         }
     }
+    // Windows: a handle cannot be handed over on a number, so the run lock
+    // is released before the start and the child takes it itself (the
+    // drain lock still keeps a second drainer from delivering). The child
+    // gets no console window and no console of ours (`CREATE_NO_WINDOW`,
+    // `DETACHED_PROCESS`), is not in our Ctrl-C group, and leaves the
+    // agent's job object when the job allows it (Node's does: an agent
+    // that exits would otherwise take the drainer with it).
+    #[cfg(windows)]
+    {
+        use std::os::windows::process::CommandExt;
+        drop(run);
+        cmd.creation_flags(DETACHED_FLAGS | CREATE_BREAKAWAY_FROM_JOB);
+        match cmd.spawn() {
+            Ok(_) => Ok(true),
+            Err(_) => cmd.creation_flags(DETACHED_FLAGS).spawn().map(|_| true),
+        }
+    }
     // Not waited for: the child outlives us and is reparented to init. Our
     // copy of the lock closes here; the child's copy keeps the lock held.
-    let res = cmd.spawn().map(|_| true);
-    drop(run);
-    res
+    #[cfg(not(windows))]
+    {
+        let res = cmd.spawn().map(|_| true);
+        drop(run);
+        res
+    }
 }
+
+/// `CREATE_NO_WINDOW | DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP`
+/// (winbase.h): the drainer a hook starts on Windows.
+#[cfg(windows)]
+pub const DETACHED_FLAGS: u32 = 0x0800_0000 | 0x0000_0008 | 0x0000_0200;
+/// `CREATE_BREAKAWAY_FROM_JOB` (winbase.h).
+#[cfg(windows)]
+const CREATE_BREAKAWAY_FROM_JOB: u32 = 0x0100_0000;
 
 /// Whether the spool holds at least one entry (stops at the first one).
 pub fn has_pending(data_dir: &Path) -> bool {

@@ -112,6 +112,7 @@ mod tests {
         assert_eq!(token_from(Some(OsStr::new("a\r\nX: y")), t.path()), None);
     }
 
+    #[cfg(unix)]
     #[test]
     fn token_file_must_be_a_small_regular_file() {
         let t = tempfile::tempdir().unwrap();

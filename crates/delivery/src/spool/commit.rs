@@ -89,7 +89,7 @@ impl Spool {
         for chunk in new.chunks(COMMIT_CHUNK) {
             let mut opened = Vec::with_capacity(chunk.len());
             for &p in chunk {
-                match data_dir::open_nofollow(p) {
+                match data_dir::open_nofollow_to_flush(p) {
                     Ok(f) => opened.push((f, p)),
                     // Delivered meanwhile (a sleeping drainer commits
                     // without the drain lock).
@@ -108,7 +108,7 @@ impl Spool {
             note(sync_dir(&self.dir));
             for id in self.ledger_sinks() {
                 let path = self.ledger_path(&id, LEDGER_ENQUEUED);
-                note(data_dir::open_nofollow(&path).and_then(|f| {
+                note(data_dir::open_nofollow_to_flush(&path).and_then(|f| {
                     if !f.metadata()?.is_file() {
                         return Ok(());
                     }
@@ -172,6 +172,7 @@ mod tests {
         (out, syncs)
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_commit_flushes_new_entries_then_the_directory_then_the_ledgers() {
         let t = tempfile::tempdir().unwrap();
@@ -189,6 +190,10 @@ mod tests {
         assert_eq!(syncs, vec![a, b, s.dir().to_path_buf(), ledger]);
     }
 
+    #[cfg_attr(
+        windows,
+        ignore = "Windows: std has no change time, so every commit flushes every listed entry again (spool/commit.rs changed_ms); this test counts that as a repeat"
+    )]
     #[test]
     fn what_the_watermark_covers_is_not_flushed_again() {
         let t = tempfile::tempdir().unwrap();

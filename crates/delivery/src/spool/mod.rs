@@ -318,8 +318,17 @@ impl Spool {
     /// Reserve a slot for a new attempt (fate `x` until it is counted).
     fn reserve(&self, sink_id: &str) -> io::Result<Slot> {
         let (file, offset) = self.append_fate(sink_id, SLOT_INTERRUPTED)?;
+        // Windows: a handle opened to append can only append, whatever the
+        // offset of the write; the slot gets a handle of its own.
+        #[cfg(windows)]
+        {
+            drop(file);
+            self.slot_at(sink_id, offset)
+        }
         // A positioned write on an O_APPEND descriptor appends on Linux.
+        #[cfg(not(windows))]
         clear_append(&file)?;
+        #[cfg(not(windows))]
         Ok(Slot {
             file,
             offset,
@@ -520,7 +529,6 @@ impl Spool {
         offset: u64,
     ) -> bool {
         use fs2::FileExt;
-        use std::os::unix::fs::MetadataExt;
         // Its hook holds the lock until the rename: alive, leave it.
         let Ok(opened) = f.metadata() else {
             return false;
@@ -531,8 +539,7 @@ impl Spool {
         // Free now, but opened before its hook renamed it into the spool
         // and exited: finished, not dead. Only a file still at its temp
         // name lost its writer.
-        let here = fs::symlink_metadata(path);
-        if !here.is_ok_and(|m| m.dev() == opened.dev() && m.ino() == opened.ino()) {
+        if !same_file(path, &opened) {
             return false;
         }
         let Ok(slot) = self.slot_at(sink_id, offset) else {
@@ -664,8 +671,19 @@ impl Slot {
     /// Set the fate: one `pwrite` (atomic, and the same result however
     /// often it is repeated).
     fn set(&self, fate: u8) -> io::Result<()> {
-        use std::os::unix::fs::FileExt;
-        self.file.write_all_at(&[fate], self.offset)
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt;
+            self.file.write_all_at(&[fate], self.offset)
+        }
+        #[cfg(windows)]
+        {
+            use std::os::windows::fs::FileExt;
+            match self.file.seek_write(&[fate], self.offset)? {
+                1 => Ok(()),
+                _ => Err(io::ErrorKind::WriteZero.into()),
+            }
+        }
     }
 
     /// [`Slot::set`] and make it durable (`fdatasync`).
@@ -675,7 +693,28 @@ impl Slot {
     }
 }
 
+/// Whether `path` still names the file `opened` (not a file made since
+/// under the same name): device and inode on Unix. Windows: the file is
+/// open with its lock held by us, so no other file can have been renamed
+/// over the name while it still exists there; what is there is a file
+/// of the same size and creation time.
+fn same_file(path: &Path, opened: &fs::Metadata) -> bool {
+    let here = fs::symlink_metadata(path);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        here.is_ok_and(|m| m.dev() == opened.dev() && m.ino() == opened.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        here.is_ok_and(|m| {
+            m.is_file() && m.len() == opened.len() && m.created().ok() == opened.created().ok()
+        })
+    }
+}
+
 /// Clear `O_APPEND` on `f`.
+#[cfg(unix)]
 fn clear_append(f: &fs::File) -> io::Result<()> {
     use std::os::unix::io::AsRawFd;
     let fd = f.as_raw_fd();
@@ -698,9 +737,18 @@ fn sync_file(f: &fs::File, path: &Path) -> io::Result<()> {
 /// system that cannot sync directories (`EINVAL`) is taken as it is.
 fn sync_dir(dir: &Path) -> io::Result<()> {
     probe::note("sync", dir);
+    #[cfg(unix)]
     match fs::File::open(dir).and_then(|d| d.sync_all()) {
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
         other => other,
+    }
+    // Windows: `FlushFileBuffers` on a directory handle (opened with
+    // `FILE_FLAG_BACKUP_SEMANTICS`, which a directory needs) commits its
+    // names; a volume that refuses it is taken as it is.
+    #[cfg(windows)]
+    {
+        memhook_core::data_dir::sync_dir(dir);
+        Ok(())
     }
 }
 
@@ -952,15 +1000,18 @@ pub mod tests {
 
     #[test]
     fn enqueue_list_load_remove_and_count() {
-        use std::os::unix::fs::PermissionsExt;
         let t = tempfile::tempdir().unwrap();
         let s = Spool::open(&t.path().join("data")).unwrap();
         let a = s.enqueue(&sample(&"a".repeat(32))).unwrap();
         let b = s.enqueue(&sample(&"b".repeat(32))).unwrap();
-        assert_eq!(
-            fs::metadata(&a).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(
+                fs::metadata(&a).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+        }
         assert_eq!(s.pending().unwrap(), vec![a.clone(), b.clone()]);
         assert_eq!(Spool::load(&a).unwrap(), sample(&"a".repeat(32)));
         let mut e = Spool::load(&b).unwrap();
@@ -994,6 +1045,7 @@ pub mod tests {
         s.enqueue(&sample(&"d".repeat(32))).unwrap();
     }
 
+    #[cfg(unix)]
     #[test]
     fn counters_are_never_written_or_read_through_a_symlink() {
         let t = tempfile::tempdir().unwrap();
@@ -1012,6 +1064,7 @@ pub mod tests {
         assert!(fs::symlink_metadata(&ledger).unwrap().is_symlink());
     }
 
+    #[cfg(unix)]
     #[test]
     fn ledgers_keep_room_ahead_to_count_on_a_full_disk() {
         use std::os::unix::fs::MetadataExt;
@@ -1216,6 +1269,7 @@ pub mod tests {
         drop(held);
     }
 
+    #[cfg(unix)]
     #[test]
     fn refuses_symlinked_spool() {
         let t = tempfile::tempdir().unwrap();
@@ -1230,6 +1284,7 @@ pub mod tests {
         ));
     }
 
+    #[cfg(unix)]
     pub fn mkfifo(path: &Path) {
         use std::os::unix::ffi::OsStrExt;
         let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
@@ -1237,6 +1292,7 @@ pub mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     }
 
+    #[cfg(unix)]
     #[test]
     fn listing_leaves_out_what_is_not_a_regular_file_and_never_opens_it() {
         let t = tempfile::tempdir().unwrap();
@@ -1269,12 +1325,16 @@ pub mod tests {
         let p = s.enqueue(&good).unwrap();
         assert_eq!(Spool::load(&p).unwrap(), good);
         // Another user's file (the uid is the seam: root runs the tests).
-        let me = memhook_core::data_dir::current_uid();
-        match load_as(&p, me + 1) {
-            Err(SpoolError::Invalid { problem, .. }) => {
-                assert!(problem.contains("owned by uid"), "{problem}");
+        // Windows has no uids: the data dir's owner-only ACL is the guard.
+        #[cfg(unix)]
+        {
+            let me = memhook_core::data_dir::current_uid();
+            match load_as(&p, me + 1) {
+                Err(SpoolError::Invalid { problem, .. }) => {
+                    assert!(problem.contains("owned by uid"), "{problem}");
+                }
+                other => panic!("{other:?}"),
             }
-            other => panic!("{other:?}"),
         }
         let http = SinkTarget::Http {
             url: "http://127.0.0.1:9".into(),

@@ -148,6 +148,7 @@ impl Spool {
 mod tests {
     use super::super::tests::sample;
     use super::super::*;
+    #[cfg_attr(not(unix), allow(unused_imports))]
     use super::*;
 
     /// `n` pending records as enqueues leave them: entry files under spool
@@ -236,6 +237,7 @@ mod tests {
         assert_eq!(s.pending_estimate("store", len).unwrap(), 3);
     }
 
+    #[cfg(unix)]
     #[test]
     fn without_a_readable_mark_the_directory_is_counted_once() {
         let t = tempfile::tempdir().unwrap();

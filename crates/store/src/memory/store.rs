@@ -227,6 +227,7 @@ impl MemoryStore {
                 Ok(m) if m.is_dir() => {}
                 Ok(_) => return Err(MemError::NotADirectory(shown)),
                 Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
+                    #[cfg_attr(not(unix), allow(unused_mut))]
                     let mut b = fs::DirBuilder::new();
                     #[cfg(unix)]
                     {

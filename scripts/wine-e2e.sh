@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# The Windows binaries end to end, under Wine (issue 27): every hook call
+# exits 0 with a valid envelope in the failure modes; Windows and
+# PowerShell spellings of a read of an excluded file leave no byte of it
+# in the data dir; a recorded session's briefing appears at the next
+# session start.
+#
+# Usage: scripts/wine-e2e.sh [DIR]   DIR holds memhook.exe and memhook-cli.exe
+#        (default: $CARGO_TARGET_DIR or target, x86_64-pc-windows-gnu/debug)
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+bin="${1:-${CARGO_TARGET_DIR:-$here/../target}/x86_64-pc-windows-gnu/debug}"
+run="$here/wine-runner.sh"
+for exe in memhook.exe memhook-cli.exe; do
+    [[ -f "$bin/$exe" ]] || {
+        echo "wine-e2e: $bin/$exe missing: run cargo build --target x86_64-pc-windows-gnu -p memhook --bins" >&2
+        exit 1
+    }
+done
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+proj="$work/proj"
+data="$work/data"
+mkdir -p "$proj/secret"
+printf '[capture]\nignore_paths = ["secret/**"]\n' >"$proj/.ai-memory.toml"
+secret="TOPSECRET-$RANDOM$RANDOM-key-material"
+echo "$secret" >"$proj/secret/key.txt"
+# Wine maps / to Z:, so Windows paths of the test files are Z:\....
+win() { printf 'Z:%s' "${1//\//\\}"; }
+wproj="$(win "$proj")"
+export AI_MEMORY_DATA_DIR="$(win "$data")"
+export AI_MEMORY_PROJECT=winproj
+
+fails=0
+ok() { echo "ok   $*"; }
+bad() {
+    echo "FAIL $*"
+    fails=$((fails + 1))
+}
+
+payload() { # event session [key value]... (values are JSON)
+    python3 - "$wproj" "$@" <<'EOF'
+import json, sys
+cwd, event, session, *kv = sys.argv[1:]
+p = {"session_id": session, "cwd": cwd, "hook_event_name": event}
+for k, v in zip(kv[::2], kv[1::2]):
+    p[k] = json.loads(v)
+print(json.dumps(p))
+EOF
+}
+
+# hook EVENT STDIN-FILE [extra args...]: run memhook.exe hook, check exit 0
+# and one JSON object on stdout; the stdout is left in $work/out.
+hook() {
+    local event="$1" input="$2"
+    shift 2
+    local rc=0
+    (cd "$proj" && "$run" "$bin/memhook.exe" hook --event "$event" --agent claude-code "$@") \
+        <"$input" >"$work/out" 2>"$work/err" || rc=$?
+    if [[ $rc -ne 0 ]]; then
+        bad "hook $event $*: exit $rc ($(head -c 300 "$work/err"))"
+        return
+    fi
+    if ! python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); assert isinstance(v, dict)' "$work/out" 2>/dev/null; then
+        bad "hook $event $*: stdout is not one JSON object: $(head -c 300 "$work/out")"
+        return
+    fi
+    ok "hook $event $* exits 0 with $(head -c 60 "$work/out")"
+}
+
+echo "== failure modes: exit 0 and an envelope"
+echo 'this is not json' >"$work/bad.json"
+: >"$work/empty.json"
+hook PreToolUse "$work/bad.json"
+hook SessionStart "$work/bad.json"
+hook PreToolUse "$work/empty.json"
+payload UserPromptSubmit s0 prompt '"hi"' >"$work/p0.json"
+hook UserPromptSubmit "$work/p0.json" --no-such-flag
+hook UserPromptSubmit "$work/p0.json" --event
+echo "not a directory" >"$work/datafile"
+(
+    export AI_MEMORY_DATA_DIR="$(win "$work/datafile")"
+    hook UserPromptSubmit "$work/p0.json"
+    hook SessionStart "$work/p0.json"
+)
+
+echo "== exclusions: Windows and PowerShell spellings"
+n=0
+for cmd in 'type secret\key.txt' 'Get-Content .\SECRET\key.txt' 'cmd /c type secret\key.txt' \
+    'powershell -NoProfile -Command "gc .\Secret\key.txt"'; do
+    n=$((n + 1))
+    jcmd="$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$cmd")"
+    payload PreToolUse s1 tool_name '"Bash"' tool_input "{\"command\": $jcmd}" >"$work/t$n.json"
+    hook PreToolUse "$work/t$n.json"
+    payload PostToolUse s1 tool_name '"Bash"' tool_input "{\"command\": $jcmd}" \
+        tool_response "{\"stdout\": \"$secret\", \"stderr\": \"\", \"interrupted\": false}" >"$work/u$n.json"
+    hook PostToolUse "$work/u$n.json"
+done
+read_path="$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$wproj\\Secret\\Key.txt")"
+payload PostToolUse s1 tool_name '"Read"' tool_input "{\"file_path\": $read_path}" \
+    tool_response "{\"type\": \"text\", \"file\": {\"filePath\": $read_path, \"content\": \"$secret\"}}" >"$work/r.json"
+hook PostToolUse "$work/r.json"
+
+echo "== a recorded session, then its briefing"
+payload UserPromptSubmit s1 prompt '"please fix the parser"' >"$work/p1.json"
+hook UserPromptSubmit "$work/p1.json"
+payload Stop s1 last_assistant_message '"Fixed the parser: escapes are handled."' >"$work/p2.json"
+hook Stop "$work/p2.json"
+payload SessionStart s2 source '"startup"' >"$work/p3.json"
+hook SessionStart "$work/p3.json"
+if grep -q "please fix the parser" "$work/out" && grep -q "Fixed the parser" "$work/out"; then
+    ok "the session-start briefing names the last goal and conclusion"
+else
+    bad "no briefing of session s1 at session start: $(head -c 400 "$work/out")"
+fi
+# Let the drainer finish before the data dir is searched.
+for _ in $(seq 1 50); do
+    compgen -G "$data/spool/*.json" >/dev/null || break
+    sleep 0.2
+done
+if grep -r -a -l -F "$secret" "$data" >"$work/leaks"; then
+    bad "the excluded file's bytes are in the data dir: $(tr '\n' ' ' <"$work/leaks")"
+else
+    ok "no byte of secret\\key.txt in the data dir ($(find "$data" -type f | wc -l) files searched)"
+fi
+if grep -r -a -q -F "please fix the parser" "$data"; then
+    ok "the kept prompt is in the store (the search above looked at real data)"
+else
+    bad "the kept prompt is not in the data dir: nothing was delivered"
+fi
+# Control: the same read in a project that excludes nothing is captured,
+# so the search above can see a leak.
+mkdir -p "$work/open/secret"
+echo '[capture]' >"$work/open/.ai-memory.toml"
+(
+    proj="$work/open"
+    wproj="$(win "$proj")"
+    export AI_MEMORY_PROJECT=winopen
+    payload PostToolUse s9 tool_name '"Bash"' tool_input '{"command": "type secret\\key.txt"}' \
+        tool_response "{\"stdout\": \"$secret-open\", \"stderr\": \"\", \"interrupted\": false}" >"$work/c.json"
+    hook PostToolUse "$work/c.json"
+)
+for _ in $(seq 1 50); do
+    grep -r -a -q -F "$secret-open" "$data" && break
+    sleep 0.2
+done
+if grep -r -a -q -F "$secret-open" "$data"; then
+    ok "control: without an exclusion the same output is captured"
+else
+    bad "control: a kept tool output never reached the data dir (the leak search proves nothing)"
+fi
+echo "== hooks killed at random moments: the books stay balanced"
+(
+    export AI_MEMORY_DATA_DIR="$(win "$work/crash")"
+    export MEMHOOK_NO_HOOK_DELIVERY=1
+    pids=()
+    for i in $(seq 1 16); do
+        payload UserPromptSubmit "k$i" prompt "\"crash test $i\"" >"$work/k$i.json"
+        (cd "$proj" && exec "$run" "$bin/memhook.exe" hook --event UserPromptSubmit --agent claude-code \
+            <"$work/k$i.json" >/dev/null 2>&1) &
+        pids+=($!)
+    done
+    # Every other hook gets SIGKILL 0-119 ms after its start: before, during
+    # or after its enqueue (where it dies is not controlled here).
+    : >"$work/killed"
+    for i in "${!pids[@]}"; do
+        if ((i % 2 == 0)); then
+            (sleep "$(printf 0.%03d $((RANDOM % 120)))" && kill -9 "${pids[$i]}" 2>/dev/null && echo "$i" >>"$work/killed") &
+        fi
+    done
+    wait || true
+    killed=$(wc -l <"$work/killed")
+    (cd "$proj" && "$run" "$bin/memhook.exe" drain >"$work/drain.out" 2>&1) || true
+    (cd "$proj" && "$run" "$bin/memhook.exe" status --json >"$work/status.json" 2>"$work/status.err") || true
+    if python3 - "$work/status.json" <<'EOF2'; then
+import json, sys
+st = json.load(open(sys.argv[1]))
+sinks = st["sinks"]
+assert sinks and all(s["balanced"] for s in sinks), sinks
+print("    " + "; ".join(f"{s.get('sink', s)}: " + ", ".join(f"{k} {s[k]}" for k in ("enqueued", "delivered", "pending") if k in s) for s in sinks))
+EOF2
+        ok "16 hooks, $killed killed mid-run (SIGKILL to the Wine process): status reports the books balanced"
+    else
+        bad "books after killed hooks: $(head -c 600 "$work/status.json") $(head -c 300 "$work/status.err")"
+    fi
+)
+
+if [[ -s "$data/logs/drain.log" ]]; then
+    echo "drain.log:"
+    sed 's/^/    /' "$data/logs/drain.log"
+    grep -q "cannot" "$data/logs/drain.log" && bad "the drainer reported a failure"
+fi
+
+if [[ $fails -ne 0 ]]; then
+    echo "wine-e2e: $fails failed" >&2
+    exit 1
+fi
+echo "wine-e2e: all passed"
