@@ -265,39 +265,79 @@ static AGENTS: &[Agent] = &[
         },
         checks: &[(Stage::Session1, copilot_runs_the_users_own_hook)],
     },
+    Agent {
+        // The Claude Agent SDK runs the Claude Code it bundles, which runs
+        // the hooks in ~/.claude/settings.json: memhook's Claude Code
+        // install, unchanged.
+        id: "claude-code",
+        cli: "claude-agent-sdk",
+        name: "Claude Agent SDK",
+        config_dir: ".claude",
+        hook_file: "settings.json",
+        wiring: Wiring::Settings,
+        users_files: &[(".claude/settings.json", CLAUDE_USER_SETTINGS)],
+        api: Api::AnthropicMessages,
+        session: claude_agent_sdk,
+        prompt: "E2E-SDK-PROMPT: write the notes, read the key, say hi",
+        script: claude_script,
+        notes: Some("E2E-NOTES-CONTENT\n"),
+        is_turn: has_tools,
+        fires: &[
+            "session-start",
+            "user-prompt-submit",
+            "pre-tool-use",
+            "post-tool-use",
+            "post-tool-use-failure",
+            "stop",
+            "session-end",
+        ],
+        per_tool_call: Some("pre-tool-use"),
+        captured: &[
+            &["Write"],
+            &["E2E-BASH-OUTPUT"],
+            &["E2E-FAIL-OUTPUT", "Exit code 3"],
+        ],
+        briefing: Briefing {
+            part: whole_request,
+            marker: Some("SessionStart hook additional context"),
+        },
+        checks: &[(Stage::Uninstalling, sdk_setting_sources_empty_runs_no_hook)],
+    },
 ];
 
 /// One test per row of [`AGENTS`], named after the agent.
 macro_rules! end_to_end {
-    ($($test:ident: $id:literal,)*) => {
-        /// The agents a test below tells the story of.
-        const TOLD: &[&str] = &[$($id),*];
+    ($($test:ident: $cli:literal,)*) => {
+        /// The agent CLIs a test below tells the story of.
+        const TOLD: &[&str] = &[$($cli),*];
         $(
-            #[doc = concat!("The story (agents/story.rs) told with the real `", $id, "` CLI.")]
+            #[doc = concat!("The story (agents/story.rs) told with the real `", $cli, "`.")]
             #[test]
             fn $test() {
-                story::tell(stringify!($test), agent($id));
+                story::tell(stringify!($test), agent($cli));
             }
         )*
     };
 }
 
 end_to_end! {
-    claude_code_end_to_end: "claude-code",
+    claude_code_end_to_end: "claude",
     codex_end_to_end: "codex",
-    gemini_cli_end_to_end: "gemini-cli",
+    gemini_cli_end_to_end: "gemini",
     opencode_end_to_end: "opencode",
     kilo_end_to_end: "kilo",
-    qwen_code_end_to_end: "qwen-code",
+    qwen_code_end_to_end: "qwen",
     copilot_end_to_end: "copilot",
+    claude_agent_sdk_end_to_end: "claude-agent-sdk",
 }
 
-/// The row of agent `id`.
-fn agent(id: &str) -> &'static Agent {
+/// The row of the agent CLI `cli` (the Claude Agent SDK shares Claude
+/// Code's memhook id, so rows are found by their program).
+fn agent(cli: &str) -> &'static Agent {
     AGENTS
         .iter()
-        .find(|a| a.id == id)
-        .unwrap_or_else(|| panic!("no row for {id}"))
+        .find(|a| a.cli == cli)
+        .unwrap_or_else(|| panic!("no row for {cli}"))
 }
 
 /// Every agent CLI the suite installs has its row, one only, and every
@@ -310,8 +350,7 @@ fn every_agent_cli_has_a_row_and_a_test() {
     };
     let clis = sorted(AGENTS.iter().map(|a| a.cli).collect());
     assert_eq!(clis, sorted(AGENT_CLIS.to_vec()));
-    let ids = sorted(AGENTS.iter().map(|a| a.id).collect());
-    assert_eq!(ids, sorted(TOLD.to_vec()));
+    assert_eq!(clis, sorted(TOLD.to_vec()));
 }
 
 // What the model requests are, and where a briefing is in one.
@@ -407,6 +446,86 @@ pub(crate) fn claude_with(
         .env("DISABLE_ERROR_REPORTING", "1")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
     run_bounded(c, Duration::from_secs(180))
+}
+
+// The Claude Agent SDK (Python).
+
+/// A program built on the Claude Agent SDK: `query()` with the prompt in
+/// argv[1], Claude Code's tools allowed, `setting_sources` left unset (the
+/// SDK's default, which loads user and project settings and so their
+/// hooks), or `[]` when `SDK_SETTING_SOURCES=none`. Prints the result;
+/// exits 1 when the SDK reports an error.
+const CLAUDE_AGENT_SDK_PROGRAM: &str = r#"
+import os, sys, anyio
+from claude_agent_sdk import query, ClaudeAgentOptions, ResultMessage
+
+async def main():
+    kw = {}
+    if os.environ.get("SDK_SETTING_SOURCES") == "none":
+        kw["setting_sources"] = []
+    opts = ClaudeAgentOptions(allowed_tools=["Write", "Read", "Bash"], cwd=os.getcwd(), **kw)
+    async for m in query(prompt=sys.argv[1], options=opts):
+        if isinstance(m, ResultMessage):
+            print(m.result)
+            if m.is_error:
+                sys.exit(1)
+
+anyio.run(main)
+"#;
+
+/// The SDK program above (run by the venv's Python the launcher `exe`
+/// execs) against the Anthropic Messages stand-in on `port`.
+fn claude_agent_sdk(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    claude_agent_sdk_with(world, exe, port, prompt, &[])
+}
+
+fn claude_agent_sdk_with(
+    world: &World,
+    exe: &Path,
+    port: u16,
+    prompt: &str,
+    env: &[(&str, &str)],
+) -> Output {
+    let mut c = world.agent(exe);
+    c.args(["-c", CLAUDE_AGENT_SDK_PROGRAM, prompt])
+        .envs(env.iter().copied())
+        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-not-a-key")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    run_bounded(c, Duration::from_secs(180))
+}
+
+/// The caveat docs/agents.md states: an SDK program that passes
+/// `setting_sources=[]` loads no settings file, so no memhook hook runs
+/// in it (memhook's hooks are still installed at this stage).
+fn sdk_setting_sources_empty_runs_no_hook(s: &Story) {
+    let calls = s.world.hook_calls();
+    let before = fs::read_to_string(&calls).unwrap_or_default();
+    let mock = Mock::start(Api::AnthropicMessages, vec![Step::Text("Quiet.")]);
+    let out = claude_agent_sdk_with(
+        &s.world,
+        &s.exe,
+        mock.port,
+        "no settings",
+        &[("SDK_SETTING_SOURCES", "none")],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !mock.requests().is_empty(),
+        "the SDK made no model request"
+    );
+    assert_eq!(
+        fs::read_to_string(&calls).unwrap_or_default(),
+        before,
+        "a hook ran with setting_sources=[]"
+    );
 }
 
 // Codex.

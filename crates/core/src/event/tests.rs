@@ -651,3 +651,55 @@ fn copilot_events_from_the_real_payloads() {
     );
     assert_eq!(sub.session_id, main.session_id);
 }
+
+/// A folder of payloads captured from a real run by the end-to-end test's
+/// shim (scripts/agent-fixtures.py): each is read as `agent` with the
+/// `--event` its hook was called with, and returns the events, by file.
+/// Every one parses to its event's kind, names its session and its
+/// directory (the test project), and every tool event names one of the
+/// agent's own documented tools, with its input.
+fn captured_run(agent: &str, dir: &str) -> Vec<(String, Event)> {
+    let index = fixture(&format!("{dir}/index.json"));
+    let rows = index.as_array().unwrap();
+    assert!(!rows.is_empty());
+    let mut out = Vec::new();
+    for row in rows {
+        let file = row["file"].as_str().unwrap();
+        let event = row["event"].as_str().unwrap();
+        let ev = normalize(agent, Some(event), &fixture(&format!("{dir}/{file}")));
+        assert_eq!(ev.agent, Agent::parse(agent), "{file}");
+        assert_eq!(ev.kind, EventKind::parse(event), "{file}");
+        assert_ne!(ev.kind, EventKind::Other, "{file}");
+        assert!(ev.session_id.is_some(), "{file}: no session id");
+        assert_eq!(ev.cwd.as_deref(), Some("/home/dev/proj"), "{file}");
+        if ev.kind.is_tool_event() {
+            let tool = ev.tool_name.as_deref().unwrap_or_else(|| panic!("{file}"));
+            let (_, documented) = crate::capture::classify_tool(&ev.agent, tool);
+            assert!(documented, "{file}: {tool} is not in {agent}'s tool table");
+            assert!(ev.tool_input.is_some(), "{file}: no tool input");
+        }
+        out.push((file.to_string(), ev));
+    }
+    out
+}
+
+/// The event of `file` in a [`captured_run`].
+fn captured<'a>(run: &'a [(String, Event)], file: &str) -> &'a Event {
+    &run.iter().find(|(f, _)| f == file).unwrap().1
+}
+
+#[test]
+fn claude_agent_sdk_runs_claude_codes_hooks_with_its_payloads() {
+    let run = captured_run("claude-code", "claude-agent-sdk/0.2.184");
+    let start = captured(&run, "session-start.json");
+    assert_eq!(start.detail.as_deref(), Some("startup"));
+    let bash = captured(&run, "post-tool-use-Bash.json");
+    assert_eq!(bash.tool_input.as_ref().unwrap()["command"], "echo E2E-BASH-OUTPUT");
+    assert_eq!(bash.tool_call_id.as_deref(), Some("toolu_mock02"));
+    let fail = captured(&run, "post-tool-use-failure-Bash.json");
+    assert!(fail.tool_error.is_some());
+    let prompt = captured(&run, "user-prompt-submit.json");
+    assert!(prompt.prompt.as_deref().unwrap().starts_with("E2E-SDK-PROMPT"));
+    let stop = captured(&run, "stop.json");
+    assert_eq!(stop.final_message.as_deref(), Some("All done."));
+}
