@@ -20,7 +20,7 @@ src, out = sys.argv[1], sys.argv[2]
 os.makedirs(out, exist_ok=True)
 TMP = re.compile(r"/tmp/\.tmp[A-Za-z0-9_]+")
 # The same dir as agents spell it in a file name (Claude's project dirs).
-TMP_DASHED = re.compile(r"-tmp--tmp[A-Za-z0-9_]+")
+TMP_DASHED = re.compile(r"-tmp-[-.]tmp[A-Za-z0-9_]+")
 TOOL_KEYS = ("tool_name", "toolName", "tool", "hook_event_name")
 index, seen = [], {}
 for name in sorted(n for n in os.listdir(src) if n.endswith(".json")):

@@ -45,6 +45,7 @@ static AGENTS: &[Agent] = &[
         api: Api::AnthropicMessages,
         session: claude,
         prompt: "E2E-FIRST-PROMPT: write the notes, read the key, say hi",
+        no_prompt_recall: None,
         script: claude_script,
         notes: Some("E2E-NOTES-CONTENT\n"),
         is_turn: has_tools,
@@ -80,6 +81,7 @@ static AGENTS: &[Agent] = &[
         api: Api::OpenAiResponses,
         session: codex,
         prompt: "E2E-CODEX-PROMPT: run things",
+        no_prompt_recall: None,
         script: codex_script,
         notes: Some("E2E-CODEX-NOTES\n"),
         is_turn: has_tools,
@@ -113,6 +115,7 @@ static AGENTS: &[Agent] = &[
         api: Api::GeminiGenerateContent,
         session: gemini,
         prompt: "E2E-GEMINI-PROMPT run it",
+        no_prompt_recall: None,
         script: gemini_script,
         notes: None,
         is_turn: |(url, _)| url.contains(":streamGenerateContent"),
@@ -145,6 +148,7 @@ static AGENTS: &[Agent] = &[
         api: Api::OpenAiChat,
         session: |w, exe, port, prompt| opencode_family(&OPENCODE, w, exe, port, prompt),
         prompt: "E2E-OC-PROMPT hello",
+        no_prompt_recall: None,
         script: |proj| opencode_family_script(proj, "E2E-OC-OUT"),
         notes: None,
         is_turn: has_tools,
@@ -177,6 +181,7 @@ static AGENTS: &[Agent] = &[
         api: Api::OpenAiChat,
         session: |w, exe, port, prompt| opencode_family(&KILO, w, exe, port, prompt),
         prompt: "E2E-KILO-PROMPT hello",
+        no_prompt_recall: None,
         script: |proj| opencode_family_script(proj, "E2E-KILO-OUT"),
         notes: None,
         is_turn: has_tools,
@@ -206,6 +211,7 @@ static AGENTS: &[Agent] = &[
         api: Api::OpenAiChat,
         session: qwen,
         prompt: "E2E-QWEN-PROMPT write, read, say",
+        no_prompt_recall: None,
         script: qwen_script,
         notes: Some("E2E-QWEN-NOTES\n"),
         is_turn: has_tools,
@@ -243,6 +249,7 @@ static AGENTS: &[Agent] = &[
         api: Api::OpenAiChat,
         session: copilot,
         prompt: "E2E-COPILOT-PROMPT run things",
+        no_prompt_recall: None,
         script: copilot_script,
         notes: Some("E2E-COPILOT-NOTES\n"),
         is_turn: has_tools,
@@ -279,6 +286,7 @@ static AGENTS: &[Agent] = &[
         api: Api::AnthropicMessages,
         session: claude_agent_sdk,
         prompt: "E2E-SDK-PROMPT: write the notes, read the key, say hi",
+        no_prompt_recall: None,
         script: claude_script,
         notes: Some("E2E-NOTES-CONTENT\n"),
         is_turn: has_tools,
@@ -302,6 +310,37 @@ static AGENTS: &[Agent] = &[
             marker: Some("SessionStart hook additional context"),
         },
         checks: &[(Stage::Uninstalling, sdk_setting_sources_empty_runs_no_hook)],
+    },
+    Agent {
+        id: "droid",
+        cli: "droid",
+        name: "Factory Droid",
+        config_dir: ".factory",
+        hook_file: "hooks.json",
+        wiring: Wiring::Settings,
+        users_files: &[(".factory/hooks.json", DROID_USER_HOOKS)],
+        api: Api::OpenAiChat,
+        session: droid,
+        prompt: "E2E-DROID-PROMPT write, read, run",
+        // `droid exec` fires no UserPromptSubmit.
+        no_prompt_recall: Some("notes.md"),
+        script: droid_script,
+        notes: Some("E2E-DROID-NOTES\n"),
+        is_turn: has_tools,
+        fires: &[
+            "session-start",
+            "pre-tool-use",
+            "post-tool-use",
+            "stop",
+            "session-end",
+        ],
+        per_tool_call: Some("pre-tool-use"),
+        captured: &[&["E2E-DROID-OUT"], &["notes.md"]],
+        briefing: Briefing {
+            part: messages_with_briefing,
+            marker: None,
+        },
+        checks: &[(Stage::Session1, droid_runs_the_users_own_hook)],
     },
 ];
 
@@ -329,6 +368,7 @@ end_to_end! {
     qwen_code_end_to_end: "qwen",
     copilot_end_to_end: "copilot",
     claude_agent_sdk_end_to_end: "claude-agent-sdk",
+    droid_end_to_end: "droid",
 }
 
 /// The row of the agent CLI `cli` (the Claude Agent SDK shares Claude
@@ -372,6 +412,19 @@ fn system_messages(body: &Value) -> String {
         .into_iter()
         .flatten()
         .filter(|m| m["role"] == "system")
+        .map(Value::to_string)
+        .collect()
+}
+
+/// The messages of a chat-completions request body that carry a memhook
+/// briefing (its first line), as JSON text: where the briefing landed,
+/// and nothing else (a file list in the system prompt names files too).
+fn messages_with_briefing(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["content"].to_string().contains("memhook briefing for "))
         .map(Value::to_string)
         .collect()
 }
@@ -517,10 +570,7 @@ fn sdk_setting_sources_empty_runs_no_hook(s: &Story) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        !mock.requests().is_empty(),
-        "the SDK made no model request"
-    );
+    assert!(!mock.requests().is_empty(), "the SDK made no model request");
     assert_eq!(
         fs::read_to_string(&calls).unwrap_or_default(),
         before,
@@ -1228,6 +1278,70 @@ fn copilot_runs_the_users_own_hook(s: &Story) {
     );
 }
 
+// Factory Droid.
+
+/// The user's own Droid hooks file (its top level is the event map): a Stop
+/// hook that leaves `~/droid-user-hook-ran`.
+const DROID_USER_HOOKS: &str = r#"{
+  "Stop": [
+    { "hooks": [{ "type": "command", "command": "touch \"$HOME/droid-user-hook-ran\"" }] }
+  ]
+}
+"#;
+
+/// `droid exec` against the OpenAI chat stand-in on `port`: a custom model
+/// in `~/.factory/settings.json` (written for each session, the port
+/// changes), no cloud session sync (it waits 5 s at exit offline), no
+/// update check.
+fn droid(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    let settings = json!({
+        "customModels": [{
+            "model": "mock-model",
+            "displayName": "mock",
+            "baseUrl": format!("http://127.0.0.1:{port}/v1"),
+            "apiKey": "sk-test-not-a-key",
+            "provider": "generic-chat-completion-api",
+            "maxOutputTokens": 4096,
+        }],
+        "cloudSessionSync": false,
+    });
+    let dir = world.home().join(".factory");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+    let mut c = world.agent(exe);
+    c.args(["exec", "--auto", "low", "--model", "custom:mock-0", prompt])
+        .env("FACTORY_DROID_AUTO_UPDATE_ENABLED", "false")
+        .env("NO_COLOR", "1");
+    run_bounded(c, Duration::from_secs(180))
+}
+
+/// A shell command, create the notes, read the excluded key.
+fn droid_script(proj: &Path) -> Vec<Step> {
+    vec![
+        Step::Tool(
+            "Execute",
+            json!({"command": "echo E2E-DROID-OUT", "riskLevel": "low", "riskLevelReason": "echo"}),
+        ),
+        Step::Tool(
+            "Create",
+            json!({"file_path": proj.join("notes.md").to_string_lossy(), "content": "E2E-DROID-NOTES\n"}),
+        ),
+        Step::Tool(
+            "Read",
+            json!({"file_path": proj.join("secret/key.txt").to_string_lossy()}),
+        ),
+        Step::Text("All done."),
+    ]
+}
+
+/// The user's own Stop hook in the same file still runs beside memhook's.
+fn droid_runs_the_users_own_hook(s: &Story) {
+    assert!(
+        s.world.home().join("droid-user-hook-ran").exists(),
+        "the user's own Droid hook stopped running"
+    );
+}
+
 // MCP.
 
 #[test]
@@ -1287,6 +1401,32 @@ fn mcp_registration_read_by_real_clis() {
         );
         // Claude starts the server and completes the MCP handshake with it.
         assert!(line.contains("Connected"), "{line}");
+    }
+    if let Some(droid_exe) = agent_cli("mcp_registration_read_by_real_clis", "droid") {
+        let out = world
+            .memhook()
+            .args(["install-mcp", "--agent", "droid", "--apply"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut c = world.agent(&droid_exe);
+        c.args(["mcp", "list"])
+            .env("FACTORY_DROID_AUTO_UPDATE_ENABLED", "false");
+        let out = run_bounded(c, Duration::from_secs(60));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("memhook "))
+            .unwrap_or_else(|| panic!("droid mcp list: {text}"));
+        // Droid starts the server and completes the MCP handshake with it.
+        assert!(
+            line.contains("stdio") && line.contains("connected"),
+            "{line}"
+        );
     }
     if let Some(copilot_exe) = agent_cli("mcp_registration_read_by_real_clis", "copilot") {
         let out = world

@@ -11,6 +11,7 @@
 //! | cursor       | `{"additional_context":…}` |
 //! | opencode     | `{"additionalContext":…}` (read by memhook's own plugin) |
 //! | copilot      | `{"additionalContext":…}` (Copilot CLI ignores `hookSpecificOutput`) |
+//! | droid        | as claude-code |
 //!
 //! Details and sources are in `docs/record.md` ("What the hook prints").
 
@@ -43,6 +44,9 @@ pub fn session_start_injection(agent: &Agent) -> Injection {
         // Checked with Copilot CLI 1.0.102: only a top-level
         // `additionalContext` reaches the model, on every event spelling.
         Agent::Copilot => Injection::TopLevel("additionalContext"),
+        // Factory Droid speaks Claude Code's hook protocol (checked with
+        // droid 0.225.2: tests/integration/agents.rs, droid_end_to_end).
+        Agent::Droid => Injection::HookSpecificOutput,
         // Unknown agents most often speak the Claude Code protocol (Cursor,
         // Gemini CLI and others read it); `{}` stays valid for all of them.
         Agent::Other(_) => Injection::HookSpecificOutput,
@@ -105,6 +109,7 @@ mod tests {
             Agent::Cursor,
             Agent::QwenCode,
             Agent::Copilot,
+            Agent::Droid,
             Agent::Other("kimi".into()),
         ]
     }
@@ -116,6 +121,7 @@ mod tests {
             Agent::Codex,
             Agent::GeminiCli,
             Agent::QwenCode,
+            Agent::Droid,
         ] {
             assert_eq!(
                 render(&a, EventKind::SessionStart, Some("brief \"q\"\nline")),

@@ -344,6 +344,8 @@ struct OutcomeRules {
 /// - Copilot CLI fires `postToolUseFailure` for a failed tool; a shell
 ///   command's result ends `<shellId: N completed with exit code K>`, whatever
 ///   K is, on a normal PostToolUse.
+/// - Factory Droid fires no failure event; an Execute result ends
+///   `[Process exited with code N]`.
 /// - Cursor and unknown agents: no documented sign.
 fn outcome_rules(agent: &Agent) -> OutcomeRules {
     use Outcome::*;
@@ -384,6 +386,17 @@ fn outcome_rules(agent: &Agent) -> OutcomeRules {
             },
             shell_default: Unknown,
             default: Success,
+        },
+        // Droid fires no failure event; its `tool_response` is text, an
+        // Execute's ending `[Process exited with code N]`.
+        Agent::Droid => OutcomeRules {
+            exit_line: ExitLine::LastWithin {
+                start: "[Process exited",
+                marker: " with code ",
+                end: "]",
+            },
+            shell_default: Unknown,
+            default: Unknown,
         },
         Agent::Cursor | Agent::Other(_) => OutcomeRules {
             exit_line: ExitLine::None,

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The agent CLIs the real-agent tests drive, by executable name.
-pub const AGENT_CLIS: [&str; 8] = [
+pub const AGENT_CLIS: [&str; 9] = [
     "claude",
     "codex",
     "opencode",
@@ -24,6 +24,7 @@ pub const AGENT_CLIS: [&str; 8] = [
     "copilot",
     "kilo",
     "claude-agent-sdk",
+    "droid",
 ];
 const INSTALL_CLIS: &str =
     "run `bash scripts/install-agent-clis.sh`, or set MEMHOOK_AGENT_CLIS to its prefix";

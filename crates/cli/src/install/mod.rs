@@ -63,6 +63,9 @@ pub enum AgentArg {
     /// Kilo CLI (`kilo`), an OpenCode fork: the same generated plugin.
     #[value(alias = "kilo-cli", alias = "kilocode")]
     Kilo,
+    /// Factory Droid (`droid`).
+    #[value(alias = "factory-droid", alias = "factory")]
+    Droid,
     /// Every supported agent found on this machine.
     All,
 }
@@ -241,6 +244,7 @@ pub fn select(
         AgentArg::QwenCode => "qwen-code",
         AgentArg::Copilot => "copilot",
         AgentArg::Kilo => "kilo",
+        AgentArg::Droid => "droid",
         AgentArg::All => {
             if has_config_file {
                 return Err(InstallError::Refused(
@@ -344,7 +348,7 @@ fn install_text(
                 Vec::new(),
             ))
         }
-        Shape::Nested | Shape::Flat => {
+        Shape::Nested | Shape::NestedRoot | Shape::Flat => {
             let doc = jsonc::Doc::parse(path, current, p.json, &p.name)?;
             let existing = hooks_json::owned_hooks(&doc.value(), p.shape)
                 .into_iter()
@@ -466,7 +470,7 @@ fn uninstall_text(
                 Ok((Some(text.to_string()), None))
             }
         }
-        Shape::Nested | Shape::Flat => {
+        Shape::Nested | Shape::NestedRoot | Shape::Flat => {
             let doc = jsonc::Doc::parse(path, Some(text), p.json, &p.name)?;
             let owned = hooks_json::owned_hooks(&doc.value(), p.shape);
             let data_dir = owned.first().and_then(|o| o.baked.data_dir.clone());

@@ -18,6 +18,9 @@ pub enum Shape {
     Nested,
     /// `hooks.<Event> = [{type, command, matcher}]` plus `version = 1` (Cursor).
     Flat,
+    /// `<Event> = [{matcher, hooks: [{type, command}]}]` at the top level:
+    /// the file is the event map itself (Factory Droid's `hooks.json`).
+    NestedRoot,
     /// A whole generated file (the OpenCode plugin).
     Plugin,
 }
@@ -276,7 +279,8 @@ mod tests {
                 "cursor",
                 "qwen-code",
                 "copilot",
-                "kilo"
+                "kilo",
+                "droid"
             ]
         );
     }

@@ -260,6 +260,39 @@ const COPILOT_TOOLS: &[ToolSpec] = &[
     t("fetch_copilot_cli_documentation", Unknown, N),
 ];
 
+/// Factory Droid 0.225: the tool schemas its model requests carry and the
+/// real payloads in fixtures/agents/droid/.
+const DROID_TOOLS: &[ToolSpec] = &[
+    t("Read", File, paths(&["file_path"])),
+    t("Create", File, paths(&["file_path"])),
+    t("Edit", File, paths(&["file_path"])),
+    t("MultiEdit", File, paths(&["file_path"])),
+    t(
+        "ApplyPatch",
+        File,
+        Extract::Patch {
+            fields: &["input", "patch"],
+        },
+    ),
+    t("LS", SearchList, N),
+    t("Grep", SearchList, N),
+    t("Glob", SearchList, N),
+    t(
+        "Execute",
+        Shell,
+        Extract::Shell {
+            command: &["command"],
+            base: &[],
+        },
+    ),
+    t("TodoWrite", Unknown, N),
+    t("Task", Unknown, N),
+    t("WebSearch", Unknown, N),
+    t("FetchUrl", Unknown, N),
+    t("Skill", Unknown, N),
+    t("ExitSpecMode", Unknown, N),
+];
+
 const AGENT_TABLES: &[&[ToolSpec]] = &[
     CLAUDE_TOOLS,
     CODEX_TOOLS,
@@ -268,6 +301,7 @@ const AGENT_TABLES: &[&[ToolSpec]] = &[
     CURSOR_TOOLS,
     QWEN_TOOLS,
     COPILOT_TOOLS,
+    DROID_TOOLS,
 ];
 
 fn table(agent: &Agent) -> &'static [&'static [ToolSpec]] {
@@ -279,6 +313,7 @@ fn table(agent: &Agent) -> &'static [&'static [ToolSpec]] {
         Agent::Cursor => &AGENT_TABLES[4..5],
         Agent::QwenCode => &AGENT_TABLES[5..6],
         Agent::Copilot => &AGENT_TABLES[6..7],
+        Agent::Droid => &AGENT_TABLES[7..8],
         Agent::Other(_) => AGENT_TABLES,
     }
 }

@@ -19,6 +19,8 @@ pub enum Agent {
     /// Kilo CLI (`kilo`), an OpenCode fork running memhook's OpenCode
     /// plugin: every per-agent table gives it OpenCode's row.
     Kilo,
+    /// Factory Droid (`droid`): Claude-shaped payloads, its own tool names.
+    Droid,
     /// Anything else, sanitised to `[a-z0-9._-]`, at most 64 chars (`generic` when empty).
     Other(String),
 }
@@ -223,6 +225,9 @@ const AGENT_NAMES: &[(&str, Agent)] = &[
     ("kilo", Agent::Kilo),
     ("kilocli", Agent::Kilo),
     ("kilocode", Agent::Kilo),
+    ("droid", Agent::Droid),
+    ("factorydroid", Agent::Droid),
+    ("factory", Agent::Droid),
 ];
 
 impl Agent {
@@ -261,6 +266,7 @@ impl Agent {
             Agent::QwenCode => "qwen-code",
             Agent::Copilot => "copilot",
             Agent::Kilo => "kilo",
+            Agent::Droid => "droid",
             Agent::Other(s) => s,
         }
     }

@@ -225,6 +225,28 @@ const COPILOT: Schema = Schema {
     implied_tools: &[],
 };
 
+/// Factory Droid 0.225 (fixtures/agents/droid/): Claude Code's payload
+/// fields with Droid's own tool names; `tool_response` is a string.
+const DROID: Schema = Schema {
+    event_name: &["/hook_event_name"],
+    nested_event: None,
+    session_id: &["/session_id"],
+    cwd: &["/cwd"],
+    tool_name: &["/tool_name"],
+    tool_input: &["/tool_input"],
+    call_id: &["/tool_use_id"],
+    response: &["/tool_response"],
+    error: &["/error"],
+    exit_status: &[],
+    prompt: &["/prompt"],
+    message: &["/message"],
+    summary: &["/compact_summary", "/summary"],
+    final_message: &["/last_assistant_message"],
+    detail: &["/source", "/trigger", "/reason"],
+    subagent: SUBAGENT_MARKERS,
+    implied_tools: &[],
+};
+
 /// Agents that fire their prompt event again, with a blank prompt, when no
 /// user typed anything: Qwen Code sends `UserPromptSubmit` with
 /// `"prompt": ""` after every tool batch. Such an event is not a prompt and
@@ -290,6 +312,7 @@ fn schema(agent: &Agent) -> &'static Schema {
         Agent::Cursor => &CURSOR,
         Agent::QwenCode => &QWEN,
         Agent::Copilot => &COPILOT,
+        Agent::Droid => &DROID,
         Agent::Other(_) => &GENERIC,
     }
 }

@@ -694,12 +694,45 @@ fn claude_agent_sdk_runs_claude_codes_hooks_with_its_payloads() {
     let start = captured(&run, "session-start.json");
     assert_eq!(start.detail.as_deref(), Some("startup"));
     let bash = captured(&run, "post-tool-use-Bash.json");
-    assert_eq!(bash.tool_input.as_ref().unwrap()["command"], "echo E2E-BASH-OUTPUT");
+    assert_eq!(
+        bash.tool_input.as_ref().unwrap()["command"],
+        "echo E2E-BASH-OUTPUT"
+    );
     assert_eq!(bash.tool_call_id.as_deref(), Some("toolu_mock02"));
     let fail = captured(&run, "post-tool-use-failure-Bash.json");
     assert!(fail.tool_error.is_some());
     let prompt = captured(&run, "user-prompt-submit.json");
-    assert!(prompt.prompt.as_deref().unwrap().starts_with("E2E-SDK-PROMPT"));
+    assert!(prompt
+        .prompt
+        .as_deref()
+        .unwrap()
+        .starts_with("E2E-SDK-PROMPT"));
     let stop = captured(&run, "stop.json");
     assert_eq!(stop.final_message.as_deref(), Some("All done."));
+}
+
+#[test]
+fn droid_events_from_the_real_payloads() {
+    let run = captured_run("droid", "droid/0.225.2");
+    let exec = captured(&run, "post-tool-use-Execute.json");
+    assert_eq!(
+        exec.tool_input.as_ref().unwrap()["command"],
+        "echo E2E-DROID-OUT"
+    );
+    assert_eq!(
+        exec.tool_response,
+        Some(json!("E2E-DROID-OUT\n\n\n[Process exited with code 0]"))
+    );
+    // Droid's payloads carry no call id.
+    assert_eq!(exec.tool_call_id, None);
+    assert_eq!(crate::record::exit_status(exec), Some(0));
+    let create = captured(&run, "post-tool-use-Create.json");
+    assert_eq!(
+        crate::capture::kept_file_paths(create),
+        ["/home/dev/proj/notes.md"]
+    );
+    let start = captured(&run, "session-start.json");
+    assert_eq!(start.detail.as_deref(), Some("startup"));
+    // `droid exec` fires no UserPromptSubmit.
+    assert!(run.iter().all(|(_, e)| e.kind != EventKind::UserPrompt));
 }
