@@ -78,8 +78,11 @@ mkdir -p "$PREFIX/node_modules/.bin" "$PREFIX/venvs"
 for w in "${pys[@]}"; do
   py=""
   for cand in ${PYTHON[$w]}; do
-    # (a pyenv shim exists for every version, but runs only the active ones)
-    if "$cand" --version >/dev/null 2>&1; then py="$cand"; break; fi
+    # (a pyenv shim exists for every version, but runs only the active
+    # ones: look in pyenv's versions too)
+    for c in "$cand" $(ls -d "$(pyenv root 2>/dev/null || echo /nonexistent)"/versions/*/bin/"$cand" 2>/dev/null); do
+      if "$c" --version >/dev/null 2>&1; then py="$c"; break 2; fi
+    done
   done
   [ -n "$py" ] || { echo "$w needs one of: ${PYTHON[$w]} (none runs here; with pyenv: PYENV_VERSION=3.12.1)" >&2; exit 1; }
   venv="$PREFIX/venvs/$w"

@@ -342,6 +342,38 @@ static AGENTS: &[Agent] = &[
         },
         checks: &[(Stage::Session1, droid_runs_the_users_own_hook)],
     },
+    Agent {
+        id: "openhands",
+        cli: "openhands",
+        name: "OpenHands CLI",
+        config_dir: ".openhands",
+        hook_file: "hooks.json",
+        wiring: Wiring::Settings,
+        users_files: &[],
+        api: Api::OpenAiChat,
+        session: openhands,
+        prompt: "E2E-OH-PROMPT write, read, run",
+        no_prompt_recall: None,
+        script: openhands_script,
+        notes: Some("E2E-OH-NOTES\n"),
+        is_turn: has_tools,
+        fires: &[
+            "session-start",
+            "user-prompt-submit",
+            "pre-tool-use",
+            "post-tool-use",
+            "stop",
+        ],
+        per_tool_call: None,
+        captured: &[&["E2E-OH-OUT"], &["notes.md"]],
+        // OpenHands takes context only from UserPromptSubmit: the briefing
+        // is part of the first user message.
+        briefing: Briefing {
+            part: user_messages,
+            marker: Some("memhook briefing for "),
+        },
+        checks: &[],
+    },
 ];
 
 /// One test per row of [`AGENTS`], named after the agent.
@@ -369,6 +401,7 @@ end_to_end! {
     copilot_end_to_end: "copilot",
     claude_agent_sdk_end_to_end: "claude-agent-sdk",
     droid_end_to_end: "droid",
+    openhands_end_to_end: "openhands",
 }
 
 /// The row of the agent CLI `cli` (the Claude Agent SDK shares Claude
@@ -1340,6 +1373,70 @@ fn droid_runs_the_users_own_hook(s: &Story) {
         s.world.home().join("droid-user-hook-ran").exists(),
         "the user's own Droid hook stopped running"
     );
+}
+
+// OpenHands.
+
+/// `openhands --headless` against the OpenAI chat stand-in on `port`
+/// (LiteLLM's `openai/` provider), with its tmux server in a private
+/// TMUX_TMPDIR, stopped by its pid once the session is over.
+fn openhands(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    let tmux = world.home().join("tmux");
+    fs::create_dir_all(&tmux).unwrap();
+    let mut c = world.agent(exe);
+    c.args(["--headless", "--override-with-envs", "-t", prompt])
+        .env("LLM_MODEL", "openai/mock-model")
+        .env("LLM_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+        .env("LLM_API_KEY", "sk-test-not-a-key")
+        .env("TMUX_TMPDIR", &tmux)
+        .env("OPENHANDS_SUPPRESS_BANNER", "1")
+        .env("NO_COLOR", "1");
+    let out = run_bounded(c, Duration::from_secs(300));
+    stop_tmux_servers(&tmux);
+    out
+}
+
+/// Stop (by pid) every tmux server whose environment names `tmpdir` as
+/// its TMUX_TMPDIR: the one an OpenHands session left running.
+fn stop_tmux_servers(tmpdir: &Path) {
+    let want = format!("TMUX_TMPDIR={}", tmpdir.display());
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return;
+    };
+    for e in rd.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmd = fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let argv0 = cmd.split(|b| *b == 0).next().unwrap_or_default();
+        if !(argv0 == b"tmux" || argv0.ends_with(b"/tmux")) {
+            continue;
+        }
+        let env = fs::read(e.path().join("environ")).unwrap_or_default();
+        if env.split(|b| *b == 0).any(|v| v == want.as_bytes()) {
+            crate::support::process::kill(pid, libc::SIGTERM);
+        }
+    }
+}
+
+/// A shell command, create the notes, view the excluded key, finish.
+fn openhands_script(proj: &Path) -> Vec<Step> {
+    vec![
+        Step::Tool(
+            "terminal",
+            json!({"command": "echo E2E-OH-OUT", "is_input": false, "summary": "say", "security_risk": "LOW"}),
+        ),
+        Step::Tool(
+            "file_editor",
+            json!({"command": "create", "path": proj.join("notes.md").to_string_lossy(), "file_text": "E2E-OH-NOTES\n", "summary": "notes", "security_risk": "LOW"}),
+        ),
+        Step::Tool(
+            "file_editor",
+            json!({"command": "view", "path": proj.join("secret/key.txt").to_string_lossy(), "summary": "key", "security_risk": "LOW"}),
+        ),
+        // Its session ends with the finish tool, not with a text answer.
+        Step::Tool("finish", json!({"message": "All done."})),
+    ]
 }
 
 // MCP.

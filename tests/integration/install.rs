@@ -21,6 +21,7 @@ const AGENTS: &[(&str, &str)] = &[
     ("cursor", ".cursor/hooks.json"),
     ("kilo", ".config/kilo/plugins/memhook.js"),
     ("droid", ".factory/hooks.json"),
+    ("openhands", ".openhands/hooks.json"),
 ];
 
 fn home() -> tempfile::TempDir {
@@ -942,6 +943,7 @@ fn mcp_register_every_agent() {
         ("cursor", ".cursor/mcp.json", "mcpServers"),
         ("kilo", ".config/kilo/kilo.json", "mcp"),
         ("droid", ".factory/mcp.json", "mcpServers"),
+        ("openhands", ".openhands/mcp.json", "mcpServers"),
     ] {
         let h = home();
         let f = h.path().join(rel);
@@ -1793,7 +1795,8 @@ fn doctor_says_copilot_repo_hooks_need_a_trusted_folder() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|a| a["agent"] != "copilot")
+            // OpenHands' note: a project's own hooks.json replaces the user's.
+            .filter(|a| a["agent"] != "copilot" && a["agent"] != "openhands")
             .filter(|a| !a["note"].is_null())
             .count(),
         0

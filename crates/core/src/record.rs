@@ -398,6 +398,13 @@ fn outcome_rules(agent: &Agent) -> OutcomeRules {
             shell_default: Unknown,
             default: Unknown,
         },
+        // OpenHands: a terminal result carries `exit_code` (read above);
+        // no failure event.
+        Agent::OpenHands => OutcomeRules {
+            exit_line: ExitLine::None,
+            shell_default: Unknown,
+            default: Unknown,
+        },
         Agent::Cursor | Agent::Other(_) => OutcomeRules {
             exit_line: ExitLine::None,
             shell_default: Unknown,

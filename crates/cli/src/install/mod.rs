@@ -66,6 +66,9 @@ pub enum AgentArg {
     /// Factory Droid (`droid`).
     #[value(alias = "factory-droid", alias = "factory")]
     Droid,
+    /// OpenHands CLI (`openhands`).
+    #[value(name = "openhands", alias = "openhands-cli")]
+    OpenHands,
     /// Every supported agent found on this machine.
     All,
 }
@@ -245,6 +248,7 @@ pub fn select(
         AgentArg::Copilot => "copilot",
         AgentArg::Kilo => "kilo",
         AgentArg::Droid => "droid",
+        AgentArg::OpenHands => "openhands",
         AgentArg::All => {
             if has_config_file {
                 return Err(InstallError::Refused(

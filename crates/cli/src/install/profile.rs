@@ -280,7 +280,8 @@ mod tests {
                 "qwen-code",
                 "copilot",
                 "kilo",
-                "droid"
+                "droid",
+                "openhands"
             ]
         );
     }

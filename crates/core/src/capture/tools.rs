@@ -293,6 +293,25 @@ const DROID_TOOLS: &[ToolSpec] = &[
     t("ExitSpecMode", Unknown, N),
 ];
 
+/// OpenHands 1.16: the tools its model requests offer; `file_editor`
+/// views, creates and edits the file at `path`.
+const OPENHANDS_TOOLS: &[ToolSpec] = &[
+    t("file_editor", File, paths(&["path"])),
+    t("str_replace_editor", File, paths(&["path"])),
+    t(
+        "terminal",
+        Shell,
+        Extract::Shell {
+            command: &["command"],
+            base: &[],
+        },
+    ),
+    t("task_tracker", Unknown, N),
+    t("task", Unknown, N),
+    t("finish", Unknown, N),
+    t("think", Unknown, N),
+];
+
 const AGENT_TABLES: &[&[ToolSpec]] = &[
     CLAUDE_TOOLS,
     CODEX_TOOLS,
@@ -302,6 +321,7 @@ const AGENT_TABLES: &[&[ToolSpec]] = &[
     QWEN_TOOLS,
     COPILOT_TOOLS,
     DROID_TOOLS,
+    OPENHANDS_TOOLS,
 ];
 
 fn table(agent: &Agent) -> &'static [&'static [ToolSpec]] {
@@ -314,6 +334,7 @@ fn table(agent: &Agent) -> &'static [&'static [ToolSpec]] {
         Agent::QwenCode => &AGENT_TABLES[5..6],
         Agent::Copilot => &AGENT_TABLES[6..7],
         Agent::Droid => &AGENT_TABLES[7..8],
+        Agent::OpenHands => &AGENT_TABLES[8..9],
         Agent::Other(_) => AGENT_TABLES,
     }
 }

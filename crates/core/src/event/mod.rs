@@ -21,6 +21,8 @@ pub enum Agent {
     Kilo,
     /// Factory Droid (`droid`): Claude-shaped payloads, its own tool names.
     Droid,
+    /// OpenHands CLI (`openhands`): its own payload, six events.
+    OpenHands,
     /// Anything else, sanitised to `[a-z0-9._-]`, at most 64 chars (`generic` when empty).
     Other(String),
 }
@@ -228,6 +230,8 @@ const AGENT_NAMES: &[(&str, Agent)] = &[
     ("droid", Agent::Droid),
     ("factorydroid", Agent::Droid),
     ("factory", Agent::Droid),
+    ("openhands", Agent::OpenHands),
+    ("openhandscli", Agent::OpenHands),
 ];
 
 impl Agent {
@@ -267,6 +271,7 @@ impl Agent {
             Agent::Copilot => "copilot",
             Agent::Kilo => "kilo",
             Agent::Droid => "droid",
+            Agent::OpenHands => "openhands",
             Agent::Other(s) => s,
         }
     }

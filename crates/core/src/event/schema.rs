@@ -247,6 +247,29 @@ const DROID: Schema = Schema {
     implied_tools: &[],
 };
 
+/// OpenHands 1.16 (fixtures/agents/openhands/): its own payload,
+/// `event_type`, `working_dir`, the prompt and a stop's final text in
+/// `message`; no transcript, no `source`, no call id.
+const OPENHANDS: Schema = Schema {
+    event_name: &["/event_type"],
+    nested_event: None,
+    session_id: &["/session_id"],
+    cwd: &["/working_dir"],
+    tool_name: &["/tool_name"],
+    tool_input: &["/tool_input"],
+    call_id: &["/metadata/tool_call_id", "/tool_call_id"],
+    response: &["/tool_response"],
+    error: &["/tool_response/error", "/error"],
+    exit_status: &["/tool_response/exit_code"],
+    prompt: &["/message"],
+    message: &["/message"],
+    summary: &[],
+    final_message: &["/message"],
+    detail: &["/metadata/reason", "/reason"],
+    subagent: SUBAGENT_MARKERS,
+    implied_tools: &[],
+};
+
 /// Agents that fire their prompt event again, with a blank prompt, when no
 /// user typed anything: Qwen Code sends `UserPromptSubmit` with
 /// `"prompt": ""` after every tool batch. Such an event is not a prompt and
@@ -313,6 +336,7 @@ fn schema(agent: &Agent) -> &'static Schema {
         Agent::QwenCode => &QWEN,
         Agent::Copilot => &COPILOT,
         Agent::Droid => &DROID,
+        Agent::OpenHands => &OPENHANDS,
         Agent::Other(_) => &GENERIC,
     }
 }

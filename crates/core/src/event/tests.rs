@@ -736,3 +736,31 @@ fn droid_events_from_the_real_payloads() {
     // `droid exec` fires no UserPromptSubmit.
     assert!(run.iter().all(|(_, e)| e.kind != EventKind::UserPrompt));
 }
+
+#[test]
+fn openhands_events_from_the_real_payloads() {
+    let run = captured_run("openhands", "openhands/1.16.0");
+    let prompt = captured(&run, "user-prompt-submit.json");
+    assert_eq!(
+        prompt.prompt.as_deref(),
+        Some("E2E-OH-PROMPT write, read, run")
+    );
+    let term = captured(&run, "post-tool-use-terminal.json");
+    assert_eq!(
+        term.tool_input.as_ref().unwrap()["command"],
+        "echo E2E-OH-OUT"
+    );
+    assert_eq!(term.exit_status, Some(0));
+    assert_eq!(term.tool_error, None);
+    let create = captured(&run, "post-tool-use-file_editor.json");
+    assert_eq!(
+        crate::capture::kept_file_paths(create),
+        ["/home/dev/proj/notes.md"]
+    );
+    let stop = captured(&run, "stop.json");
+    assert_eq!(stop.detail.as_deref(), Some("agent_finished"));
+    // A stop carries no final text (the finish tool's message is its input).
+    assert_eq!(stop.final_message, None);
+    // No `source`: a resumed conversation looks like a new start.
+    assert_eq!(captured(&run, "session-start.json").detail, None);
+}
