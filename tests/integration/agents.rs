@@ -16,6 +16,7 @@
 //! absent fails in CI and is skipped with one `SKIPPED` line locally
 //! (tests/integration/deps.rs).
 
+mod conformance;
 mod story;
 
 use std::fs;
@@ -69,6 +70,9 @@ static AGENTS: &[Agent] = &[
             marker: Some("SessionStart hook additional context"),
         },
         checks: &[],
+        version_args: &["--version"],
+        lands: "a `SessionStart hook additional context` system message in the first request's messages",
+        not_given: "Notification and permission events in `-p` mode",
     },
     Agent {
         id: "codex",
@@ -103,6 +107,9 @@ static AGENTS: &[Agent] = &[
             (Stage::Session1Ready, codex_runs_memhooks_hooks_once_trusted),
             (Stage::Uninstalling, codex_sees_a_changed_command),
         ],
+        version_args: &["--version"],
+        lands: "a developer message before the prompt",
+        not_given: "hooks until the user trusts them (`/hooks`); a failure event (a failing command is a normal PostToolUse)",
     },
     Agent {
         id: "gemini-cli",
@@ -136,6 +143,9 @@ static AGENTS: &[Agent] = &[
             (Stage::Installed, gemini_keeps_the_users_settings),
             (Stage::Uninstalled, gemini_reads_commented_settings),
         ],
+        version_args: &["--version"],
+        lands: "prepended to the prompt inside `<hook_context>`",
+        not_given: "a tool call id; a stop per turn is AfterAgent (not wired)",
     },
     Agent {
         id: "opencode",
@@ -169,6 +179,9 @@ static AGENTS: &[Agent] = &[
             (Stage::Uninstalling, opencode_did_not_install_its_package),
             (Stage::Uninstalled, the_startup_install_remedy_stays),
         ],
+        version_args: &["--version"],
+        lands: "the system prompt (memhook's plugin, `experimental.chat.system.transform`)",
+        not_given: "command hooks (a generated plugin pipes events); `tool.execute.after` for a failed non-shell tool",
     },
     Agent {
         id: "kilo",
@@ -199,6 +212,9 @@ static AGENTS: &[Agent] = &[
             }),
             (Stage::Uninstalled, the_startup_install_remedy_stays),
         ],
+        version_args: &["--version"],
+        lands: "the system prompt (memhook's OpenCode plugin)",
+        not_given: "command hooks (the OpenCode plugin pipes events); `tool.execute.after` for a failed non-shell tool",
     },
     Agent {
         id: "qwen-code",
@@ -234,6 +250,9 @@ static AGENTS: &[Agent] = &[
             (Stage::Session1, qwen_repeats_the_prompt_event),
             (Stage::Captured, qwen_memory_extraction_is_no_prompt),
         ],
+        version_args: &["--version"],
+        lands: "the system prompt",
+        not_given: "SessionEnd in headless runs; it repeats UserPromptSubmit with an empty prompt after each tool batch",
     },
     Agent {
         id: "copilot",
@@ -271,6 +290,9 @@ static AGENTS: &[Agent] = &[
             marker: None,
         },
         checks: &[(Stage::Session1, copilot_runs_the_users_own_hook)],
+        version_args: &["--version"],
+        lands: "a user message before the prompt (top-level `additionalContext` only)",
+        not_given: "a tool call id",
     },
     Agent {
         // The Claude Agent SDK runs the Claude Code it bundles, which runs
@@ -310,6 +332,9 @@ static AGENTS: &[Agent] = &[
             marker: Some("SessionStart hook additional context"),
         },
         checks: &[(Stage::Uninstalling, sdk_setting_sources_empty_runs_no_hook)],
+        version_args: &["-c", "import claude_agent_sdk as s; print(s.__version__)"],
+        lands: "as Claude Code (the SDK runs the Claude Code it bundles)",
+        not_given: "any hook when the program passes `setting_sources=[]`; SDK callbacks never see SessionStart or SessionEnd",
     },
     Agent {
         id: "droid",
@@ -341,6 +366,9 @@ static AGENTS: &[Agent] = &[
             marker: None,
         },
         checks: &[(Stage::Session1, droid_runs_the_users_own_hook)],
+        version_args: &["--version"],
+        lands: "a message of the first request",
+        not_given: "UserPromptSubmit in `droid exec`; a failure event; a tool call id; a final message on Stop",
     },
     Agent {
         id: "openhands",
@@ -373,6 +401,9 @@ static AGENTS: &[Agent] = &[
             marker: Some("memhook briefing for "),
         },
         checks: &[],
+        version_args: &["--version"],
+        lands: "the first user message: OpenHands takes context only from UserPromptSubmit, so memhook briefs at the first prompt, once per session",
+        not_given: "context at session start; a transcript, `source`, tool call id, failure event or final message",
     },
 ];
 
@@ -411,6 +442,20 @@ fn agent(cli: &str) -> &'static Agent {
         .iter()
         .find(|a| a.cli == cli)
         .unwrap_or_else(|| panic!("no row for {cli}"))
+}
+
+/// docs/agents.md has one conformance row per agent program of the table
+/// (each story checks its own row's content).
+#[test]
+fn the_conformance_table_has_a_row_per_agent() {
+    let mut documented: Vec<String> = conformance::committed_rows()
+        .into_iter()
+        .map(|r| r.cells[1].clone())
+        .collect();
+    documented.sort();
+    let mut want: Vec<String> = AGENTS.iter().map(|a| format!("`{}`", a.cli)).collect();
+    want.sort();
+    assert_eq!(documented, want, "docs/agents.md's conformance table");
 }
 
 /// Every agent CLI the suite installs has its row, one only, and every

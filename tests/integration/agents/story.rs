@@ -83,6 +83,15 @@ pub struct Agent {
 
     /// The agent's own checks, each at one stage of the story.
     pub checks: &'static [Check],
+
+    // Its row of docs/agents.md (agents/conformance.rs).
+    /// The arguments that make the program print its version.
+    pub version_args: &'static [&'static str],
+    /// Where the briefing lands in the model request (what
+    /// [`Agent::briefing`] checks), in words.
+    pub lands: &'static str,
+    /// What the agent does not give memhook, in words.
+    pub not_given: &'static str,
 }
 
 /// How a hook file runs memhook.
@@ -264,6 +273,9 @@ pub fn tell(test: &str, agent: &'static Agent) {
     );
     s.assert_uninstalled(&users, &before);
     s.checks(Stage::Uninstalled);
+
+    // 7. Its row of docs/agents.md says what this run saw.
+    super::conformance::check_or_update(&s);
 }
 
 /// Assert that `agent` ran memhook's hook for each event it fires (the
