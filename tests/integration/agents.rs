@@ -1570,6 +1570,33 @@ fn mcp_registration_read_by_real_clis() {
             "{line}"
         );
     }
+    if let Some(oh_exe) = agent_cli("mcp_registration_read_by_real_clis", "openhands") {
+        let out = world
+            .memhook()
+            .args(["install-mcp", "--agent", "openhands", "--apply"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut c = world.agent(&oh_exe);
+        c.args(["mcp", "list"])
+            .env("OPENHANDS_SUPPRESS_BANNER", "1");
+        let out = run_bounded(c, Duration::from_secs(120));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let entry = text
+            .split("• ")
+            .find(|e| e.starts_with("memhook "))
+            .unwrap_or_else(|| panic!("openhands mcp list: {text}"));
+        assert!(entry.contains("enabled"), "{entry}");
+        assert!(
+            entry.contains(&format!("Command: {}", real.display())),
+            "{entry}"
+        );
+        assert!(entry.contains("mcp"), "{entry}");
+    }
     if let Some(copilot_exe) = agent_cli("mcp_registration_read_by_real_clis", "copilot") {
         let out = world
             .memhook()
