@@ -405,6 +405,40 @@ static AGENTS: &[Agent] = &[
         lands: "the first user message: OpenHands takes context only from UserPromptSubmit, so memhook briefs at the first prompt, once per session",
         not_given: "context at session start; a transcript, `source`, tool call id, failure event or final message",
     },
+    Agent {
+        id: "pi",
+        cli: "pi",
+        name: "pi",
+        config_dir: ".pi/agent",
+        hook_file: "extensions/memhook.js",
+        wiring: Wiring::Plugin,
+        users_files: &[],
+        api: Api::OpenAiChat,
+        session: pi,
+        prompt: "E2E-PI-PROMPT write, read, run",
+        no_prompt_recall: None,
+        script: pi_script,
+        notes: Some("E2E-PI-NOTES\n"),
+        is_turn: has_tools,
+        fires: &[
+            "session_start",
+            "before_agent_start",
+            "tool_call",
+            "tool_result",
+            "agent_end",
+        ],
+        per_tool_call: Some("tool_call"),
+        captured: &[&["E2E-PI-OUT"], &["notes.md"]],
+        // memhook's extension adds the briefing to the system prompt.
+        briefing: Briefing {
+            part: system_messages,
+            marker: Some("memhook briefing for "),
+        },
+        checks: &[(Stage::Uninstalling, pi_bounds_a_hanging_hook)],
+        version_args: &["--version"],
+        lands: "the system prompt (memhook's generated extension, `before_agent_start`)",
+        not_given: "command hooks (a generated extension pipes events); MCP",
+    },
 ];
 
 /// One test per row of [`AGENTS`], named after the agent.
@@ -433,6 +467,7 @@ end_to_end! {
     claude_agent_sdk_end_to_end: "claude-agent-sdk",
     droid_end_to_end: "droid",
     openhands_end_to_end: "openhands",
+    pi_end_to_end: "pi",
 }
 
 /// The row of the agent CLI `cli` (the Claude Agent SDK shares Claude
@@ -1481,6 +1516,75 @@ fn openhands_script(proj: &Path) -> Vec<Step> {
         ),
         // Its session ends with the finish tool, not with a text answer.
         Step::Tool("finish", json!({"message": "All done."})),
+    ]
+}
+
+// pi.
+
+/// `pi -p` against the OpenAI chat stand-in on `port`: a provider in
+/// `~/.pi/agent/models.json` (written for each session: the port changes),
+/// offline, no version check, no telemetry.
+fn pi(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    let dir = world.home().join(".pi/agent");
+    fs::create_dir_all(&dir).unwrap();
+    let models = json!({"providers": {"mock": {
+        "baseUrl": format!("http://127.0.0.1:{port}/v1"),
+        "api": "openai-completions",
+        "apiKey": "sk-test-not-a-key",
+        "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+        "models": [{"id": "mock-model"}],
+    }}});
+    fs::write(dir.join("models.json"), models.to_string()).unwrap();
+    let mut c = world.agent(exe);
+    c.args(["-p", "--provider", "mock", "--model", "mock-model", prompt])
+        .env("PI_OFFLINE", "1")
+        .env("PI_SKIP_VERSION_CHECK", "1")
+        .env("PI_TELEMETRY", "0")
+        .env("NO_COLOR", "1");
+    run_bounded(c, Duration::from_secs(180))
+}
+
+/// pi awaits an extension's handlers without a timeout: memhook's
+/// extension bounds each call. With a memhook that hangs (the shim
+/// replaced by one that sleeps a minute), a pi session still ends, in
+/// far less than the hang.
+fn pi_bounds_a_hanging_hook(s: &Story) {
+    use std::os::unix::fs::PermissionsExt;
+    let shim = s.world.shim();
+    let saved = fs::read(&shim).unwrap();
+    fs::write(&shim, "#!/bin/sh\nexec sleep 60\n").unwrap();
+    fs::set_permissions(&shim, fs::Permissions::from_mode(0o755)).unwrap();
+    let mock = Mock::start(Api::OpenAiChat, vec![Step::Text("Still here.")]);
+    let started = std::time::Instant::now();
+    let out = pi(&s.world, &s.exe, mock.port, "hanging hooks");
+    let took = started.elapsed();
+    fs::write(&shim, saved).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!mock.requests().is_empty(), "pi made no model request");
+    // session_start waits 3 s, each other event 2 s: far from 60 s.
+    assert!(
+        took < Duration::from_secs(30),
+        "pi waited {took:?} for a hanging hook"
+    );
+}
+
+/// A shell command, write the notes, read the excluded key.
+fn pi_script(proj: &Path) -> Vec<Step> {
+    vec![
+        Step::Tool("bash", json!({"command": "echo E2E-PI-OUT"})),
+        Step::Tool(
+            "write",
+            json!({"path": proj.join("notes.md").to_string_lossy(), "content": "E2E-PI-NOTES\n"}),
+        ),
+        Step::Tool(
+            "read",
+            json!({"path": proj.join("secret/key.txt").to_string_lossy()}),
+        ),
+        Step::Text("All done."),
     ]
 }
 

@@ -27,6 +27,7 @@ const SESSIONS: &[(&str, &str, &str)] = &[
     ("claude-agent-sdk", "claude-code", "0.2.184"),
     ("droid", "droid", "0.225.2"),
     ("openhands", "openhands", "1.16.0"),
+    ("pi", "pi", "0.73.1"),
 ];
 
 fn hook(home: &Path, agent: &str, event: Option<&str>, payload: &str, cwd: &Path) -> Vec<u8> {

@@ -1131,6 +1131,7 @@ fn captured_payloads_of_the_newer_agents_each_make_one_record() {
         ("claude-code", "claude-agent-sdk/0.2.184"),
         ("droid", "droid/0.225.2"),
         ("openhands", "openhands/1.16.0"),
+        ("pi", "pi/0.73.1"),
     ] {
         let t = tempfile::tempdir().unwrap();
         let _drain = hold_drain(t.path());

@@ -22,6 +22,7 @@ const AGENTS: &[(&str, &str)] = &[
     ("kilo", ".config/kilo/plugins/memhook.js"),
     ("droid", ".factory/hooks.json"),
     ("openhands", ".openhands/hooks.json"),
+    ("pi", ".pi/agent/extensions/memhook.js"),
 ];
 
 fn home() -> tempfile::TempDir {
@@ -1795,8 +1796,9 @@ fn doctor_says_copilot_repo_hooks_need_a_trusted_folder() {
             .as_array()
             .unwrap()
             .iter()
-            // OpenHands' note: a project's own hooks.json replaces the user's.
-            .filter(|a| a["agent"] != "copilot" && a["agent"] != "openhands")
+            // OpenHands' note: a project's own hooks.json replaces the
+            // user's; pi's: a project's own extensions load unasked.
+            .filter(|a| !["copilot", "openhands", "pi"].contains(&a["agent"].as_str().unwrap()))
             .filter(|a| !a["note"].is_null())
             .count(),
         0
@@ -1999,4 +2001,31 @@ fn droid_hooks_file_is_the_event_map() {
         &["uninstall-hooks", "--agent", "droid", "--apply"],
     );
     assert_eq!(fs::read_to_string(&f).unwrap(), old);
+}
+
+/// pi has no MCP client: `install-mcp --agent pi` refuses and writes
+/// nothing; `--agent all` skips it and says so.
+#[test]
+fn install_mcp_refuses_an_agent_without_mcp() {
+    let h = home();
+    let before = snapshot(h.path());
+    let out = run(mh(h.path()), &["install-mcp", "--agent", "pi", "--apply"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("pi has no MCP client"),
+        "{out:?}"
+    );
+    assert_eq!(snapshot(h.path()), before);
+    fs::create_dir_all(h.path().join(".pi/agent")).unwrap();
+    fs::create_dir_all(h.path().join(".codex")).unwrap();
+    let mut c = mh(h.path());
+    c.env("PATH", "/nonexistent");
+    let out = run(c, &["install-mcp", "--agent", "all", "--apply"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("pi: skipped"),
+        "{out:?}"
+    );
+    assert!(!h.path().join(".pi/agent/mcp.json").exists());
+    assert!(h.path().join(".codex/config.toml").exists());
 }

@@ -65,6 +65,8 @@ pub fn session_start_injection(agent: &Agent) -> Injection {
         // droid 0.225.2: tests/integration/agents.rs, droid_end_to_end).
         Agent::Droid => Injection::HookSpecificOutput,
         Agent::OpenHands => Injection::TopLevel("additionalContext"),
+        // memhook's generated pi extension reads it, as the OpenCode plugin.
+        Agent::Pi => Injection::TopLevel("additionalContext"),
         // Unknown agents most often speak the Claude Code protocol (Cursor,
         // Gemini CLI and others read it); `{}` stays valid for all of them.
         Agent::Other(_) => Injection::HookSpecificOutput,

@@ -400,6 +400,12 @@ fn outcome_rules(agent: &Agent) -> OutcomeRules {
         },
         // OpenHands: a terminal result carries `exit_code` (read above);
         // no failure event.
+        // pi: the extension sends `error` when pi marks a result isError.
+        Agent::Pi => OutcomeRules {
+            exit_line: ExitLine::None,
+            shell_default: Success,
+            default: Success,
+        },
         Agent::OpenHands => OutcomeRules {
             exit_line: ExitLine::None,
             shell_default: Unknown,

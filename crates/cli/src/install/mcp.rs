@@ -45,7 +45,15 @@ pub fn run(args: &InstallMcpArgs, data_dir: Option<&Path>) -> CmdResult {
         server_url: None,
         strategy: None,
     };
+    let several = profiles.len() > 1;
     for p in profiles {
+        if let Some(why) = &p.mcp.unsupported {
+            if several {
+                say!("{}: skipped ({why})", p.name);
+                continue;
+            }
+            return Err(InstallError::Refused(format!("{}: {why}", p.name)).into());
+        }
         let path = match &args.config_file {
             Some(f) => super::config_path(p, Some(f))?,
             None => p.mcp.location.path().ok_or_else(|| {

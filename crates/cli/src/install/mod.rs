@@ -69,6 +69,9 @@ pub enum AgentArg {
     /// OpenHands CLI (`openhands`).
     #[value(name = "openhands", alias = "openhands-cli")]
     OpenHands,
+    /// pi coding agent (`pi`): a generated extension.
+    #[value(alias = "pi-coding-agent")]
+    Pi,
     /// Every supported agent found on this machine.
     All,
 }
@@ -249,6 +252,7 @@ pub fn select(
         AgentArg::Kilo => "kilo",
         AgentArg::Droid => "droid",
         AgentArg::OpenHands => "openhands",
+        AgentArg::Pi => "pi",
         AgentArg::All => {
             if has_config_file {
                 return Err(InstallError::Refused(

@@ -84,6 +84,9 @@ pub struct McpProfile {
     pub style: McpStyle,
     #[serde(default)]
     pub stdio_type: bool,
+    /// The agent has no MCP client: why, and `install-mcp` refuses it.
+    #[serde(default)]
+    pub unsupported: Option<String>,
 }
 
 /// Something the agent installs by itself, at its start, once memhook's hook
@@ -128,6 +131,10 @@ pub struct Profile {
     pub own_file: bool,
     #[serde(default)]
     pub startup_install: Option<StartupInstall>,
+    /// For a `plugin` shape: which generated file (`hooks/<template>/`):
+    /// the OpenCode plugin when absent, `pi` for the pi extension.
+    #[serde(default)]
+    pub template: Option<String>,
     pub mcp: McpProfile,
 }
 
@@ -281,7 +288,8 @@ mod tests {
                 "copilot",
                 "kilo",
                 "droid",
-                "openhands"
+                "openhands",
+                "pi"
             ]
         );
     }
@@ -329,7 +337,7 @@ mod tests {
         for p in all() {
             assert_eq!(
                 p.startup_install.is_some(),
-                p.shape == Shape::Plugin,
+                p.shape == Shape::Plugin && p.template.is_none(),
                 "{}",
                 p.id
             );

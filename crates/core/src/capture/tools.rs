@@ -312,6 +312,25 @@ const OPENHANDS_TOOLS: &[ToolSpec] = &[
     t("think", Unknown, N),
 ];
 
+/// pi 0.73: the tools it offers (`read`, `write`, `edit` with `path`;
+/// `bash`; `grep`, `find`, `ls` when enabled).
+const PI_TOOLS: &[ToolSpec] = &[
+    t("read", File, paths(&["path"])),
+    t("write", File, paths(&["path"])),
+    t("edit", File, paths(&["path"])),
+    t(
+        "bash",
+        Shell,
+        Extract::Shell {
+            command: &["command"],
+            base: &[],
+        },
+    ),
+    t("grep", SearchList, N),
+    t("find", SearchList, N),
+    t("ls", SearchList, N),
+];
+
 const AGENT_TABLES: &[&[ToolSpec]] = &[
     CLAUDE_TOOLS,
     CODEX_TOOLS,
@@ -322,6 +341,7 @@ const AGENT_TABLES: &[&[ToolSpec]] = &[
     COPILOT_TOOLS,
     DROID_TOOLS,
     OPENHANDS_TOOLS,
+    PI_TOOLS,
 ];
 
 fn table(agent: &Agent) -> &'static [&'static [ToolSpec]] {
@@ -335,6 +355,7 @@ fn table(agent: &Agent) -> &'static [&'static [ToolSpec]] {
         Agent::Copilot => &AGENT_TABLES[6..7],
         Agent::Droid => &AGENT_TABLES[7..8],
         Agent::OpenHands => &AGENT_TABLES[8..9],
+        Agent::Pi => &AGENT_TABLES[9..10],
         Agent::Other(_) => AGENT_TABLES,
     }
 }

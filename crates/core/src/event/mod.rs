@@ -23,6 +23,8 @@ pub enum Agent {
     Droid,
     /// OpenHands CLI (`openhands`): its own payload, six events.
     OpenHands,
+    /// pi coding agent (`pi`), through memhook's generated extension.
+    Pi,
     /// Anything else, sanitised to `[a-z0-9._-]`, at most 64 chars (`generic` when empty).
     Other(String),
 }
@@ -151,6 +153,13 @@ const EVENT_NAMES: &[(&str, EventKind)] = &[
     // Session end (OpenCode: session.deleted).
     ("sessionend", EventKind::SessionEnd),
     ("sessiondeleted", EventKind::SessionEnd),
+    // pi's extension events (memhook's generated extension passes them).
+    ("beforeagentstart", EventKind::UserPrompt),
+    ("toolcall", EventKind::PreToolUse),
+    ("toolresult", EventKind::PostToolUse),
+    ("agentend", EventKind::Stop),
+    ("sessionbeforecompact", EventKind::PreCompact),
+    ("sessionshutdown", EventKind::SessionEnd),
 ];
 
 /// Lowercase `name` and drop `-`, `_`, `.` (and anything else that is not
@@ -232,6 +241,8 @@ const AGENT_NAMES: &[(&str, Agent)] = &[
     ("factory", Agent::Droid),
     ("openhands", Agent::OpenHands),
     ("openhandscli", Agent::OpenHands),
+    ("pi", Agent::Pi),
+    ("picodingagent", Agent::Pi),
 ];
 
 impl Agent {
@@ -272,6 +283,7 @@ impl Agent {
             Agent::Kilo => "kilo",
             Agent::Droid => "droid",
             Agent::OpenHands => "openhands",
+            Agent::Pi => "pi",
             Agent::Other(s) => s,
         }
     }

@@ -270,6 +270,30 @@ const OPENHANDS: Schema = Schema {
     implied_tools: &[],
 };
 
+/// What memhook's generated pi extension (hooks/pi/memhook.js) pipes in:
+/// the session id and cwd of pi's `ctx`, the tool call's name, input, id
+/// and result text (`error` when pi says `isError`), the prompt, the turn's
+/// last assistant text.
+const PI: Schema = Schema {
+    event_name: &["/hook_event_name"],
+    nested_event: None,
+    session_id: &["/session_id"],
+    cwd: &["/cwd"],
+    tool_name: &["/tool_name"],
+    tool_input: &["/tool_input"],
+    call_id: &["/tool_call_id"],
+    response: &["/tool_response"],
+    error: &["/error"],
+    exit_status: &[],
+    prompt: &["/prompt"],
+    message: &["/message"],
+    summary: &["/summary"],
+    final_message: &["/last_assistant_message"],
+    detail: &["/reason"],
+    subagent: SUBAGENT_MARKERS,
+    implied_tools: &[],
+};
+
 /// Agents that fire their prompt event again, with a blank prompt, when no
 /// user typed anything: Qwen Code sends `UserPromptSubmit` with
 /// `"prompt": ""` after every tool batch. Such an event is not a prompt and
@@ -337,6 +361,7 @@ fn schema(agent: &Agent) -> &'static Schema {
         Agent::Copilot => &COPILOT,
         Agent::Droid => &DROID,
         Agent::OpenHands => &OPENHANDS,
+        Agent::Pi => &PI,
         Agent::Other(_) => &GENERIC,
     }
 }

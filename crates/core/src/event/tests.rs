@@ -764,3 +764,31 @@ fn openhands_events_from_the_real_payloads() {
     // No `source`: a resumed conversation looks like a new start.
     assert_eq!(captured(&run, "session-start.json").detail, None);
 }
+
+#[test]
+fn pi_events_from_memhooks_extension() {
+    let run = captured_run("pi", "pi/0.73.1");
+    let prompt = captured(&run, "before_agent_start.json");
+    assert_eq!(
+        prompt.prompt.as_deref(),
+        Some("E2E-PI-PROMPT write, read, run")
+    );
+    let bash = captured(&run, "tool_result-bash.json");
+    assert_eq!(
+        bash.tool_input.as_ref().unwrap()["command"],
+        "echo E2E-PI-OUT"
+    );
+    assert_eq!(bash.tool_response, Some(json!("E2E-PI-OUT\n")));
+    assert_eq!(bash.tool_call_id.as_deref(), Some("call_mock0"));
+    let write = captured(&run, "tool_result-write.json");
+    assert_eq!(
+        crate::capture::kept_file_paths(write),
+        ["/home/dev/proj/notes.md"]
+    );
+    let stop = captured(&run, "agent_end.json");
+    assert_eq!(stop.final_message.as_deref(), Some("All done."));
+    assert_eq!(
+        captured(&run, "session_shutdown.json").kind,
+        EventKind::SessionEnd
+    );
+}
