@@ -16,6 +16,7 @@
 //! absent fails in CI and is skipped with one `SKIPPED` line locally
 //! (tests/integration/deps.rs).
 
+mod conformance;
 mod story;
 
 use std::fs;
@@ -45,6 +46,7 @@ static AGENTS: &[Agent] = &[
         api: Api::AnthropicMessages,
         session: claude,
         prompt: "E2E-FIRST-PROMPT: write the notes, read the key, say hi",
+        no_prompt_recall: None,
         script: claude_script,
         notes: Some("E2E-NOTES-CONTENT\n"),
         is_turn: has_tools,
@@ -68,6 +70,9 @@ static AGENTS: &[Agent] = &[
             marker: Some("SessionStart hook additional context"),
         },
         checks: &[],
+        version_args: &["--version"],
+        lands: "a `SessionStart hook additional context` system message in the first request's messages",
+        not_given: "Notification and permission events in `-p` mode",
     },
     Agent {
         id: "codex",
@@ -80,6 +85,7 @@ static AGENTS: &[Agent] = &[
         api: Api::OpenAiResponses,
         session: codex,
         prompt: "E2E-CODEX-PROMPT: run things",
+        no_prompt_recall: None,
         script: codex_script,
         notes: Some("E2E-CODEX-NOTES\n"),
         is_turn: has_tools,
@@ -101,6 +107,9 @@ static AGENTS: &[Agent] = &[
             (Stage::Session1Ready, codex_runs_memhooks_hooks_once_trusted),
             (Stage::Uninstalling, codex_sees_a_changed_command),
         ],
+        version_args: &["--version"],
+        lands: "a developer message before the prompt",
+        not_given: "hooks until the user trusts them (`/hooks`); a failure event (a failing command is a normal PostToolUse)",
     },
     Agent {
         id: "gemini-cli",
@@ -113,6 +122,7 @@ static AGENTS: &[Agent] = &[
         api: Api::GeminiGenerateContent,
         session: gemini,
         prompt: "E2E-GEMINI-PROMPT run it",
+        no_prompt_recall: None,
         script: gemini_script,
         notes: None,
         is_turn: |(url, _)| url.contains(":streamGenerateContent"),
@@ -133,6 +143,9 @@ static AGENTS: &[Agent] = &[
             (Stage::Installed, gemini_keeps_the_users_settings),
             (Stage::Uninstalled, gemini_reads_commented_settings),
         ],
+        version_args: &["--version"],
+        lands: "prepended to the prompt inside `<hook_context>`",
+        not_given: "a tool call id; a stop per turn is AfterAgent (not wired)",
     },
     Agent {
         id: "opencode",
@@ -145,6 +158,7 @@ static AGENTS: &[Agent] = &[
         api: Api::OpenAiChat,
         session: |w, exe, port, prompt| opencode_family(&OPENCODE, w, exe, port, prompt),
         prompt: "E2E-OC-PROMPT hello",
+        no_prompt_recall: None,
         script: |proj| opencode_family_script(proj, "E2E-OC-OUT"),
         notes: None,
         is_turn: has_tools,
@@ -165,6 +179,9 @@ static AGENTS: &[Agent] = &[
             (Stage::Uninstalling, opencode_did_not_install_its_package),
             (Stage::Uninstalled, the_startup_install_remedy_stays),
         ],
+        version_args: &["--version"],
+        lands: "the system prompt (memhook's plugin, `experimental.chat.system.transform`)",
+        not_given: "command hooks (a generated plugin pipes events); `tool.execute.after` for a failed non-shell tool",
     },
     Agent {
         id: "kilo",
@@ -177,6 +194,7 @@ static AGENTS: &[Agent] = &[
         api: Api::OpenAiChat,
         session: |w, exe, port, prompt| opencode_family(&KILO, w, exe, port, prompt),
         prompt: "E2E-KILO-PROMPT hello",
+        no_prompt_recall: None,
         script: |proj| opencode_family_script(proj, "E2E-KILO-OUT"),
         notes: None,
         is_turn: has_tools,
@@ -194,6 +212,9 @@ static AGENTS: &[Agent] = &[
             }),
             (Stage::Uninstalled, the_startup_install_remedy_stays),
         ],
+        version_args: &["--version"],
+        lands: "the system prompt (memhook's OpenCode plugin)",
+        not_given: "command hooks (the OpenCode plugin pipes events); `tool.execute.after` for a failed non-shell tool",
     },
     Agent {
         id: "qwen-code",
@@ -206,6 +227,7 @@ static AGENTS: &[Agent] = &[
         api: Api::OpenAiChat,
         session: qwen,
         prompt: "E2E-QWEN-PROMPT write, read, say",
+        no_prompt_recall: None,
         script: qwen_script,
         notes: Some("E2E-QWEN-NOTES\n"),
         is_turn: has_tools,
@@ -228,6 +250,9 @@ static AGENTS: &[Agent] = &[
             (Stage::Session1, qwen_repeats_the_prompt_event),
             (Stage::Captured, qwen_memory_extraction_is_no_prompt),
         ],
+        version_args: &["--version"],
+        lands: "the system prompt",
+        not_given: "SessionEnd in headless runs; it repeats UserPromptSubmit with an empty prompt after each tool batch",
     },
     Agent {
         id: "copilot",
@@ -243,6 +268,7 @@ static AGENTS: &[Agent] = &[
         api: Api::OpenAiChat,
         session: copilot,
         prompt: "E2E-COPILOT-PROMPT run things",
+        no_prompt_recall: None,
         script: copilot_script,
         notes: Some("E2E-COPILOT-NOTES\n"),
         is_turn: has_tools,
@@ -264,40 +290,207 @@ static AGENTS: &[Agent] = &[
             marker: None,
         },
         checks: &[(Stage::Session1, copilot_runs_the_users_own_hook)],
+        version_args: &["--version"],
+        lands: "a user message before the prompt (top-level `additionalContext` only)",
+        not_given: "a tool call id",
+    },
+    Agent {
+        // The Claude Agent SDK runs the Claude Code it bundles, which runs
+        // the hooks in ~/.claude/settings.json: memhook's Claude Code
+        // install, unchanged.
+        id: "claude-code",
+        cli: "claude-agent-sdk",
+        name: "Claude Agent SDK",
+        config_dir: ".claude",
+        hook_file: "settings.json",
+        wiring: Wiring::Settings,
+        users_files: &[(".claude/settings.json", CLAUDE_USER_SETTINGS)],
+        api: Api::AnthropicMessages,
+        session: claude_agent_sdk,
+        prompt: "E2E-SDK-PROMPT: write the notes, read the key, say hi",
+        no_prompt_recall: None,
+        script: claude_script,
+        notes: Some("E2E-NOTES-CONTENT\n"),
+        is_turn: has_tools,
+        fires: &[
+            "session-start",
+            "user-prompt-submit",
+            "pre-tool-use",
+            "post-tool-use",
+            "post-tool-use-failure",
+            "stop",
+            "session-end",
+        ],
+        per_tool_call: Some("pre-tool-use"),
+        captured: &[
+            &["Write"],
+            &["E2E-BASH-OUTPUT"],
+            &["E2E-FAIL-OUTPUT", "Exit code 3"],
+        ],
+        briefing: Briefing {
+            part: whole_request,
+            marker: Some("SessionStart hook additional context"),
+        },
+        checks: &[(Stage::Uninstalling, sdk_setting_sources_empty_runs_no_hook)],
+        version_args: &["-c", "import claude_agent_sdk as s; print(s.__version__)"],
+        lands: "as Claude Code (the SDK runs the Claude Code it bundles)",
+        not_given: "any hook when the program passes `setting_sources=[]`; SDK callbacks never see SessionStart or SessionEnd",
+    },
+    Agent {
+        id: "droid",
+        cli: "droid",
+        name: "Factory Droid",
+        config_dir: ".factory",
+        hook_file: "hooks.json",
+        wiring: Wiring::Settings,
+        users_files: &[(".factory/hooks.json", DROID_USER_HOOKS)],
+        api: Api::OpenAiChat,
+        session: droid,
+        prompt: "E2E-DROID-PROMPT write, read, run",
+        // `droid exec` fires no UserPromptSubmit.
+        no_prompt_recall: Some("notes.md"),
+        script: droid_script,
+        notes: Some("E2E-DROID-NOTES\n"),
+        is_turn: has_tools,
+        fires: &[
+            "session-start",
+            "pre-tool-use",
+            "post-tool-use",
+            "stop",
+            "session-end",
+        ],
+        per_tool_call: Some("pre-tool-use"),
+        captured: &[&["E2E-DROID-OUT"], &["notes.md"]],
+        briefing: Briefing {
+            part: messages_with_briefing,
+            marker: None,
+        },
+        checks: &[(Stage::Session1, droid_runs_the_users_own_hook)],
+        version_args: &["--version"],
+        lands: "a message of the first request",
+        not_given: "UserPromptSubmit in `droid exec`; a failure event; a tool call id; a final message on Stop",
+    },
+    Agent {
+        id: "openhands",
+        cli: "openhands",
+        name: "OpenHands CLI",
+        config_dir: ".openhands",
+        hook_file: "hooks.json",
+        wiring: Wiring::Settings,
+        users_files: &[],
+        api: Api::OpenAiChat,
+        session: openhands,
+        prompt: "E2E-OH-PROMPT write, read, run",
+        no_prompt_recall: None,
+        script: openhands_script,
+        notes: Some("E2E-OH-NOTES\n"),
+        is_turn: has_tools,
+        fires: &[
+            "session-start",
+            "user-prompt-submit",
+            "pre-tool-use",
+            "post-tool-use",
+            "stop",
+        ],
+        per_tool_call: None,
+        captured: &[&["E2E-OH-OUT"], &["notes.md"]],
+        // OpenHands takes context only from UserPromptSubmit: the briefing
+        // is part of the first user message.
+        briefing: Briefing {
+            part: user_messages,
+            marker: Some("memhook briefing for "),
+        },
+        checks: &[],
+        version_args: &["--version"],
+        lands: "the first user message: OpenHands takes context only from UserPromptSubmit, so memhook briefs at the first prompt, once per session",
+        not_given: "context at session start; a transcript, `source`, tool call id, failure event or final message",
+    },
+    Agent {
+        id: "pi",
+        cli: "pi",
+        name: "pi",
+        config_dir: ".pi/agent",
+        hook_file: "extensions/memhook.js",
+        wiring: Wiring::Plugin,
+        users_files: &[],
+        api: Api::OpenAiChat,
+        session: pi,
+        prompt: "E2E-PI-PROMPT write, read, run",
+        no_prompt_recall: None,
+        script: pi_script,
+        notes: Some("E2E-PI-NOTES\n"),
+        is_turn: has_tools,
+        fires: &[
+            "session_start",
+            "before_agent_start",
+            "tool_call",
+            "tool_result",
+            "agent_end",
+        ],
+        per_tool_call: Some("tool_call"),
+        captured: &[&["E2E-PI-OUT"], &["notes.md"]],
+        // memhook's extension adds the briefing to the system prompt.
+        briefing: Briefing {
+            part: system_messages,
+            marker: Some("memhook briefing for "),
+        },
+        checks: &[(Stage::Uninstalling, pi_bounds_a_hanging_hook)],
+        version_args: &["--version"],
+        lands: "the system prompt (memhook's generated extension, `before_agent_start`)",
+        not_given: "command hooks (a generated extension pipes events); MCP",
     },
 ];
 
 /// One test per row of [`AGENTS`], named after the agent.
 macro_rules! end_to_end {
-    ($($test:ident: $id:literal,)*) => {
-        /// The agents a test below tells the story of.
-        const TOLD: &[&str] = &[$($id),*];
+    ($($test:ident: $cli:literal,)*) => {
+        /// The agent CLIs a test below tells the story of.
+        const TOLD: &[&str] = &[$($cli),*];
         $(
-            #[doc = concat!("The story (agents/story.rs) told with the real `", $id, "` CLI.")]
+            #[doc = concat!("The story (agents/story.rs) told with the real `", $cli, "`.")]
             #[test]
             fn $test() {
-                story::tell(stringify!($test), agent($id));
+                story::tell(stringify!($test), agent($cli));
             }
         )*
     };
 }
 
 end_to_end! {
-    claude_code_end_to_end: "claude-code",
+    claude_code_end_to_end: "claude",
     codex_end_to_end: "codex",
-    gemini_cli_end_to_end: "gemini-cli",
+    gemini_cli_end_to_end: "gemini",
     opencode_end_to_end: "opencode",
     kilo_end_to_end: "kilo",
-    qwen_code_end_to_end: "qwen-code",
+    qwen_code_end_to_end: "qwen",
     copilot_end_to_end: "copilot",
+    claude_agent_sdk_end_to_end: "claude-agent-sdk",
+    droid_end_to_end: "droid",
+    openhands_end_to_end: "openhands",
+    pi_end_to_end: "pi",
 }
 
-/// The row of agent `id`.
-fn agent(id: &str) -> &'static Agent {
+/// The row of the agent CLI `cli` (the Claude Agent SDK shares Claude
+/// Code's memhook id, so rows are found by their program).
+fn agent(cli: &str) -> &'static Agent {
     AGENTS
         .iter()
-        .find(|a| a.id == id)
-        .unwrap_or_else(|| panic!("no row for {id}"))
+        .find(|a| a.cli == cli)
+        .unwrap_or_else(|| panic!("no row for {cli}"))
+}
+
+/// docs/agents.md has one conformance row per agent program of the table
+/// (each story checks its own row's content).
+#[test]
+fn the_conformance_table_has_a_row_per_agent() {
+    let mut documented: Vec<String> = conformance::committed_rows()
+        .into_iter()
+        .map(|r| r.cells[1].clone())
+        .collect();
+    documented.sort();
+    let mut want: Vec<String> = AGENTS.iter().map(|a| format!("`{}`", a.cli)).collect();
+    want.sort();
+    assert_eq!(documented, want, "docs/agents.md's conformance table");
 }
 
 /// Every agent CLI the suite installs has its row, one only, and every
@@ -310,8 +503,7 @@ fn every_agent_cli_has_a_row_and_a_test() {
     };
     let clis = sorted(AGENTS.iter().map(|a| a.cli).collect());
     assert_eq!(clis, sorted(AGENT_CLIS.to_vec()));
-    let ids = sorted(AGENTS.iter().map(|a| a.id).collect());
-    assert_eq!(ids, sorted(TOLD.to_vec()));
+    assert_eq!(clis, sorted(TOLD.to_vec()));
 }
 
 // What the model requests are, and where a briefing is in one.
@@ -333,6 +525,19 @@ fn system_messages(body: &Value) -> String {
         .into_iter()
         .flatten()
         .filter(|m| m["role"] == "system")
+        .map(Value::to_string)
+        .collect()
+}
+
+/// The messages of a chat-completions request body that carry a memhook
+/// briefing (its first line), as JSON text: where the briefing landed,
+/// and nothing else (a file list in the system prompt names files too).
+fn messages_with_briefing(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["content"].to_string().contains("memhook briefing for "))
         .map(Value::to_string)
         .collect()
 }
@@ -407,6 +612,83 @@ pub(crate) fn claude_with(
         .env("DISABLE_ERROR_REPORTING", "1")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
     run_bounded(c, Duration::from_secs(180))
+}
+
+// The Claude Agent SDK (Python).
+
+/// A program built on the Claude Agent SDK: `query()` with the prompt in
+/// argv[1], Claude Code's tools allowed, `setting_sources` left unset (the
+/// SDK's default, which loads user and project settings and so their
+/// hooks), or `[]` when `SDK_SETTING_SOURCES=none`. Prints the result;
+/// exits 1 when the SDK reports an error.
+const CLAUDE_AGENT_SDK_PROGRAM: &str = r#"
+import os, sys, anyio
+from claude_agent_sdk import query, ClaudeAgentOptions, ResultMessage
+
+async def main():
+    kw = {}
+    if os.environ.get("SDK_SETTING_SOURCES") == "none":
+        kw["setting_sources"] = []
+    opts = ClaudeAgentOptions(allowed_tools=["Write", "Read", "Bash"], cwd=os.getcwd(), **kw)
+    async for m in query(prompt=sys.argv[1], options=opts):
+        if isinstance(m, ResultMessage):
+            print(m.result)
+            if m.is_error:
+                sys.exit(1)
+
+anyio.run(main)
+"#;
+
+/// The SDK program above (run by the venv's Python the launcher `exe`
+/// execs) against the Anthropic Messages stand-in on `port`.
+fn claude_agent_sdk(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    claude_agent_sdk_with(world, exe, port, prompt, &[])
+}
+
+fn claude_agent_sdk_with(
+    world: &World,
+    exe: &Path,
+    port: u16,
+    prompt: &str,
+    env: &[(&str, &str)],
+) -> Output {
+    let mut c = world.agent(exe);
+    c.args(["-c", CLAUDE_AGENT_SDK_PROGRAM, prompt])
+        .envs(env.iter().copied())
+        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-not-a-key")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    run_bounded(c, Duration::from_secs(180))
+}
+
+/// The caveat docs/agents.md states: an SDK program that passes
+/// `setting_sources=[]` loads no settings file, so no memhook hook runs
+/// in it (memhook's hooks are still installed at this stage).
+fn sdk_setting_sources_empty_runs_no_hook(s: &Story) {
+    let calls = s.world.hook_calls();
+    let before = fs::read_to_string(&calls).unwrap_or_default();
+    let mock = Mock::start(Api::AnthropicMessages, vec![Step::Text("Quiet.")]);
+    let out = claude_agent_sdk_with(
+        &s.world,
+        &s.exe,
+        mock.port,
+        "no settings",
+        &[("SDK_SETTING_SOURCES", "none")],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!mock.requests().is_empty(), "the SDK made no model request");
+    assert_eq!(
+        fs::read_to_string(&calls).unwrap_or_default(),
+        before,
+        "a hook ran with setting_sources=[]"
+    );
 }
 
 // Codex.
@@ -1109,6 +1391,203 @@ fn copilot_runs_the_users_own_hook(s: &Story) {
     );
 }
 
+// Factory Droid.
+
+/// The user's own Droid hooks file (its top level is the event map): a Stop
+/// hook that leaves `~/droid-user-hook-ran`.
+const DROID_USER_HOOKS: &str = r#"{
+  "Stop": [
+    { "hooks": [{ "type": "command", "command": "touch \"$HOME/droid-user-hook-ran\"" }] }
+  ]
+}
+"#;
+
+/// `droid exec` against the OpenAI chat stand-in on `port`: a custom model
+/// in `~/.factory/settings.json` (written for each session, the port
+/// changes), no cloud session sync (it waits 5 s at exit offline), no
+/// update check.
+fn droid(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    let settings = json!({
+        "customModels": [{
+            "model": "mock-model",
+            "displayName": "mock",
+            "baseUrl": format!("http://127.0.0.1:{port}/v1"),
+            "apiKey": "sk-test-not-a-key",
+            "provider": "generic-chat-completion-api",
+            "maxOutputTokens": 4096,
+        }],
+        "cloudSessionSync": false,
+    });
+    let dir = world.home().join(".factory");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+    let mut c = world.agent(exe);
+    c.args(["exec", "--auto", "low", "--model", "custom:mock-0", prompt])
+        .env("FACTORY_DROID_AUTO_UPDATE_ENABLED", "false")
+        .env("NO_COLOR", "1");
+    run_bounded(c, Duration::from_secs(180))
+}
+
+/// A shell command, create the notes, read the excluded key.
+fn droid_script(proj: &Path) -> Vec<Step> {
+    vec![
+        Step::Tool(
+            "Execute",
+            json!({"command": "echo E2E-DROID-OUT", "riskLevel": "low", "riskLevelReason": "echo"}),
+        ),
+        Step::Tool(
+            "Create",
+            json!({"file_path": proj.join("notes.md").to_string_lossy(), "content": "E2E-DROID-NOTES\n"}),
+        ),
+        Step::Tool(
+            "Read",
+            json!({"file_path": proj.join("secret/key.txt").to_string_lossy()}),
+        ),
+        Step::Text("All done."),
+    ]
+}
+
+/// The user's own Stop hook in the same file still runs beside memhook's.
+fn droid_runs_the_users_own_hook(s: &Story) {
+    assert!(
+        s.world.home().join("droid-user-hook-ran").exists(),
+        "the user's own Droid hook stopped running"
+    );
+}
+
+// OpenHands.
+
+/// `openhands --headless` against the OpenAI chat stand-in on `port`
+/// (LiteLLM's `openai/` provider), with its tmux server in a private
+/// TMUX_TMPDIR, stopped by its pid once the session is over.
+fn openhands(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    let tmux = world.home().join("tmux");
+    fs::create_dir_all(&tmux).unwrap();
+    let mut c = world.agent(exe);
+    c.args(["--headless", "--override-with-envs", "-t", prompt])
+        .env("LLM_MODEL", "openai/mock-model")
+        .env("LLM_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+        .env("LLM_API_KEY", "sk-test-not-a-key")
+        .env("TMUX_TMPDIR", &tmux)
+        .env("OPENHANDS_SUPPRESS_BANNER", "1")
+        .env("NO_COLOR", "1");
+    let out = run_bounded(c, Duration::from_secs(300));
+    stop_tmux_servers(&tmux);
+    out
+}
+
+/// Stop (by pid) every tmux server whose environment names `tmpdir` as
+/// its TMUX_TMPDIR: the one an OpenHands session left running.
+fn stop_tmux_servers(tmpdir: &Path) {
+    let want = format!("TMUX_TMPDIR={}", tmpdir.display());
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return;
+    };
+    for e in rd.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmd = fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let argv0 = cmd.split(|b| *b == 0).next().unwrap_or_default();
+        if !(argv0 == b"tmux" || argv0.ends_with(b"/tmux")) {
+            continue;
+        }
+        let env = fs::read(e.path().join("environ")).unwrap_or_default();
+        if env.split(|b| *b == 0).any(|v| v == want.as_bytes()) {
+            crate::support::process::kill(pid, libc::SIGTERM);
+        }
+    }
+}
+
+/// A shell command, create the notes, view the excluded key, finish.
+fn openhands_script(proj: &Path) -> Vec<Step> {
+    vec![
+        Step::Tool(
+            "terminal",
+            json!({"command": "echo E2E-OH-OUT", "is_input": false, "summary": "say", "security_risk": "LOW"}),
+        ),
+        Step::Tool(
+            "file_editor",
+            json!({"command": "create", "path": proj.join("notes.md").to_string_lossy(), "file_text": "E2E-OH-NOTES\n", "summary": "notes", "security_risk": "LOW"}),
+        ),
+        Step::Tool(
+            "file_editor",
+            json!({"command": "view", "path": proj.join("secret/key.txt").to_string_lossy(), "summary": "key", "security_risk": "LOW"}),
+        ),
+        // Its session ends with the finish tool, not with a text answer.
+        Step::Tool("finish", json!({"message": "All done."})),
+    ]
+}
+
+// pi.
+
+/// `pi -p` against the OpenAI chat stand-in on `port`: a provider in
+/// `~/.pi/agent/models.json` (written for each session: the port changes),
+/// offline, no version check, no telemetry.
+fn pi(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    let dir = world.home().join(".pi/agent");
+    fs::create_dir_all(&dir).unwrap();
+    let models = json!({"providers": {"mock": {
+        "baseUrl": format!("http://127.0.0.1:{port}/v1"),
+        "api": "openai-completions",
+        "apiKey": "sk-test-not-a-key",
+        "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+        "models": [{"id": "mock-model"}],
+    }}});
+    fs::write(dir.join("models.json"), models.to_string()).unwrap();
+    let mut c = world.agent(exe);
+    c.args(["-p", "--provider", "mock", "--model", "mock-model", prompt])
+        .env("PI_OFFLINE", "1")
+        .env("PI_SKIP_VERSION_CHECK", "1")
+        .env("PI_TELEMETRY", "0")
+        .env("NO_COLOR", "1");
+    run_bounded(c, Duration::from_secs(180))
+}
+
+/// pi awaits an extension's handlers without a timeout: memhook's
+/// extension bounds each call. With a memhook that hangs (the shim
+/// replaced by one that sleeps a minute), a pi session still ends, in
+/// far less than the hang.
+fn pi_bounds_a_hanging_hook(s: &Story) {
+    use std::os::unix::fs::PermissionsExt;
+    let shim = s.world.shim();
+    let saved = fs::read(&shim).unwrap();
+    fs::write(&shim, "#!/bin/sh\nexec sleep 60\n").unwrap();
+    fs::set_permissions(&shim, fs::Permissions::from_mode(0o755)).unwrap();
+    let mock = Mock::start(Api::OpenAiChat, vec![Step::Text("Still here.")]);
+    let started = std::time::Instant::now();
+    let out = pi(&s.world, &s.exe, mock.port, "hanging hooks");
+    let took = started.elapsed();
+    fs::write(&shim, saved).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!mock.requests().is_empty(), "pi made no model request");
+    // session_start waits 3 s, each other event 2 s: far from 60 s.
+    assert!(
+        took < Duration::from_secs(30),
+        "pi waited {took:?} for a hanging hook"
+    );
+}
+
+/// A shell command, write the notes, read the excluded key.
+fn pi_script(proj: &Path) -> Vec<Step> {
+    vec![
+        Step::Tool("bash", json!({"command": "echo E2E-PI-OUT"})),
+        Step::Tool(
+            "write",
+            json!({"path": proj.join("notes.md").to_string_lossy(), "content": "E2E-PI-NOTES\n"}),
+        ),
+        Step::Tool(
+            "read",
+            json!({"path": proj.join("secret/key.txt").to_string_lossy()}),
+        ),
+        Step::Text("All done."),
+    ]
+}
+
 // MCP.
 
 #[test]
@@ -1168,6 +1647,59 @@ fn mcp_registration_read_by_real_clis() {
         );
         // Claude starts the server and completes the MCP handshake with it.
         assert!(line.contains("Connected"), "{line}");
+    }
+    if let Some(droid_exe) = agent_cli("mcp_registration_read_by_real_clis", "droid") {
+        let out = world
+            .memhook()
+            .args(["install-mcp", "--agent", "droid", "--apply"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut c = world.agent(&droid_exe);
+        c.args(["mcp", "list"])
+            .env("FACTORY_DROID_AUTO_UPDATE_ENABLED", "false");
+        let out = run_bounded(c, Duration::from_secs(60));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("memhook "))
+            .unwrap_or_else(|| panic!("droid mcp list: {text}"));
+        // Droid starts the server and completes the MCP handshake with it.
+        assert!(
+            line.contains("stdio") && line.contains("connected"),
+            "{line}"
+        );
+    }
+    if let Some(oh_exe) = agent_cli("mcp_registration_read_by_real_clis", "openhands") {
+        let out = world
+            .memhook()
+            .args(["install-mcp", "--agent", "openhands", "--apply"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut c = world.agent(&oh_exe);
+        c.args(["mcp", "list"])
+            .env("OPENHANDS_SUPPRESS_BANNER", "1");
+        let out = run_bounded(c, Duration::from_secs(120));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let entry = text
+            .split("• ")
+            .find(|e| e.starts_with("memhook "))
+            .unwrap_or_else(|| panic!("openhands mcp list: {text}"));
+        assert!(entry.contains("enabled"), "{entry}");
+        assert!(
+            entry.contains(&format!("Command: {}", real.display())),
+            "{entry}"
+        );
+        assert!(entry.contains("mcp"), "{entry}");
     }
     if let Some(copilot_exe) = agent_cli("mcp_registration_read_by_real_clis", "copilot") {
         let out = world

@@ -15,13 +15,19 @@ use serde_json::Value;
 use crate::support::binaries::memhook;
 use crate::support::fixtures::fixture;
 
-const SESSIONS: &[(&str, &str)] = &[
-    ("claude-code", "2.1.328"),
-    ("codex", "0.171.0"),
-    ("gemini-cli", "0.61.0"),
-    ("opencode", "1.18.33"),
-    ("copilot", "1.0.102"),
-    ("qwen-code", "0.24.4"),
+/// (fixtures/agents/ folder and golden file name, agent, version).
+const SESSIONS: &[(&str, &str, &str)] = &[
+    ("claude-code", "claude-code", "2.1.328"),
+    ("codex", "codex", "0.171.0"),
+    ("gemini-cli", "gemini-cli", "0.61.0"),
+    ("opencode", "opencode", "1.18.33"),
+    ("copilot", "copilot", "1.0.102"),
+    ("qwen-code", "qwen-code", "0.24.4"),
+    // A Claude Agent SDK program runs Claude Code's hooks.
+    ("claude-agent-sdk", "claude-code", "0.2.184"),
+    ("droid", "droid", "0.225.2"),
+    ("openhands", "openhands", "1.16.0"),
+    ("pi", "pi", "0.73.1"),
 ];
 
 fn hook(home: &Path, agent: &str, event: Option<&str>, payload: &str, cwd: &Path) -> Vec<u8> {
@@ -91,21 +97,19 @@ fn normalise(text: &str, home: &Path) -> String {
     out
 }
 
-fn briefing_after_replay(agent: &str, version: &str) -> String {
-    briefing_after(agent, version, |_| {})
+fn briefing_after_replay(dir: &str, agent: &str, version: &str) -> String {
+    briefing_after(dir, agent, version, |_| {})
 }
 
-/// The briefing a Claude Code session starting after `agent`'s replayed
-/// session gets; `before` runs first, with the temp home.
-fn briefing_after(agent: &str, version: &str, before: impl Fn(&Path)) -> String {
-    let home = tempfile::tempdir().unwrap();
-    before(home.path());
-    let dir = fixture(&format!("agents/{agent}/{version}"));
+/// Replay `agent`'s real session of fixtures/agents/<dir>/<version> into
+/// the memhook of `home`, in project `projects/demo`, and deliver it.
+fn replay(home: &Path, dir: &str, agent: &str, version: &str) {
+    let dir = fixture(&format!("agents/{dir}/{version}"));
     let index: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
-    let project = home.path().join("projects/demo");
+    let project = home.join("projects/demo");
     std::fs::create_dir_all(&project).unwrap();
-    let home_s = home.path().to_str().unwrap();
+    let home_s = home.to_str().unwrap();
     for e in index.as_array().unwrap() {
         let file = e["file"].as_str().unwrap();
         // Copilot CLI's camelCase payloads repeat its PascalCase ones (the
@@ -113,22 +117,34 @@ fn briefing_after(agent: &str, version: &str, before: impl Fn(&Path)) -> String 
         if file.starts_with("camelCase/") {
             continue;
         }
+        // Sessions captured by the end-to-end tests ran in /home/dev/proj.
         let text = std::fs::read_to_string(dir.join(file))
             .unwrap()
+            .replace("/home/dev/proj\"", "/home/dev/projects/demo\"")
+            .replace("/home/dev/proj/", "/home/dev/projects/demo/")
             .replace("/home/dev", home_s);
         let v: Value = serde_json::from_str(&text).unwrap();
-        let cwd = ["/cwd", "/directory"]
+        let cwd = ["/cwd", "/directory", "/working_dir"]
             .iter()
             .find_map(|p| v.pointer(p).and_then(Value::as_str))
             .map(std::path::PathBuf::from)
-            .filter(|p| p.starts_with(home.path()))
+            .filter(|p| p.starts_with(home))
             .unwrap_or_else(|| project.clone());
         std::fs::create_dir_all(&cwd).unwrap();
         let event = e["event"].as_str().or(e["hook"].as_str());
-        hook(home.path(), agent, event, &text, &cwd);
+        hook(home, agent, event, &text, &cwd);
     }
-    let out = memhook(home.path()).arg("drain").output().unwrap();
+    let out = memhook(home).arg("drain").output().unwrap();
     assert!(out.status.success(), "{out:?}");
+}
+
+/// The briefing a Claude Code session starting after `agent`'s replayed
+/// session gets; `before` runs first, with the temp home.
+fn briefing_after(dir: &str, agent: &str, version: &str, before: impl Fn(&Path)) -> String {
+    let home = tempfile::tempdir().unwrap();
+    before(home.path());
+    replay(home.path(), dir, agent, version);
+    let project = home.path().join("projects/demo");
     let start = format!(
         r#"{{"session_id":"golden-next","cwd":"{}","hook_event_name":"SessionStart","source":"startup"}}"#,
         project.display()
@@ -145,9 +161,9 @@ fn briefing_after(agent: &str, version: &str, before: impl Fn(&Path)) -> String 
 fn each_agents_real_session_gives_the_reviewed_briefing() {
     let update = std::env::var_os("MEMHOOK_UPDATE_GOLDEN").is_some();
     let mut diffs = Vec::new();
-    for (agent, version) in SESSIONS {
-        let got = briefing_after_replay(agent, version);
-        let path = fixture(&format!("briefing/{agent}.txt"));
+    for (dir, agent, version) in SESSIONS {
+        let got = briefing_after_replay(dir, agent, version);
+        let path = fixture(&format!("briefing/{dir}.txt"));
         if update {
             std::fs::write(&path, &got).unwrap();
             continue;
@@ -155,7 +171,7 @@ fn each_agents_real_session_gives_the_reviewed_briefing() {
         let want = std::fs::read_to_string(&path).unwrap_or_default();
         if got != want {
             diffs.push(format!(
-                "{agent}: briefing differs from {}\n--- want\n{want}--- got\n{got}",
+                "{dir}: briefing differs from {}\n--- want\n{want}--- got\n{got}",
                 path.display()
             ));
         }
@@ -200,12 +216,56 @@ fn memory_write_is_invited_when_the_mcp_server_is_installed() {
         }
     };
     // A Codex session, then Claude Code (the agent the server is registered for).
-    let b = briefing_after("codex", "0.171.0", install(false));
+    let b = briefing_after("codex", "codex", "0.171.0", install(false));
     assert!(
         b.trim_end()
             .ends_with(memhook_store::briefing::SAVE_DECISIONS),
         "{b}"
     );
-    let b = briefing_after("codex", "0.171.0", install(true));
+    let b = briefing_after("codex", "codex", "0.171.0", install(true));
     assert!(!b.contains("memory_write"), "{b}");
+}
+
+/// OpenHands takes no context at session start: its session start prints
+/// `{}`, its first prompt of a session carries the briefing (top-level
+/// `additionalContext`), and a later prompt of the same session does not;
+/// a new session is briefed again.
+#[test]
+fn a_late_briefing_agent_is_briefed_once_per_session_at_its_event() {
+    let home = tempfile::tempdir().unwrap();
+    replay(home.path(), "droid", "droid", "0.225.2");
+    let project = home.path().join("projects/demo");
+    let payload = |event: &str, session: &str| {
+        format!(
+            r#"{{"event_type":"{event}","message":"go on","session_id":"{session}","working_dir":"{}","metadata":{{}}}}"#,
+            project.display()
+        )
+    };
+    let run = |event: &str, flag: &str, session: &str| -> Value {
+        let out = hook(
+            home.path(),
+            "openhands",
+            Some(flag),
+            &payload(event, session),
+            &project,
+        );
+        serde_json::from_slice(&out).unwrap()
+    };
+    assert_eq!(
+        run("SessionStart", "session-start", "oh-1"),
+        serde_json::json!({})
+    );
+    let first = run("UserPromptSubmit", "user-prompt-submit", "oh-1");
+    let text = first["additionalContext"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no briefing at the first prompt: {first}"));
+    assert!(text.starts_with("memhook briefing for "), "{text}");
+    assert!(text.contains("notes.md"), "{text}");
+    assert_eq!(
+        run("UserPromptSubmit", "user-prompt-submit", "oh-1"),
+        serde_json::json!({}),
+        "briefed twice in one session"
+    );
+    let other = run("UserPromptSubmit", "user-prompt-submit", "oh-2");
+    assert!(other["additionalContext"].is_string(), "{other}");
 }

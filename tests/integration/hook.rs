@@ -1120,3 +1120,45 @@ fn an_agent_that_stopped_reading_does_not_kill_the_hook() {
     assert_eq!(status.code(), Some(0), "{status:?}");
     assert_eq!(spool(t.path()).len(), 1);
 }
+
+/// The payloads the end-to-end tests captured from the Claude Agent SDK,
+/// Factory Droid and OpenHands (index `event` = the `--event` their hook
+/// was called with): each exits 0 with a valid envelope and one record,
+/// of the agent, of the event's kind; nothing is dropped as unreadable.
+#[test]
+fn captured_payloads_of_the_newer_agents_each_make_one_record() {
+    for (agent, dir) in [
+        ("claude-code", "claude-agent-sdk/0.2.184"),
+        ("droid", "droid/0.225.2"),
+        ("openhands", "openhands/1.16.0"),
+        ("pi", "pi/0.73.1"),
+    ] {
+        let t = tempfile::tempdir().unwrap();
+        let _drain = hold_drain(t.path());
+        let root = fixture(&format!("agents/{dir}"));
+        let index: Vec<Value> =
+            serde_json::from_slice(&fs::read(root.join("index.json")).unwrap()).unwrap();
+        assert!(index.len() >= 12, "{dir}");
+        let mut want = Vec::new();
+        for (i, ent) in index.iter().enumerate() {
+            let file = ent["file"].as_str().unwrap();
+            let event = ent["event"].as_str().unwrap();
+            let out = run_with_stdin(
+                hook(t.path(), agent, Some(event)),
+                &fs::read(root.join(file)).unwrap(),
+            );
+            assert_envelope(&out, &format!("{agent} {file}"));
+            assert_eq!(spool(t.path()).len(), i + 1, "{agent} {file}");
+            want.push(memhook_core::event::EventKind::parse(event).as_str());
+        }
+        let recs = spool(t.path());
+        let mut got: Vec<&str> = recs
+            .iter()
+            .map(|e| e["record"]["event"].as_str().unwrap())
+            .collect();
+        assert!(recs.iter().all(|e| e["record"]["agent"] == agent), "{dir}");
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "{dir}");
+    }
+}

@@ -20,6 +20,9 @@ const AGENTS: &[(&str, &str)] = &[
     ("gemini-cli", ".gemini/settings.json"),
     ("cursor", ".cursor/hooks.json"),
     ("kilo", ".config/kilo/plugins/memhook.js"),
+    ("droid", ".factory/hooks.json"),
+    ("openhands", ".openhands/hooks.json"),
+    ("pi", ".pi/agent/extensions/memhook.js"),
 ];
 
 fn home() -> tempfile::TempDir {
@@ -98,14 +101,22 @@ fn backups(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// Every owned hook command in a JSON hook config.
+/// Every owned hook command in a JSON hook config (under `hooks`, or at the
+/// top level where the file is the event map: Factory Droid's).
 fn owned_commands(v: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let Some(hooks) = v.get("hooks").and_then(Value::as_object) else {
+    let Some(hooks) = v
+        .get("hooks")
+        .and_then(Value::as_object)
+        .or_else(|| v.as_object())
+    else {
         return out;
     };
     for (event, entries) in hooks {
-        for e in entries.as_array().unwrap() {
+        let Some(entries) = entries.as_array() else {
+            continue;
+        };
+        for e in entries {
             let handlers: Vec<&Value> = match e.get("hooks") {
                 Some(Value::Array(h)) => h.iter().collect(),
                 _ => vec![e],
@@ -932,6 +943,8 @@ fn mcp_register_every_agent() {
         ("gemini-cli", ".gemini/settings.json", "mcpServers"),
         ("cursor", ".cursor/mcp.json", "mcpServers"),
         ("kilo", ".config/kilo/kilo.json", "mcp"),
+        ("droid", ".factory/mcp.json", "mcpServers"),
+        ("openhands", ".openhands/mcp.json", "mcpServers"),
     ] {
         let h = home();
         let f = h.path().join(rel);
@@ -1783,7 +1796,9 @@ fn doctor_says_copilot_repo_hooks_need_a_trusted_folder() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|a| a["agent"] != "copilot")
+            // OpenHands' note: a project's own hooks.json replaces the
+            // user's; pi's: a project's own extensions load unasked.
+            .filter(|a| !["copilot", "openhands", "pi"].contains(&a["agent"].as_str().unwrap()))
             .filter(|a| !a["note"].is_null())
             .count(),
         0
@@ -2052,4 +2067,91 @@ fn install_hooks_on_a_terminal_asks_the_capture_mode_and_offers_mcp() {
         out.contains("next: `memhook install-mcp --agent codex --apply`"),
         "{out}"
     );
+}
+
+/// Factory Droid: memhook's hooks are events at the top level of
+/// ~/.factory/hooks.json, beside the user's own (a commented file, which
+/// Droid reads); the dry run is exact; uninstall gives the bytes back;
+/// doctor counts every wired event.
+#[test]
+fn droid_hooks_file_is_the_event_map() {
+    let h = home();
+    let f = h.path().join(".factory/hooks.json");
+    fs::create_dir_all(f.parent().unwrap()).unwrap();
+    let old = "{\n  // mine\n  \"Stop\": [\n    { \"hooks\": [{ \"type\": \"command\", \"command\": \"say done\" }] }\n  ]\n}\n";
+    fs::write(&f, old).unwrap();
+    let dry = ok(h.path(), &["install-hooks", "--agent", "droid"]);
+    assert_eq!(fs::read_to_string(&f).unwrap(), old);
+    ok(h.path(), &["install-hooks", "--agent", "droid", "--apply"]);
+    let new = fs::read_to_string(&f).unwrap();
+    assert_eq!(patch(old, &dry), new);
+    assert!(new.contains("// mine"), "{new}");
+    let v: Value = serde_json::from_str(&new.replace("  // mine\n", "")).unwrap();
+    assert!(v.get("hooks").is_none(), "{v}");
+    let events: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(
+        events,
+        [
+            "Stop",
+            "SessionStart",
+            "UserPromptSubmit",
+            "PreToolUse",
+            "PostToolUse",
+            "PreCompact",
+            "SubagentStop",
+            "SessionEnd"
+        ]
+    );
+    assert_eq!(v["Stop"][0]["hooks"][0]["command"], "say done");
+    let cmd = v["PreToolUse"][0]["hooks"][0]["command"].as_str().unwrap();
+    assert!(
+        cmd.ends_with("hook --event pre-tool-use --agent droid"),
+        "{cmd}"
+    );
+    let mut c = mh(h.path());
+    c.env("PATH", "/nonexistent");
+    let out = run(c, &["doctor", "--json"]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let a = doc["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "droid")
+        .unwrap()
+        .clone();
+    assert_eq!(a["installed"], true, "{a}");
+    assert_eq!(a["events_wired"], 8, "{a}");
+    assert_eq!(a["events_wired"], a["events_expected"], "{a}");
+    ok(
+        h.path(),
+        &["uninstall-hooks", "--agent", "droid", "--apply"],
+    );
+    assert_eq!(fs::read_to_string(&f).unwrap(), old);
+}
+
+/// pi has no MCP client: `install-mcp --agent pi` refuses and writes
+/// nothing; `--agent all` skips it and says so.
+#[test]
+fn install_mcp_refuses_an_agent_without_mcp() {
+    let h = home();
+    let before = snapshot(h.path());
+    let out = run(mh(h.path()), &["install-mcp", "--agent", "pi", "--apply"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("pi has no MCP client"),
+        "{out:?}"
+    );
+    assert_eq!(snapshot(h.path()), before);
+    fs::create_dir_all(h.path().join(".pi/agent")).unwrap();
+    fs::create_dir_all(h.path().join(".codex")).unwrap();
+    let mut c = mh(h.path());
+    c.env("PATH", "/nonexistent");
+    let out = run(c, &["install-mcp", "--agent", "all", "--apply"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("pi: skipped"),
+        "{out:?}"
+    );
+    assert!(!h.path().join(".pi/agent/mcp.json").exists());
+    assert!(h.path().join(".codex/config.toml").exists());
 }

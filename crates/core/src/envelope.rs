@@ -2,8 +2,12 @@
 //!
 //! Every agent gets exactly one JSON object, serialised with serde_json so it
 //! is always valid. `{}` means "nothing to say" and is what every event other
-//! than session start prints. At session start, with a briefing to inject,
-//! the shape follows the agent's documented contract (a table, below):
+//! than the agent's briefing event prints. The briefing event is session
+//! start, except for agents that take no context there
+//! ([`briefing_event`]: OpenHands from its first prompt; the hook briefs
+//! those once per session). With a
+//! briefing to inject, the shape follows the agent's documented contract (a
+//! table, below):
 //!
 //! | agent        | session-start envelope |
 //! |--------------|------------------------|
@@ -11,6 +15,8 @@
 //! | cursor       | `{"additional_context":…}` |
 //! | opencode     | `{"additionalContext":…}` (read by memhook's own plugin) |
 //! | copilot      | `{"additionalContext":…}` (Copilot CLI ignores `hookSpecificOutput`) |
+//! | droid        | as claude-code |
+//! | openhands    | `{"additionalContext":…}` on its first UserPromptSubmit |
 //!
 //! Details and sources are in `docs/record.md` ("What the hook prints").
 
@@ -30,7 +36,19 @@ pub enum Injection {
     Unsupported,
 }
 
-/// The agent's session-start contract.
+/// The event whose output carries the briefing to the model: session start,
+/// or, for an agent that takes no context at session start, the earliest
+/// event that does (the hook then briefs once per session).
+pub fn briefing_event(agent: &Agent) -> EventKind {
+    match agent {
+        // OpenHands 1.16 reads context only from UserPromptSubmit (it
+        // becomes part of the user message).
+        Agent::OpenHands => EventKind::UserPrompt,
+        _ => EventKind::SessionStart,
+    }
+}
+
+/// The agent's briefing contract (at [`briefing_event`]).
 pub fn session_start_injection(agent: &Agent) -> Injection {
     match agent {
         Agent::ClaudeCode | Agent::Codex | Agent::GeminiCli => Injection::HookSpecificOutput,
@@ -43,6 +61,12 @@ pub fn session_start_injection(agent: &Agent) -> Injection {
         // Checked with Copilot CLI 1.0.102: only a top-level
         // `additionalContext` reaches the model, on every event spelling.
         Agent::Copilot => Injection::TopLevel("additionalContext"),
+        // Factory Droid speaks Claude Code's hook protocol (checked with
+        // droid 0.225.2: tests/integration/agents.rs, droid_end_to_end).
+        Agent::Droid => Injection::HookSpecificOutput,
+        Agent::OpenHands => Injection::TopLevel("additionalContext"),
+        // memhook's generated pi extension reads it, as the OpenCode plugin.
+        Agent::Pi => Injection::TopLevel("additionalContext"),
         // Unknown agents most often speak the Claude Code protocol (Cursor,
         // Gemini CLI and others read it); `{}` stays valid for all of them.
         Agent::Other(_) => Injection::HookSpecificOutput,
@@ -66,7 +90,7 @@ pub fn pre_tool_injection(agent: &Agent) -> Injection {
 pub fn render(agent: &Agent, kind: EventKind, context: Option<&str>) -> String {
     let context = context.filter(|c| !c.trim().is_empty());
     let value = match (kind, context) {
-        (EventKind::SessionStart, Some(ctx)) => match session_start_injection(agent) {
+        (k, Some(ctx)) if k == briefing_event(agent) => match session_start_injection(agent) {
             Injection::HookSpecificOutput => {
                 let mut inner = Map::new();
                 inner.insert("hookEventName".into(), "SessionStart".into());
@@ -127,6 +151,8 @@ mod tests {
             Agent::Cursor,
             Agent::QwenCode,
             Agent::Copilot,
+            Agent::Droid,
+            Agent::OpenHands,
             Agent::Other("kimi".into()),
         ]
     }
@@ -138,6 +164,7 @@ mod tests {
             Agent::Codex,
             Agent::GeminiCli,
             Agent::QwenCode,
+            Agent::Droid,
         ] {
             assert_eq!(
                 render(&a, EventKind::SessionStart, Some("brief \"q\"\nline")),
@@ -175,12 +202,28 @@ mod tests {
     }
 
     #[test]
+    fn late_briefing_agents_take_it_at_their_event_only() {
+        assert_eq!(
+            render(&Agent::OpenHands, EventKind::UserPrompt, Some("b")),
+            r#"{"additionalContext":"b"}"#
+        );
+        assert_eq!(
+            render(&Agent::OpenHands, EventKind::SessionStart, Some("b")),
+            EMPTY
+        );
+        assert_eq!(
+            render(&Agent::ClaudeCode, EventKind::PreToolUse, Some("b")),
+            EMPTY
+        );
+    }
+
+    #[test]
     fn nothing_to_say_is_empty_object_everywhere() {
         for a in agents() {
             for k in ALL {
                 assert_eq!(render(&a, k, None), EMPTY);
                 assert_eq!(render(&a, k, Some("  \n")), EMPTY);
-                if k != EventKind::SessionStart {
+                if k != briefing_event(&a) {
                     assert_eq!(render(&a, k, Some("briefing")), EMPTY, "{a:?} {k:?}");
                 }
             }
@@ -191,7 +234,7 @@ mod tests {
     fn always_valid_json_even_with_hostile_text() {
         let nasty = "\u{0}\"}\\\u{202e}</script>\u{1b}[31m\u{10ffff}";
         for a in agents() {
-            let out = render(&a, EventKind::SessionStart, Some(nasty));
+            let out = render(&a, briefing_event(&a), Some(nasty));
             let v: Value = serde_json::from_str(&out).expect("valid JSON");
             let text = v
                 .pointer("/hookSpecificOutput/additionalContext")

@@ -344,6 +344,8 @@ struct OutcomeRules {
 /// - Copilot CLI fires `postToolUseFailure` for a failed tool; a shell
 ///   command's result ends `<shellId: N completed with exit code K>`, whatever
 ///   K is, on a normal PostToolUse.
+/// - Factory Droid fires no failure event; an Execute result ends
+///   `[Process exited with code N]`.
 /// - Cursor and unknown agents: no documented sign.
 fn outcome_rules(agent: &Agent) -> OutcomeRules {
     use Outcome::*;
@@ -384,6 +386,30 @@ fn outcome_rules(agent: &Agent) -> OutcomeRules {
             },
             shell_default: Unknown,
             default: Success,
+        },
+        // Droid fires no failure event; its `tool_response` is text, an
+        // Execute's ending `[Process exited with code N]`.
+        Agent::Droid => OutcomeRules {
+            exit_line: ExitLine::LastWithin {
+                start: "[Process exited",
+                marker: " with code ",
+                end: "]",
+            },
+            shell_default: Unknown,
+            default: Unknown,
+        },
+        // OpenHands: a terminal result carries `exit_code` (read above);
+        // no failure event.
+        // pi: the extension sends `error` when pi marks a result isError.
+        Agent::Pi => OutcomeRules {
+            exit_line: ExitLine::None,
+            shell_default: Success,
+            default: Success,
+        },
+        Agent::OpenHands => OutcomeRules {
+            exit_line: ExitLine::None,
+            shell_default: Unknown,
+            default: Unknown,
         },
         Agent::Cursor | Agent::Other(_) => OutcomeRules {
             exit_line: ExitLine::None,

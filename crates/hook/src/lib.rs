@@ -287,9 +287,15 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>, briefer: Briefer) -> St
     }
 
     // The whole session-start path shares one hard budget, counted from the
-    // moment the hook started reading stdin.
-    let context = match (&data_dir, event.kind) {
-        (Some(dir), EventKind::SessionStart) => {
+    // moment the hook started reading stdin. An agent that takes no context
+    // at session start is briefed at its briefing event instead, once per
+    // session (the first such event claims it).
+    let briefing_event = memhook_core::envelope::briefing_event(&agent);
+    let briefs_now = event.kind == briefing_event
+        && (event.kind == EventKind::SessionStart
+            || session.as_ref().is_some_and(Session::claim_briefing));
+    let context = match (&data_dir, briefs_now) {
+        (Some(dir), true) => {
             let budget = budget::start_budget();
             let budget = budget
                 .saturating_sub(session_start_reserve(budget))
@@ -301,8 +307,9 @@ fn handle(args: &HookArgs, data_dir_flag: Option<&Path>, briefer: Briefer) -> St
             spawn_drainer(dir, &sink);
             briefing
         }
-        (Some(dir), EventKind::PreToolUse)
-            if !quarantined
+        (Some(dir), false)
+            if event.kind == EventKind::PreToolUse
+                && !quarantined
                 && gate.briefs()
                 && scope.settings.file_history
                 && decision.disposition == Disposition::Keep

@@ -54,8 +54,12 @@ pub struct Agent {
     /// One session: (world, executable, the fake server's port, prompt).
     pub session: fn(&World, &Path, u16, &str) -> Output,
     /// Session 1's prompt; its first word is what session 2's briefing
-    /// recalls.
+    /// recalls (unless [`Agent::no_prompt_recall`] says otherwise).
     pub prompt: &'static str,
+    /// For an agent that fires no prompt event in the mode the test runs
+    /// it (Factory Droid's `droid exec`): no prompt is recorded, and this,
+    /// another text of session 1, is what session 2's briefing recalls.
+    pub no_prompt_recall: Option<&'static str>,
     /// Session 1's model turns, for the project dir: tool calls, then text.
     pub script: fn(&Path) -> Vec<Step>,
     /// What the `notes.md` session 1 writes holds, when it writes one.
@@ -79,6 +83,15 @@ pub struct Agent {
 
     /// The agent's own checks, each at one stage of the story.
     pub checks: &'static [Check],
+
+    // Its row of docs/agents.md (agents/conformance.rs).
+    /// The arguments that make the program print its version.
+    pub version_args: &'static [&'static str],
+    /// Where the briefing lands in the model request (what
+    /// [`Agent::briefing`] checks), in words.
+    pub lands: &'static str,
+    /// What the agent does not give memhook, in words.
+    pub not_given: &'static str,
 }
 
 /// How a hook file runs memhook.
@@ -260,6 +273,9 @@ pub fn tell(test: &str, agent: &'static Agent) {
     );
     s.assert_uninstalled(&users, &before);
     s.checks(Stage::Uninstalled);
+
+    // 7. Its row of docs/agents.md says what this run saw.
+    super::conformance::check_or_update(&s);
 }
 
 /// Assert that `agent` ran memhook's hook for each event it fires (the
@@ -393,14 +409,15 @@ impl Story {
             .iter()
             .filter(|r| r["event"] == "user-prompt")
             .collect();
-        assert_eq!(
-            prompts.len(),
-            1,
-            "only the user's prompt is a prompt: {prompts:?}"
-        );
         let all = self.records_text();
         let recalled = recalled(a);
-        assert!(all.contains(recalled), "the prompt was not captured: {all}");
+        let expected = usize::from(a.no_prompt_recall.is_none());
+        assert_eq!(
+            prompts.len(),
+            expected,
+            "only the user's prompt is a prompt: {prompts:?}"
+        );
+        assert!(all.contains(recalled), "{recalled} was not captured: {all}");
         for any in a.captured {
             assert!(
                 any.iter().any(|t| all.contains(t)),
@@ -492,10 +509,13 @@ impl Story {
     }
 }
 
-/// What session 2's briefing recalls of session 1: its prompt's first word.
+/// What session 2's briefing recalls of session 1: its prompt's first
+/// word, or the agent's [`Agent::no_prompt_recall`].
 fn recalled(a: &Agent) -> &'static str {
-    a.prompt
-        .split([' ', ':'])
-        .next()
-        .expect("a prompt starts with a word")
+    a.no_prompt_recall.unwrap_or_else(|| {
+        a.prompt
+            .split([' ', ':'])
+            .next()
+            .expect("a prompt starts with a word")
+    })
 }

@@ -15,8 +15,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The agent CLIs the real-agent tests drive, by executable name.
-pub const AGENT_CLIS: [&str; 7] = [
-    "claude", "codex", "opencode", "gemini", "qwen", "copilot", "kilo",
+pub const AGENT_CLIS: [&str; 11] = [
+    "claude",
+    "codex",
+    "opencode",
+    "gemini",
+    "qwen",
+    "copilot",
+    "kilo",
+    "claude-agent-sdk",
+    "droid",
+    "openhands",
+    "pi",
 ];
 const INSTALL_CLIS: &str =
     "run `bash scripts/install-agent-clis.sh`, or set MEMHOOK_AGENT_CLIS to its prefix";

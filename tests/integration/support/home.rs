@@ -105,8 +105,17 @@ impl World {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        // MEMHOOK_CAPTURE_PAYLOADS=<dir>: the shim also keeps each payload
+        // (and its arguments) there, for fixtures/agents/ from a real run.
+        let capture = match std::env::var_os("MEMHOOK_CAPTURE_PAYLOADS") {
+            Some(dir) => format!(
+                "f='{}'/$(date +%s%N)-$$.json\ncat > \"$f\"\nprintf '%s\\n' \"$*\" > \"$f.args\"\nexec < \"$f\"\n",
+                PathBuf::from(dir).display()
+            ),
+            None => String::new(),
+        };
         let shim = format!(
-            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\n{capture}exec '{}' \"$@\"\n",
             self.hook_calls().display(),
             bin().display()
         );

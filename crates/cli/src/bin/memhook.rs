@@ -81,8 +81,12 @@ fn lean_main() -> ExitCode {
         // HTTP sink: memhook-cli's. So does an event named only in the
         // payload (it may be a session start). The installer always writes
         // `--event`.
+        // The same holds for the event an agent is briefed at when it takes
+        // no context at session start (OpenHands: its prompt).
+        let briefing_event =
+            memhook_core::envelope::briefing_event(&memhook_core::event::Agent::parse(&args.agent));
         let kind = args.event.as_deref().map(EventKind::parse);
-        if kind.is_some_and(|k| k != EventKind::SessionStart) {
+        if kind.is_some_and(|k| k != EventKind::SessionStart && k != briefing_event) {
             return memhook_hook::run(&args, data_dir.as_deref(), memhook_hook::no_briefing);
         }
     }

@@ -14,11 +14,14 @@ use std::path::Path;
 /// Top-level key holding the event map.
 const HOOKS: &str = "hooks";
 
-/// Every owned hook command found anywhere under `hooks`.
+/// Every owned hook command found anywhere under `hooks` (the whole
+/// document for [`Shape::NestedRoot`]).
 pub fn owned_hooks(root: &Map<String, Value>, shape: Shape) -> Vec<OwnedHook> {
     let mut found = Vec::new();
-    let Some(Value::Object(hooks)) = root.get(HOOKS) else {
-        return found;
+    let hooks = match (shape, root.get(HOOKS)) {
+        (Shape::NestedRoot, _) => root,
+        (_, Some(Value::Object(hooks))) => hooks,
+        _ => return found,
     };
     for entries in hooks.values().filter_map(Value::as_array) {
         for entry in entries {
@@ -75,6 +78,7 @@ pub fn install(
         }
     }
     let hooks = match root.get(HOOKS).and_then(|p| p.value()) {
+        _ if shape == Shape::NestedRoot => Some(root.clone()),
         None => None,
         Some(node) => Some(
             node.as_object()
@@ -87,7 +91,7 @@ pub fn install(
                 if v.as_array().is_none() {
                     return Err(wrong(
                         path,
-                        &format!("hooks.{event}"),
+                        &event_key(shape, event),
                         "an array",
                         &value_of(&v),
                     ));
@@ -126,7 +130,7 @@ pub fn install(
         let entries = match hooks.array_value(event) {
             Some(a) => a,
             None => {
-                created.push(format!("hooks.{event}"));
+                created.push(event_key(shape, event));
                 hooks
                     .append(event, CstInputValue::Array(Vec::new()))
                     .array_value()
@@ -147,6 +151,9 @@ pub fn uninstall(
     shape: Shape,
     prune: &dyn Fn(&str) -> bool,
 ) -> Result<usize, InstallError> {
+    if shape == Shape::NestedRoot {
+        return Ok(uninstall_events(root, shape, prune));
+    }
     let Some(hooks_prop) = root.get(HOOKS) else {
         return Ok(0);
     };
@@ -156,6 +163,21 @@ pub fn uninstall(
     let hooks = node
         .as_object()
         .ok_or_else(|| wrong(path, HOOKS, "an object", &value_of(&node)))?;
+    let removed = uninstall_events(&hooks, shape, prune);
+    if removed > 0 && hooks.properties().is_empty() && prune(HOOKS) {
+        hooks_prop.remove();
+        if shape == Shape::Flat && prune("version") {
+            if let Some(v) = root.get("version") {
+                v.remove();
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// Take memhook's handlers out of every event of the event map `hooks`,
+/// pruning an event's list it emptied when `prune` says memhook created it.
+fn uninstall_events(hooks: &CstObject, shape: Shape, prune: &dyn Fn(&str) -> bool) -> usize {
     let mut removed = 0;
     for prop in hooks.properties() {
         let Some(entries) = prop.array_value() else {
@@ -167,19 +189,20 @@ pub fn uninstall(
             .name()
             .and_then(|n| n.decoded_value().ok())
             .unwrap_or_default();
-        if n > 0 && entries.elements().is_empty() && prune(&format!("hooks.{key}")) {
+        if n > 0 && entries.elements().is_empty() && prune(&event_key(shape, &key)) {
             prop.remove();
         }
     }
-    if removed > 0 && hooks.properties().is_empty() && prune(HOOKS) {
-        hooks_prop.remove();
-        if shape == Shape::Flat && prune("version") {
-            if let Some(v) = root.get("version") {
-                v.remove();
-            }
-        }
+    removed
+}
+
+/// How the ledger and messages name an event's list: `hooks.<Event>`, or
+/// `<Event>` where the file is the event map.
+fn event_key(shape: Shape, event: &str) -> String {
+    match shape {
+        Shape::NestedRoot => event.to_string(),
+        _ => format!("{HOOKS}.{event}"),
     }
-    Ok(removed)
 }
 
 /// Call `f` on every handler of every entry (flat: the entry itself;
@@ -282,6 +305,38 @@ mod tests {
 
     fn doc(text: &str) -> Doc {
         Doc::parse(Path::new("/s.json"), Some(text), JSONC, "A").unwrap()
+    }
+
+    /// Factory Droid: the file is the event map. The user's events and
+    /// handlers stay; uninstall takes out only what install made.
+    #[test]
+    fn nested_root_wires_events_at_the_top_level() {
+        let orig = r#"{"Stop":[{"matcher":"","hooks":[{"type":"command","command":"notify-send done"}]}]}"#;
+        let d = doc(orig);
+        let created = install(
+            &d.root(),
+            Path::new("/h.json"),
+            Shape::NestedRoot,
+            &cmds("/b/memhook"),
+        )
+        .unwrap();
+        assert_eq!(created, ["SessionStart"]);
+        let root = d.value();
+        assert!(root.get("hooks").is_none());
+        assert_eq!(root["Stop"].as_array().unwrap().len(), 2);
+        assert_eq!(root["Stop"][0]["hooks"][0]["command"], "notify-send done");
+        assert_eq!(owned_hooks(&root, Shape::NestedRoot).len(), 2);
+        // Not under `hooks`: the nested reading of the same file finds none.
+        assert!(owned_hooks(&root, Shape::Nested).is_empty());
+        let n = uninstall(&d.root(), Path::new("/h.json"), Shape::NestedRoot, &|k| {
+            created.iter().any(|c| c == k)
+        })
+        .unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(
+            Value::Object(d.value()),
+            serde_json::from_str::<Value>(orig).unwrap()
+        );
     }
 
     fn installed(text: &str, exe: &str) -> (String, Vec<String>) {

@@ -39,7 +39,15 @@ pub const SERVER_NAME: &str = "memhook";
 pub fn run(args: &InstallMcpArgs, data_dir: Option<&Path>) -> CmdResult {
     let profiles = select(args.agent, args.config_file.is_some())?;
     let data = memhook_core::data_dir::resolve(data_dir)?;
+    let several = profiles.len() > 1;
     for p in profiles {
+        if let Some(why) = &p.mcp.unsupported {
+            if several {
+                say!("{}: skipped ({why})", p.name);
+                continue;
+            }
+            return Err(InstallError::Refused(format!("{}: {why}", p.name)).into());
+        }
         register(
             p,
             args.config_file.as_deref(),
@@ -142,6 +150,9 @@ pub fn register(
 /// An agent without MCP configuration, or a config that cannot be read or
 /// parsed, is an error naming the file.
 pub fn registered(p: &Profile, data_dir: &Path) -> Result<bool, InstallError> {
+    if let Some(why) = &p.mcp.unsupported {
+        return Err(InstallError::Refused(format!("{}: {why}", p.name)));
+    }
     let path = p.mcp.location.path().ok_or_else(|| {
         InstallError::Refused(format!(
             "cannot locate {} for {}: HOME is not set",

@@ -64,6 +64,15 @@ pub enum AgentArg {
     /// Kilo CLI (`kilo`), an OpenCode fork: the same generated plugin.
     #[value(alias = "kilo-cli", alias = "kilocode")]
     Kilo,
+    /// Factory Droid (`droid`).
+    #[value(alias = "factory-droid", alias = "factory")]
+    Droid,
+    /// OpenHands CLI (`openhands`).
+    #[value(name = "openhands", alias = "openhands-cli")]
+    OpenHands,
+    /// pi coding agent (`pi`): a generated extension.
+    #[value(alias = "pi-coding-agent")]
+    Pi,
     /// Every supported agent found on this machine.
     All,
 }
@@ -165,10 +174,11 @@ pub fn run_install(args: &InstallArgs, data_dir: Option<&Path>) -> CmdResult {
         };
         say!("capture mode: {mode}");
         // The agent can search its memory only through `memhook mcp`.
-        for p in profiles
-            .iter()
-            .filter(|p| args.config_file.is_none() && !mcp::registered(p, &data).unwrap_or(false))
-        {
+        for p in profiles.iter().filter(|p| {
+            args.config_file.is_none()
+                && p.mcp.unsupported.is_none()
+                && !mcp::registered(p, &data).unwrap_or(false)
+        }) {
             if person && ask::yes(&format!(
                 "Also register memhook's MCP server with {}, so it can search and keep its project memory?",
                 p.name
@@ -267,6 +277,9 @@ pub fn select(
         AgentArg::QwenCode => "qwen-code",
         AgentArg::Copilot => "copilot",
         AgentArg::Kilo => "kilo",
+        AgentArg::Droid => "droid",
+        AgentArg::OpenHands => "openhands",
+        AgentArg::Pi => "pi",
         AgentArg::All => {
             if has_config_file {
                 return Err(InstallError::Refused(
@@ -370,7 +383,7 @@ fn install_text(
                 Vec::new(),
             ))
         }
-        Shape::Nested | Shape::Flat => {
+        Shape::Nested | Shape::NestedRoot | Shape::Flat => {
             let doc = jsonc::Doc::parse(path, current, p.json, &p.name)?;
             let existing = hooks_json::owned_hooks(&doc.value(), p.shape)
                 .into_iter()
@@ -492,7 +505,7 @@ fn uninstall_text(
                 Ok((Some(text.to_string()), None))
             }
         }
-        Shape::Nested | Shape::Flat => {
+        Shape::Nested | Shape::NestedRoot | Shape::Flat => {
             let doc = jsonc::Doc::parse(path, Some(text), p.json, &p.name)?;
             let owned = hooks_json::owned_hooks(&doc.value(), p.shape);
             let data_dir = owned.first().and_then(|o| o.baked.data_dir.clone());

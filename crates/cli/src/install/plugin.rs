@@ -14,6 +14,17 @@ use super::command::{parse_hook_argv, Baked};
 use std::path::{Path, PathBuf};
 
 const TEMPLATE: &str = include_str!("../../../../hooks/opencode/memhook.js");
+/// The pi extension (`template = "pi"` in the profile).
+const PI_TEMPLATE: &str = include_str!("../../../../hooks/pi/memhook.js");
+
+/// The template of `agent`'s generated file: its profile's `template`
+/// (the OpenCode plugin unless it names another).
+fn template(agent: &str) -> &'static str {
+    match super::profile::get(agent).and_then(|p| p.template.as_deref()) {
+        Some("pi") => PI_TEMPLATE,
+        _ => TEMPLATE,
+    }
+}
 const ARGV_SLOT: &str = "__MEMHOOK_ARGV__";
 const AGENT_SLOT: &str = "__MEMHOOK_AGENT__";
 const ARGV_PREFIX: &str = "const MEMHOOK = ";
@@ -25,7 +36,7 @@ fn for_agent(text: &str, agent: &str) -> String {
 
 /// The first line of the plugin generated for `agent`.
 fn banner(agent: &str) -> String {
-    for_agent(TEMPLATE.lines().next().unwrap_or_default(), agent)
+    for_agent(template(agent).lines().next().unwrap_or_default(), agent)
 }
 
 /// The line that names the agent the plugin reports as.
@@ -46,7 +57,7 @@ pub fn render(agent: &str, baked: &Baked) -> String {
     args.drain(hook_at + 1..hook_at + 5);
     argv.extend(args);
     let json = serde_json::to_string(&argv).expect("strings serialise");
-    for_agent(TEMPLATE, agent).replacen(ARGV_SLOT, &json, 1)
+    for_agent(template(agent), agent).replacen(ARGV_SLOT, &json, 1)
 }
 
 /// Whether `text` is a plugin memhook generated for `agent` (banner and
@@ -150,6 +161,13 @@ mod tests {
         assert_eq!(baked_of(&kilo, "kilo"), Some(b.clone()));
         assert!(!is_ours(&kilo, "opencode"));
         assert!(!is_ours(&render("opencode", &b), "kilo"));
+        // pi gets its own extension, recognised as pi's only.
+        let pi = render("pi", &b);
+        assert!(pi.starts_with("// memhook pi extension."), "{pi}");
+        assert!(pi.contains("pi.on(\"tool_call\""));
+        assert!(is_ours(&pi, "pi"));
+        assert_eq!(baked_of(&pi, "pi"), Some(b.clone()));
+        assert!(!is_ours(&pi, "opencode") && !is_ours(&kilo, "pi"));
     }
 
     #[test]
@@ -160,7 +178,7 @@ mod tests {
         {
             for e in p.native_events() {
                 assert!(
-                    TEMPLATE.contains(&format!("\"{e}\"")),
+                    template(&p.id).contains(&format!("\"{e}\"")),
                     "{e} ({}) not handled by the plugin",
                     p.id
                 );

@@ -18,6 +18,9 @@ pub enum Shape {
     Nested,
     /// `hooks.<Event> = [{type, command, matcher}]` plus `version = 1` (Cursor).
     Flat,
+    /// `<Event> = [{matcher, hooks: [{type, command}]}]` at the top level:
+    /// the file is the event map itself (Factory Droid's `hooks.json`).
+    NestedRoot,
     /// A whole generated file (the OpenCode plugin).
     Plugin,
 }
@@ -81,6 +84,9 @@ pub struct McpProfile {
     pub style: McpStyle,
     #[serde(default)]
     pub stdio_type: bool,
+    /// The agent has no MCP client: why, and `install-mcp` refuses it.
+    #[serde(default)]
+    pub unsupported: Option<String>,
 }
 
 /// Something the agent installs by itself, at its start, once memhook's hook
@@ -125,6 +131,10 @@ pub struct Profile {
     pub own_file: bool,
     #[serde(default)]
     pub startup_install: Option<StartupInstall>,
+    /// For a `plugin` shape: which generated file (`hooks/<template>/`):
+    /// the OpenCode plugin when absent, `pi` for the pi extension.
+    #[serde(default)]
+    pub template: Option<String>,
     pub mcp: McpProfile,
 }
 
@@ -277,7 +287,10 @@ mod tests {
                 "cursor",
                 "qwen-code",
                 "copilot",
-                "kilo"
+                "kilo",
+                "droid",
+                "openhands",
+                "pi"
             ]
         );
     }
@@ -325,7 +338,7 @@ mod tests {
         for p in all() {
             assert_eq!(
                 p.startup_install.is_some(),
-                p.shape == Shape::Plugin,
+                p.shape == Shape::Plugin && p.template.is_none(),
                 "{}",
                 p.id
             );

@@ -260,6 +260,77 @@ const COPILOT_TOOLS: &[ToolSpec] = &[
     t("fetch_copilot_cli_documentation", Unknown, N),
 ];
 
+/// Factory Droid 0.225: the tool schemas its model requests carry and the
+/// real payloads in fixtures/agents/droid/.
+const DROID_TOOLS: &[ToolSpec] = &[
+    t("Read", File, paths(&["file_path"])),
+    t("Create", File, paths(&["file_path"])),
+    t("Edit", File, paths(&["file_path"])),
+    t("MultiEdit", File, paths(&["file_path"])),
+    t(
+        "ApplyPatch",
+        File,
+        Extract::Patch {
+            fields: &["input", "patch"],
+        },
+    ),
+    t("LS", SearchList, N),
+    t("Grep", SearchList, N),
+    t("Glob", SearchList, N),
+    t(
+        "Execute",
+        Shell,
+        Extract::Shell {
+            command: &["command"],
+            base: &[],
+        },
+    ),
+    t("TodoWrite", Unknown, N),
+    t("Task", Unknown, N),
+    t("WebSearch", Unknown, N),
+    t("FetchUrl", Unknown, N),
+    t("Skill", Unknown, N),
+    t("ExitSpecMode", Unknown, N),
+];
+
+/// OpenHands 1.16: the tools its model requests offer; `file_editor`
+/// views, creates and edits the file at `path`.
+const OPENHANDS_TOOLS: &[ToolSpec] = &[
+    t("file_editor", File, paths(&["path"])),
+    t("str_replace_editor", File, paths(&["path"])),
+    t(
+        "terminal",
+        Shell,
+        Extract::Shell {
+            command: &["command"],
+            base: &[],
+        },
+    ),
+    t("task_tracker", Unknown, N),
+    t("task", Unknown, N),
+    t("finish", Unknown, N),
+    t("think", Unknown, N),
+];
+
+/// pi 0.73: the tools it offers (`read`, `write`, `edit` with `path`;
+/// `bash`; `grep`, `find`, `ls` when enabled).
+const PI_TOOLS: &[ToolSpec] = &[
+    t("read", File, paths(&["path"])),
+    t("write", File, paths(&["path"])),
+    t("edit", File, paths(&["path"])),
+    t(
+        "bash",
+        Shell,
+        Extract::Shell {
+            command: &["command"],
+            base: &[],
+        },
+    ),
+    t("grep", SearchList, N),
+    t("find", SearchList, N),
+    t("ls", SearchList, N),
+];
+
 const AGENT_TABLES: &[&[ToolSpec]] = &[
     CLAUDE_TOOLS,
     CODEX_TOOLS,
@@ -268,6 +339,9 @@ const AGENT_TABLES: &[&[ToolSpec]] = &[
     CURSOR_TOOLS,
     QWEN_TOOLS,
     COPILOT_TOOLS,
+    DROID_TOOLS,
+    OPENHANDS_TOOLS,
+    PI_TOOLS,
 ];
 
 fn table(agent: &Agent) -> &'static [&'static [ToolSpec]] {
@@ -279,6 +353,9 @@ fn table(agent: &Agent) -> &'static [&'static [ToolSpec]] {
         Agent::Cursor => &AGENT_TABLES[4..5],
         Agent::QwenCode => &AGENT_TABLES[5..6],
         Agent::Copilot => &AGENT_TABLES[6..7],
+        Agent::Droid => &AGENT_TABLES[7..8],
+        Agent::OpenHands => &AGENT_TABLES[8..9],
+        Agent::Pi => &AGENT_TABLES[9..10],
         Agent::Other(_) => AGENT_TABLES,
     }
 }

@@ -19,6 +19,12 @@ pub enum Agent {
     /// Kilo CLI (`kilo`), an OpenCode fork running memhook's OpenCode
     /// plugin: every per-agent table gives it OpenCode's row.
     Kilo,
+    /// Factory Droid (`droid`): Claude-shaped payloads, its own tool names.
+    Droid,
+    /// OpenHands CLI (`openhands`): its own payload, six events.
+    OpenHands,
+    /// pi coding agent (`pi`), through memhook's generated extension.
+    Pi,
     /// Anything else, sanitised to `[a-z0-9._-]`, at most 64 chars (`generic` when empty).
     Other(String),
 }
@@ -148,6 +154,13 @@ const EVENT_NAMES: &[(&str, EventKind)] = &[
     // Session end (OpenCode: session.deleted).
     ("sessionend", EventKind::SessionEnd),
     ("sessiondeleted", EventKind::SessionEnd),
+    // pi's extension events (memhook's generated extension passes them).
+    ("beforeagentstart", EventKind::UserPrompt),
+    ("toolcall", EventKind::PreToolUse),
+    ("toolresult", EventKind::PostToolUse),
+    ("agentend", EventKind::Stop),
+    ("sessionbeforecompact", EventKind::PreCompact),
+    ("sessionshutdown", EventKind::SessionEnd),
 ];
 
 /// Lowercase `name` and drop `-`, `_`, `.` (and anything else that is not
@@ -224,6 +237,13 @@ const AGENT_NAMES: &[(&str, Agent)] = &[
     ("kilo", Agent::Kilo),
     ("kilocli", Agent::Kilo),
     ("kilocode", Agent::Kilo),
+    ("droid", Agent::Droid),
+    ("factorydroid", Agent::Droid),
+    ("factory", Agent::Droid),
+    ("openhands", Agent::OpenHands),
+    ("openhandscli", Agent::OpenHands),
+    ("pi", Agent::Pi),
+    ("picodingagent", Agent::Pi),
 ];
 
 impl Agent {
@@ -262,6 +282,9 @@ impl Agent {
             Agent::QwenCode => "qwen-code",
             Agent::Copilot => "copilot",
             Agent::Kilo => "kilo",
+            Agent::Droid => "droid",
+            Agent::OpenHands => "openhands",
+            Agent::Pi => "pi",
             Agent::Other(s) => s,
         }
     }

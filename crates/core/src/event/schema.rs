@@ -236,6 +236,78 @@ const COPILOT: Schema = Schema {
     implied_tools: &[],
 };
 
+/// Factory Droid 0.225 (fixtures/agents/droid/): Claude Code's payload
+/// fields with Droid's own tool names; `tool_response` is a string.
+const DROID: Schema = Schema {
+    event_name: &["/hook_event_name"],
+    nested_event: None,
+    session_id: &["/session_id"],
+    cwd: &["/cwd"],
+    tool_name: &["/tool_name"],
+    tool_input: &["/tool_input"],
+    call_id: &["/tool_use_id"],
+    response: &["/tool_response"],
+    error: &["/error"],
+    exit_status: &[],
+    transcript_exit: None,
+    prompt: &["/prompt"],
+    message: &["/message"],
+    summary: &["/compact_summary", "/summary"],
+    final_message: &["/last_assistant_message"],
+    detail: &["/source", "/trigger", "/reason"],
+    subagent: SUBAGENT_MARKERS,
+    implied_tools: &[],
+};
+
+/// OpenHands 1.16 (fixtures/agents/openhands/): its own payload,
+/// `event_type`, `working_dir`, the prompt and a stop's final text in
+/// `message`; no transcript, no `source`, no call id.
+const OPENHANDS: Schema = Schema {
+    event_name: &["/event_type"],
+    nested_event: None,
+    session_id: &["/session_id"],
+    cwd: &["/working_dir"],
+    tool_name: &["/tool_name"],
+    tool_input: &["/tool_input"],
+    call_id: &["/metadata/tool_call_id", "/tool_call_id"],
+    response: &["/tool_response"],
+    error: &["/tool_response/error", "/error"],
+    exit_status: &["/tool_response/exit_code"],
+    transcript_exit: None,
+    prompt: &["/message"],
+    message: &["/message"],
+    summary: &[],
+    final_message: &["/message"],
+    detail: &["/metadata/reason", "/reason"],
+    subagent: SUBAGENT_MARKERS,
+    implied_tools: &[],
+};
+
+/// What memhook's generated pi extension (hooks/pi/memhook.js) pipes in:
+/// the session id and cwd of pi's `ctx`, the tool call's name, input, id
+/// and result text (`error` when pi says `isError`), the prompt, the turn's
+/// last assistant text.
+const PI: Schema = Schema {
+    event_name: &["/hook_event_name"],
+    nested_event: None,
+    session_id: &["/session_id"],
+    cwd: &["/cwd"],
+    tool_name: &["/tool_name"],
+    tool_input: &["/tool_input"],
+    call_id: &["/tool_call_id"],
+    response: &["/tool_response"],
+    error: &["/error"],
+    exit_status: &[],
+    transcript_exit: None,
+    prompt: &["/prompt"],
+    message: &["/message"],
+    summary: &["/summary"],
+    final_message: &["/last_assistant_message"],
+    detail: &["/reason"],
+    subagent: SUBAGENT_MARKERS,
+    implied_tools: &[],
+};
+
 /// Agents that fire their prompt event again, with a blank prompt, when no
 /// user typed anything: Qwen Code sends `UserPromptSubmit` with
 /// `"prompt": ""` after every tool batch. Such an event is not a prompt and
@@ -302,6 +374,9 @@ fn schema(agent: &Agent) -> &'static Schema {
         Agent::Cursor => &CURSOR,
         Agent::QwenCode => &QWEN,
         Agent::Copilot => &COPILOT,
+        Agent::Droid => &DROID,
+        Agent::OpenHands => &OPENHANDS,
+        Agent::Pi => &PI,
         Agent::Other(_) => &GENERIC,
     }
 }

@@ -651,3 +651,144 @@ fn copilot_events_from_the_real_payloads() {
     );
     assert_eq!(sub.session_id, main.session_id);
 }
+
+/// A folder of payloads captured from a real run by the end-to-end test's
+/// shim (scripts/agent-fixtures.py): each is read as `agent` with the
+/// `--event` its hook was called with, and returns the events, by file.
+/// Every one parses to its event's kind, names its session and its
+/// directory (the test project), and every tool event names one of the
+/// agent's own documented tools, with its input.
+fn captured_run(agent: &str, dir: &str) -> Vec<(String, Event)> {
+    let index = fixture(&format!("{dir}/index.json"));
+    let rows = index.as_array().unwrap();
+    assert!(!rows.is_empty());
+    let mut out = Vec::new();
+    for row in rows {
+        let file = row["file"].as_str().unwrap();
+        let event = row["event"].as_str().unwrap();
+        let ev = normalize(agent, Some(event), &fixture(&format!("{dir}/{file}")));
+        assert_eq!(ev.agent, Agent::parse(agent), "{file}");
+        assert_eq!(ev.kind, EventKind::parse(event), "{file}");
+        assert_ne!(ev.kind, EventKind::Other, "{file}");
+        assert!(ev.session_id.is_some(), "{file}: no session id");
+        assert_eq!(ev.cwd.as_deref(), Some("/home/dev/proj"), "{file}");
+        if ev.kind.is_tool_event() {
+            let tool = ev.tool_name.as_deref().unwrap_or_else(|| panic!("{file}"));
+            let (_, documented) = crate::capture::classify_tool(&ev.agent, tool);
+            assert!(documented, "{file}: {tool} is not in {agent}'s tool table");
+            assert!(ev.tool_input.is_some(), "{file}: no tool input");
+        }
+        out.push((file.to_string(), ev));
+    }
+    out
+}
+
+/// The event of `file` in a [`captured_run`].
+fn captured<'a>(run: &'a [(String, Event)], file: &str) -> &'a Event {
+    &run.iter().find(|(f, _)| f == file).unwrap().1
+}
+
+#[test]
+fn claude_agent_sdk_runs_claude_codes_hooks_with_its_payloads() {
+    let run = captured_run("claude-code", "claude-agent-sdk/0.2.184");
+    let start = captured(&run, "session-start.json");
+    assert_eq!(start.detail.as_deref(), Some("startup"));
+    let bash = captured(&run, "post-tool-use-Bash.json");
+    assert_eq!(
+        bash.tool_input.as_ref().unwrap()["command"],
+        "echo E2E-BASH-OUTPUT"
+    );
+    assert_eq!(bash.tool_call_id.as_deref(), Some("toolu_mock02"));
+    let fail = captured(&run, "post-tool-use-failure-Bash.json");
+    assert!(fail.tool_error.is_some());
+    let prompt = captured(&run, "user-prompt-submit.json");
+    assert!(prompt
+        .prompt
+        .as_deref()
+        .unwrap()
+        .starts_with("E2E-SDK-PROMPT"));
+    let stop = captured(&run, "stop.json");
+    assert_eq!(stop.final_message.as_deref(), Some("All done."));
+}
+
+#[test]
+fn droid_events_from_the_real_payloads() {
+    let run = captured_run("droid", "droid/0.225.2");
+    let exec = captured(&run, "post-tool-use-Execute.json");
+    assert_eq!(
+        exec.tool_input.as_ref().unwrap()["command"],
+        "echo E2E-DROID-OUT"
+    );
+    assert_eq!(
+        exec.tool_response,
+        Some(json!("E2E-DROID-OUT\n\n\n[Process exited with code 0]"))
+    );
+    // Droid's payloads carry no call id.
+    assert_eq!(exec.tool_call_id, None);
+    assert_eq!(crate::record::exit_status(exec), Some(0));
+    let create = captured(&run, "post-tool-use-Create.json");
+    assert_eq!(
+        crate::capture::kept_file_paths(create),
+        ["/home/dev/proj/notes.md"]
+    );
+    let start = captured(&run, "session-start.json");
+    assert_eq!(start.detail.as_deref(), Some("startup"));
+    // `droid exec` fires no UserPromptSubmit.
+    assert!(run.iter().all(|(_, e)| e.kind != EventKind::UserPrompt));
+}
+
+#[test]
+fn openhands_events_from_the_real_payloads() {
+    let run = captured_run("openhands", "openhands/1.16.0");
+    let prompt = captured(&run, "user-prompt-submit.json");
+    assert_eq!(
+        prompt.prompt.as_deref(),
+        Some("E2E-OH-PROMPT write, read, run")
+    );
+    let term = captured(&run, "post-tool-use-terminal.json");
+    assert_eq!(
+        term.tool_input.as_ref().unwrap()["command"],
+        "echo E2E-OH-OUT"
+    );
+    assert_eq!(term.exit_status, Some(0));
+    assert_eq!(term.tool_error, None);
+    let create = captured(&run, "post-tool-use-file_editor.json");
+    assert_eq!(
+        crate::capture::kept_file_paths(create),
+        ["/home/dev/proj/notes.md"]
+    );
+    let stop = captured(&run, "stop.json");
+    assert_eq!(stop.detail.as_deref(), Some("agent_finished"));
+    // A stop carries no final text (the finish tool's message is its input).
+    assert_eq!(stop.final_message, None);
+    // No `source`: a resumed conversation looks like a new start.
+    assert_eq!(captured(&run, "session-start.json").detail, None);
+}
+
+#[test]
+fn pi_events_from_memhooks_extension() {
+    let run = captured_run("pi", "pi/0.73.1");
+    let prompt = captured(&run, "before_agent_start.json");
+    assert_eq!(
+        prompt.prompt.as_deref(),
+        Some("E2E-PI-PROMPT write, read, run")
+    );
+    let bash = captured(&run, "tool_result-bash.json");
+    assert_eq!(
+        bash.tool_input.as_ref().unwrap()["command"],
+        "echo E2E-PI-OUT"
+    );
+    assert_eq!(bash.tool_response, Some(json!("E2E-PI-OUT\n")));
+    assert_eq!(bash.tool_call_id.as_deref(), Some("call_mock0"));
+    let write = captured(&run, "tool_result-write.json");
+    assert_eq!(
+        crate::capture::kept_file_paths(write),
+        ["/home/dev/proj/notes.md"]
+    );
+    let stop = captured(&run, "agent_end.json");
+    assert_eq!(stop.final_message.as_deref(), Some("All done."));
+    assert_eq!(
+        captured(&run, "session_shutdown.json").kind,
+        EventKind::SessionEnd
+    );
+}

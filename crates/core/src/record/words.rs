@@ -100,6 +100,8 @@ fn plan_sources(agent: &Agent) -> &'static [&'static [PlanSource]] {
         Agent::QwenCode => &ALL[4..5],
         // No plan tool seen in their payloads (docs/record.md).
         Agent::Copilot | Agent::Cursor => &[],
+        // Not verified from its payloads yet: no plan rows.
+        Agent::Droid | Agent::OpenHands | Agent::Pi => &[],
         Agent::Other(_) => ALL,
     }
 }

@@ -216,6 +216,33 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Claim the session's briefing, for an agent that takes it at a later
+    /// event than session start (envelope::briefing_event): true the first
+    /// time for this session, false after (and when the claim cannot be
+    /// made). The claim is a `<note>.briefed` file created exclusively
+    /// (0600, never through a symlink), so two concurrent events cannot
+    /// both win; it ages out with the notes.
+    pub fn claim_briefing(&self) -> bool {
+        let Some(dir) = self.path.parent() else {
+            return false;
+        };
+        if ensure_private_dir(&self.data_dir).is_err() || ensure_private_dir(dir).is_err() {
+            return false;
+        }
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        name.push(".briefed");
+        let mut o = fs::OpenOptions::new();
+        o.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            o.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+        }
+        o.open(dir.join(name)).is_ok()
+    }
+}
+
 /// Remove notes (and leftover temp files) not written for `max_age`; at
 /// most [`MAX_PRUNE`] per call. Symlinks are removed, never followed.
 fn prune(dir: &Path, max_age: Duration) -> usize {
