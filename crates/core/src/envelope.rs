@@ -212,9 +212,22 @@ mod tests {
             EMPTY
         );
         assert_eq!(
-            render(&Agent::ClaudeCode, EventKind::PreToolUse, Some("b")),
+            render(&Agent::ClaudeCode, EventKind::UserPrompt, Some("b")),
             EMPTY
         );
+    }
+
+    #[test]
+    fn a_file_history_line_goes_only_to_agents_that_read_pre_tool_context() {
+        assert_eq!(
+            render(&Agent::ClaudeCode, EventKind::PreToolUse, Some("h")),
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"h"}}"#
+        );
+        for a in agents() {
+            if pre_tool_injection(&a) == Injection::Unsupported {
+                assert_eq!(render(&a, EventKind::PreToolUse, Some("h")), EMPTY, "{a:?}");
+            }
+        }
     }
 
     #[test]
@@ -223,7 +236,9 @@ mod tests {
             for k in ALL {
                 assert_eq!(render(&a, k, None), EMPTY);
                 assert_eq!(render(&a, k, Some("  \n")), EMPTY);
-                if k != briefing_event(&a) {
+                let pre_tool =
+                    k == EventKind::PreToolUse && pre_tool_injection(&a) != Injection::Unsupported;
+                if k != briefing_event(&a) && !pre_tool {
                     assert_eq!(render(&a, k, Some("briefing")), EMPTY, "{a:?} {k:?}");
                 }
             }
