@@ -4,6 +4,14 @@ import them into a fresh embedded store and measure what a heavy user pays.
 
 Usage:
   scripts/bench-year.py RECORDS DIR NAME=MEMHOOK_CLI [NAME=MEMHOOK_CLI …] [--runs N] [--no-forget]
+  scripts/bench-year.py RECORDS DIR NAME=MEMHOOK_CLI --steady-years K
+
+With --steady-years, K years of RECORDS records each are imported one after
+the other (the last one ending now) and after each the store is left to
+retention (docs/retention.md), driven by hook events whose background
+drainers apply it when idle, until it removes nothing more; the records
+kept and the database's bytes after each year say whether steady use stays
+bounded.
 
 Each MEMHOOK_CLI is a `memhook-cli` binary (`cargo build --release --locked
 -p memhook --bin memhook-cli`), under a short NAME (`main`, `branch`); the
@@ -241,8 +249,65 @@ def free_port():
     return port
 
 
+def steady(n, base, binary, years):
+    """`years` years of use, one after the other, each imported and then
+    left to retention (driven by hook events, whose drainers apply it when
+    idle): the store's records and bytes after each year."""
+    shutil.rmtree(base, ignore_errors=True)
+    home = os.path.join(base, "home")
+    data = os.path.join(home, "data")
+    os.makedirs(data)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AI_MEMORY_", "MEMHOOK_"))}
+    env.update(HOME=home, AI_MEMORY_DATA_DIR=data)
+    with open(os.path.join(ROOT, "fixtures", "agents", "claude-code", "2.1.328", "UserPromptSubmit.json")) as f:
+        payload = json.load(f)
+    cwd = os.path.join(home, "src", "proj00")
+    os.makedirs(cwd, exist_ok=True)
+    db = os.path.join(data, "store.sqlite3")
+
+    def books():
+        con = sqlite3.connect(db)
+        try:
+            records = con.execute("SELECT coalesce(sum(records), 0) FROM projects").fetchone()[0]
+            try:
+                removed = con.execute("SELECT coalesce(sum(removed), 0) FROM retention").fetchone()[0]
+            except sqlite3.OperationalError:
+                removed = 0
+            free = con.execute("PRAGMA freelist_count").fetchone()[0]
+            page = con.execute("PRAGMA page_size").fetchone()[0]
+            return records, removed, free * page
+        finally:
+            con.close()
+
+    for y in range(years):
+        dump = os.path.join(base, f"year{y + 1}.jsonl")
+        generate(n, dump, shift_days=-DAYS * (years - 1 - y), seed=SEED + y)
+        cpu_run([binary, "import", dump], env)
+        os.remove(dump)
+        t = time.perf_counter()
+        last, still, i = None, 0, 0
+        while still < 8:
+            p = json.dumps(dict(payload, cwd=cwd, session_id=f"steady-{y}-{i}", prompt="steady use")).encode()
+            cpu_run([binary, "hook", "--agent", "claude-code"], dict(env, AI_MEMORY_PROJECT="proj00",
+                                                                    AI_MEMORY_WORKSPACE="default"), p, cwd)
+            time.sleep(0.5)
+            _, removed, _ = books()
+            still = still + 1 if removed == last else 0
+            last, i = removed, i + 1
+        records, removed, free = books()
+        print(f"year {y + 1}: {records} records kept, {removed} removed by retention so far "
+              f"({time.perf_counter() - t:.0f} s of hook events), database {os.path.getsize(db)} bytes "
+              f"of which {free} free pages", flush=True)
+
+
 def main():
     args = sys.argv[1:]
+    if "--steady-years" in args:
+        i = args.index("--steady-years")
+        years = int(args[i + 1])
+        del args[i : i + 2]
+        steady(int(args[0]), os.path.abspath(args[1]), os.path.abspath(args[2].split("=", 1)[-1]), years)
+        return
     runs = 7
     if "--runs" in args:
         i = args.index("--runs")

@@ -55,6 +55,15 @@ impl Sink for StoreSink {
             }
         };
         if self.store.is_none() {
+            // A data dir whose records all go to a server has no store:
+            // retention never makes one.
+            if !self
+                .data_dir
+                .join(memhook_store::sqlite::STORE_FILE)
+                .exists()
+            {
+                return false;
+            }
             match Store::open_until(&self.data_dir, self.deadline) {
                 Ok(s) => self.store = Some(s),
                 Err(e) => {
@@ -161,6 +170,9 @@ mod tests {
     fn maintain_applies_the_data_dirs_retention_and_a_bad_policy_removes_nothing() {
         use memhook_store::sqlite::retention::RETENTION_FILE;
         let t = tempfile::tempdir().unwrap();
+        // No store yet (records go to a server): none is made.
+        assert!(!StoreSink::new(t.path()).maintain());
+        assert!(!t.path().join(STORE_FILE).exists());
         let now = memhook_core::timefmt::now_ms();
         {
             let mut s = Store::open(t.path()).unwrap();
