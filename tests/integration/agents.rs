@@ -361,13 +361,14 @@ static AGENTS: &[Agent] = &[
         ],
         per_tool_call: Some("pre-tool-use"),
         captured: &[&["E2E-DROID-OUT"], &["notes.md"]],
+        // A user message of its own, before the prompt.
         briefing: Briefing {
-            part: messages_with_briefing,
-            marker: None,
+            part: user_messages,
+            marker: Some("memhook briefing for "),
         },
         checks: &[(Stage::Session1, droid_runs_the_users_own_hook)],
         version_args: &["--version"],
-        lands: "a message of the first request",
+        lands: "a user message of its own before the prompt",
         not_given: "UserPromptSubmit in `droid exec`; a failure event; a tool call id; a final message on Stop",
     },
     Agent {
@@ -525,19 +526,6 @@ fn system_messages(body: &Value) -> String {
         .into_iter()
         .flatten()
         .filter(|m| m["role"] == "system")
-        .map(Value::to_string)
-        .collect()
-}
-
-/// The messages of a chat-completions request body that carry a memhook
-/// briefing (its first line), as JSON text: where the briefing landed,
-/// and nothing else (a file list in the system prompt names files too).
-fn messages_with_briefing(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["content"].to_string().contains("memhook briefing for "))
         .map(Value::to_string)
         .collect()
 }
