@@ -361,13 +361,14 @@ static AGENTS: &[Agent] = &[
         ],
         per_tool_call: Some("pre-tool-use"),
         captured: &[&["E2E-DROID-OUT"], &["notes.md"]],
+        // A user message of its own, before the prompt.
         briefing: Briefing {
-            part: messages_with_briefing,
-            marker: None,
+            part: user_messages,
+            marker: Some("memhook briefing for "),
         },
         checks: &[(Stage::Session1, droid_runs_the_users_own_hook)],
         version_args: &["--version"],
-        lands: "a message of the first request",
+        lands: "a user message of its own before the prompt",
         not_given: "UserPromptSubmit in `droid exec`; a failure event; a tool call id; a final message on Stop",
     },
     Agent {
@@ -434,7 +435,10 @@ static AGENTS: &[Agent] = &[
             part: system_messages,
             marker: Some("memhook briefing for "),
         },
-        checks: &[(Stage::Uninstalling, pi_bounds_a_hanging_hook)],
+        checks: &[
+            (Stage::Uninstalling, pi_bounds_a_hanging_hook),
+            (Stage::Uninstalled, pi_repository_extension_is_held_to_the_binding),
+        ],
         version_args: &["--version"],
         lands: "the system prompt (memhook's generated extension, `before_agent_start`)",
         not_given: "command hooks (a generated extension pipes events); MCP",
@@ -525,19 +529,6 @@ fn system_messages(body: &Value) -> String {
         .into_iter()
         .flatten()
         .filter(|m| m["role"] == "system")
-        .map(Value::to_string)
-        .collect()
-}
-
-/// The messages of a chat-completions request body that carry a memhook
-/// briefing (its first line), as JSON text: where the briefing landed,
-/// and nothing else (a file list in the system prompt names files too).
-fn messages_with_briefing(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["content"].to_string().contains("memhook briefing for "))
         .map(Value::to_string)
         .collect()
 }
@@ -1525,6 +1516,11 @@ fn openhands_script(proj: &Path) -> Vec<Step> {
 /// `~/.pi/agent/models.json` (written for each session: the port changes),
 /// offline, no version check, no telemetry.
 fn pi(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    pi_in(world, exe, port, prompt, &world.proj())
+}
+
+/// [`pi`] run in `cwd`.
+fn pi_in(world: &World, exe: &Path, port: u16, prompt: &str, cwd: &Path) -> Output {
     let dir = world.home().join(".pi/agent");
     fs::create_dir_all(&dir).unwrap();
     let models = json!({"providers": {"mock": {
@@ -1537,6 +1533,7 @@ fn pi(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
     fs::write(dir.join("models.json"), models.to_string()).unwrap();
     let mut c = world.agent(exe);
     c.args(["-p", "--provider", "mock", "--model", "mock-model", prompt])
+        .current_dir(cwd)
         .env("PI_OFFLINE", "1")
         .env("PI_SKIP_VERSION_CHECK", "1")
         .env("PI_TELEMETRY", "0")
@@ -1570,6 +1567,58 @@ fn pi_bounds_a_hanging_hook(s: &Story) {
         took < Duration::from_secs(30),
         "pi waited {took:?} for a hanging hook"
     );
+}
+
+/// DESIGN §11 for pi's project extensions, which pi loads without asking:
+/// a cloned repository that ships memhook's extension in `.pi/extensions/`
+/// and a marker claiming the project session 1 bound (`demo`) is another
+/// root. Its pi session's events go to a quarantine scope and its model
+/// request gets no briefing (memhook's user-level extension is gone by
+/// now: only the repository's runs).
+fn pi_repository_extension_is_held_to_the_binding(s: &Story) {
+    let clone = s.world.home().join("clone");
+    fs::create_dir_all(clone.join(".pi/extensions")).unwrap();
+    fs::write(clone.join(".ai-memory.toml"), "project = \"demo\"\n").unwrap();
+    let ext = clone.join(".pi/extensions/memhook.js");
+    let out = s
+        .world
+        .memhook()
+        .args(["install-hooks", "--agent", "pi", "--apply", "--config-file"])
+        .arg(&ext)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mock = Mock::start(Api::OpenAiChat, vec![Step::Text("Cloned.")]);
+    let out = pi_in(&s.world, &s.exe, mock.port, "E2E-CLONE-PROMPT", &clone);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = mock.requests();
+    let (_, first) = requests
+        .iter()
+        .find(|r| has_tools(r))
+        .expect("pi made a model request");
+    assert!(
+        !first.to_string().contains("memhook briefing for "),
+        "a repository claiming a bound project was briefed: {first}"
+    );
+    let records = s.world.records();
+    let prompt = records
+        .iter()
+        .find(|r| r.to_string().contains("E2E-CLONE-PROMPT"))
+        .expect("the repository's extension ran memhook");
+    let session = &prompt["session_id"];
+    let ours: Vec<&Value> = records
+        .iter()
+        .filter(|r| &r["session_id"] == session)
+        .collect();
+    assert!(ours.len() >= 3, "{ours:?}");
+    for r in ours {
+        assert_eq!(r["workspace"], "quarantine", "{r}");
+        assert_ne!(r["project"], "demo", "{r}");
+    }
 }
 
 /// A shell command, write the notes, read the excluded key.

@@ -842,6 +842,44 @@ fn all_means_agents_found_here() {
     assert!(h.path().join(".gemini/settings.json").is_file());
     assert!(!h.path().join(".claude").exists());
     assert!(!h.path().join(".cursor").exists());
+    assert!(!h.path().join(".factory").exists());
+}
+
+/// `all` finds the newer agents by their config dirs too (Factory Droid,
+/// OpenHands, pi) and wires each; uninstall `all` gives the dirs back as
+/// they were.
+#[test]
+fn all_finds_droid_openhands_and_pi() {
+    let h = home();
+    for d in [".factory", ".openhands", ".pi/agent"] {
+        fs::create_dir_all(h.path().join(d)).unwrap();
+    }
+    let before = snapshot(h.path());
+    let mut c = mh(h.path());
+    c.env("PATH", "/nonexistent");
+    let out = run(c, &["install-hooks", "--agent", "all", "--apply"]);
+    assert!(out.status.success(), "{out:?}");
+    for f in [
+        ".factory/hooks.json",
+        ".openhands/hooks.json",
+        ".pi/agent/extensions/memhook.js",
+    ] {
+        assert!(h.path().join(f).is_file(), "{f}");
+    }
+    let mut c = mh(h.path());
+    c.env("PATH", "/nonexistent");
+    let out = run(c, &["uninstall-hooks", "--agent", "all", "--apply"]);
+    assert!(out.status.success(), "{out:?}");
+    let data = h.path().join(".memhook-data");
+    let after: Vec<PathBuf> = snapshot(h.path())
+        .into_keys()
+        .filter(|p| !p.starts_with(&data))
+        .collect();
+    let was: Vec<PathBuf> = before
+        .into_keys()
+        .filter(|p| !p.starts_with(&data))
+        .collect();
+    assert_eq!(after, was, "uninstall left something behind");
 }
 
 // check 27: uninstall is a dry run by default; a second uninstall says there
