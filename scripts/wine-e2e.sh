@@ -34,9 +34,10 @@ export AI_MEMORY_PROJECT=winproj
 
 fails=0
 ok() { echo "ok   $*"; }
+# Failures are counted in a file: sections run in subshells.
 bad() {
     echo "FAIL $*"
-    fails=$((fails + 1))
+    echo x >>"$work/failures"
 }
 
 payload() { # event session [key value]... (values are JSON)
@@ -186,12 +187,42 @@ EOF2
     fi
 )
 
+echo "== the installer's Windows command form (Codex runs hooks through PowerShell)"
+(
+    spaced="$work/Program Files/memhook"
+    mkdir -p "$spaced" "$work/codex"
+    cp "$bin/memhook.exe" "$bin/memhook-cli.exe" "$spaced/"
+    export CODEX_HOME="$(win "$work/codex")"
+    inst() { (cd "$proj" && "$run" "$spaced/memhook.exe" "$@" 2>&1); }
+    out="$(inst install-hooks --agent codex --apply)" || true
+    want="& 'Z:$work/Program Files/memhook/memhook.exe' "
+    if grep -q -F -- "$want" "$work/codex/hooks.json" 2>/dev/null &&
+        grep -q -F -- "hook --event session-start --agent codex\"" "$work/codex/hooks.json"; then
+        ok "codex hooks.json runs $want … (call operator, / separators)"
+    else
+        bad "codex hooks.json lacks $want: $out $(head -c 400 "$work/codex/hooks.json" 2>/dev/null)"
+    fi
+    again="$(inst install-hooks --agent codex --apply)" || true
+    if grep -q "already up to date" <<<"$again"; then
+        ok "re-applying finds the written commands its own (already up to date)"
+    else
+        bad "re-apply: $again"
+    fi
+    inst uninstall-hooks --agent codex --apply >/dev/null || true
+    if grep -q "memhook" "$work/codex/hooks.json" 2>/dev/null; then
+        bad "uninstall left memhook in hooks.json: $(head -c 300 "$work/codex/hooks.json")"
+    else
+        ok "uninstall-hooks removes them"
+    fi
+)
+
 if [[ -s "$data/logs/drain.log" ]]; then
     echo "drain.log:"
     sed 's/^/    /' "$data/logs/drain.log"
     grep -q "cannot" "$data/logs/drain.log" && bad "the drainer reported a failure"
 fi
 
+[[ -f "$work/failures" ]] && fails=$(wc -l <"$work/failures")
 if [[ $fails -ne 0 ]]; then
     echo "wine-e2e: $fails failed" >&2
     exit 1

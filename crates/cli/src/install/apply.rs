@@ -133,6 +133,36 @@ pub fn read_text(path: &Path) -> Result<Option<String>, InstallError> {
     }
 }
 
+/// A handle to lock for the installer's changes to `dir`: the directory
+/// itself on Unix. Windows can neither open a directory as a plain file
+/// ("Access denied") nor lock a directory handle ("Invalid handle"), so
+/// there it is a lock file in the temp directory named by the folded path
+/// (nothing is left in the agent's config dir).
+fn open_dir_to_lock(dir: &Path) -> io::Result<fs::File> {
+    #[cfg(windows)]
+    {
+        fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(std::env::temp_dir().join(lock_name(&dir.to_string_lossy())))
+    }
+    #[cfg(not(windows))]
+    fs::File::open(dir)
+}
+
+/// `memhook-install-<FNV-1a of the lowercased path>.lock`: one name per
+/// directory as Windows compares paths (without case, `/` as `\\`).
+#[cfg_attr(not(windows), allow(dead_code))]
+fn lock_name(dir: &str) -> String {
+    let key = dir.to_lowercase().replace('/', "\\");
+    let h = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("memhook-install-{h:016x}.lock")
+}
+
 /// Apply a change to `path` under a lock: `compute` gets the current text
 /// (read under the lock) and returns the new text, or `None` to delete the
 /// file. Unchanged text is not written and leaves no backup.
@@ -147,7 +177,7 @@ where
     }
     // One installer at a time per directory: a lock on the directory itself
     // leaves nothing behind in the user's config dir.
-    let lock = fs::File::open(&dir).map_err(io_err(&dir))?;
+    let lock = open_dir_to_lock(&dir).map_err(io_err(&dir))?;
     fs2::FileExt::lock_exclusive(&lock).map_err(io_err(&dir))?;
     let current = read_text(path)?;
     let next = compute(current.as_deref())?;
@@ -304,6 +334,17 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_windows_install_lock_is_one_name_per_directory_as_windows_compares_them() {
+        let a = lock_name(r"C:\Users\Me\.codex");
+        assert_eq!(a, lock_name("c:/users/me/.codex"));
+        assert_ne!(a, lock_name(r"C:\Users\Me\.claude"));
+        assert!(
+            a.starts_with("memhook-install-") && a.ends_with(".lock"),
+            "{a}"
+        );
+    }
 
     // Acceptance check 12: a crash between the temp write and the rename
     // leaves the old file whole and no temp file behind.
