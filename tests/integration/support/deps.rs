@@ -100,9 +100,13 @@ pub fn find_python_mcp() -> Option<PathBuf> {
 
 /// The first of `names` found on PATH.
 fn on_path(names: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
+    on_path_in(&std::env::var_os("PATH")?, names)
+}
+
+/// The first of `names` found in the directories of `path` (a PATH value).
+fn on_path_in(path: &std::ffi::OsStr, names: &[&str]) -> Option<PathBuf> {
     names.iter().find_map(|n| {
-        std::env::split_paths(&path)
+        std::env::split_paths(path)
             .map(|d| d.join(n))
             .find(|p| p.is_file())
     })
@@ -113,11 +117,30 @@ pub fn find_browser() -> Option<(PathBuf, PathBuf)> {
     Some((on_path(&BROWSERS)?, on_path(&["chromedriver"])?))
 }
 
+/// What of the browser pair is missing, named exactly: `chromium`,
+/// `chromedriver` or both (None: both are there).
+pub fn browser_missing() -> Option<&'static str> {
+    browser_missing_in(&std::env::var_os("PATH").unwrap_or_default())
+}
+
+/// [`browser_missing`] for the PATH value `path`.
+pub fn browser_missing_in(path: &std::ffi::OsStr) -> Option<&'static str> {
+    match (
+        on_path_in(path, &BROWSERS).is_some(),
+        on_path_in(path, &["chromedriver"]).is_some(),
+    ) {
+        (true, true) => None,
+        (true, false) => Some("chromedriver"),
+        (false, true) => Some("chromium"),
+        (false, false) => Some("chromium and chromedriver"),
+    }
+}
+
 /// `(chromium, chromedriver)` for `test`: see [`needed`].
 pub fn browser(test: &str) -> Option<(PathBuf, PathBuf)> {
     needed(
         test,
-        "chromium and chromedriver",
+        browser_missing().unwrap_or("chromium and chromedriver"),
         find_browser(),
         INSTALL_BROWSER,
     )
