@@ -17,6 +17,9 @@ for exe in memhook.exe memhook-cli.exe; do
         exit 1
     }
 done
+# Absolute: every call runs from the test project's directory, and the
+# runner builds its dll beside the binary it is given.
+bin="$(cd "$bin" && pwd)"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
