@@ -153,8 +153,7 @@ pub struct StoreSize {
 /// be read: `recent` and `search` say why).
 fn store_size(dir: &Path) -> Option<StoreSize> {
     let file = dir.join(STORE_FILE);
-    std::fs::symlink_metadata(&file).ok()?;
-    let store = Store::open(dir).ok()?;
+    let store = open_store(dir).ok()??;
     let bytes = [file.clone(), dir.join(format!("{STORE_FILE}-wal"))]
         .iter()
         .filter_map(|f| std::fs::metadata(f).ok())
@@ -613,7 +612,9 @@ fn recent_line(r: &StoredRecord) -> String {
 /// The store, or `None` when nothing was ever stored in this data dir. A
 /// data dir or store that cannot be looked at is an error, never an empty
 /// answer.
-fn open_store(dir: &Path) -> Result<Option<Store>, Box<dyn std::error::Error + Send + Sync>> {
+pub(crate) fn open_store(
+    dir: &Path,
+) -> Result<Option<Store>, Box<dyn std::error::Error + Send + Sync>> {
     let store = dir.join(STORE_FILE);
     match std::fs::symlink_metadata(&store) {
         Ok(_) => Ok(Some(Store::open(dir)?)),

@@ -91,22 +91,12 @@ pub fn render(agent: &Agent, kind: EventKind, context: Option<&str>) -> String {
     let context = context.filter(|c| !c.trim().is_empty());
     let value = match (kind, context) {
         (k, Some(ctx)) if k == briefing_event(agent) => match session_start_injection(agent) {
-            Injection::HookSpecificOutput => {
-                let mut inner = Map::new();
-                inner.insert("hookEventName".into(), "SessionStart".into());
-                inner.insert("additionalContext".into(), ctx.into());
-                object([("hookSpecificOutput", Value::Object(inner))])
-            }
+            Injection::HookSpecificOutput => hook_specific("SessionStart", ctx),
             Injection::TopLevel(key) => object([(key, Value::from(ctx))]),
             Injection::Unsupported => Value::Object(Map::new()),
         },
         (EventKind::PreToolUse, Some(ctx)) => match pre_tool_injection(agent) {
-            Injection::HookSpecificOutput => {
-                let mut inner = Map::new();
-                inner.insert("hookEventName".into(), "PreToolUse".into());
-                inner.insert("additionalContext".into(), ctx.into());
-                object([("hookSpecificOutput", Value::Object(inner))])
-            }
+            Injection::HookSpecificOutput => hook_specific("PreToolUse", ctx),
             Injection::TopLevel(key) => object([(key, Value::from(ctx))]),
             Injection::Unsupported => Value::Object(Map::new()),
         },
@@ -117,6 +107,14 @@ pub fn render(agent: &Agent, kind: EventKind, context: Option<&str>) -> String {
 
 /// The envelope for "nothing to say".
 pub const EMPTY: &str = "{}";
+
+/// `{"hookSpecificOutput":{"hookEventName":event,"additionalContext":ctx}}`.
+fn hook_specific(event: &str, ctx: &str) -> Value {
+    let mut inner = Map::new();
+    inner.insert("hookEventName".into(), event.into());
+    inner.insert("additionalContext".into(), ctx.into());
+    object([("hookSpecificOutput", Value::Object(inner))])
+}
 
 fn object<const N: usize>(pairs: [(&str, Value); N]) -> Value {
     Value::Object(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())

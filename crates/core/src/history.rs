@@ -104,11 +104,6 @@ impl History {
     }
 }
 
-/// The line for `file` in the history of `workspace/project`, if any.
-pub fn lookup(data_dir: &Path, workspace: &str, project: &str, file: &str) -> Option<String> {
-    History::load(data_dir, workspace, project)?.line(file)
-}
-
 /// Remove every project's history (forget: the next delivery writes what is
 /// left).
 pub fn remove_all(data_dir: &Path) -> std::io::Result<()> {
@@ -129,6 +124,10 @@ pub fn remove_all(data_dir: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn lookup(data_dir: &Path, workspace: &str, project: &str, file: &str) -> Option<String> {
+        History::load(data_dir, workspace, project)?.line(file)
+    }
 
     #[test]
     fn written_lines_are_found_by_path_and_project() {

@@ -886,7 +886,7 @@ fn one_line(text: &str) -> String {
 }
 
 /// `path` relative to `cwd` when it lies under it, else as it is.
-fn relative_to<'a>(path: &'a str, cwd: Option<&str>) -> &'a str {
+pub fn relative_to<'a>(path: &'a str, cwd: Option<&str>) -> &'a str {
     let Some(cwd) = cwd
         .map(|c| c.trim_end_matches('/'))
         .filter(|c| !c.is_empty())

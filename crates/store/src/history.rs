@@ -55,7 +55,7 @@ pub fn lines<R: Reads + ?Sized>(
             if !seen.insert(f.path.clone()) {
                 continue;
             }
-            let shown = relative(&f.path, root.as_deref());
+            let shown = memhook_core::record::relative_to(&f.path, root.as_deref());
             let at = rfc3339_ms(f.last_ms);
             let line = format!(
                 "{shown}: changed {} {} UTC by {} in session {short}{}{}",
@@ -85,12 +85,4 @@ fn quote(text: &str) -> String {
         q.push('…');
     }
     format!("\"{q}\"")
-}
-
-fn relative<'a>(path: &'a str, root: Option<&str>) -> &'a str {
-    root.map(|r| r.trim_end_matches('/'))
-        .and_then(|r| path.strip_prefix(r))
-        .and_then(|rest| rest.strip_prefix('/'))
-        .filter(|rest| !rest.is_empty())
-        .unwrap_or(path)
 }

@@ -181,12 +181,10 @@ fn check(p: &Profile, me: Option<&Path>) -> Value {
 /// store of `data_dir` (empty when nothing was stored there; never creates
 /// a store).
 fn last_seen(data_dir: &Path) -> Vec<(String, u64)> {
-    let file = data_dir.join(memhook_store::sqlite::STORE_FILE);
-    if std::fs::symlink_metadata(&file).is_err() {
-        return Vec::new();
-    }
-    memhook_store::sqlite::Store::open(data_dir)
-        .and_then(|s| s.last_seen_by_agent())
+    crate::status::open_store(data_dir)
+        .ok()
+        .flatten()
+        .and_then(|s| s.last_seen_by_agent().ok())
         .unwrap_or_default()
 }
 

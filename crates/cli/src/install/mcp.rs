@@ -68,21 +68,10 @@ pub fn register(
     remove: bool,
     apply: bool,
 ) -> Result<(), InstallError> {
-    let baked = Baked {
-        exe: super::current_exe()?,
-        data_dir: (!memhook_core::data_dir::is_default(data)).then(|| data.to_path_buf()),
-        server_url: None,
-        strategy: None,
-    };
+    let baked = baked(data)?;
     let path = match config_file {
         Some(f) => super::config_path(p, Some(f))?,
-        None => p.mcp.location.path().ok_or_else(|| {
-            InstallError::Refused(format!(
-                "cannot locate {} for {}: HOME is not set; pass --config-file",
-                p.mcp.location.describe(),
-                p.name
-            ))
-        })?,
+        None => mcp_path(p)?,
     };
     let compute = |cur: Option<&str>| mcp_text(p, &path, &baked, remove, cur);
     let current = apply::read_text(&path)?;
@@ -153,24 +142,34 @@ pub fn registered(p: &Profile, data_dir: &Path) -> Result<bool, InstallError> {
     if let Some(why) = &p.mcp.unsupported {
         return Err(InstallError::Refused(format!("{}: {why}", p.name)));
     }
-    let path = p.mcp.location.path().ok_or_else(|| {
-        InstallError::Refused(format!(
-            "cannot locate {} for {}: HOME is not set",
-            p.mcp.location.describe(),
-            p.name
-        ))
-    })?;
-    let baked = Baked {
-        exe: super::current_exe()?,
-        data_dir: (!memhook_core::data_dir::is_default(data_dir)).then(|| data_dir.to_path_buf()),
-        server_url: None,
-        strategy: None,
-    };
+    let path = mcp_path(p)?;
+    let baked = baked(data_dir)?;
     let Some(current) = apply::read_text(&path)? else {
         return Ok(false);
     };
     let (next, _) = mcp_text(p, &path, &baked, false, Some(&current))?;
     Ok(next.as_deref() == Some(current.as_str()))
+}
+
+/// What an MCP entry of this binary runs: `memhook [--data-dir D] mcp`.
+fn baked(data_dir: &Path) -> Result<Baked, InstallError> {
+    Ok(Baked {
+        exe: super::current_exe()?,
+        data_dir: (!memhook_core::data_dir::is_default(data_dir)).then(|| data_dir.to_path_buf()),
+        server_url: None,
+        strategy: None,
+    })
+}
+
+/// The agent's own MCP configuration file.
+fn mcp_path(p: &Profile) -> Result<PathBuf, InstallError> {
+    p.mcp.location.path().ok_or_else(|| {
+        InstallError::Refused(format!(
+            "cannot locate {} for {}: HOME is not set; pass --config-file",
+            p.mcp.location.describe(),
+            p.name
+        ))
+    })
 }
 
 /// The ledger key for an MCP config (distinct from the same file's hooks).
