@@ -198,6 +198,9 @@ echo "== the installer's Windows command form (Codex runs hooks through PowerShe
     export CODEX_HOME="$(win "$work/codex")"
     inst() { (cd "$proj" && "$run" "$spaced/memhook.exe" "$@" 2>&1); }
     out="$(inst install-hooks --agent codex --apply)" || true
+    # Warnings the installer gave (a ledger it could not write changes
+    # what uninstall removes later).
+    grep '^memhook:' <<<"$out" | sed 's/^/    install said: /' || true
     want="& 'Z:$work/Program Files/memhook/memhook.exe' "
     if grep -q -F -- "$want" "$work/codex/hooks.json" 2>/dev/null &&
         grep -q -F -- "hook --event session-start --agent codex\"" "$work/codex/hooks.json"; then
@@ -211,9 +214,14 @@ echo "== the installer's Windows command form (Codex runs hooks through PowerShe
     else
         bad "re-apply: $again"
     fi
-    inst uninstall-hooks --agent codex --apply >/dev/null || true
+    rc=0
+    gone="$(inst uninstall-hooks --agent codex --apply)" || rc=$?
     if grep -q "memhook" "$work/codex/hooks.json" 2>/dev/null; then
-        bad "uninstall left memhook in hooks.json: $(head -c 300 "$work/codex/hooks.json")"
+        # Everything needed to see why: what uninstall said and its status,
+        # what a dry run would do now, and the file.
+        bad "uninstall left memhook in hooks.json (exit $rc): $gone
+    dry run now: $(inst uninstall-hooks --agent codex 2>&1 | head -c 600)
+    hooks.json: $(head -c 300 "$work/codex/hooks.json")"
     else
         ok "uninstall-hooks removes them"
     fi
