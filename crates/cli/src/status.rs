@@ -546,6 +546,9 @@ fn print_records(records: &[StoredRecord], json: bool) -> std::io::Result<()> {
             if let Some(m) = r.matched.as_deref() {
                 writeln!(out, "    {}", term::line(m))?;
             }
+            if r.identical > 0 {
+                writeln!(out, "    (and {} more of identical text)", r.identical)?;
+            }
         }
     }
     out.flush()
@@ -698,7 +701,7 @@ pub fn run_search(args: &SearchArgs, data_dir: Option<&Path>) -> CmdResult {
     let records = match &store {
         Some(store) => {
             let scope_ref = scope.as_ref().map(|(w, p)| (w.as_str(), p.as_str()));
-            store.search(scope_ref, &args.query, args.limit)?
+            store.search_fused(scope_ref, &args.query, args.limit)?
         }
         None => Vec::new(),
     };

@@ -30,6 +30,7 @@ mod database;
 pub mod export;
 pub mod forget;
 pub mod ingest;
+mod meaning;
 pub mod read;
 pub mod schema;
 pub mod tokens;

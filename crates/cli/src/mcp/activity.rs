@@ -111,6 +111,10 @@ pub fn row(r: &StoredRecord) -> Value {
         }
         .into();
     }
+    // A row that stands for records of identical text says how many.
+    if r.identical > 0 {
+        v["identical"] = r.identical.into();
+    }
     v
 }
 
@@ -445,6 +449,7 @@ mod tests {
             files: vec![],
             token_name: None,
             matched: None,
+            identical: 0,
         };
         let v = row(&stored);
         assert!(v.get("match").is_none(), "{v}");
