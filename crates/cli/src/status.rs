@@ -65,6 +65,10 @@ pub struct SearchArgs {
     /// `parse_date`, `parseDate`, `parse-date`. Other punctuation only
     /// separates words (no query syntax). Best match first, recent ones
     /// lifted; under each hit, why it matched (the words between **).
+    /// Records of identical text are one hit that says how many. When the
+    /// words find fewer than --limit, the records closest in meaning follow,
+    /// marked (by meaning): "make downloads survive flaky networks" finds a
+    /// retry with backoff.
     pub query: String,
     #[command(flatten)]
     pub scope: ScopeArgs,

@@ -136,3 +136,109 @@ impl Store {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::meaning::BY_MEANING;
+    use crate::sqlite::samples::rec;
+    use crate::sqlite::Store;
+
+    fn store(texts: &[&str]) -> (tempfile::TempDir, Store) {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        for (i, text) in texts.iter().enumerate() {
+            let mut r = rec(
+                &format!("{i:032x}"),
+                1000 + i as u64,
+                "p",
+                "s",
+                "post-tool-use",
+            );
+            r.title = None;
+            r.body = Some((*text).into());
+            r.files = Vec::new();
+            s.insert(&r).unwrap();
+        }
+        (t, s)
+    }
+
+    const TEXTS: &[&str] = &[
+        "add a retry with exponential backoff to the download client",
+        "cache the price table in memory for an hour",
+        "cargo test: 42 passed; 0 failed",
+        "git status: nothing to commit, working tree clean",
+    ];
+
+    #[test]
+    fn a_paraphrase_is_found_by_meaning_and_says_so() {
+        let (_t, s) = store(TEXTS);
+        let q = "make downloads survive flaky networks";
+        // The words find nothing: no record has them all.
+        assert!(s.search(None, q, 3).unwrap().is_empty());
+        let found = s.search_fused(Some(("default", "p")), q, 3).unwrap();
+        assert_eq!(found[0].body.as_deref(), Some(TEXTS[0]), "{found:?}");
+        assert_eq!(found[0].matched.as_deref(), Some(BY_MEANING));
+        let found = s
+            .search_between_fused(None, "speed up repeated lookups", None, None, 3)
+            .unwrap();
+        assert!(
+            found.iter().any(|r| r.body.as_deref() == Some(TEXTS[1])),
+            "{found:?}"
+        );
+        // Rows the words found come first, unmarked; none twice.
+        let found = s.search_fused(None, "exponential backoff", 3).unwrap();
+        assert_eq!(found[0].body.as_deref(), Some(TEXTS[0]));
+        assert_ne!(found[0].matched.as_deref(), Some(BY_MEANING));
+        assert!(found[1..].iter().all(|r| r.key != found[0].key));
+        // Another scope, or a time range without it, finds nothing.
+        assert!(s
+            .search_fused(Some(("default", "q")), q, 3)
+            .unwrap()
+            .is_empty());
+        assert!(s
+            .search_between_fused(None, q, Some(1), Some(1000), 3)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn records_stored_before_get_their_meaning_in_bounded_batches_and_lose_it_with_them() {
+        let (_t, mut s) = store(TEXTS);
+        let count = |s: &Store| -> i64 {
+            s.conn
+                .query_row("SELECT count(*) FROM record_meaning", [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(count(&s), 4);
+        // As a store migrated with records and no meanings: all to do.
+        s.conn
+            .execute_batch("DELETE FROM record_meaning; UPDATE meaning_fill SET below = 5;")
+            .unwrap();
+        let tx = s.conn.transaction().unwrap();
+        assert_eq!(super::fill(&tx, 3).unwrap(), 3);
+        tx.commit().unwrap();
+        let below: i64 = s
+            .conn
+            .query_row("SELECT below FROM meaning_fill", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!((count(&s), below), (3, 2), "the newest three first");
+        // The next insert batch fills the rest and the cursor ends.
+        let mut r = rec(&format!("{:032x}", 99), 5000, "p", "s", "stop");
+        r.body = Some("the download works".into());
+        s.insert(&r).unwrap();
+        assert_eq!(count(&s), 5);
+        let below: i64 = s
+            .conn
+            .query_row("SELECT below FROM meaning_fill", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(below, 0);
+        // Forgetting a record removes its meaning.
+        s.conn
+            .execute(
+                "DELETE FROM records WHERE key = ?1",
+                [format!("{:032x}", 0)],
+            )
+            .unwrap();
+        assert_eq!(count(&s), 4);
+    }
+}
