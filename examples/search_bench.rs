@@ -33,7 +33,7 @@ use memhook_store_pg::PgStore;
 /// The store under test: the embedded one, or PostgreSQL.
 enum Bench {
     Sqlite(Store),
-    Pg(PgStore),
+    Pg(Box<PgStore>),
 }
 
 impl Bench {
@@ -204,7 +204,7 @@ fn main() {
                 "TRUNCATE records, sessions, projects CASCADE; UPDATE meaning_fill SET below = 0",
             )
             .expect("empty the database");
-            Bench::Pg(pg)
+            Bench::Pg(Box::new(pg))
         }
         Err(_) => Bench::Sqlite(Store::open(&at).expect("store")),
     };

@@ -23,6 +23,9 @@ pub fn candidates(limit: usize) -> usize {
         .min(MAX_QUERY_LIMIT)
 }
 
+/// What makes two records' texts identical: title, body, files.
+type Text<'a> = (Option<&'a str>, Option<&'a str>, &'a [String]);
+
 /// `found` (best first) with each group of records of identical text
 /// (title, body and files) as one row: the newest of them, at the place
 /// of the best, its [`StoredRecord::identical`] counting the others; at
@@ -30,7 +33,7 @@ pub fn candidates(limit: usize) -> usize {
 /// not counted (the count is of what the search looked at).
 pub fn collapse(found: Vec<StoredRecord>, limit: usize) -> Vec<StoredRecord> {
     // For each row: the index of the first row of its text.
-    let mut first: HashMap<(Option<&str>, Option<&str>, &[String]), usize> = HashMap::new();
+    let mut first: HashMap<Text<'_>, usize> = HashMap::new();
     let mut group = Vec::with_capacity(found.len());
     for (i, r) in found.iter().enumerate() {
         let key = (r.title.as_deref(), r.body.as_deref(), r.files.as_slice());
