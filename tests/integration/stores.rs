@@ -544,6 +544,23 @@ fn search_by_meaning_finds_paraphrases_and_collapses_identical_texts_in_both_sto
             keys(&from_sqlite)
         );
     }
+    // The web view's search (Browse) too, its snippet saying why.
+    let q = "make downloads survive flaky networks";
+    let from_pg = pg
+        .read(|r| memhook_store::model::Browse::browse_search(r, None, q, 3))
+        .unwrap();
+    let from_sqlite = memhook_store::model::Browse::browse_search(&sqlite, None, q, 3).unwrap();
+    let hits = |v: &[memhook_store::model::SearchHit]| -> Vec<(String, String)> {
+        let mut k: Vec<(String, String)> = v
+            .iter()
+            .map(|h| (h.key.clone(), h.snippet.clone()))
+            .collect();
+        k.sort();
+        k
+    };
+    assert_eq!(hits(&from_pg), hits(&from_sqlite));
+    let first = from_sqlite.iter().find(|h| h.key == key(70)).unwrap();
+    assert_eq!(first.snippet, format!("(by meaning) {}", texts[0]));
     // The four identical results are one row that says so.
     let found = pg.search(None, "cargo test passed", 10).unwrap();
     assert_eq!(found.len(), 1);

@@ -106,31 +106,11 @@ impl PgStore {
         to: i64,
         k: usize,
     ) -> Result<Vec<StoredRecord>, PgError> {
-        let query: String = query.chars().take(MAX_QUERY_CHARS).collect();
-        let q = meaning::embed([query.as_str()]);
-        if q.is_empty() || k == 0 {
+        let ids = self.closest_ids(scope, query, from, to, k)?;
+        if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let (w, p) = scope.unwrap_or(("", ""));
         let db = self.describe().to_string();
-        let max = meaning::MAX_CANDIDATES as i64;
-        let best = self.with_client(|c| {
-            let rows = c
-                .query(
-                    "SELECT r.id, r.vector FROM record_meaning r
-                     JOIN projects p ON p.id = r.project_id
-                     WHERE ($1 = '' OR (p.workspace = $1 AND p.project = $2))
-                       AND r.occurred_ms >= $3 AND r.occurred_ms < $4
-                     ORDER BY r.id DESC LIMIT $5",
-                    &[&w, &p, &from, &to, &max],
-                )
-                .map_err(|e| PgError::of(&db, &e))?;
-            let cands = rows
-                .iter()
-                .map(|r| (r.get::<_, i64>(0), r.get::<_, Vec<u8>>(1)));
-            Ok(meaning::best(&q, cands, k))
-        })?;
-        let ids: Vec<i64> = best.iter().map(|b| b.0).collect();
         let params: [&(dyn ToSql + Sync); 1] = [&ids];
         let mut found = self.with_client(|c| {
             c.query(
@@ -150,5 +130,66 @@ impl PgStore {
         // Closest first, as `best` ranked them.
         found.sort_by_key(|(id, _)| ids.iter().position(|i| i == id));
         Ok(found.into_iter().map(|(_, r)| r).collect())
+    }
+
+    /// The ids of [`PgStore::closest`]'s records, closest first.
+    pub(crate) fn closest_ids(
+        &self,
+        scope: Option<(&str, &str)>,
+        query: &str,
+        from: i64,
+        to: i64,
+        k: usize,
+    ) -> Result<Vec<i64>, PgError> {
+        let q = meaning::embed_question(query, MAX_QUERY_CHARS);
+        if q.is_empty() || k == 0 {
+            return Ok(Vec::new());
+        }
+        let (w, p) = scope.unwrap_or(("", ""));
+        let db = self.describe().to_string();
+        let max = meaning::MAX_CANDIDATES as i64;
+        let best = self.with_client(|c| {
+            let rows = c
+                .query(CANDIDATES, &[&w, &p, &from, &to, &max])
+                .map_err(|e| PgError::of(&db, &e))?;
+            let cands = rows
+                .iter()
+                .map(|r| (r.get::<_, i64>(0), r.get::<_, Vec<u8>>(1)));
+            Ok(meaning::best(&q, cands, k))
+        })?;
+        Ok(best.into_iter().map(|b| b.0).collect())
+    }
+}
+
+/// The newest [`meaning::MAX_CANDIDATES`] meanings of a scope (`$1` = ''
+/// for every project) and time range, as `(id, vector)`.
+const CANDIDATES: &str = "SELECT r.id, r.vector FROM record_meaning r
+     JOIN projects p ON p.id = r.project_id
+     WHERE ($1 = '' OR (p.workspace = $1 AND p.project = $2))
+       AND r.occurred_ms >= $3 AND r.occurred_ms < $4
+     ORDER BY r.id DESC LIMIT $5";
+
+impl super::read::PgRead<'_> {
+    /// [`PgStore::closest_ids`] inside this read (every time, `scope`).
+    pub(crate) fn closest_ids(
+        &self,
+        scope: Option<(&str, &str)>,
+        query: &str,
+        k: usize,
+    ) -> Result<Vec<i64>, memhook_store::model::StoreError> {
+        let q = meaning::embed_question(query, MAX_QUERY_CHARS);
+        if q.is_empty() || k == 0 {
+            return Ok(Vec::new());
+        }
+        let (w, p) = scope.unwrap_or(("", ""));
+        let max = meaning::MAX_CANDIDATES as i64;
+        let rows = self.query(CANDIDATES, &[&w, &p, &0i64, &i64::MAX, &max])?;
+        let cands = rows
+            .iter()
+            .map(|r| (r.get::<_, i64>(0), r.get::<_, Vec<u8>>(1)));
+        Ok(meaning::best(&q, cands, k)
+            .into_iter()
+            .map(|b| b.0)
+            .collect())
     }
 }

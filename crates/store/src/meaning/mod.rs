@@ -20,7 +20,7 @@ pub mod words;
 
 pub use table::{Table, TableError, DIMS};
 
-use crate::model::StoredRecord;
+use crate::model::{StoredRecord, EXCERPT_CHARS, HIT_END, HIT_START};
 
 /// SIF's `a`: a word of probability `p` weighs `a / (a + p)`.
 const SIF_A: f32 = 1e-3;
@@ -69,6 +69,30 @@ pub fn embed<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<u8> {
     acc.iter()
         .map(|x| ((x / norm) * 127.0).round().clamp(-127.0, 127.0) as i8 as u8)
         .collect()
+}
+
+/// Words this frequent or more (by rank: `the` is 0, `or` about 30) carry
+/// too little meaning to ask with alone.
+pub const QUESTION_MIN_RANK: u32 = 150;
+
+/// The meaning of a question ([`embed`]), or nothing when none of its
+/// words is rarer than [`QUESTION_MIN_RANK`] (`or`, `the list` would be
+/// close to everything). The question is cut at `max_chars`.
+pub fn embed_question(question: &str, max_chars: usize) -> Vec<u8> {
+    let question: String = question.chars().take(max_chars).collect();
+    let Ok(table) = Table::get() else {
+        return Vec::new();
+    };
+    let mut rare = false;
+    words::each_word(&question, words::MAX_WORDS, |w| {
+        rare |= table
+            .lookup(w)
+            .is_some_and(|(rank, _, _)| rank >= QUESTION_MIN_RANK);
+    });
+    if !rare {
+        return Vec::new();
+    }
+    embed([question.as_str()])
 }
 
 /// The cosine of two meanings from [`embed`]; `None` when either is not
@@ -149,6 +173,18 @@ pub fn fuse(
     out
 }
 
+/// The snippet of a web search hit found by meaning: [`BY_MEANING`] and
+/// the start of its text, without the marks of a word hit
+/// ([`HIT_START`], [`HIT_END`]) that stored text could hold.
+pub fn hit_snippet(text: &str) -> String {
+    let text: String = text
+        .chars()
+        .filter(|c| *c != HIT_START && *c != HIT_END)
+        .take(EXCERPT_CHARS)
+        .collect();
+    format!("{BY_MEANING} {text}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +209,15 @@ mod tests {
         );
         // A text is its own nearest.
         assert!((cos(fact, fact) - 1.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn a_question_of_only_frequent_words_has_no_meaning() {
+        assert!(embed_question("or", 100).is_empty());
+        assert!(embed_question("\"* OR the", 100).is_empty());
+        assert_eq!(embed_question("speed up repeated lookups", 100).len(), DIMS);
+        // Cut at max_chars.
+        assert!(embed_question("the downloads", 4).is_empty());
     }
 
     #[test]

@@ -98,8 +98,31 @@ impl Store {
         args: &[&dyn ToSql],
         k: usize,
     ) -> Result<Vec<StoredRecord>, StoreError> {
-        let query: String = query.chars().take(super::MAX_QUERY_CHARS).collect();
-        let q = meaning::embed([query.as_str()]);
+        let e = |x| self.err(x);
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {RECORD_COLUMNS} FROM records r JOIN projects p ON p.id = r.project_id
+                 WHERE r.id = ?1"
+            ))
+            .map_err(e)?;
+        let mut out = Vec::new();
+        for id in self.closest_ids(query, filter, args, k)? {
+            let rows = st.query_map([id], row_to_record);
+            out.extend(super::collect(rows).map_err(e)?);
+        }
+        Ok(out)
+    }
+
+    /// The ids of [`Store::closest`]'s records, closest first.
+    pub(crate) fn closest_ids(
+        &self,
+        query: &str,
+        filter: &str,
+        args: &[&dyn ToSql],
+        k: usize,
+    ) -> Result<Vec<i64>, StoreError> {
+        let q = meaning::embed_question(query, super::MAX_QUERY_CHARS);
         if q.is_empty() || k == 0 {
             return Ok(Vec::new());
         }
@@ -121,19 +144,7 @@ impl Store {
         if let Some(x) = err {
             return Err(e(x));
         }
-        let mut st = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {RECORD_COLUMNS} FROM records r JOIN projects p ON p.id = r.project_id
-                 WHERE r.id = ?1"
-            ))
-            .map_err(e)?;
-        let mut out = Vec::with_capacity(best.len());
-        for (id, _) in best {
-            let rows = st.query_map([id], row_to_record);
-            out.extend(super::collect(rows).map_err(e)?);
-        }
-        Ok(out)
+        Ok(best.into_iter().map(|b| b.0).collect())
     }
 }
 
