@@ -499,7 +499,10 @@ static AGENTS: &[Agent] = &[
             marker: Some(r#"<hook_context source=\"PreToolUse\""#),
             turn: 1,
         },
-        checks: &[(Stage::Captured, cline_nudges_are_no_prompts)],
+        checks: &[
+            (Stage::Captured, cline_nudges_are_no_prompts),
+            (Stage::Uninstalling, cline_offers_memhooks_mcp_tools),
+        ],
         version_args: &["--version"],
         lands: "a user message after the first tool call's result (PreToolUse `contextModification`, once per session)",
         not_given: "context before the first tool call; the user's prompt in `-y` mode (UserPromptSubmit carries its own nudges); a failure event; an exit status",
@@ -1733,26 +1736,69 @@ fn cline(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
     out
 }
 
-/// SIGKILL (by pid) every process whose HOME is `home`, the test's own
-/// temp HOME: what a Cline run left behind.
+/// SIGKILL (by pid) every `cline` process whose HOME is `home`, the test's
+/// own temp HOME: what a Cline run left behind (its hub daemon, a Bun
+/// child of a run that was killed).
 fn stop_processes_of(home: &Path) {
     let want = format!("HOME={}", home.display());
-    let me = std::process::id().to_string();
     let Ok(rd) = fs::read_dir("/proc") else {
         return;
     };
     for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Ok(pid) = name.parse::<i32>() else {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
             continue;
         };
-        if name == me {
+        let cmd = fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let argv0 = cmd.split(|b| *b == 0).next().unwrap_or_default();
+        if !(argv0 == b"cline" || argv0.ends_with(b"/cline")) {
             continue;
         }
         let env = fs::read(e.path().join("environ")).unwrap_or_default();
         if env.split(|b| *b == 0).any(|v| v == want.as_bytes()) {
             crate::support::process::kill(pid, libc::SIGKILL);
         }
+    }
+}
+
+/// What a Cline run may leave (its hub daemon, a Bun child) is found by
+/// its program name and its HOME, and stopped by pid; a `cline` of
+/// another HOME, and anything else of this HOME, are left alone.
+#[test]
+fn cline_leftovers_of_the_tests_home_are_stopped_by_pid() {
+    let world = World::new();
+    let other = tempfile::tempdir().unwrap();
+    let bin = world.home().join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let cline = bin.join("cline");
+    fs::copy("/bin/sleep", &cline).unwrap();
+    // A fork in another test thread may hold the copy open for a moment.
+    let spawn = |exe: &Path, home: &Path| loop {
+        match Command::new(exe)
+            .arg("60")
+            .env_clear()
+            .env("HOME", home)
+            .spawn()
+        {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            r => break r.unwrap(),
+        }
+    };
+    let mut ours = spawn(&cline, world.home());
+    let mut theirs = spawn(&cline, other.path());
+    let mut sleeper = spawn(Path::new("/bin/sleep"), world.home());
+    std::thread::sleep(Duration::from_millis(200));
+    stop_processes_of(world.home());
+    let status = ours.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGKILL)
+    );
+    for c in [&mut theirs, &mut sleeper] {
+        assert!(c.try_wait().unwrap().is_none(), "stopped another process");
+        c.kill().unwrap();
+        c.wait().unwrap();
     }
 }
 
@@ -1800,6 +1846,42 @@ fn cline_nudges_are_no_prompts(s: &Story) {
         "{calls}"
     );
     assert!(!s.records_text().contains("This run is not complete"));
+}
+
+/// `install-mcp --agent cline` writes the file Cline reads: its next
+/// run starts `memhook mcp` and offers the model memhook's tools.
+fn cline_offers_memhooks_mcp_tools(s: &Story) {
+    let out = s
+        .world
+        .memhook()
+        .args(["install-mcp", "--agent", "cline", "--apply"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mock = Mock::start(
+        Api::OpenAiChat,
+        vec![Step::Tool(
+            "submit_and_exit",
+            json!({"summary": "Nothing to do at all.", "verified": true}),
+        )],
+    );
+    let out = cline(&s.world, &s.exe, mock.port, "list your tools please");
+    assert!(out.status.success(), "{out:?}");
+    let requests = mock.requests();
+    let (_, first) = requests
+        .iter()
+        .find(|r| has_tools(r))
+        .expect("cline made a model request");
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(
+        tools.contains(&"memhook__memory_search") && tools.contains(&"memhook__memory_write"),
+        "{tools:?}"
+    );
 }
 
 // MCP.
