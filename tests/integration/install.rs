@@ -2270,6 +2270,18 @@ fn cline_gets_one_owner_only_script_per_event_and_uninstall_restores_the_dir() {
     assert_eq!(cline_dir(h.path()), installed, "re-apply changed a byte");
     let dry = ok(h.path(), &["install-hooks", "--agent", "cline"]);
     assert!(dry.contains("already up to date"), "{dry}");
+    // A changed setting updates every script; it is kept on the next run.
+    let args = ["install-hooks", "--agent", "cline", "--apply"];
+    let url = ["--server-url", "http://127.0.0.1:9"];
+    let out = ok(h.path(), &[&args[..], &url[..]].concat());
+    assert_eq!(out.matches("updated ").count(), 10, "{out}");
+    let text = fs::read_to_string(hooks.join("TaskComplete")).unwrap();
+    assert!(
+        text.ends_with(" --server-url http://127.0.0.1:9\n"),
+        "{text}"
+    );
+    let out = ok(h.path(), &args);
+    assert_eq!(out.matches("already up to date").count(), 10, "{out}");
     let v: Value =
         serde_json::from_str(&ok(h.path(), &["doctor", "--json"])).expect("doctor --json");
     let a = v["agents"]
@@ -2281,6 +2293,7 @@ fn cline_gets_one_owner_only_script_per_event_and_uninstall_restores_the_dir() {
     assert_eq!(a["installed"], true, "{a}");
     assert_eq!(a["events_wired"], 10, "{a}");
     assert!(a["note"].as_str().unwrap().contains("first tool"), "{a}");
+    let installed = cline_dir(h.path());
     let dry = ok(h.path(), &["uninstall-hooks", "--agent", "cline"]);
     assert!(dry.contains("# dry run"), "{dry}");
     assert_eq!(
