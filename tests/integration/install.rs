@@ -2366,4 +2366,20 @@ fn cline_never_replaces_the_users_own_hook() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(left, ["TaskError"]);
+    // A symlink (to the user's own script) is the user's too: install
+    // refuses it by name, uninstall of every agent goes on and leaves it.
+    fs::remove_file(&mine).unwrap();
+    let link = hooks.join("TaskStart");
+    std::os::unix::fs::symlink("/bin/true", &link).unwrap();
+    let out = run(
+        mh(h.path()),
+        &["install-hooks", "--agent", "cline", "--apply"],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&link.display().to_string()));
+    let mut c = mh(h.path());
+    c.env("PATH", "/nonexistent");
+    let out = run(c, &["uninstall-hooks", "--agent", "all", "--apply"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(fs::read_link(&link).unwrap(), Path::new("/bin/true"));
 }

@@ -69,8 +69,9 @@ struct Slot<'p> {
     current: Option<String>,
 }
 
-/// The event files under `dir`, read. A file that is not a regular file
-/// (a symlink, a directory) or not UTF-8 is the user's: refused by name.
+/// The event files under `dir`, read. One that is not a regular file (a
+/// symlink, a directory) or not UTF-8 reads as empty text, which is never
+/// memhook's: install refuses it by name, uninstall leaves it alone.
 fn slots<'p>(p: &'p Profile, dir: &Path) -> Result<Vec<Slot<'p>>, InstallError> {
     let mut out = Vec::new();
     for [native, ours] in &p.events {
@@ -78,12 +79,7 @@ fn slots<'p>(p: &'p Profile, dir: &Path) -> Result<Vec<Slot<'p>>, InstallError> 
         let current = match std::fs::symlink_metadata(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(io_err(&path)(e)),
-            Ok(m) if !m.is_file() => {
-                return Err(InstallError::Refused(format!(
-                    "{} is not a regular file (memhook writes only regular files there); move it away and re-run",
-                    path.display()
-                )))
-            }
+            Ok(m) if !m.is_file() => Some(String::new()),
             Ok(_) => match std::fs::read(&path) {
                 Ok(b) => Some(String::from_utf8(b).unwrap_or_default()),
                 Err(e) => return Err(io_err(&path)(e)),
