@@ -105,7 +105,7 @@ pub fn main() -> ExitCode {
     // The two command lines memhook itself runs here, many times a
     // session, skip clap (building its whole command tree is most of what a
     // session start touches besides the store; docs/benchmarks.md,
-    // "Session start without clap"): the hook, as the per-event binary
+    // "One policy, an arena, no libm, no clap for session start"): the hook, as the per-event binary
     // hands it over (session start), and the detached drainer the hook
     // starts. Both readings are the ones clap gives (tests in hook.rs).
     if let Some((args, data_dir)) = memhook_hook::parse_fast(&argv) {

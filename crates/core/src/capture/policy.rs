@@ -100,7 +100,7 @@ thread_local! {
     /// event, whose policy is compiled up to three times (capture decision,
     /// output filter, the agent's words); rooting and indexing 16 patterns
     /// costs about 97,000 instructions each time (docs/benchmarks.md,
-    /// "One policy per event").
+    /// "One policy, an arena, no libm, no clap for session start").
     static LAST_COMPILE: RefCell<Option<(CompileKey, Compiled)>> = const { RefCell::new(None) };
 }
 

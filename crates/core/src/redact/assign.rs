@@ -201,7 +201,7 @@ pub(super) fn bits_per_char(v: &[u8]) -> f64 {
 /// units in the last place, without `libm`: `f64::log2` is the one
 /// function that made the per-event binary load `libm.so.6`, which costs
 /// every hook call the loader's work for a second library
-/// (docs/benchmarks.md, "Without libm"). Exact at powers of two, so the
+/// (docs/benchmarks.md, "One policy, an arena, no libm, no clap for session start"). Exact at powers of two, so the
 /// entropy edge of [`MIN_RANDOM_BITS_PER_CHAR`] stays exact.
 pub(super) fn log2(x: f64) -> f64 {
     const MANTISSA: u64 = (1 << 52) - 1;
