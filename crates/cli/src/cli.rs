@@ -103,11 +103,12 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // The two command lines memhook itself runs here, many times a
-    // session, skip clap (building its whole command tree is most of what a
-    // session start touches besides the store; docs/benchmarks.md,
-    // "One policy, an arena, no libm, no clap for session start"): the hook, as the per-event binary
-    // hands it over (session start), and the detached drainer the hook
-    // starts. Both readings are the ones clap gives (tests in hook.rs).
+    // session, skip clap, whose command tree for every subcommand was a
+    // fifth of a session start's instructions (docs/benchmarks.md, "One
+    // policy, an arena, no libm, no clap for session start"): the hook, as
+    // the per-event binary hands it over (session start), and the detached
+    // drainer the hook starts. Both are read as clap reads them (tests here
+    // and in hook.rs).
     if let Some((args, data_dir)) = memhook_hook::parse_fast(&argv) {
         return memhook_hook::run(
             &args,
