@@ -32,9 +32,11 @@ use memhook_core::record::check::Origin;
 use memhook_core::record::Record;
 
 mod commit;
+mod fold;
 mod pending;
 mod target;
 pub use commit::COMMIT_SLACK_MS;
+pub use fold::{Base, FoldError, Folded, BASE_SUFFIX, FOLD_MIN_BYTES, FOLD_SETTLE_MS};
 pub use pending::{Mark, MARK_FILE};
 pub use target::{check_base_url, redact_url, SinkTarget, UrlError, HOOK_URL_ENV};
 
@@ -362,31 +364,19 @@ impl Spool {
     /// What the `enqueued` ledger of `sink_id` holds: attempts, and drops
     /// by fate. A symlink or anything but a regular file holds nothing.
     fn tally(&self, sink_id: &str) -> Tally {
-        use std::io::Read;
-        let mut t = Tally::default();
+        // A base that cannot be read counts nothing: `status` shows the
+        // books unbalanced, and the drainer's log names the file.
+        let base = self.read_base(sink_id).unwrap_or_default();
+        let mut t = base.tally();
         let Ok(f) = data_dir::open_nofollow(&self.ledger_path(sink_id, LEDGER_ENQUEUED)) else {
             return t;
         };
         if !f.metadata().is_ok_and(|m| m.is_file()) {
             return t;
         }
-        let mut f = io::BufReader::with_capacity(64 * 1024, f);
-        let mut buf = [0u8; 64 * 1024];
-        loop {
-            let n = match f.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            for &b in &buf[..n] {
-                match b {
-                    SLOT_COUNTED => t.counted += 1,
-                    SLOT_INTERRUPTED => t.dropped[0] += 1,
-                    SLOT_FULL => t.dropped[1] += 1,
-                    SLOT_WRITE_FAILED => t.dropped[2] += 1,
-                    // A hole left by a lost reservation: no attempt.
-                    _ => {}
-                }
-            }
+        // Slots before the base's offset are counted in it (fold.rs).
+        if let Ok(live) = fold::tally_range(&f, base.offset, u64::MAX) {
+            t.add(&live);
         }
         t
     }
@@ -656,6 +646,27 @@ impl Tally {
     fn attempts(&self) -> u64 {
         self.counted + self.dropped.iter().sum::<u64>()
     }
+
+    /// Count the slots `bytes`.
+    fn count(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            match b {
+                SLOT_COUNTED => self.counted += 1,
+                SLOT_INTERRUPTED => self.dropped[0] += 1,
+                SLOT_FULL => self.dropped[1] += 1,
+                SLOT_WRITE_FAILED => self.dropped[2] += 1,
+                // A hole (a lost reservation, or a folded slot): no attempt.
+                _ => {}
+            }
+        }
+    }
+
+    fn add(&mut self, other: &Tally) {
+        self.counted += other.counted;
+        for (a, b) in self.dropped.iter_mut().zip(other.dropped) {
+            *a += b;
+        }
+    }
 }
 
 /// One attempt's byte in an `enqueued` ledger (a descriptor without
@@ -788,9 +799,19 @@ fn reserve_ahead(f: &fs::File) -> bool {
         if m.blocks() * 512 >= m.len() + LEDGER_LOW {
             return false;
         }
-        let want = (m.len() + LEDGER_RESERVE) as libc::off_t;
+        // From the end only: the blocks the drainer freed before it
+        // (fold.rs) stay free. With them freed, the test above is short by
+        // their size, so this runs on every append of a folded ledger; on
+        // an allocated range it allocates nothing.
         // SAFETY: a valid open descriptor; KEEP_SIZE only allocates blocks.
-        unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, want) };
+        unsafe {
+            libc::fallocate(
+                f.as_raw_fd(),
+                libc::FALLOC_FL_KEEP_SIZE,
+                m.len() as libc::off_t,
+                LEDGER_RESERVE as libc::off_t,
+            )
+        };
         true
     }
     #[cfg(not(target_os = "linux"))]
