@@ -36,7 +36,7 @@ mod fold;
 mod pending;
 mod target;
 pub use commit::COMMIT_SLACK_MS;
-pub use fold::{Base, FoldError, Folded, BASE_SUFFIX, FOLD_MIN_BYTES, FOLD_SETTLE_MS};
+pub use fold::{Base, Candidate, FoldError, Folded, BASE_SUFFIX, FOLD_MIN_BYTES, FOLD_SETTLE_MS};
 pub use pending::{Mark, MARK_FILE};
 pub use target::{check_base_url, redact_url, SinkTarget, UrlError, HOOK_URL_ENV};
 
