@@ -785,6 +785,22 @@ fn parse_tmp_name(name: &str) -> Option<(&str, &str, u64)> {
 pub const LEDGER_RESERVE: u64 = 64 * 1024;
 /// The reserve is topped up when less than this is left.
 pub const LEDGER_LOW: u64 = 16 * 1024;
+/// A hook tops the reserve up only while the ledger's length is in the
+/// first [`LEDGER_TOPUP_WINDOW`] bytes of a stride of this many: at most
+/// this many appends after the reserve runs low (less than
+/// [`LEDGER_LOW`], so the reserve never runs out first). A folded ledger
+/// (`fold.rs`) has freed blocks, so it always looks low: the stride keeps
+/// its `fallocate` to one append in 64 instead of every one.
+pub const LEDGER_TOPUP_STRIDE: u64 = 4 * 1024;
+/// See [`LEDGER_TOPUP_STRIDE`]: wide enough that hooks appending at once
+/// do not all miss it.
+pub const LEDGER_TOPUP_WINDOW: u64 = 64;
+
+/// Whether a ledger of length `len` with `allocated` bytes of blocks is
+/// topped up now (see [`LEDGER_TOPUP_STRIDE`]).
+fn needs_top_up(allocated: u64, len: u64) -> bool {
+    allocated < len + LEDGER_LOW && len % LEDGER_TOPUP_STRIDE < LEDGER_TOPUP_WINDOW
+}
 
 /// Keep [`LEDGER_RESERVE`] bytes allocated past the end of `f` (Linux
 /// `fallocate` with `FALLOC_FL_KEEP_SIZE`: the length, which is the count,
@@ -796,13 +812,11 @@ fn reserve_ahead(f: &fs::File) -> bool {
         use std::os::unix::fs::MetadataExt;
         use std::os::unix::io::AsRawFd;
         let Ok(m) = f.metadata() else { return false };
-        if m.blocks() * 512 >= m.len() + LEDGER_LOW {
+        if !needs_top_up(m.blocks() * 512, m.len()) {
             return false;
         }
         // From the end only: the blocks the drainer freed before it
-        // (fold.rs) stay free. With them freed, the test above is short by
-        // their size, so this runs on every append of a folded ledger; on
-        // an allocated range it allocates nothing.
+        // (fold.rs) stay free; on an allocated range it allocates nothing.
         // SAFETY: a valid open descriptor; KEEP_SIZE only allocates blocks.
         unsafe {
             libc::fallocate(
@@ -816,7 +830,7 @@ fn reserve_ahead(f: &fs::File) -> bool {
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = f;
+        let _ = (f, needs_top_up as fn(u64, u64) -> bool);
         false
     }
 }
@@ -1100,6 +1114,67 @@ pub mod tests {
             return;
         }
         assert!(m.blocks() * 512 >= LEDGER_RESERVE, "{}", m.blocks());
+    }
+
+    /// The top-up's edges: low and in the window; not low, or low outside
+    /// it; and the window comes before the reserve runs out.
+    #[test]
+    fn the_reserve_is_topped_up_in_its_window_when_low() {
+        let len = 10 * LEDGER_TOPUP_STRIDE;
+        let low = len + LEDGER_LOW - 1;
+        assert!(needs_top_up(low, len));
+        assert!(needs_top_up(
+            low + LEDGER_TOPUP_WINDOW - 1,
+            len + LEDGER_TOPUP_WINDOW - 1
+        ));
+        assert!(!needs_top_up(
+            low + LEDGER_TOPUP_WINDOW,
+            len + LEDGER_TOPUP_WINDOW
+        ));
+        assert!(!needs_top_up(len + LEDGER_LOW, len), "not low");
+        // A folded ledger (few blocks) only in the window.
+        assert!(needs_top_up(0, len));
+        assert!(!needs_top_up(0, len + LEDGER_TOPUP_WINDOW));
+        // Low from just past a window, it is topped up at the next one,
+        // with part of the reserve still left.
+        const { assert!(LEDGER_TOPUP_STRIDE < LEDGER_LOW) };
+        let first = (len + LEDGER_TOPUP_WINDOW..)
+            .find(|l| needs_top_up(len + LEDGER_LOW - 1, *l))
+            .unwrap();
+        assert_eq!(first, len + LEDGER_TOPUP_STRIDE);
+        // A new ledger gets its reserve with its first slot.
+        assert!(needs_top_up(0, 0));
+    }
+
+    /// A folded ledger's freed blocks stay free while hooks append.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn appends_to_a_folded_ledger_keep_its_freed_blocks_free() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        let path = s.ledger_path("store", LEDGER_ENQUEUED);
+        fs::write(&path, vec![b'.'; 1 << 20]).unwrap();
+        let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: a valid descriptor; the punch as fold.rs does it.
+        let punched = unsafe {
+            libc::fallocate(
+                f.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                0,
+                1 << 20,
+            )
+        };
+        if punched != 0 {
+            eprintln!("no hole punching here");
+            return;
+        }
+        for _ in 0..LEDGER_TOPUP_STRIDE {
+            s.append_fate("store", SLOT_COUNTED).unwrap();
+        }
+        let m = fs::metadata(&path).unwrap();
+        assert!(m.blocks() * 512 <= 2 * LEDGER_RESERVE, "{}", m.blocks());
     }
 
     /// DESIGN §5: the hook does not flush (the drainer group-commits,
