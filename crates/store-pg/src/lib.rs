@@ -31,6 +31,7 @@ pub mod export;
 pub mod forget;
 pub mod ingest;
 pub mod read;
+pub mod retention;
 pub mod schema;
 pub mod tokens;
 

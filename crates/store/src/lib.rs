@@ -7,6 +7,7 @@ pub mod fold;
 pub mod history;
 pub mod memory;
 pub mod model;
+pub mod retention;
 pub mod sqlite;
 pub mod tokens;
 pub mod words;
