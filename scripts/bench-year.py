@@ -33,7 +33,8 @@ seeded random generator (the same RECORDS give the same file).
 Measured, each printed as one `name value unit` line (and all of them as
 JSON at the end):
 - import wall time, database bytes per record (after a WAL checkpoint) and
-  where they go (`dbstat`: records, FTS index, indexes);
+  where they go (`dbstat`: records, FTS index, indexes), the page size and
+  the bytes per record left empty in the records table's pages;
 - `memhook search --all` of a common word (`error`, `the`) warm (median of
   --runs, wall and CPU of the process) and cold (the database's pages
   dropped from the page cache with posix_fadvise first), and within one
@@ -363,6 +364,9 @@ def main():
             parts[group] = parts.get(group, 0) + pgsize
         for group, b in sorted(parts.items()):
             report(f"share_{group}", who, round(100 * b / db, 1), "%")
+        report("page_size", who, con.execute("PRAGMA page_size").fetchone()[0], "B")
+        unused = con.execute("SELECT sum(unused) FROM dbstat WHERE name = 'records'").fetchone()[0]
+        report("records_unused_per_record", who, round(unused / stored), "B")
         con.close()
 
     def search(binary, word, scope):

@@ -48,6 +48,7 @@ static AGENTS: &[Agent] = &[
         prompt: "E2E-FIRST-PROMPT: write the notes, read the key, say hi",
         no_prompt_recall: None,
         script: claude_script,
+        script_2: None,
         notes: Some("E2E-NOTES-CONTENT\n"),
         is_turn: has_tools,
         fires: &[
@@ -68,6 +69,7 @@ static AGENTS: &[Agent] = &[
         briefing: Briefing {
             part: whole_request,
             marker: Some("SessionStart hook additional context"),
+            turn: 0,
         },
         checks: &[],
         version_args: &["--version"],
@@ -87,6 +89,7 @@ static AGENTS: &[Agent] = &[
         prompt: "E2E-CODEX-PROMPT: run things",
         no_prompt_recall: None,
         script: codex_script,
+        script_2: None,
         notes: Some("E2E-CODEX-NOTES\n"),
         is_turn: has_tools,
         fires: &[
@@ -102,6 +105,7 @@ static AGENTS: &[Agent] = &[
         briefing: Briefing {
             part: whole_request,
             marker: None,
+            turn: 0,
         },
         checks: &[
             (Stage::Session1Ready, codex_runs_memhooks_hooks_once_trusted),
@@ -124,6 +128,7 @@ static AGENTS: &[Agent] = &[
         prompt: "E2E-GEMINI-PROMPT run it",
         no_prompt_recall: None,
         script: gemini_script,
+        script_2: None,
         notes: None,
         is_turn: |(url, _)| url.contains(":streamGenerateContent"),
         fires: &[
@@ -138,6 +143,7 @@ static AGENTS: &[Agent] = &[
         briefing: Briefing {
             part: whole_request,
             marker: Some("<hook_context>"),
+            turn: 0,
         },
         checks: &[
             (Stage::Installed, gemini_keeps_the_users_settings),
@@ -160,6 +166,7 @@ static AGENTS: &[Agent] = &[
         prompt: "E2E-OC-PROMPT hello",
         no_prompt_recall: None,
         script: |proj| opencode_family_script(proj, "E2E-OC-OUT"),
+        script_2: None,
         notes: None,
         is_turn: has_tools,
         fires: OPENCODE_EVENTS,
@@ -168,6 +175,7 @@ static AGENTS: &[Agent] = &[
         briefing: Briefing {
             part: system_messages,
             marker: None,
+            turn: 0,
         },
         checks: &[
             (Stage::Installed, run_startup_install_remedy),
@@ -196,6 +204,7 @@ static AGENTS: &[Agent] = &[
         prompt: "E2E-KILO-PROMPT hello",
         no_prompt_recall: None,
         script: |proj| opencode_family_script(proj, "E2E-KILO-OUT"),
+        script_2: None,
         notes: None,
         is_turn: has_tools,
         fires: OPENCODE_EVENTS,
@@ -204,6 +213,7 @@ static AGENTS: &[Agent] = &[
         briefing: Briefing {
             part: system_messages,
             marker: None,
+            turn: 0,
         },
         checks: &[
             (Stage::Installed, run_startup_install_remedy),
@@ -229,6 +239,7 @@ static AGENTS: &[Agent] = &[
         prompt: "E2E-QWEN-PROMPT write, read, say",
         no_prompt_recall: None,
         script: qwen_script,
+        script_2: None,
         notes: Some("E2E-QWEN-NOTES\n"),
         is_turn: has_tools,
         fires: &[
@@ -244,6 +255,7 @@ static AGENTS: &[Agent] = &[
         briefing: Briefing {
             part: |body| body["messages"][0].to_string(),
             marker: None,
+            turn: 0,
         },
         checks: &[
             (Stage::Installed, qwen_keeps_the_users_comments),
@@ -270,6 +282,7 @@ static AGENTS: &[Agent] = &[
         prompt: "E2E-COPILOT-PROMPT run things",
         no_prompt_recall: None,
         script: copilot_script,
+        script_2: None,
         notes: Some("E2E-COPILOT-NOTES\n"),
         is_turn: has_tools,
         fires: &[
@@ -288,6 +301,7 @@ static AGENTS: &[Agent] = &[
         briefing: Briefing {
             part: user_messages,
             marker: None,
+            turn: 0,
         },
         checks: &[(Stage::Session1, copilot_runs_the_users_own_hook)],
         version_args: &["--version"],
@@ -310,6 +324,7 @@ static AGENTS: &[Agent] = &[
         prompt: "E2E-SDK-PROMPT: write the notes, read the key, say hi",
         no_prompt_recall: None,
         script: claude_script,
+        script_2: None,
         notes: Some("E2E-NOTES-CONTENT\n"),
         is_turn: has_tools,
         fires: &[
@@ -330,6 +345,7 @@ static AGENTS: &[Agent] = &[
         briefing: Briefing {
             part: whole_request,
             marker: Some("SessionStart hook additional context"),
+            turn: 0,
         },
         checks: &[(Stage::Uninstalling, sdk_setting_sources_empty_runs_no_hook)],
         version_args: &["-c", "import claude_agent_sdk as s; print(s.__version__)"],
@@ -350,6 +366,7 @@ static AGENTS: &[Agent] = &[
         // `droid exec` fires no UserPromptSubmit.
         no_prompt_recall: Some("notes.md"),
         script: droid_script,
+        script_2: None,
         notes: Some("E2E-DROID-NOTES\n"),
         is_turn: has_tools,
         fires: &[
@@ -365,6 +382,7 @@ static AGENTS: &[Agent] = &[
         briefing: Briefing {
             part: user_messages,
             marker: Some("memhook briefing for "),
+            turn: 0,
         },
         checks: &[(Stage::Session1, droid_runs_the_users_own_hook)],
         version_args: &["--version"],
@@ -384,6 +402,7 @@ static AGENTS: &[Agent] = &[
         prompt: "E2E-OH-PROMPT write, read, run",
         no_prompt_recall: None,
         script: openhands_script,
+        script_2: None,
         notes: Some("E2E-OH-NOTES\n"),
         is_turn: has_tools,
         fires: &[
@@ -400,6 +419,7 @@ static AGENTS: &[Agent] = &[
         briefing: Briefing {
             part: user_messages,
             marker: Some("memhook briefing for "),
+            turn: 0,
         },
         checks: &[],
         version_args: &["--version"],
@@ -419,6 +439,7 @@ static AGENTS: &[Agent] = &[
         prompt: "E2E-PI-PROMPT write, read, run",
         no_prompt_recall: None,
         script: pi_script,
+        script_2: None,
         notes: Some("E2E-PI-NOTES\n"),
         is_turn: has_tools,
         fires: &[
@@ -434,6 +455,7 @@ static AGENTS: &[Agent] = &[
         briefing: Briefing {
             part: system_messages,
             marker: Some("memhook briefing for "),
+            turn: 0,
         },
         checks: &[
             (Stage::Uninstalling, pi_bounds_a_hanging_hook),
@@ -442,6 +464,48 @@ static AGENTS: &[Agent] = &[
         version_args: &["--version"],
         lands: "the system prompt (memhook's generated extension, `before_agent_start`)",
         not_given: "command hooks (a generated extension pipes events); MCP",
+    },
+    Agent {
+        id: "cline",
+        cli: "cline",
+        name: "Cline CLI",
+        config_dir: ".cline",
+        hook_file: "hooks/PreToolUse",
+        wiring: Wiring::Scripts,
+        users_files: &[(".cline/hooks/README.md", "my own notes about hooks\n")],
+        api: Api::OpenAiChat,
+        session: cline,
+        prompt: "E2E-CLINE-PROMPT write, read, run",
+        // Cline's one-shot mode sends UserPromptSubmit with its own
+        // "[SYSTEM] This run is not complete" nudges, never the prompt.
+        no_prompt_recall: Some("notes.md"),
+        script: cline_script,
+        script_2: Some(cline_script_2),
+        notes: Some("E2E-CLINE-NOTES\n"),
+        is_turn: has_tools,
+        fires: &[
+            "session-start",
+            "user-prompt-submit",
+            "pre-tool-use",
+            "post-tool-use",
+            "stop",
+        ],
+        per_tool_call: Some("pre-tool-use"),
+        captured: &[&["E2E-CLINE-OUT"], &["notes.md"]],
+        // A user message after the first tool's result.
+        briefing: Briefing {
+            part: user_messages,
+            // (as JSON text: the quotes are escaped)
+            marker: Some(r#"<hook_context source=\"PreToolUse\""#),
+            turn: 1,
+        },
+        checks: &[
+            (Stage::Captured, cline_nudges_are_no_prompts),
+            (Stage::Uninstalling, cline_offers_memhooks_mcp_tools),
+        ],
+        version_args: &["--version"],
+        lands: "a user message after the first tool call's result (PreToolUse `contextModification`, once per session)",
+        not_given: "context before the first tool call; the user's prompt in `-y` mode (UserPromptSubmit carries its own nudges); a failure event; an exit status",
     },
 ];
 
@@ -472,6 +536,7 @@ end_to_end! {
     droid_end_to_end: "droid",
     openhands_end_to_end: "openhands",
     pi_end_to_end: "pi",
+    cline_end_to_end: "cline",
 }
 
 /// The row of the agent CLI `cli` (the Claude Agent SDK shares Claude
@@ -1635,6 +1700,188 @@ fn pi_script(proj: &Path) -> Vec<Step> {
         ),
         Step::Text("All done."),
     ]
+}
+
+// Cline CLI.
+
+/// `cline -y` against the OpenAI chat stand-in on `port`: the provider in
+/// `~/.cline/data/settings/providers.json` (written for each session: the
+/// port changes; the key is not put on a command line). Every process the
+/// run leaves in this HOME (the `--cline-hub-daemon` it may start on
+/// 127.0.0.1:25463, a Bun child a killed run leaves) is stopped by pid.
+fn cline(world: &World, exe: &Path, port: u16, prompt: &str) -> Output {
+    let dir = world.home().join(".cline/data/settings");
+    fs::create_dir_all(&dir).unwrap();
+    let providers = json!({
+        "version": 1,
+        "lastUsedProvider": "openai-compatible",
+        "modes": {},
+        "providers": {"openai-compatible": {
+            "settings": {
+                "provider": "openai-compatible",
+                "apiKey": "sk-test-not-a-key",
+                "model": "mock-model",
+                "baseUrl": format!("http://127.0.0.1:{port}/v1"),
+            },
+            // Without it Cline ignores the entry (and finds no endpoint).
+            "updatedAt": "2026-01-01T00:00:00.000Z",
+            "tokenSource": "manual",
+        }},
+    });
+    fs::write(dir.join("providers.json"), providers.to_string()).unwrap();
+    let mut c = world.agent(exe);
+    c.args(["-y", prompt]).env("NO_COLOR", "1");
+    let out = run_bounded(c, Duration::from_secs(180));
+    stop_processes_of(world.home());
+    out
+}
+
+/// SIGKILL (by pid) every `cline` process whose HOME is `home`, the test's
+/// own temp HOME: what a Cline run left behind (its hub daemon, a Bun
+/// child of a run that was killed).
+fn stop_processes_of(home: &Path) {
+    let want = format!("HOME={}", home.display());
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return;
+    };
+    for e in rd.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmd = fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let argv0 = cmd.split(|b| *b == 0).next().unwrap_or_default();
+        if !(argv0 == b"cline" || argv0.ends_with(b"/cline")) {
+            continue;
+        }
+        let env = fs::read(e.path().join("environ")).unwrap_or_default();
+        if env.split(|b| *b == 0).any(|v| v == want.as_bytes()) {
+            crate::support::process::kill(pid, libc::SIGKILL);
+        }
+    }
+}
+
+/// What a Cline run may leave (its hub daemon, a Bun child) is found by
+/// its program name and its HOME, and stopped by pid; a `cline` of
+/// another HOME, and anything else of this HOME, are left alone.
+#[test]
+fn cline_leftovers_of_the_tests_home_are_stopped_by_pid() {
+    let world = World::new();
+    let other = tempfile::tempdir().unwrap();
+    let bin = world.home().join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let cline = bin.join("cline");
+    fs::copy("/bin/sleep", &cline).unwrap();
+    // A fork in another test thread may hold the copy open for a moment.
+    let spawn = |exe: &Path, home: &Path| loop {
+        match Command::new(exe)
+            .arg("60")
+            .env_clear()
+            .env("HOME", home)
+            .spawn()
+        {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            r => break r.unwrap(),
+        }
+    };
+    let mut ours = spawn(&cline, world.home());
+    let mut theirs = spawn(&cline, other.path());
+    let mut sleeper = spawn(Path::new("/bin/sleep"), world.home());
+    std::thread::sleep(Duration::from_millis(200));
+    stop_processes_of(world.home());
+    let status = ours.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGKILL)
+    );
+    for c in [&mut theirs, &mut sleeper] {
+        assert!(c.try_wait().unwrap().is_none(), "stopped another process");
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+}
+
+/// A shell command, create the notes, read the excluded key, then the tool
+/// that ends a Cline run.
+fn cline_script(proj: &Path) -> Vec<Step> {
+    vec![
+        Step::Tool("run_commands", json!({"commands": ["echo E2E-CLINE-OUT"]})),
+        Step::Tool(
+            "editor",
+            json!({"path": proj.join("notes.md").to_string_lossy(), "new_text": "E2E-CLINE-NOTES\n"}),
+        ),
+        Step::Tool(
+            "read_files",
+            json!({"files": [{"path": proj.join("secret/key.txt").to_string_lossy()}]}),
+        ),
+        Step::Tool(
+            "submit_and_exit",
+            json!({"summary": "All done, the notes are written.", "verified": true}),
+        ),
+    ]
+}
+
+/// Session 2: one tool call (after whose result Cline sends the briefing),
+/// then the end.
+fn cline_script_2(_proj: &Path) -> Vec<Step> {
+    vec![
+        Step::Tool(
+            "run_commands",
+            json!({"commands": ["echo E2E-CLINE-AGAIN"]}),
+        ),
+        Step::Tool(
+            "submit_and_exit",
+            json!({"summary": "Nothing else to do here.", "verified": true}),
+        ),
+    ]
+}
+
+/// Cline's `[SYSTEM] This run is not complete …` nudges arrive as
+/// UserPromptSubmit: memhook records none of them as a prompt.
+fn cline_nudges_are_no_prompts(s: &Story) {
+    let calls = fs::read_to_string(s.world.hook_calls()).unwrap();
+    assert!(
+        calls.contains("--event user-prompt-submit --agent cline"),
+        "{calls}"
+    );
+    assert!(!s.records_text().contains("This run is not complete"));
+}
+
+/// `install-mcp --agent cline` writes the file Cline reads: its next
+/// run starts `memhook mcp` and offers the model memhook's tools.
+fn cline_offers_memhooks_mcp_tools(s: &Story) {
+    let out = s
+        .world
+        .memhook()
+        .args(["install-mcp", "--agent", "cline", "--apply"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mock = Mock::start(
+        Api::OpenAiChat,
+        vec![Step::Tool(
+            "submit_and_exit",
+            json!({"summary": "Nothing to do at all.", "verified": true}),
+        )],
+    );
+    let out = cline(&s.world, &s.exe, mock.port, "list your tools please");
+    assert!(out.status.success(), "{out:?}");
+    let requests = mock.requests();
+    let (_, first) = requests
+        .iter()
+        .find(|r| has_tools(r))
+        .expect("cline made a model request");
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(
+        tools.contains(&"memhook__memory_search") && tools.contains(&"memhook__memory_write"),
+        "{tools:?}"
+    );
 }
 
 // MCP.

@@ -28,6 +28,7 @@ const SESSIONS: &[(&str, &str, &str)] = &[
     ("droid", "droid", "0.225.2"),
     ("openhands", "openhands", "1.16.0"),
     ("pi", "pi", "0.73.1"),
+    ("cline", "cline", "3.0.65"),
 ];
 
 fn hook(home: &Path, agent: &str, event: Option<&str>, payload: &str, cwd: &Path) -> Vec<u8> {
@@ -268,4 +269,49 @@ fn a_late_briefing_agent_is_briefed_once_per_session_at_its_event() {
     );
     let other = run("UserPromptSubmit", "user-prompt-submit", "oh-2");
     assert!(other["additionalContext"].is_string(), "{other}");
+}
+
+/// Cline takes context only from a tool event: its TaskStart and prompt
+/// print `{}`, its first PreToolUse of a session carries the briefing as
+/// `contextModification`, a later one of the same session (or its
+/// PostToolUse) does not; a new session is briefed again.
+#[test]
+fn cline_is_briefed_once_per_session_at_its_first_tool_call() {
+    let home = tempfile::tempdir().unwrap();
+    replay(home.path(), "droid", "droid", "0.225.2");
+    let project = home.path().join("projects/demo");
+    let payload = |session: &str| {
+        format!(
+            r#"{{"taskId":"t-{session}","sessionContext":{{"rootSessionId":"{session}"}},"workspaceRoots":["{}"],"agent_id":"a","parent_agent_id":null,"tool_call":{{"id":"c1","name":"run_commands","input":{{"commands":["echo hi"]}}}},"userPromptSubmit":{{"prompt":"go on"}}}}"#,
+            project.display()
+        )
+    };
+    let run = |flag: &str, session: &str| -> Value {
+        let out = hook(
+            home.path(),
+            "cline",
+            Some(flag),
+            &payload(session),
+            &project,
+        );
+        serde_json::from_slice(&out).unwrap()
+    };
+    for flag in ["session-start", "user-prompt-submit"] {
+        assert_eq!(run(flag, "cl-1"), serde_json::json!({}), "{flag}");
+    }
+    let first = run("pre-tool-use", "cl-1");
+    let text = first["contextModification"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no briefing at the first tool call: {first}"));
+    assert!(text.starts_with("memhook briefing for "), "{text}");
+    assert!(text.contains("notes.md"), "{text}");
+    for flag in ["pre-tool-use", "post-tool-use"] {
+        assert_eq!(
+            run(flag, "cl-1"),
+            serde_json::json!({}),
+            "briefed twice in one session ({flag})"
+        );
+    }
+    let other = run("pre-tool-use", "cl-2");
+    assert!(other["contextModification"].is_string(), "{other}");
 }

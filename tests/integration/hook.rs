@@ -1121,6 +1121,44 @@ fn an_agent_that_stopped_reading_does_not_kill_the_hook() {
     assert_eq!(spool(t.path()).len(), 1);
 }
 
+/// Cline's captured payloads (cline_end_to_end): every event makes one
+/// record, except UserPromptSubmit, which in one-shot mode carries Cline's
+/// own "[SYSTEM] This run is not complete" nudge and makes none; the
+/// session's first PreToolUse claims the briefing (an empty store has
+/// nothing to say: `{}`), and every envelope is valid.
+#[test]
+fn captured_cline_payloads_make_records_but_its_nudges_none() {
+    let t = tempfile::tempdir().unwrap();
+    let _drain = hold_drain(t.path());
+    let root = fixture("agents/cline/3.0.65");
+    let index: Vec<Value> =
+        serde_json::from_slice(&fs::read(root.join("index.json")).unwrap()).unwrap();
+    let mut want = Vec::new();
+    for ent in &index {
+        let file = ent["file"].as_str().unwrap();
+        let event = ent["event"].as_str().unwrap();
+        let out = run_with_stdin(
+            hook(t.path(), "cline", Some(event)),
+            &fs::read(root.join(file)).unwrap(),
+        );
+        assert_envelope(&out, &format!("cline {file}"));
+        if event != "user-prompt-submit" {
+            want.push(memhook_core::event::EventKind::parse(event).as_str());
+        }
+    }
+    let recs = spool(t.path());
+    let mut got: Vec<&str> = recs
+        .iter()
+        .map(|e| e["record"]["event"].as_str().unwrap())
+        .collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    assert!(recs.iter().all(|e| e["record"]["agent"] == "cline"));
+    let all = recs.iter().map(Value::to_string).collect::<String>();
+    assert!(!all.contains("This run is not complete"), "{all}");
+}
+
 /// The payloads the end-to-end tests captured from the Claude Agent SDK,
 /// Factory Droid and OpenHands (index `event` = the `--event` their hook
 /// was called with): each exits 0 with a valid envelope and one record,

@@ -846,12 +846,12 @@ fn all_means_agents_found_here() {
 }
 
 /// `all` finds the newer agents by their config dirs too (Factory Droid,
-/// OpenHands, pi) and wires each; uninstall `all` gives the dirs back as
-/// they were.
+/// OpenHands, pi, Cline) and wires each; uninstall `all` gives the dirs
+/// back as they were.
 #[test]
-fn all_finds_droid_openhands_and_pi() {
+fn all_finds_droid_openhands_pi_and_cline() {
     let h = home();
-    for d in [".factory", ".openhands", ".pi/agent"] {
+    for d in [".factory", ".openhands", ".pi/agent", ".cline"] {
         fs::create_dir_all(h.path().join(d)).unwrap();
     }
     let before = snapshot(h.path());
@@ -863,6 +863,8 @@ fn all_finds_droid_openhands_and_pi() {
         ".factory/hooks.json",
         ".openhands/hooks.json",
         ".pi/agent/extensions/memhook.js",
+        ".cline/hooks/TaskStart",
+        ".cline/hooks/PreToolUse",
     ] {
         assert!(h.path().join(f).is_file(), "{f}");
     }
@@ -1835,8 +1837,11 @@ fn doctor_says_copilot_repo_hooks_need_a_trusted_folder() {
             .unwrap()
             .iter()
             // OpenHands' note: a project's own hooks.json replaces the
-            // user's; pi's: a project's own extensions load unasked.
-            .filter(|a| !["copilot", "openhands", "pi"].contains(&a["agent"].as_str().unwrap()))
+            // user's; pi's: a project's own extensions load unasked;
+            // Cline's: the briefing comes with the first tool call.
+            .filter(|a| {
+                !["copilot", "openhands", "pi", "cline"].contains(&a["agent"].as_str().unwrap())
+            })
             .filter(|a| !a["note"].is_null())
             .count(),
         0
@@ -2192,4 +2197,189 @@ fn install_mcp_refuses_an_agent_without_mcp() {
     );
     assert!(!h.path().join(".pi/agent/mcp.json").exists());
     assert!(h.path().join(".codex/config.toml").exists());
+}
+
+/// Cline's native events, in the order install-hooks writes their scripts.
+const CLINE_EVENTS: [&str; 10] = [
+    "TaskStart",
+    "TaskResume",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PreCompact",
+    "TaskComplete",
+    "TaskCancel",
+    "TaskError",
+    "SessionShutdown",
+];
+
+/// Cline runs one executable per event from ~/.cline/hooks: the dry run
+/// prints the scripts and writes nothing; --apply creates one owner-only
+/// script per event that execs `memhook hook --event E --agent cline`;
+/// applying again is byte-identical and says so; doctor sees all ten;
+/// uninstall's dry run writes nothing, and --apply gives the directory
+/// back as it was (the hooks dir install made is gone).
+#[test]
+fn cline_gets_one_owner_only_script_per_event_and_uninstall_restores_the_dir() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = home();
+    fs::create_dir_all(h.path().join(".cline/data")).unwrap();
+    fs::write(h.path().join(".cline/data/mine.json"), "{}\n").unwrap();
+    let hooks = h.path().join(".cline/hooks");
+    let cline_dir = |h: &Path| -> BTreeMap<PathBuf, Vec<u8>> {
+        snapshot(&h.join(".cline"))
+            .into_iter()
+            .map(|(p, (b, _))| (p, b))
+            .collect()
+    };
+    let before = cline_dir(h.path());
+    let dry = ok(h.path(), &["install-hooks", "--agent", "cline"]);
+    assert!(dry.contains("+++ ") && dry.contains("# dry run"), "{dry}");
+    assert_eq!(dry.matches("+exec ").count(), 10, "{dry}");
+    assert_eq!(cline_dir(h.path()), before, "the dry run wrote something");
+    let out = ok(h.path(), &["install-hooks", "--agent", "cline", "--apply"]);
+    assert_eq!(out.matches("created ").count(), 10, "{out}");
+    let exe = bin().canonicalize().unwrap();
+    for (e, ours) in CLINE_EVENTS.iter().zip([
+        "session-start",
+        "session-start",
+        "user-prompt-submit",
+        "pre-tool-use",
+        "post-tool-use",
+        "pre-compact",
+        "stop",
+        "stop",
+        "stop",
+        "session-end",
+    ]) {
+        let f = hooks.join(e);
+        let text = fs::read_to_string(&f).unwrap();
+        assert!(text.starts_with("#!/bin/sh\n"), "{text}");
+        assert!(
+            text.ends_with(&format!(" hook --event {ours} --agent cline\n")),
+            "{text}"
+        );
+        assert!(text.contains(&format!("exec {}", exe.display())), "{text}");
+        let mode = fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{e}");
+    }
+    let installed = cline_dir(h.path());
+    let again = ok(h.path(), &["install-hooks", "--agent", "cline", "--apply"]);
+    assert_eq!(again.matches("already up to date").count(), 10, "{again}");
+    assert!(!again.contains("created") && !again.contains("updated"));
+    assert_eq!(cline_dir(h.path()), installed, "re-apply changed a byte");
+    let dry = ok(h.path(), &["install-hooks", "--agent", "cline"]);
+    assert!(dry.contains("already up to date"), "{dry}");
+    // A changed setting updates every script; it is kept on the next run.
+    let args = ["install-hooks", "--agent", "cline", "--apply"];
+    let url = ["--server-url", "http://127.0.0.1:9"];
+    let out = ok(h.path(), &[&args[..], &url[..]].concat());
+    assert_eq!(out.matches("updated ").count(), 10, "{out}");
+    let text = fs::read_to_string(hooks.join("TaskComplete")).unwrap();
+    assert!(
+        text.ends_with(" --server-url http://127.0.0.1:9\n"),
+        "{text}"
+    );
+    let out = ok(h.path(), &args);
+    assert_eq!(out.matches("already up to date").count(), 10, "{out}");
+    let v: Value =
+        serde_json::from_str(&ok(h.path(), &["doctor", "--json"])).expect("doctor --json");
+    let a = v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "cline")
+        .unwrap();
+    assert_eq!(a["installed"], true, "{a}");
+    assert_eq!(a["events_wired"], 10, "{a}");
+    assert!(a["note"].as_str().unwrap().contains("first tool"), "{a}");
+    let installed = cline_dir(h.path());
+    let dry = ok(h.path(), &["uninstall-hooks", "--agent", "cline"]);
+    assert!(dry.contains("# dry run"), "{dry}");
+    assert_eq!(
+        cline_dir(h.path()),
+        installed,
+        "the dry run removed something"
+    );
+    let out = ok(
+        h.path(),
+        &["uninstall-hooks", "--agent", "cline", "--apply"],
+    );
+    assert_eq!(out.matches("deleted ").count(), 10, "{out}");
+    assert_eq!(
+        cline_dir(h.path()),
+        before,
+        "uninstall left something behind"
+    );
+    let again = ok(
+        h.path(),
+        &["uninstall-hooks", "--agent", "cline", "--apply"],
+    );
+    assert!(again.contains("nothing to remove"), "{again}");
+}
+
+/// A hook of the user's for an event memhook wires — the same name, or
+/// one Cline would take for it (another case, an extension) — is never
+/// replaced: install refuses, names the file and writes nothing; with the
+/// user's file moved aside, uninstall later leaves a user's file of
+/// another event alone.
+#[test]
+fn cline_never_replaces_the_users_own_hook() {
+    let h = home();
+    let hooks = h.path().join(".cline/hooks");
+    fs::create_dir_all(&hooks).unwrap();
+    for users in ["PreToolUse", "posttooluse.sh"] {
+        let f = hooks.join(users);
+        fs::write(&f, "#!/bin/sh\necho mine\n").unwrap();
+        let out = run(
+            mh(h.path()),
+            &["install-hooks", "--agent", "cline", "--apply"],
+        );
+        assert!(!out.status.success(), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&f.display().to_string()), "{err}");
+        assert_eq!(
+            fs::read_dir(&hooks).unwrap().count(),
+            1,
+            "install wrote beside the user's {users}"
+        );
+        assert_eq!(fs::read_to_string(&f).unwrap(), "#!/bin/sh\necho mine\n");
+        fs::remove_file(&f).unwrap();
+    }
+    ok(h.path(), &["install-hooks", "--agent", "cline", "--apply"]);
+    // A script changed by hand is the user's now.
+    let mine = hooks.join("TaskError");
+    let text = fs::read_to_string(&mine).unwrap();
+    fs::write(&mine, format!("{text}echo mine\n")).unwrap();
+    let out = run(
+        mh(h.path()),
+        &["install-hooks", "--agent", "cline", "--apply"],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TaskError"));
+    ok(
+        h.path(),
+        &["uninstall-hooks", "--agent", "cline", "--apply"],
+    );
+    let left: Vec<String> = fs::read_dir(&hooks)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["TaskError"]);
+    // A symlink (to the user's own script) is the user's too: install
+    // refuses it by name, uninstall of every agent goes on and leaves it.
+    fs::remove_file(&mine).unwrap();
+    let link = hooks.join("TaskStart");
+    std::os::unix::fs::symlink("/bin/true", &link).unwrap();
+    let out = run(
+        mh(h.path()),
+        &["install-hooks", "--agent", "cline", "--apply"],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&link.display().to_string()));
+    let mut c = mh(h.path());
+    c.env("PATH", "/nonexistent");
+    let out = run(c, &["uninstall-hooks", "--agent", "all", "--apply"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(fs::read_link(&link).unwrap(), Path::new("/bin/true"));
 }

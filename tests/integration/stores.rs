@@ -315,6 +315,89 @@ fn postgres_two_servers_store_each_key_once() {
     two_servers_store_each_key_once(&db);
 }
 
+/// Retention as `memhook serve` applies it (docs/retention.md): the data
+/// dir's policy, and a project's own, the same on both stores.
+fn retention_applies_the_data_dirs_and_a_projects_policy(db: &Db) {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join(".memhook-data");
+    std::fs::create_dir(&data).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    std::fs::write(
+        data.join("retention.conf"),
+        "tool-calls = 30\n[acme/kept]\ntool-calls = 0\n[acme/short]\neverything-else = 5\n",
+    )
+    .unwrap();
+    let day = 86_400_000u64;
+    let now = memhook_core::timefmt::now_ms();
+    let mut records = Vec::new();
+    let mut n = 0;
+    for project in ["api", "kept", "short"] {
+        for (event, days) in [
+            ("pre-tool-use", 31),
+            ("pre-tool-use", 29),
+            ("user-prompt", 6),
+        ] {
+            n += 1;
+            let mut r = record(&key(2000 + n), &format!("s-{project}"), event, Some("c"));
+            r.scope.project = project.into();
+            r.occurred_ms = now - days * day;
+            records.push(r);
+        }
+    }
+    let env = db.env();
+    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.push(("MEMHOOK_TEST_RETENTION_EVERY_MS", "200"));
+    let s = Serve::start_env(home.path(), None, "127.0.0.1:0", &["--no-auth"], &env);
+    let (code, text) = post_batch(&s, &records);
+    assert_eq!(code, 200, "{text}");
+    // api: the 31-day call goes; kept: nothing; short: the 31-day call
+    // (the data dir's 30 days) and the 6-day prompt (its own 5).
+    let gone = [key(2001), key(2007), key(2009)];
+    let mut want: Vec<String> = records
+        .iter()
+        .map(|r| r.key.clone())
+        .filter(|k| !gone.contains(k))
+        .collect();
+    want.sort();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while db.keys(&s.data) != want && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(db.keys(&s.data), want, "{}", s.stderr());
+    let (rolled, recount) = db.rollups_and_recount(&s.data);
+    assert_eq!(rolled, recount);
+    // The books: per class, the data dir's key and each project's.
+    let books = db.rows(
+        &s.data,
+        "SELECT class, removed FROM retention WHERE removed > 0 ORDER BY class",
+    );
+    assert_eq!(
+        books,
+        vec![
+            "everything-else acme/short 1",
+            "tool-calls 1",
+            "tool-calls acme/short 1"
+        ]
+    );
+}
+
+#[test]
+fn sqlite_retention_applies_the_data_dirs_and_a_projects_policy() {
+    retention_applies_the_data_dirs_and_a_projects_policy(&Db::Sqlite);
+}
+
+#[test]
+fn postgres_retention_applies_the_data_dirs_and_a_projects_policy() {
+    let Some(db) = Db::pg("postgres_retention_applies_policies") else {
+        return;
+    };
+    retention_applies_the_data_dirs_and_a_projects_policy(&db);
+}
+
 /// The briefing of a scope, as `GET /handoff` gives it (with the digest).
 fn handoff(s: &Serve) -> String {
     let url = format!(

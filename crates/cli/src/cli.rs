@@ -102,6 +102,26 @@ pub enum Command {
 /// envelope: an agent treats exit 2 as "block the tool call".
 pub fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // The two command lines memhook itself runs here, many times a
+    // session, skip clap, whose command tree for every subcommand was a
+    // fifth of a session start's instructions (docs/benchmarks.md, "One
+    // policy, an arena, no libm, no clap for session start"): the hook, as
+    // the per-event binary hands it over (session start), and the detached
+    // drainer the hook starts. Both are read as clap reads them (tests here
+    // and in hook.rs).
+    if let Some((args, data_dir)) = memhook_hook::parse_fast(&argv) {
+        return memhook_hook::run(
+            &args,
+            data_dir.as_deref(),
+            memhook_sinks::session_start::session_start,
+        );
+    }
+    if let Some(dir) = background_drainer(&argv) {
+        return match crate::drain::run_background(Some(&dir)) {
+            Ok(code) => code,
+            Err(e) => report(e),
+        };
+    }
     let cli = match Cli::try_parse_from(&argv) {
         Ok(cli) => cli,
         Err(err) => {
@@ -151,11 +171,27 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(err) => {
-            eprintln!("memhook: {err}");
-            ExitCode::from(2)
-        }
+        Err(err) => report(err),
     }
+}
+
+/// The data dir of exactly the command line the hook starts its drainer
+/// with (`--data-dir DIR drain --background`, `memhook_delivery::drain`'s
+/// spawn); `None` for any other, which clap reads.
+fn background_drainer(argv: &[std::ffi::OsString]) -> Option<std::path::PathBuf> {
+    match argv {
+        [_, flag, dir, drain, background]
+            if flag == "--data-dir" && drain == "drain" && background == "--background" =>
+        {
+            Some(dir.into())
+        }
+        _ => None,
+    }
+}
+
+fn report(err: Box<dyn std::error::Error + Send + Sync>) -> ExitCode {
+    eprintln!("memhook: {err}");
+    ExitCode::from(2)
 }
 
 /// The first line of clap's error, without its `error: ` prefix (the rest is
@@ -169,6 +205,31 @@ fn clap_problem(err: &clap::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_drainer_command_line_is_read_as_clap_reads_it() {
+        let line = |l: &str| -> Vec<std::ffi::OsString> { l.split(' ').map(Into::into).collect() };
+        let spawned = line("memhook-cli --data-dir /d/x drain --background");
+        assert_eq!(background_drainer(&spawned), Some("/d/x".into()));
+        let cli = Cli::try_parse_from(&spawned).unwrap();
+        assert_eq!(cli.data_dir.as_deref(), Some(std::path::Path::new("/d/x")));
+        assert!(matches!(
+            cli.command,
+            Command::Drain(crate::drain::DrainArgs {
+                background: true,
+                ..
+            })
+        ));
+        for other in [
+            "memhook-cli drain --background",
+            "memhook-cli --data-dir /d/x drain",
+            "memhook-cli --data-dir /d/x drain --background --budget-secs 1",
+            "memhook-cli --data-dir=/d/x drain --background",
+            "memhook-cli drain --background --data-dir /d/x",
+        ] {
+            assert_eq!(background_drainer(&line(other)), None, "{other}");
+        }
+    }
 
     #[test]
     fn the_readme_lists_every_command() {

@@ -23,15 +23,22 @@ pub struct DrainArgs {
     pub detach: bool,
 }
 
+/// The detached drainer the hook starts (`--data-dir DIR drain
+/// --background`; `cli::main` calls it without clap).
+pub fn run_background(data_dir: Option<&Path>) -> CmdResult {
+    let dir = data_dir::resolve(data_dir)?;
+    memhook_delivery::drain::run_background(&dir, memhook_sinks::make_sink);
+    let _ = memhook_sinks::forget::finish_pending(&dir);
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `memhook drain`: deliver in the foreground (or, with `--background`, run
 /// as the detached drainer). Exit 0 when the spool ends empty, 1 otherwise.
 pub fn run(args: &DrainArgs, data_dir: Option<&Path>) -> CmdResult {
-    let dir = data_dir::resolve(data_dir)?;
     if args.background {
-        memhook_delivery::drain::run_background(&dir, memhook_sinks::make_sink);
-        let _ = memhook_sinks::forget::finish_pending(&dir);
-        return Ok(ExitCode::SUCCESS);
+        return run_background(data_dir);
     }
+    let dir = data_dir::resolve(data_dir)?;
     let code = memhook_delivery::drain::foreground(
         &dir,
         args.budget_secs,

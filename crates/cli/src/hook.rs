@@ -16,7 +16,7 @@ pub struct HookCliArgs {
     #[arg(long, value_name = "EVENT")]
     pub event: Option<String>,
     /// The agent running the hook (claude-code, codex, opencode, gemini-cli,
-    /// cursor, qwen-code, copilot, kilo, droid, openhands, pi; other names
+    /// cursor, qwen-code, copilot, kilo, droid, openhands, pi, cline; other names
     /// use a generic schema).
     #[arg(long, value_name = "AGENT", default_value = "generic")]
     pub agent: String,

@@ -4,8 +4,8 @@
 //! is always valid. `{}` means "nothing to say" and is what every event other
 //! than the agent's briefing event prints. The briefing event is session
 //! start, except for agents that take no context there
-//! ([`briefing_event`]: OpenHands from its first prompt; the hook briefs
-//! those once per session). With a
+//! ([`briefing_event`]: OpenHands from its first prompt, Cline from its
+//! first tool call; the hook briefs those once per session). With a
 //! briefing to inject, the shape follows the agent's documented contract (a
 //! table, below):
 //!
@@ -17,6 +17,7 @@
 //! | copilot      | `{"additionalContext":…}` (Copilot CLI ignores `hookSpecificOutput`) |
 //! | droid        | as claude-code |
 //! | openhands    | `{"additionalContext":…}` on its first UserPromptSubmit |
+//! | cline        | `{"contextModification":…}` on its first PreToolUse |
 //!
 //! Details and sources are in `docs/record.md` ("What the hook prints").
 
@@ -44,6 +45,11 @@ pub fn briefing_event(agent: &Agent) -> EventKind {
         // OpenHands 1.16 reads context only from UserPromptSubmit (it
         // becomes part of the user message).
         Agent::OpenHands => EventKind::UserPrompt,
+        // Cline 3.0 sends TaskStart and UserPromptSubmit output nowhere; a
+        // PreToolUse or PostToolUse `contextModification` becomes a user
+        // message after the tool's result (`<hook_context
+        // source="PreToolUse" …>`): the first tool call is the earliest.
+        Agent::Cline => EventKind::PreToolUse,
         _ => EventKind::SessionStart,
     }
 }
@@ -67,6 +73,9 @@ pub fn session_start_injection(agent: &Agent) -> Injection {
         Agent::OpenHands => Injection::TopLevel("additionalContext"),
         // memhook's generated pi extension reads it, as the OpenCode plugin.
         Agent::Pi => Injection::TopLevel("additionalContext"),
+        // Checked with Cline 3.0.65 (tests/integration/agents.rs,
+        // cline_end_to_end).
+        Agent::Cline => Injection::TopLevel("contextModification"),
         // Unknown agents most often speak the Claude Code protocol (Cursor,
         // Gemini CLI and others read it); `{}` stays valid for all of them.
         Agent::Other(_) => Injection::HookSpecificOutput,
@@ -151,6 +160,8 @@ mod tests {
             Agent::Copilot,
             Agent::Droid,
             Agent::OpenHands,
+            Agent::Pi,
+            Agent::Cline,
             Agent::Other("kimi".into()),
         ]
     }
@@ -213,6 +224,21 @@ mod tests {
             render(&Agent::ClaudeCode, EventKind::UserPrompt, Some("b")),
             EMPTY
         );
+        // Cline: the first tool call carries it, as contextModification;
+        // its session start (TaskStart), prompt and PostToolUse print
+        // nothing.
+        assert_eq!(
+            render(&Agent::Cline, EventKind::PreToolUse, Some("b")),
+            r#"{"contextModification":"b"}"#
+        );
+        for k in [
+            EventKind::SessionStart,
+            EventKind::UserPrompt,
+            EventKind::PostToolUse,
+        ] {
+            assert_eq!(render(&Agent::Cline, k, Some("b")), EMPTY, "{k:?}");
+        }
+        assert_eq!(pre_tool_injection(&Agent::Cline), Injection::Unsupported);
     }
 
     #[test]
@@ -221,8 +247,12 @@ mod tests {
             render(&Agent::ClaudeCode, EventKind::PreToolUse, Some("h")),
             r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"h"}}"#
         );
+        // (Cline's PreToolUse is its briefing event: the hook gives it no
+        // history line, pre_tool_injection says so.)
         for a in agents() {
-            if pre_tool_injection(&a) == Injection::Unsupported {
+            if pre_tool_injection(&a) == Injection::Unsupported
+                && briefing_event(&a) != EventKind::PreToolUse
+            {
                 assert_eq!(render(&a, EventKind::PreToolUse, Some("h")), EMPTY, "{a:?}");
             }
         }
@@ -253,6 +283,7 @@ mod tests {
                 .pointer("/hookSpecificOutput/additionalContext")
                 .or_else(|| v.get("additional_context"))
                 .or_else(|| v.get("additionalContext"))
+                .or_else(|| v.get("contextModification"))
                 .and_then(Value::as_str);
             assert_eq!(text, Some(nasty), "{a:?}");
             assert!(!out.contains('\n'));

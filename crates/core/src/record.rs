@@ -411,6 +411,13 @@ fn outcome_rules(agent: &Agent) -> OutcomeRules {
             shell_default: Unknown,
             default: Unknown,
         },
+        // Cline: no failure event, no exit status; each result item says
+        // `success`, which is not read yet.
+        Agent::Cline => OutcomeRules {
+            exit_line: ExitLine::None,
+            shell_default: Unknown,
+            default: Unknown,
+        },
         Agent::Cursor | Agent::Other(_) => OutcomeRules {
             exit_line: ExitLine::None,
             shell_default: Unknown,

@@ -24,6 +24,7 @@ use memhook_core::scope::session::{ScopeFields, Session};
 use memhook_core::scope::{self, CaptureConfig, Mode, Scope, ScopeInput};
 use memhook_delivery::spool::{SinkTarget, Spool, SpoolEntry, SpoolError, ENTRY_VERSION};
 
+pub mod arena;
 mod args;
 pub mod budget;
 pub use args::{is_hook_invocation, parse_fast, HookArgs};

@@ -26,6 +26,7 @@ mod auth;
 pub mod http;
 pub mod ingest;
 pub mod proof;
+pub mod retention;
 pub mod running;
 mod web;
 mod writer;
@@ -167,12 +168,15 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
         Some(auth::server_token(&data_dir)?)
     };
     let database = args.db.target()?;
-    let db: Arc<dyn Database> = match database {
+    let (db, retention_target): (Arc<dyn Database>, retention::Target) = match database {
         // Open (and migrate) once before serving: a store that cannot open
         // is a start-up error, not a stream of 503s.
-        None => Arc::new(SqliteDatabase::open(&data_dir)?),
+        None => (
+            Arc::new(SqliteDatabase::open(&data_dir)?),
+            retention::Target::Sqlite,
+        ),
         Some(target) => {
-            let pg = PgStore::new(target, &data_dir);
+            let pg = Arc::new(PgStore::new(target, &data_dir));
             match pg.ensure_schema() {
                 Ok(()) => {}
                 // A database that is down (or still starting) is waited
@@ -184,7 +188,7 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
                 // operator must act.
                 Err(e) => return Err(e.into()),
             }
-            Arc::new(pg)
+            (pg.clone(), retention::Target::Pg(pg))
         }
     };
     let listener = TcpListener::bind(addr).map_err(|e| {
@@ -200,6 +204,7 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
     let done = Arc::new(AtomicBool::new(false));
     let store_note = db.describe();
     let (writer, writer_thread) = Writer::start(Arc::clone(&db), Arc::clone(&done))?;
+    let retention_thread = retention::start(retention_target, data_dir.clone(), Arc::clone(&done));
     let app = Arc::new(App {
         owner_token: token.as_ref().map(|(t, _)| t.clone()),
         local,
@@ -235,6 +240,7 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
     // writer finish what it holds, then stop it.
     done.store(true, Ordering::SeqCst);
     let _ = writer_thread.join();
+    let _ = retention_thread.join();
     match served {
         Ok(()) => {
             eprintln!("memhook serve: stopped");

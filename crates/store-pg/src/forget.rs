@@ -165,6 +165,32 @@ fn forget_once(
     if !apply || records == 0 {
         return Ok(Ok(out));
     }
+    remove_ids(&mut tx, &ids, &sessions, &projects)?;
+    tx.execute(
+        "INSERT INTO forget_log (at_ms, selector, records, sessions, projects)
+         VALUES ($1, $2, $3, $4, $5)",
+        &[
+            &(now_ms() as i64),
+            &sel.describe(),
+            &(out.records as i64),
+            &(out.sessions as i64),
+            &(out.projects as i64),
+        ],
+    )?;
+    tx.commit()?;
+    Ok(Ok(out))
+}
+
+/// Delete the records `ids` of the sessions `sessions` and projects
+/// `projects` (their roll-up rows locked by the caller's transaction),
+/// remove the sessions and projects left without records and recount the
+/// others' roll-ups. Forget and retention remove records through here.
+pub(crate) fn remove_ids(
+    tx: &mut postgres::Transaction<'_>,
+    ids: &[i64],
+    sessions: &[i64],
+    projects: &[i64],
+) -> Result<(), postgres::Error> {
     tx.execute("DELETE FROM records WHERE id = ANY($1)", &[&ids])?;
     let work: Vec<&str> = WORK_EVENTS.to_vec();
     tx.execute(
@@ -200,19 +226,7 @@ fn forget_once(
          WHERE p.id = ANY($1)",
         &[&projects],
     )?;
-    tx.execute(
-        "INSERT INTO forget_log (at_ms, selector, records, sessions, projects)
-         VALUES ($1, $2, $3, $4, $5)",
-        &[
-            &(now_ms() as i64),
-            &sel.describe(),
-            &(out.records as i64),
-            &(out.sessions as i64),
-            &(out.projects as i64),
-        ],
-    )?;
-    tx.commit()?;
-    Ok(Ok(out))
+    Ok(())
 }
 
 impl PgStore {

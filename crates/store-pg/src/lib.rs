@@ -32,6 +32,7 @@ pub mod forget;
 pub mod ingest;
 mod meaning;
 pub mod read;
+pub mod retention;
 pub mod schema;
 pub mod tokens;
 

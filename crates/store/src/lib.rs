@@ -9,6 +9,7 @@ pub mod history;
 pub mod meaning;
 pub mod memory;
 pub mod model;
+pub mod retention;
 pub mod sqlite;
 pub mod tokens;
 pub mod words;

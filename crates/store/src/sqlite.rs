@@ -245,6 +245,14 @@ fn fill_words(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
+/// Page size of a new store, in bytes. Records are appended in id order,
+/// and a page is closed when the next record does not fit: with records
+/// of about 600 bytes (up to a few KiB) a 4 KiB page (SQLite's default)
+/// left 15 % of the records table empty, a 16 KiB page leaves 4 % (issue
+/// 29: 1,054 → 975 bytes per record at 100,000; docs/benchmarks.md). A
+/// store created before keeps its page size (WAL mode cannot change it).
+pub const STORE_PAGE_SIZE: u32 = 16 * 1024;
+
 impl StoreError {
     /// A SQLite error of the database at `path`.
     pub fn sqlite(path: &Path, source: rusqlite::Error) -> StoreError {
@@ -361,10 +369,13 @@ impl Store {
         // drainer deletes the spool files right after the commit.
         // mmap: page reads are memory reads, not one pread(2) each (a fresh
         // connection per hook process starts with an empty page cache).
-        conn.execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;
-             PRAGMA mmap_size = 268435456;",
-        )
+        // page_size: only a new (empty) database takes it, and only before
+        // WAL mode is set; an existing one keeps its own.
+        conn.execute_batch(&format!(
+            "PRAGMA page_size = {STORE_PAGE_SIZE}; PRAGMA journal_mode = WAL; \
+             PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
+             PRAGMA mmap_size = 268435456;"
+        ))
         .map_err(sql)?;
         let mut store = Store {
             conn,
@@ -1220,6 +1231,37 @@ pub mod tests {
                 assert!(!squeezed.contains(word), "{file} binds a {word}");
             }
         }
+    }
+
+    /// A new store takes [`STORE_PAGE_SIZE`]; one created before with
+    /// SQLite's 4 KiB pages keeps them, and works.
+    #[test]
+    fn a_new_store_has_large_pages_and_an_old_one_keeps_its_own() {
+        let page = |s: &Store| -> u32 {
+            s.conn
+                .query_row("PRAGMA page_size", [], |r| r.get(0))
+                .unwrap()
+        };
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        assert_eq!(page(&s), STORE_PAGE_SIZE);
+        s.insert(&rec(&"a".repeat(32), 5, "p", "s", "stop"))
+            .unwrap();
+        drop(s);
+        assert_eq!(page(&Store::open(t.path()).unwrap()), STORE_PAGE_SIZE);
+        let old = tempfile::tempdir().unwrap();
+        {
+            let conn = Connection::open(old.path().join(STORE_FILE)).unwrap();
+            conn.execute_batch(
+                "PRAGMA page_size = 4096; PRAGMA journal_mode = WAL; CREATE TABLE x (y);",
+            )
+            .unwrap();
+        }
+        let mut s = Store::open(old.path()).unwrap();
+        assert_eq!(page(&s), 4096);
+        s.insert(&rec(&"b".repeat(32), 5, "p", "s", "stop"))
+            .unwrap();
+        assert_eq!(s.count().unwrap(), 1);
     }
 
     /// A store written before named tokens (schema 2) gains the tokens

@@ -62,6 +62,10 @@ pub struct Agent {
     pub no_prompt_recall: Option<&'static str>,
     /// Session 1's model turns, for the project dir: tool calls, then text.
     pub script: fn(&Path) -> Vec<Step>,
+    /// Session 2's model turns, when a text answer does not end it (Cline
+    /// ends a run only at its `submit_and_exit` tool, and briefs only after
+    /// a tool call); `None`: one text answer.
+    pub script_2: Option<fn(&Path) -> Vec<Step>>,
     /// What the `notes.md` session 1 writes holds, when it writes one.
     pub notes: Option<&'static str>,
     /// Which of the requests the fake server received are model turns.
@@ -102,20 +106,24 @@ pub enum Wiring {
     Settings,
     /// A generated plugin that runs `memhook hook --agent A --event E`.
     Plugin,
+    /// One script per event in a hooks directory, each running `memhook
+    /// hook --event E --agent A` (the hook file is one of them; its
+    /// siblings there are install's too).
+    Scripts,
 }
 
 impl Wiring {
     /// The arguments a hook call of `event` ends with.
     pub fn call(self, agent: &str, event: &str) -> String {
         match self {
-            Wiring::Settings => format!("hook --event {event} --agent {agent}"),
+            Wiring::Settings | Wiring::Scripts => format!("hook --event {event} --agent {agent}"),
             Wiring::Plugin => format!("hook --agent {agent} --event {event}"),
         }
     }
     /// What in the hook file names the agent.
     fn names(self, agent: &str) -> String {
         match self {
-            Wiring::Settings => format!("--agent {agent}"),
+            Wiring::Settings | Wiring::Scripts => format!("--agent {agent}"),
             Wiring::Plugin => format!("const AGENT = \"{agent}\";"),
         }
     }
@@ -127,6 +135,9 @@ pub struct Briefing {
     pub part: fn(&Value) -> String,
     /// What the agent wraps hook context in there, when it says so.
     pub marker: Option<&'static str>,
+    /// Which model request of session 2 carries it (0: the first; Cline
+    /// sends hook context only after a tool's result).
+    pub turn: usize,
 }
 
 /// One of an agent's own checks, and when in the story it runs.
@@ -251,7 +262,10 @@ pub fn tell(test: &str, agent: &'static Agent) {
     s.assert_excluded();
 
     // 5. Session 2, briefed about session 1.
-    let mock = Mock::start(agent.api, vec![Step::Text("Noted.")]);
+    let script_2 = agent
+        .script_2
+        .map_or_else(|| vec![Step::Text("Noted.")], |f| f(&s.world.proj()));
+    let mock = Mock::start(agent.api, script_2);
     s.port = mock.port;
     s.session("second session");
     s.requests = mock.requests();
@@ -297,6 +311,20 @@ pub fn assert_hooks_fired(agent: &Agent, calls: &Path) -> String {
 impl Story {
     fn config_dir(&self) -> PathBuf {
         self.world.home().join(self.agent.config_dir)
+    }
+
+    /// Whether install wrote `rel` (under the config dir): the hook file,
+    /// and for [`Wiring::Scripts`] every file beside it named after one of
+    /// the agent's events (the hook files install-hooks wrote).
+    fn is_hook_file(&self, rel: &Path) -> bool {
+        let hook = Path::new(self.agent.hook_file);
+        rel == hook
+            || matches!(self.agent.wiring, Wiring::Scripts)
+                && rel.parent() == hook.parent()
+                && memhook::install::profile::get(self.agent.id).is_some_and(|p| {
+                    p.native_events()
+                        .any(|e| rel.file_name().is_some_and(|n| n == e))
+                })
     }
 
     fn checks(&self, stage: Stage) {
@@ -348,14 +376,14 @@ impl Story {
         }
         let now = tree(&self.config_dir());
         for (rel, was) in users {
-            if rel != hook {
+            if !self.is_hook_file(rel) {
                 assert_eq!(now.get(rel), Some(was), "install changed {rel:?}");
             }
         }
         for rel in now.keys() {
             assert!(
                 users.contains_key(rel)
-                    || rel == hook
+                    || self.is_hook_file(rel)
                     || hook.starts_with(rel)
                     || self.is_backup(rel),
                 "install wrote more than the hook file: {rel:?} in {:?}",
@@ -443,8 +471,14 @@ impl Story {
         let (_, first) = self
             .requests
             .iter()
-            .find(|r| (a.is_turn)(r))
-            .expect("the second session made a model request");
+            .filter(|r| (a.is_turn)(r))
+            .nth(a.briefing.turn)
+            .unwrap_or_else(|| {
+                panic!(
+                    "the second session made no model request number {}",
+                    a.briefing.turn + 1
+                )
+            });
         let part = (a.briefing.part)(first);
         if let Some(marker) = a.briefing.marker {
             assert!(
@@ -472,7 +506,7 @@ impl Story {
                 "uninstall did not give back {rel:?} as the user had it"
             );
         }
-        let made_for_hook = |rel: &Path| rel == hook || hook.starts_with(rel);
+        let made_for_hook = |rel: &Path| self.is_hook_file(rel) || hook.starts_with(rel);
         for (rel, was) in before {
             if !users.contains_key(rel) && !made_for_hook(rel) {
                 assert_eq!(after.get(rel), Some(was), "uninstall changed {rel:?}");

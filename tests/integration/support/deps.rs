@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The agent CLIs the real-agent tests drive, by executable name.
-pub const AGENT_CLIS: [&str; 11] = [
+pub const AGENT_CLIS: [&str; 12] = [
     "claude",
     "codex",
     "opencode",
@@ -27,6 +27,7 @@ pub const AGENT_CLIS: [&str; 11] = [
     "droid",
     "openhands",
     "pi",
+    "cline",
 ];
 const INSTALL_CLIS: &str =
     "run `bash scripts/install-agent-clis.sh`, or set MEMHOOK_AGENT_CLIS to its prefix";

@@ -48,6 +48,8 @@ impl World {
             "CODEX_HOME",
             "XDG_CONFIG_HOME",
             "COPILOT_HOME",
+            "CLINE_DIR",
+            "CLINE_DATA_DIR",
         ] {
             c.env_remove(v);
         }

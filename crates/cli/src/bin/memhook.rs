@@ -51,6 +51,12 @@ use std::process::ExitCode;
 
 use memhook_core::event::EventKind;
 
+/// Small allocations are carved from one region and never freed: one
+/// process, one event, a few milliseconds (`memhook_hook::arena`).
+#[cfg(all(not(test), unix))]
+#[global_allocator]
+static ARENA: memhook_hook::arena::Arena = memhook_hook::arena::Arena::new();
+
 #[cfg(all(not(test), windows))]
 fn main() -> ExitCode {
     let code = std::panic::catch_unwind(lean_main).unwrap_or(ExitCode::from(101));

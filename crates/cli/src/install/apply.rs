@@ -207,7 +207,7 @@ where
             }
         }
         (None, backup) => {
-            fs::remove_file(path).map_err(io_err(path))?;
+            while_busy(|| fs::remove_file(path)).map_err(io_err(path))?;
             Outcome::Deleted { backup }
         }
     };
@@ -292,9 +292,47 @@ pub fn write_atomic(
     mode: u32,
     before_rename: &dyn Fn() -> io::Result<()>,
 ) -> Result<(), InstallError> {
-    memhook_core::data_dir::write_atomic(real, bytes, mode, before_rename).map_err(io_err(real))?;
+    while_busy(|| memhook_core::data_dir::write_atomic(real, bytes, mode, before_rename))
+        .map_err(io_err(real))?;
     memhook_core::data_dir::sync_dir(real.parent().unwrap_or(Path::new("/")));
     Ok(())
+}
+
+/// How often a replace or delete the file system refuses because another
+/// program has the file open is tried, [`BUSY_PAUSE`] apart.
+const BUSY_TRIES: u32 = 20;
+const BUSY_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// Is `e` "another program has the file open"? On Windows an agent, an
+/// editor or a virus scanner reading a config file makes replacing or
+/// deleting it fail for a moment (access denied, sharing or lock
+/// violation); elsewhere nothing is.
+fn busy(e: &io::Error) -> bool {
+    cfg!(windows) && matches!(e.raw_os_error(), Some(5 | 32 | 33))
+}
+
+/// Run `op` again while it fails with [`busy`], at most [`BUSY_TRIES`]
+/// times in all (half a second); any other outcome is returned at once.
+fn while_busy<T>(op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    retry(op, busy, BUSY_TRIES, BUSY_PAUSE)
+}
+
+fn retry<T>(
+    mut op: impl FnMut() -> io::Result<T>,
+    again: impl Fn(&io::Error) -> bool,
+    tries: u32,
+    pause: std::time::Duration,
+) -> io::Result<T> {
+    let mut left = tries;
+    loop {
+        match op() {
+            Err(e) if again(&e) && left > 1 => {
+                left -= 1;
+                std::thread::sleep(pause);
+            }
+            other => return other,
+        }
+    }
 }
 
 pub fn type_name(v: &serde_json::Value) -> &'static str {
@@ -334,6 +372,57 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_busy_file_is_tried_again_up_to_the_bound_and_other_errors_are_not() {
+        let pause = std::time::Duration::ZERO;
+        let is_32 = |e: &io::Error| e.raw_os_error() == Some(32);
+        // Busy twice, then done.
+        let mut n = 0;
+        let r = retry(
+            || {
+                n += 1;
+                if n < 3 {
+                    Err(io::Error::from_raw_os_error(32))
+                } else {
+                    Ok(n)
+                }
+            },
+            is_32,
+            BUSY_TRIES,
+            pause,
+        );
+        assert_eq!(r.unwrap(), 3);
+        // Busy for ever: exactly BUSY_TRIES tries, then the error.
+        let mut n = 0;
+        let r: io::Result<()> = retry(
+            || {
+                n += 1;
+                Err(io::Error::from_raw_os_error(32))
+            },
+            is_32,
+            BUSY_TRIES,
+            pause,
+        );
+        assert_eq!(r.unwrap_err().raw_os_error(), Some(32));
+        assert_eq!(n, BUSY_TRIES);
+        // Another error: one try.
+        let mut n = 0;
+        let r: io::Result<()> = retry(
+            || {
+                n += 1;
+                Err(io::Error::from_raw_os_error(2))
+            },
+            is_32,
+            BUSY_TRIES,
+            pause,
+        );
+        assert!(r.is_err());
+        assert_eq!(n, 1);
+        // Only Windows counts anything as busy.
+        assert_eq!(busy(&io::Error::from_raw_os_error(32)), cfg!(windows));
+        assert!(BUSY_PAUSE * BUSY_TRIES <= std::time::Duration::from_millis(500));
+    }
 
     #[test]
     fn the_windows_install_lock_is_one_name_per_directory_as_windows_compares_them() {

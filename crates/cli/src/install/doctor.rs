@@ -66,7 +66,12 @@ fn check(p: &Profile, me: Option<&Path>) -> Value {
                           "problems": [e.to_string()]})
         }
     };
-    let text = match apply::read_text(&path) {
+    let text = match p.shape {
+        // A hooks directory: its scripts are read below.
+        Shape::Scripts => Ok(None),
+        _ => apply::read_text(&path),
+    };
+    let text = match text {
         Ok(t) => t,
         Err(e) => {
             return json!({"agent": p.id, "name": p.name, "file": path, "installed": false,
@@ -74,6 +79,7 @@ fn check(p: &Profile, me: Option<&Path>) -> Value {
         }
     };
     let owned: Vec<OwnedHook> = match (p.shape, text.as_deref()) {
+        (Shape::Scripts, _) => super::scripts::owned_hooks(p, &path),
         (_, None) => Vec::new(),
         (Shape::Plugin, Some(t)) => plugin::baked_of(t, &p.id)
             .map(|baked| {

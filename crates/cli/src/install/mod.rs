@@ -34,6 +34,7 @@ pub mod ledger;
 pub mod mcp;
 pub mod plugin;
 pub mod profile;
+pub mod scripts;
 
 use crate::cmd::{CmdResult, StrategyArg};
 use apply::{InstallError, Outcome};
@@ -73,6 +74,9 @@ pub enum AgentArg {
     /// pi coding agent (`pi`): a generated extension.
     #[value(alias = "pi-coding-agent")]
     Pi,
+    /// Cline CLI (`cline`): one small script per event in ~/.cline/hooks.
+    #[value(alias = "cline-cli")]
+    Cline,
     /// Every supported agent found on this machine.
     All,
 }
@@ -280,6 +284,7 @@ pub fn select(
         AgentArg::Droid => "droid",
         AgentArg::OpenHands => "openhands",
         AgentArg::Pi => "pi",
+        AgentArg::Cline => "cline",
         AgentArg::All => {
             if has_config_file {
                 return Err(InstallError::Refused(
@@ -367,6 +372,11 @@ fn install_text(
     current: Option<&str>,
 ) -> Result<(Option<String>, Vec<String>), InstallError> {
     match p.shape {
+        Shape::Scripts => Err(InstallError::Refused(format!(
+            "{}: {} takes one script per event (install/scripts.rs), not one file",
+            path.display(),
+            p.name
+        ))),
         Shape::Plugin => {
             let existing = match current {
                 Some(text) if !plugin::is_ours(text, &p.id) => {
@@ -403,6 +413,9 @@ fn install_text(
 }
 
 fn install_one(p: &Profile, path: &Path, flags: &Flags, write: bool) -> Result<(), InstallError> {
+    if p.shape == Shape::Scripts {
+        return scripts::install(p, path, flags, write);
+    }
     let current = apply::read_text(path)?;
     let (next, _) = install_text(p, path, flags, current.as_deref())?;
     if !write {
@@ -493,6 +506,7 @@ fn uninstall_text(
         return Ok((None, None));
     };
     match p.shape {
+        Shape::Scripts => Ok((Some(text.to_string()), None)),
         Shape::Plugin => {
             if plugin::is_ours(text, &p.id) {
                 let dd = plugin::baked_of(text, &p.id).and_then(|b| b.data_dir);
@@ -535,6 +549,9 @@ fn uninstall_text(
 }
 
 fn uninstall_one(p: &Profile, path: &Path, write: bool) -> Result<(), InstallError> {
+    if p.shape == Shape::Scripts {
+        return scripts::uninstall(p, path, write);
+    }
     let current = apply::read_text(path)?;
     let (next, dd) = uninstall_text(p, path, current.as_deref())?;
     if !write {

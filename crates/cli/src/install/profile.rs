@@ -23,6 +23,10 @@ pub enum Shape {
     NestedRoot,
     /// A whole generated file (the OpenCode plugin).
     Plugin,
+    /// One executable per event, named after it, in a hooks directory
+    /// (`file` names the directory): Cline CLI. memhook writes a small
+    /// shell script per event (install/scripts.rs).
+    Scripts,
 }
 
 /// File format of an MCP configuration.
@@ -290,7 +294,8 @@ mod tests {
                 "kilo",
                 "droid",
                 "openhands",
-                "pi"
+                "pi",
+                "cline"
             ]
         );
     }

@@ -721,6 +721,7 @@ pub fn shell_command_line(event: &Event) -> Option<String> {
     match tools::shell_call(&spec.extract, event.tool_input.as_ref())?.command {
         shell::Command::Line(l) => Some(l.to_string()),
         shell::Command::Argv(argv) => Some(argv.join(" ")),
+        shell::Command::Lines(lines) => Some(lines.join("\n")),
     }
 }
 

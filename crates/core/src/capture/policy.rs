@@ -11,6 +11,9 @@
 //! supports (about 55 µs per hook in a VM, docs/benchmarks.md). A unit test
 //! replays thousands of pattern × path pairs against globset itself.
 
+use std::cell::RefCell;
+use std::sync::Arc;
+
 use super::path::{self, Flavour, NormPath};
 
 /// The bounds and the refused characters of `ignore_paths` (DESIGN §3) are
@@ -72,12 +75,33 @@ pub enum MatchOutcome {
     OverBudget,
 }
 
-/// A compiled policy plus its per-call work meter.
+/// A compiled policy plus its per-call work meter. The compiled patterns
+/// are shared: compiling the same patterns again (the capture decision and
+/// then the output filter of one event) reuses them ([`Policy::compile`]).
 pub struct Policy {
-    patterns: Vec<Pattern>,
-    groups: Vec<Group>,
+    patterns: Arc<[Pattern]>,
+    groups: Arc<[Group]>,
     work: u64,
     budget: u64,
+}
+
+/// What a compile was asked for, to recognise the same request again.
+#[derive(PartialEq)]
+struct CompileKey {
+    patterns: Vec<String>,
+    marker_dir: NormPath,
+    home: Option<NormPath>,
+}
+
+type Compiled = (Arc<[Pattern]>, Arc<[Group]>);
+
+thread_local! {
+    /// The last successful compile of this thread. One process handles one
+    /// event, whose policy is compiled up to three times (capture decision,
+    /// output filter, the agent's words); rooting and indexing 16 patterns
+    /// costs about 97,000 instructions each time (docs/benchmarks.md,
+    /// "One policy, an arena, no libm, no clap for session start").
+    static LAST_COMPILE: RefCell<Option<(CompileKey, Compiled)>> = const { RefCell::new(None) };
 }
 
 fn has_wild(s: &str) -> bool {
@@ -92,6 +116,41 @@ impl Policy {
         marker_dir: &NormPath,
         home: Option<&NormPath>,
     ) -> Result<Policy, PolicyError> {
+        let same = |k: &CompileKey| {
+            k.patterns == patterns && k.marker_dir == *marker_dir && k.home.as_ref() == home
+        };
+        let reused = LAST_COMPILE.with(|last| {
+            last.borrow()
+                .as_ref()
+                .filter(|(k, _)| same(k))
+                .map(|(_, c)| c.clone())
+        });
+        let (patterns, groups) = match reused {
+            Some(c) => c,
+            None => {
+                let c = Self::root_and_index(patterns, marker_dir, home)?;
+                let key = CompileKey {
+                    patterns: patterns.to_vec(),
+                    marker_dir: marker_dir.clone(),
+                    home: home.cloned(),
+                };
+                LAST_COMPILE.with(|last| *last.borrow_mut() = Some((key, c.clone())));
+                c
+            }
+        };
+        Ok(Policy {
+            patterns,
+            groups,
+            work: 0,
+            budget: MAX_MATCH_WORK,
+        })
+    }
+
+    fn root_and_index(
+        patterns: &[String],
+        marker_dir: &NormPath,
+        home: Option<&NormPath>,
+    ) -> Result<Compiled, PolicyError> {
         if patterns.len() > MAX_PATTERNS {
             return Err(PolicyError::TooManyPatterns(patterns.len()));
         }
@@ -151,12 +210,7 @@ impl Policy {
                 base_rest,
             });
         }
-        Ok(Policy {
-            patterns: out,
-            groups,
-            work: 0,
-            budget: MAX_MATCH_WORK,
-        })
+        Ok((out.into(), groups.into()))
     }
 
     /// The literal directories the patterns start from (a pattern's path up
@@ -462,6 +516,38 @@ fn segment_glob(glob: &str, text: &str, win: bool) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_same_patterns_compile_once_and_a_change_compiles_again() {
+        let pats = vec!["secret/**".to_string(), "*.pem".to_string()];
+        let (a, b) = (
+            Policy::compile(&pats, &np("/repo"), None).unwrap(),
+            Policy::compile(&pats, &np("/repo"), None).unwrap(),
+        );
+        assert!(Arc::ptr_eq(&a.patterns, &b.patterns));
+        // Each compile has its own work meter.
+        let mut a = a;
+        a.matches(&np("/repo/secret/k"));
+        assert_eq!(b.work, 0);
+        for (p, dir, home) in [
+            (vec!["secret/**".to_string()], "/repo", None),
+            (pats.clone(), "/other", None),
+            (pats.clone(), "/repo", Some(np("/home/u"))),
+        ] {
+            let c = Policy::compile(&p, &np(dir), home.as_ref()).unwrap();
+            assert!(
+                !Arc::ptr_eq(&a.patterns, &c.patterns),
+                "{p:?} {dir} {home:?}"
+            );
+            let mut c = c;
+            assert_eq!(
+                c.matches(&np(&format!("{dir}/secret/k"))),
+                MatchOutcome::Match,
+                "{p:?} {dir}"
+            );
+        }
+    }
+
     use super::*;
     use crate::capture::path::{normalize, MAX_CANDIDATE_CHARS};
 

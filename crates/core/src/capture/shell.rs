@@ -54,10 +54,12 @@ pub struct Scan {
     pub too_deep: bool,
 }
 
-/// A shell tool's command: one string, or an argv array.
+/// A shell tool's command: one string, an argv array, or several whole
+/// command lines (Cline's `run_commands`).
 pub enum Command<'a> {
     Line(&'a str),
     Argv(Vec<&'a str>),
+    Lines(Vec<&'a str>),
 }
 
 /// Scan a whole command. An argv array is one simple command, and each of
@@ -67,6 +69,11 @@ pub fn scan(command: &Command) -> Scan {
     let mut s = Scan::default();
     match command {
         Command::Line(line) => s.command_string(line, 0),
+        Command::Lines(lines) => {
+            for line in lines {
+                s.command_string(line, 0);
+            }
+        }
         Command::Argv(argv) => {
             let owned: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
             s.simple_command(&owned, 0);
@@ -1323,6 +1330,19 @@ mod tests {
         ] {
             assert!(!scan_line(cmd).recursive, "{cmd}");
         }
+    }
+
+    /// Each of several command lines is scanned as a whole command (Cline's
+    /// `run_commands`), not as one argv.
+    #[test]
+    fn several_command_lines_are_each_scanned() {
+        let s = scan(&Command::Lines(vec![
+            "echo hi",
+            "cat secret/a.txt | wc",
+            "grep -r x .",
+        ]));
+        assert!(s.words.iter().any(|w| w == "secret/a.txt"), "{:?}", s.words);
+        assert!(s.recursive);
     }
 
     #[test]

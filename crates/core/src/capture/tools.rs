@@ -23,6 +23,15 @@ pub enum Extract {
     /// A patch whose `*** Add File:`-style headers name the paths (Codex
     /// `apply_patch`); the text is in one of these fields, or is the input.
     Patch { fields: &'static [&'static str] },
+    /// File paths in one field of each object of an array (Cline's
+    /// `read_files`: `{"files": [{"path": …, "start_line": …}, …]}`).
+    ObjectPaths {
+        array: &'static str,
+        field: &'static str,
+    },
+    /// Shell commands, each a whole command line, in an array (Cline's
+    /// `run_commands`: `{"commands": ["npm test", "git status"]}`).
+    ShellLines { commands: &'static [&'static str] },
     /// Nothing to extract (search/list tools are dropped unread; other
     /// tools are not path-attributable).
     Nothing,
@@ -331,6 +340,33 @@ const PI_TOOLS: &[ToolSpec] = &[
     t("ls", SearchList, N),
 ];
 
+/// Cline CLI 3.0: the tools its model requests offer (read_files,
+/// run_commands, editor, submit_and_exit) and the other tools of its
+/// default set, which its one-shot runs did not offer.
+const CLINE_TOOLS: &[ToolSpec] = &[
+    t(
+        "read_files",
+        File,
+        Extract::ObjectPaths {
+            array: "files",
+            field: "path",
+        },
+    ),
+    t("editor", File, paths(&["path"])),
+    t(
+        "run_commands",
+        Shell,
+        Extract::ShellLines {
+            commands: &["commands"],
+        },
+    ),
+    t("search_codebase", SearchList, N),
+    t("fetch_web_content", Unknown, N),
+    t("submit_and_exit", Unknown, N),
+    t("ask_question", Unknown, N),
+    t("skills", Unknown, N),
+];
+
 const AGENT_TABLES: &[&[ToolSpec]] = &[
     CLAUDE_TOOLS,
     CODEX_TOOLS,
@@ -342,6 +378,7 @@ const AGENT_TABLES: &[&[ToolSpec]] = &[
     DROID_TOOLS,
     OPENHANDS_TOOLS,
     PI_TOOLS,
+    CLINE_TOOLS,
 ];
 
 fn table(agent: &Agent) -> &'static [&'static [ToolSpec]] {
@@ -356,6 +393,7 @@ fn table(agent: &Agent) -> &'static [&'static [ToolSpec]] {
         Agent::Droid => &AGENT_TABLES[7..8],
         Agent::OpenHands => &AGENT_TABLES[8..9],
         Agent::Pi => &AGENT_TABLES[9..10],
+        Agent::Cline => &AGENT_TABLES[10..11],
         Agent::Other(_) => AGENT_TABLES,
     }
 }
@@ -412,7 +450,19 @@ pub fn file_paths(extract: &Extract, input: Option<&Value>) -> Result<Vec<String
             .ok_or(ExtractError::Malformed)?;
             out = patch_paths(text);
         }
-        Extract::Shell { .. } | Extract::Nothing => return Err(ExtractError::Malformed),
+        Extract::ObjectPaths { array, field } => {
+            let items = input
+                .get(*array)
+                .and_then(Value::as_array)
+                .ok_or(ExtractError::Malformed)?;
+            for it in items {
+                let p = it.get(*field).and_then(Value::as_str);
+                out.push(p.ok_or(ExtractError::Malformed)?.to_string());
+            }
+        }
+        Extract::Shell { .. } | Extract::ShellLines { .. } | Extract::Nothing => {
+            return Err(ExtractError::Malformed)
+        }
     }
     if out.is_empty() {
         return Err(ExtractError::Malformed);
@@ -451,6 +501,20 @@ pub struct ShellCall<'a> {
 /// `None` when there is no readable command.
 pub fn shell_call<'a>(extract: &Extract, input: Option<&'a Value>) -> Option<ShellCall<'a>> {
     use super::shell::Command;
+    if let Extract::ShellLines { commands } = extract {
+        let obj = input?.as_object()?;
+        let lines = commands
+            .iter()
+            .find_map(|k| obj.get(*k))?
+            .as_array()?
+            .iter()
+            .map(Value::as_str)
+            .collect::<Option<Vec<&str>>>()?;
+        return Some(ShellCall {
+            command: Command::Lines(lines),
+            base: None,
+        });
+    }
     let Extract::Shell { command, base } = extract else {
         return None;
     };
@@ -490,6 +554,44 @@ mod tests {
         let other = Agent::Other("x".into());
         assert_eq!(lookup(&other, "run_shell_command").unwrap().family, Shell);
         assert!(lookup(&other, "mcp__github__get_file").is_none());
+    }
+
+    /// Cline's tools: `read_files` names its paths in an array of objects,
+    /// `run_commands` holds whole command lines (each scanned as one).
+    #[test]
+    fn cline_tools_read_their_array_fields() {
+        let c = Agent::Cline;
+        let read = lookup(&c, "read_files").unwrap();
+        assert_eq!(read.family, File);
+        let input = json!({"files": [{"path": "/p/a", "start_line": 2}, {"path": "/p/b"}]});
+        assert_eq!(
+            file_paths(&read.extract, Some(&input)).unwrap(),
+            ["/p/a", "/p/b"]
+        );
+        for bad in [
+            json!({"files": [{"path": 3}]}),
+            json!({"files": "/p/a"}),
+            json!({"files": []}),
+            json!({}),
+        ] {
+            assert_eq!(
+                file_paths(&read.extract, Some(&bad)),
+                Err(ExtractError::Malformed),
+                "{bad}"
+            );
+        }
+        assert_eq!(lookup(&c, "editor").unwrap().family, File);
+        let run = lookup(&c, "run_commands").unwrap();
+        assert_eq!(run.family, Shell);
+        let input = json!({"commands": ["echo a b", "cat 'x y'"]});
+        let call = shell_call(&run.extract, Some(&input)).unwrap();
+        let super::super::shell::Command::Lines(lines) = call.command else {
+            panic!("not lines");
+        };
+        assert_eq!(lines, ["echo a b", "cat 'x y'"]);
+        assert!(shell_call(&run.extract, Some(&json!({"commands": [1]}))).is_none());
+        assert!(shell_call(&run.extract, Some(&json!({"commands": "ls"}))).is_none());
+        assert!(lookup(&c, "Read").is_none());
     }
 
     /// Qwen Code's own names (its real payloads), paths from their

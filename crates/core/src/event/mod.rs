@@ -25,6 +25,9 @@ pub enum Agent {
     OpenHands,
     /// pi coding agent (`pi`), through memhook's generated extension.
     Pi,
+    /// Cline CLI (`cline`): one executable per event in `~/.cline/hooks/`,
+    /// its own payload (`taskId`, `tool_call`, `tool_result`, …).
+    Cline,
     /// Anything else, sanitised to `[a-z0-9._-]`, at most 64 chars (`generic` when empty).
     Other(String),
 }
@@ -82,7 +85,9 @@ pub struct Event {
     pub final_message: Option<String>,
     /// `source` / `trigger` / `reason` of lifecycle events (startup, resume, compact, …).
     pub detail: Option<String>,
-    /// The payload carries `agent_id` / `agent_type` / `subagentType`.
+    /// The payload marks a subagent's event: `agent_id` / `agent_type` /
+    /// `subagentType`, or the agent's own marker (the schema table's
+    /// `subagent` row; Cline: a non-null `parent_agent_id`).
     pub subagent: bool,
 }
 
@@ -161,6 +166,18 @@ const EVENT_NAMES: &[(&str, EventKind)] = &[
     ("agentend", EventKind::Stop),
     ("sessionbeforecompact", EventKind::PreCompact),
     ("sessionshutdown", EventKind::SessionEnd),
+    // Cline's hook files (TaskStart, TaskResume, TaskComplete, TaskCancel,
+    // TaskError; PreToolUse, PostToolUse, UserPromptSubmit, PreCompact and
+    // SessionShutdown are spelled above) and its payloads' `hookName`
+    // (`agent_start`, `prompt_submit`, `tool_call`, `tool_result`,
+    // `agent_end`).
+    ("taskstart", EventKind::SessionStart),
+    ("taskresume", EventKind::SessionStart),
+    ("agentstart", EventKind::SessionStart),
+    ("promptsubmit", EventKind::UserPrompt),
+    ("taskcomplete", EventKind::Stop),
+    ("taskcancel", EventKind::Stop),
+    ("taskerror", EventKind::Stop),
 ];
 
 /// Lowercase `name` and drop `-`, `_`, `.` (and anything else that is not
@@ -244,6 +261,8 @@ const AGENT_NAMES: &[(&str, Agent)] = &[
     ("openhandscli", Agent::OpenHands),
     ("pi", Agent::Pi),
     ("picodingagent", Agent::Pi),
+    ("cline", Agent::Cline),
+    ("clinecli", Agent::Cline),
 ];
 
 impl Agent {
@@ -285,6 +304,7 @@ impl Agent {
             Agent::Droid => "droid",
             Agent::OpenHands => "openhands",
             Agent::Pi => "pi",
+            Agent::Cline => "cline",
             Agent::Other(s) => s,
         }
     }

@@ -308,18 +308,62 @@ const PI: Schema = Schema {
     implied_tools: &[],
 };
 
+/// Cline CLI 3.0 (fixtures/agents/cline/): every event carries `taskId`,
+/// `sessionContext.rootSessionId` (the session a subagent's task belongs
+/// to), `workspaceRoots` and an `agent_id` — so the common subagent marker
+/// is not read: a subagent is a non-null `parent_agent_id`. Tool events
+/// carry the real input object in `tool_call` / `tool_result` (besides
+/// `preToolUse.parameters`, whose values are JSON-stringified: never read);
+/// TaskComplete's `turn.outputText` is the final text. No transcript, no
+/// model.
+const CLINE: Schema = Schema {
+    event_name: &["/hookName"],
+    nested_event: None,
+    session_id: &["/sessionContext/rootSessionId", "/taskId"],
+    cwd: &["/workspaceRoots/0", "/workspaceInfo/rootPath"],
+    tool_name: &["/tool_call/name", "/tool_result/name"],
+    tool_input: &["/tool_call/input", "/tool_result/input"],
+    call_id: &["/tool_call/id", "/tool_result/id"],
+    response: &["/tool_result/output", "/postToolUse/result"],
+    error: &["/tool_result/error", "/postToolUse/error"],
+    exit_status: &[],
+    transcript_exit: None,
+    prompt: &["/userPromptSubmit/prompt"],
+    message: &["/message"],
+    summary: &["/preCompact/summary", "/summary"],
+    final_message: &["/turn/outputText"],
+    detail: &["/turn/status", "/taskCancel/reason", "/reason"],
+    subagent: &["/parent_agent_id"],
+    implied_tools: &[],
+};
+
 /// Agents that fire their prompt event again, with a blank prompt, when no
 /// user typed anything: Qwen Code sends `UserPromptSubmit` with
 /// `"prompt": ""` after every tool batch. Such an event is not a prompt and
 /// is not recorded ([`is_repeat`]).
 const BLANK_PROMPT_REPEATS: &[Agent] = &[Agent::QwenCode];
 
-/// Whether `ev` is an agent repeating its prompt event without a prompt
-/// (see [`BLANK_PROMPT_REPEATS`]): the hook records nothing for it.
+/// Prompt events an agent fires with its own words instead of the user's:
+/// (agent, how the text starts). Cline's one-shot mode sends
+/// UserPromptSubmit with `[SYSTEM] This run is not complete until you call
+/// one of these terminal completion tools: …` nudges and never with the
+/// user's prompt. Such an event is not a prompt and is not recorded
+/// ([`is_repeat`]).
+const SYNTHETIC_PROMPTS: &[(Agent, &str)] = &[(Agent::Cline, "[SYSTEM] This run is not complete")];
+
+/// Whether `ev` is an agent repeating its prompt event without a user's
+/// prompt (see [`BLANK_PROMPT_REPEATS`] and [`SYNTHETIC_PROMPTS`]): the
+/// hook records nothing for it.
 pub fn is_repeat(ev: &Event) -> bool {
-    ev.kind == EventKind::UserPrompt
-        && ev.prompt.is_none()
-        && BLANK_PROMPT_REPEATS.contains(&ev.agent)
+    if ev.kind != EventKind::UserPrompt {
+        return false;
+    }
+    match ev.prompt.as_deref() {
+        None => BLANK_PROMPT_REPEATS.contains(&ev.agent),
+        Some(p) => SYNTHETIC_PROMPTS
+            .iter()
+            .any(|(a, start)| *a == ev.agent && p.trim_start().starts_with(start)),
+    }
 }
 
 /// Any other agent: the union of the common spellings.
@@ -377,6 +421,7 @@ fn schema(agent: &Agent) -> &'static Schema {
         Agent::Droid => &DROID,
         Agent::OpenHands => &OPENHANDS,
         Agent::Pi => &PI,
+        Agent::Cline => &CLINE,
         Agent::Other(_) => &GENERIC,
     }
 }

@@ -792,3 +792,83 @@ fn pi_events_from_memhooks_extension() {
         EventKind::SessionEnd
     );
 }
+
+#[test]
+fn cline_events_from_the_real_payloads() {
+    let run = captured_run("cline", "cline/3.0.65");
+    // The real input object, never preToolUse.parameters (JSON-stringified).
+    let cmd = captured(&run, "pre-tool-use-run_commands.json");
+    assert_eq!(
+        cmd.tool_input.as_ref().unwrap()["commands"],
+        json!(["echo E2E-CLINE-OUT"])
+    );
+    assert_eq!(cmd.tool_call_id.as_deref(), Some("call_mock0"));
+    assert_eq!(
+        crate::capture::shell_command_line(cmd).as_deref(),
+        Some("echo E2E-CLINE-OUT")
+    );
+    let out = captured(&run, "post-tool-use-run_commands.json");
+    assert!(out.tool_response.as_ref().unwrap()[0]["result"]
+        .as_str()
+        .unwrap()
+        .contains("E2E-CLINE-OUT"));
+    let edit = captured(&run, "post-tool-use-editor.json");
+    assert_eq!(
+        crate::capture::kept_file_paths(edit),
+        ["/home/dev/proj/notes.md"]
+    );
+    let read = captured(&run, "pre-tool-use-read_files.json");
+    assert_eq!(
+        read.tool_input.as_ref().unwrap()["files"][0]["path"],
+        "/home/dev/proj/secret/key.txt"
+    );
+    // Every payload carries `agent_id`: not a subagent (parent_agent_id null).
+    assert!(run.iter().all(|(_, e)| !e.subagent));
+    // The session is the root session, the same for every event of a run.
+    let start = captured(&run, "session-start.json");
+    assert!(run[..9]
+        .iter()
+        .all(|(_, e)| e.session_id == start.session_id));
+    // One-shot mode: UserPromptSubmit carries Cline's nudge, not a prompt.
+    let nudge = captured(&run, "user-prompt-submit.json");
+    assert!(nudge.prompt.as_deref().unwrap().starts_with("[SYSTEM] "));
+    assert!(is_repeat(nudge));
+    let stop = captured(&run, "stop.json");
+    assert_eq!(
+        stop.final_message.as_deref(),
+        Some("Submission recorded (verified): All done, the notes are written.")
+    );
+    assert_eq!(stop.detail.as_deref(), Some("completed"));
+}
+
+#[test]
+fn cline_marks_a_subagent_by_its_parent_only() {
+    let p = json!({"taskId": "t", "agent_id": "agent_1", "parent_agent_id": null,
+                   "sessionContext": {"rootSessionId": "root"}});
+    let ev = normalize("cline", Some("stop"), &p);
+    assert!(!ev.subagent);
+    assert_eq!(ev.session_id.as_deref(), Some("root"));
+    let mut sub = p.clone();
+    sub["parent_agent_id"] = json!("agent_0");
+    let ev = normalize("cline", Some("stop"), &sub);
+    assert!(ev.subagent);
+    // Elsewhere `agent_id` still marks a subagent.
+    assert!(normalize("claude-code", Some("stop"), &p).subagent);
+    // A user's own prompt is one; another agent's "[SYSTEM]" text too.
+    let prompt = |agent: &str, text: &str| {
+        normalize(
+            agent,
+            Some("user-prompt-submit"),
+            &json!({"userPromptSubmit": {"prompt": text}, "prompt": text}),
+        )
+    };
+    assert!(!is_repeat(&prompt("cline", "fix the tests")));
+    assert!(is_repeat(&prompt(
+        "cline",
+        "[SYSTEM] This run is not complete until you call submit_and_exit."
+    )));
+    assert!(!is_repeat(&prompt(
+        "claude-code",
+        "[SYSTEM] This run is not complete until you call submit_and_exit."
+    )));
+}

@@ -101,7 +101,7 @@ fn plan_sources(agent: &Agent) -> &'static [&'static [PlanSource]] {
         // No plan tool seen in their payloads (docs/record.md).
         Agent::Copilot | Agent::Cursor => &[],
         // Not verified from its payloads yet: no plan rows.
-        Agent::Droid | Agent::OpenHands | Agent::Pi => &[],
+        Agent::Droid | Agent::OpenHands | Agent::Pi | Agent::Cline => &[],
         Agent::Other(_) => ALL,
     }
 }

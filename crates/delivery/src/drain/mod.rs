@@ -93,6 +93,17 @@ pub const MAX_BATCH: usize = 256;
 /// A drainer killed mid-batch delivers the batch again (idempotently).
 pub const MAX_STORE_BATCH: usize = 1024;
 
+/// Fold every sink's settled `enqueued` slots into its base, so the
+/// ledgers stay bounded (`spool/fold.rs`); the caller holds the drain lock
+/// and has swept `tmp/`. A fold that fails is logged and changes nothing.
+fn fold_ledgers(spool: &Spool) {
+    for sink in spool.ledger_sinks() {
+        if let Err(e) = spool.fold(&sink, now_ms()) {
+            log!("memhook: drain: cannot fold the enqueued ledger of {sink}: {e}");
+        }
+    }
+}
+
 /// Most entries handed to `target` at once.
 pub fn batch_limit(target: &SinkTarget) -> usize {
     match target {
@@ -289,6 +300,7 @@ where
     d.recover_inflight();
     spool.sweep_tmp(TMP_MAX_AGE_MS);
     sweep_counter_tmp(spool.data_dir(), TMP_MAX_AGE_MS);
+    fold_ledgers(spool);
     let mut first = true;
     loop {
         let progressed = d.pass(first)?;

@@ -657,3 +657,41 @@ fn the_next_drain_flushes_only_what_arrived_since_the_last() {
     assert_eq!(syncs(&new), 1, "{ev:#?}");
     assert!(first(&ev, "sync", &new) < first(&ev, "deliver", &new));
 }
+
+/// A drain folds each ledger's settled slots (`spool/fold.rs`) and the
+/// books still balance: here a ledger of `FOLD_MIN_BYTES` delivered
+/// records whose candidate was noted past the settle time.
+#[test]
+fn a_drain_folds_settled_ledgers_and_the_books_balance() {
+    use crate::spool::{Base, FOLD_MIN_BYTES, FOLD_SETTLE_MS};
+    use std::io::Write;
+    let t = tempfile::tempdir().unwrap();
+    let spool = Spool::open(t.path()).unwrap();
+    let now = now_ms();
+    spool
+        .enqueue(&entry(&"a".repeat(32), SinkTarget::Store, now))
+        .unwrap();
+    let (r, _) = run_with(&spool, |_| ItemOutcome::Delivered, false, opts());
+    assert_eq!(r.delivered, 1);
+    // As if FOLD_MIN_BYTES more records had been delivered long ago.
+    let ledger = spool.counters_dir().join("store.enqueued");
+    let mut f = fs::OpenOptions::new().append(true).open(&ledger).unwrap();
+    f.write_all(&vec![b'.'; FOLD_MIN_BYTES as usize]).unwrap();
+    let mut c = load_counters(t.path(), "store");
+    c.delivered += FOLD_MIN_BYTES;
+    counters::save_counters(t.path(), "store", &c).unwrap();
+    let len = FOLD_MIN_BYTES + 1;
+    let base = Base {
+        v: 1,
+        candidate: Some(crate::spool::Candidate {
+            offset: len,
+            at_ms: now - FOLD_SETTLE_MS,
+        }),
+        ..Base::default()
+    };
+    fs::write(spool.base_path("store"), serde_json::to_vec(&base).unwrap()).unwrap();
+    let before = identity_holds(&spool, "store");
+    run_with(&spool, |_| ItemOutcome::Delivered, false, opts());
+    assert_eq!(spool.read_base("store").unwrap().offset, len);
+    assert_eq!(identity_holds(&spool, "store"), before);
+}

@@ -32,9 +32,11 @@ use memhook_core::record::check::Origin;
 use memhook_core::record::Record;
 
 mod commit;
+mod fold;
 mod pending;
 mod target;
 pub use commit::COMMIT_SLACK_MS;
+pub use fold::{Base, Candidate, FoldError, Folded, BASE_SUFFIX, FOLD_MIN_BYTES, FOLD_SETTLE_MS};
 pub use pending::{Mark, MARK_FILE};
 pub use target::{check_base_url, redact_url, SinkTarget, UrlError, HOOK_URL_ENV};
 
@@ -362,31 +364,19 @@ impl Spool {
     /// What the `enqueued` ledger of `sink_id` holds: attempts, and drops
     /// by fate. A symlink or anything but a regular file holds nothing.
     fn tally(&self, sink_id: &str) -> Tally {
-        use std::io::Read;
-        let mut t = Tally::default();
+        // A base that cannot be read counts nothing: `status` shows the
+        // books unbalanced, and the drainer's log names the file.
+        let base = self.read_base(sink_id).unwrap_or_default();
+        let mut t = base.tally();
         let Ok(f) = data_dir::open_nofollow(&self.ledger_path(sink_id, LEDGER_ENQUEUED)) else {
             return t;
         };
         if !f.metadata().is_ok_and(|m| m.is_file()) {
             return t;
         }
-        let mut f = io::BufReader::with_capacity(64 * 1024, f);
-        let mut buf = [0u8; 64 * 1024];
-        loop {
-            let n = match f.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            for &b in &buf[..n] {
-                match b {
-                    SLOT_COUNTED => t.counted += 1,
-                    SLOT_INTERRUPTED => t.dropped[0] += 1,
-                    SLOT_FULL => t.dropped[1] += 1,
-                    SLOT_WRITE_FAILED => t.dropped[2] += 1,
-                    // A hole left by a lost reservation: no attempt.
-                    _ => {}
-                }
-            }
+        // Slots before the base's offset are counted in it (fold.rs).
+        if let Ok(live) = fold::tally_range(&f, base.offset, u64::MAX) {
+            t.add(&live);
         }
         t
     }
@@ -656,6 +646,27 @@ impl Tally {
     fn attempts(&self) -> u64 {
         self.counted + self.dropped.iter().sum::<u64>()
     }
+
+    /// Count the slots `bytes`.
+    fn count(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            match b {
+                SLOT_COUNTED => self.counted += 1,
+                SLOT_INTERRUPTED => self.dropped[0] += 1,
+                SLOT_FULL => self.dropped[1] += 1,
+                SLOT_WRITE_FAILED => self.dropped[2] += 1,
+                // A hole (a lost reservation, or a folded slot): no attempt.
+                _ => {}
+            }
+        }
+    }
+
+    fn add(&mut self, other: &Tally) {
+        self.counted += other.counted;
+        for (a, b) in self.dropped.iter_mut().zip(other.dropped) {
+            *a += b;
+        }
+    }
 }
 
 /// One attempt's byte in an `enqueued` ledger (a descriptor without
@@ -774,6 +785,22 @@ fn parse_tmp_name(name: &str) -> Option<(&str, &str, u64)> {
 pub const LEDGER_RESERVE: u64 = 64 * 1024;
 /// The reserve is topped up when less than this is left.
 pub const LEDGER_LOW: u64 = 16 * 1024;
+/// A hook tops the reserve up only while the ledger's length is in the
+/// first [`LEDGER_TOPUP_WINDOW`] bytes of a stride of this many: at most
+/// this many appends after the reserve runs low (less than
+/// [`LEDGER_LOW`], so the reserve never runs out first). A folded ledger
+/// (`fold.rs`) has freed blocks, so it always looks low: the stride keeps
+/// its `fallocate` to one append in 64 instead of every one.
+pub const LEDGER_TOPUP_STRIDE: u64 = 4 * 1024;
+/// See [`LEDGER_TOPUP_STRIDE`]: wide enough that hooks appending at once
+/// do not all miss it.
+pub const LEDGER_TOPUP_WINDOW: u64 = 64;
+
+/// Whether a ledger of length `len` with `allocated` bytes of blocks is
+/// topped up now (see [`LEDGER_TOPUP_STRIDE`]).
+fn needs_top_up(allocated: u64, len: u64) -> bool {
+    allocated < len + LEDGER_LOW && len % LEDGER_TOPUP_STRIDE < LEDGER_TOPUP_WINDOW
+}
 
 /// Keep [`LEDGER_RESERVE`] bytes allocated past the end of `f` (Linux
 /// `fallocate` with `FALLOC_FL_KEEP_SIZE`: the length, which is the count,
@@ -785,17 +812,25 @@ fn reserve_ahead(f: &fs::File) -> bool {
         use std::os::unix::fs::MetadataExt;
         use std::os::unix::io::AsRawFd;
         let Ok(m) = f.metadata() else { return false };
-        if m.blocks() * 512 >= m.len() + LEDGER_LOW {
+        if !needs_top_up(m.blocks() * 512, m.len()) {
             return false;
         }
-        let want = (m.len() + LEDGER_RESERVE) as libc::off_t;
+        // From the end only: the blocks the drainer freed before it
+        // (fold.rs) stay free; on an allocated range it allocates nothing.
         // SAFETY: a valid open descriptor; KEEP_SIZE only allocates blocks.
-        unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, want) };
+        unsafe {
+            libc::fallocate(
+                f.as_raw_fd(),
+                libc::FALLOC_FL_KEEP_SIZE,
+                m.len() as libc::off_t,
+                LEDGER_RESERVE as libc::off_t,
+            )
+        };
         true
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = f;
+        let _ = (f, needs_top_up as fn(u64, u64) -> bool);
         false
     }
 }
@@ -1079,6 +1114,67 @@ pub mod tests {
             return;
         }
         assert!(m.blocks() * 512 >= LEDGER_RESERVE, "{}", m.blocks());
+    }
+
+    /// The top-up's edges: low and in the window; not low, or low outside
+    /// it; and the window comes before the reserve runs out.
+    #[test]
+    fn the_reserve_is_topped_up_in_its_window_when_low() {
+        let len = 10 * LEDGER_TOPUP_STRIDE;
+        let low = len + LEDGER_LOW - 1;
+        assert!(needs_top_up(low, len));
+        assert!(needs_top_up(
+            low + LEDGER_TOPUP_WINDOW - 1,
+            len + LEDGER_TOPUP_WINDOW - 1
+        ));
+        assert!(!needs_top_up(
+            low + LEDGER_TOPUP_WINDOW,
+            len + LEDGER_TOPUP_WINDOW
+        ));
+        assert!(!needs_top_up(len + LEDGER_LOW, len), "not low");
+        // A folded ledger (few blocks) only in the window.
+        assert!(needs_top_up(0, len));
+        assert!(!needs_top_up(0, len + LEDGER_TOPUP_WINDOW));
+        // Low from just past a window, it is topped up at the next one,
+        // with part of the reserve still left.
+        const { assert!(LEDGER_TOPUP_STRIDE < LEDGER_LOW) };
+        let first = (len + LEDGER_TOPUP_WINDOW..)
+            .find(|l| needs_top_up(len + LEDGER_LOW - 1, *l))
+            .unwrap();
+        assert_eq!(first, len + LEDGER_TOPUP_STRIDE);
+        // A new ledger gets its reserve with its first slot.
+        assert!(needs_top_up(0, 0));
+    }
+
+    /// A folded ledger's freed blocks stay free while hooks append.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn appends_to_a_folded_ledger_keep_its_freed_blocks_free() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tempfile::tempdir().unwrap();
+        let s = Spool::open(t.path()).unwrap();
+        let path = s.ledger_path("store", LEDGER_ENQUEUED);
+        fs::write(&path, vec![b'.'; 1 << 20]).unwrap();
+        let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: a valid descriptor; the punch as fold.rs does it.
+        let punched = unsafe {
+            libc::fallocate(
+                f.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                0,
+                1 << 20,
+            )
+        };
+        if punched != 0 {
+            eprintln!("no hole punching here");
+            return;
+        }
+        for _ in 0..LEDGER_TOPUP_STRIDE {
+            s.append_fate("store", SLOT_COUNTED).unwrap();
+        }
+        let m = fs::metadata(&path).unwrap();
+        assert!(m.blocks() * 512 <= 2 * LEDGER_RESERVE, "{}", m.blocks());
     }
 
     /// DESIGN §5: the hook does not flush (the drainer group-commits,

@@ -1,190 +1,37 @@
-//! Retention (docs/retention.md): records past their age are removed from
-//! the store in bounded slices by the drainer when it is idle, never by
-//! the hook.
+//! Retention (docs/retention.md) on the SQLite store: records past their
+//! age are removed in bounded slices by the drainer when it is idle, never
+//! by the hook. The policy (classes, ages, per data dir and per project)
+//! is [`crate::retention`]'s.
 //!
-//! Three classes, each with its own age ([`Retention`], from the data dir's
-//! [`RETENTION_FILE`], else the defaults): tool calls (`pre-tool-use`: the
-//! result says what the call did and more), successful tool results (raw
-//! tool output, most of the bytes), and everything else (prompts, the
-//! agent's conclusions, failures, compaction summaries, session starts and
-//! ends). A slice looks at most [`RETENTION_SCAN`] records of a class,
-//! oldest first from where the last slice of that class stopped (its
-//! cursor, kept in the `retention` table with what it removed), and
-//! removes at most [`RETENTION_SLICE`] in one transaction, exactly as
-//! forget removes them (full-text entries, rows, roll-ups; `secure_delete`
-//! zeroes what they held). A record stored later with an older time than a
-//! class's cursor is not looked at again by that class.
+//! A slice walks each *scope* — the data dir's policy over every project
+//! without one of its own, and each project with its own policy — class by
+//! class: it looks at most [`RETENTION_SCAN`] records of a class, oldest
+//! first from where the last slice of that class and scope stopped (its
+//! cursor, kept in the `retention` table with what it removed; the key is
+//! [`Class::cursor_key`]), and removes at most [`RETENTION_SLICE`] records
+//! in all, in one transaction, exactly as forget removes them (full-text
+//! entries, rows, roll-ups; `secure_delete` zeroes what they held). A
+//! record stored later with an older time than a cursor is not looked at
+//! again by it; nor is a record a scope passed over (a project's records,
+//! while it had a policy of its own, by the data dir's cursor).
 
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::collections::HashSet;
 
 use rusqlite::params;
 
 use super::{Store, StoreError};
-
-/// The retention settings file in the data dir (`key = days` lines).
-pub const RETENTION_FILE: &str = "retention.conf";
-/// Milliseconds in a day.
-pub const DAY_MS: i64 = 86_400_000;
-/// Longest age a setting may give, in days (100 years); 0 keeps forever.
-pub const MAX_RETENTION_DAYS: u32 = 36_500;
-/// Records of one class one slice looks at, at most.
-pub const RETENTION_SCAN: usize = 2_000;
-/// Records one slice removes, at most (all classes together).
-pub const RETENTION_SLICE: usize = 500;
-
-/// What a record is, for retention.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
-    /// `pre-tool-use`.
-    ToolCalls,
-    /// `post-tool-use` (a failed call is `post-tool-use-failure`: other).
-    ToolResults,
-    /// Every other event.
-    Other,
-}
-
-impl Class {
-    pub const ALL: [Class; 3] = [Class::ToolCalls, Class::ToolResults, Class::Other];
-
-    /// Its key in [`RETENTION_FILE`] and the `retention` table.
-    pub fn key(self) -> &'static str {
-        match self {
-            Class::ToolCalls => "tool-calls",
-            Class::ToolResults => "tool-results",
-            Class::Other => "everything-else",
-        }
-    }
-
-    /// The class of a record of `event`.
-    pub fn of(event: &str) -> Class {
-        match event {
-            "pre-tool-use" => Class::ToolCalls,
-            "post-tool-use" => Class::ToolResults,
-            _ => Class::Other,
-        }
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// How many days each class is kept (0: forever).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retention {
-    pub days: [u32; 3],
-}
-
-/// Default days for tool calls.
-pub const DEFAULT_TOOL_CALLS_DAYS: u32 = 30;
-/// Default days for successful tool results.
-pub const DEFAULT_TOOL_RESULTS_DAYS: u32 = 180;
-/// Default days for everything else.
-pub const DEFAULT_OTHER_DAYS: u32 = 730;
-
-impl Default for Retention {
-    fn default() -> Self {
-        Retention {
-            days: [
-                DEFAULT_TOOL_CALLS_DAYS,
-                DEFAULT_TOOL_RESULTS_DAYS,
-                DEFAULT_OTHER_DAYS,
-            ],
-        }
-    }
-}
-
-/// A [`RETENTION_FILE`] that cannot be read or understood: the file, the
-/// line (0: the whole file) and what to write instead.
-#[derive(Debug)]
-pub struct RetentionError {
-    pub file: PathBuf,
-    pub line: usize,
-    pub problem: String,
-}
-
-impl fmt::Display for RetentionError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            write!(f, "{}: {}", self.file.display(), self.problem)
-        } else {
-            write!(f, "{}:{}: {}", self.file.display(), self.line, self.problem)
-        }
-    }
-}
-
-impl std::error::Error for RetentionError {}
-
-impl Retention {
-    /// The settings of `data_dir`: its [`RETENTION_FILE`], or the defaults
-    /// when there is none.
-    pub fn load(data_dir: &Path) -> Result<Retention, RetentionError> {
-        let file = data_dir.join(RETENTION_FILE);
-        match std::fs::read_to_string(&file) {
-            Ok(text) => Retention::parse(&text, &file),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Retention::default()),
-            Err(e) => Err(RetentionError {
-                file,
-                line: 0,
-                problem: format!("cannot read: {e} (fix its permissions or remove it)"),
-            }),
-        }
-    }
-
-    /// `key = days` lines (`#` starts a comment); a key not given keeps
-    /// its default.
-    pub fn parse(text: &str, file: &Path) -> Result<Retention, RetentionError> {
-        let mut out = Retention::default();
-        for (i, line) in text.lines().enumerate() {
-            let line = line.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
-            let bad = |problem: String| RetentionError {
-                file: file.to_path_buf(),
-                line: i + 1,
-                problem,
-            };
-            let keys = Class::ALL.map(Class::key).join(", ");
-            let (key, value) = line
-                .split_once('=')
-                .ok_or_else(|| bad(format!("write `key = days` (keys: {keys})")))?;
-            let (key, value) = (key.trim(), value.trim());
-            let class = Class::ALL
-                .into_iter()
-                .find(|c| c.key() == key)
-                .ok_or_else(|| bad(format!("unknown key `{key}` (keys: {keys})")))?;
-            let days = value
-                .parse::<u32>()
-                .ok()
-                .filter(|d| *d <= MAX_RETENTION_DAYS)
-                .ok_or_else(|| {
-                    bad(format!(
-                        "`{key} = {value}`: write a number of days from 1 to \
-                         {MAX_RETENTION_DAYS}, or 0 to keep forever"
-                    ))
-                })?;
-            out.days[class.index()] = days;
-        }
-        Ok(out)
-    }
-}
-
-/// What retention removed: records per class, in [`Class::ALL`] order.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Removed {
-    pub records: [u64; 3],
-    /// When it last removed something (Unix ms), if ever.
-    pub last_ms: Option<u64>,
-}
+pub use crate::retention::{
+    Class, ProjectRetention, Removed, Retention, RetentionError, DAY_MS, DEFAULT_OTHER_DAYS,
+    DEFAULT_TOOL_CALLS_DAYS, DEFAULT_TOOL_RESULTS_DAYS, MAX_PROJECT_POLICIES, MAX_RETENTION_DAYS,
+    RETENTION_FILE, RETENTION_SCAN, RETENTION_SLICE,
+};
 
 impl Store {
-    /// One slice of retention under `policy` at `now_ms`: for each class
-    /// kept for a limited time, look at up to [`RETENTION_SCAN`] records
-    /// past its cursor and older than its age, and remove those of the
-    /// class (at most [`RETENTION_SLICE`] in all, one transaction). Returns
-    /// how many records it removed per class.
+    /// One slice of retention under `policy` at `now_ms`: for each scope
+    /// and class kept for a limited time, look at up to
+    /// [`RETENTION_SCAN`] records past its cursor and older than its age,
+    /// and remove those of the class (at most [`RETENTION_SLICE`] in all,
+    /// one transaction). Returns how many records it removed per class.
     pub fn retention_slice(
         &mut self,
         policy: &Retention,
@@ -204,64 +51,109 @@ impl Store {
              DELETE FROM forget_ids;",
         )
         .map_err(e)?;
-        let mut removed = [0u64; 3];
-        let mut budget = RETENTION_SLICE;
-        for class in Class::ALL {
-            let days = policy.days[class.index()];
-            if days == 0 || budget == 0 {
-                continue;
-            }
-            let cutoff = now_ms as i64 - i64::from(days) * DAY_MS;
-            let (cursor_ms, cursor_id): (i64, i64) = tx
+        // The projects with a policy of their own that hold records.
+        let mut own: Vec<(i64, &ProjectRetention)> = Vec::new();
+        for p in &policy.projects {
+            let id: Option<i64> = tx
                 .query_row(
-                    "SELECT cursor_ms, cursor_id FROM retention WHERE class = ?1",
-                    [class.key()],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
+                    "SELECT id FROM projects WHERE workspace = ?1 AND project = ?2",
+                    params![p.workspace, p.project],
+                    |r| r.get(0),
                 )
+                .map(Some)
                 .or_else(|x| match x {
-                    rusqlite::Error::QueryReturnedNoRows => Ok((i64::MIN, 0)),
+                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
                     x => Err(x),
                 })
                 .map_err(e)?;
-            let scanned: Vec<(i64, i64, String)> = {
-                let mut st = tx
-                    .prepare_cached(&format!(
-                        "SELECT id, occurred_ms, event FROM records INDEXED BY records_time
-                         WHERE (occurred_ms, id) > (?1, ?2) AND occurred_ms < ?3
-                         ORDER BY occurred_ms, id LIMIT {RETENTION_SCAN}"
-                    ))
-                    .map_err(e)?;
-                let rows = st
-                    .query_map(params![cursor_ms, cursor_id, cutoff], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            if let Some(id) = id {
+                own.push((id, p));
+            }
+        }
+        let own_ids: HashSet<i64> = own.iter().map(|(id, _)| *id).collect();
+        let scopes = std::iter::once((None, policy.days))
+            .chain(own.iter().map(|(id, p)| (Some((*id, *p)), p.days)));
+        let mut removed = [0u64; 3];
+        let mut budget = RETENTION_SLICE;
+        for (scope, days) in scopes {
+            for class in Class::ALL {
+                let days = days[class.index()];
+                if days == 0 || budget == 0 {
+                    continue;
+                }
+                let key = class
+                    .cursor_key(scope.map(|(_, p)| (p.workspace.as_str(), p.project.as_str())));
+                let cutoff = now_ms as i64 - i64::from(days) * DAY_MS;
+                let (cursor_ms, cursor_id): (i64, i64) = tx
+                    .query_row(
+                        "SELECT cursor_ms, cursor_id FROM retention WHERE class = ?1",
+                        [&key],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
+                    .or_else(|x| match x {
+                        rusqlite::Error::QueryReturnedNoRows => Ok((i64::MIN, 0)),
+                        x => Err(x),
                     })
                     .map_err(e)?;
-                rows.collect::<rusqlite::Result<_>>().map_err(e)?
-            };
-            let mut last = (cursor_ms, cursor_id);
-            let mut n = 0u64;
-            for (id, ms, event) in scanned {
-                if Class::of(&event) == class {
-                    if budget == 0 {
-                        break;
-                    }
-                    tx.execute("INSERT INTO forget_ids (id) VALUES (?1)", [id])
+                let scanned: Vec<(i64, i64, String, i64)> = {
+                    let (sql, project) = match scope {
+                        None => (
+                            format!(
+                                "SELECT id, occurred_ms, event, project_id FROM records
+                                 INDEXED BY records_time
+                                 WHERE (occurred_ms, id) > (?1, ?2) AND occurred_ms < ?3
+                                   AND ?4 IS NULL
+                                 ORDER BY occurred_ms, id LIMIT {RETENTION_SCAN}"
+                            ),
+                            None,
+                        ),
+                        Some((id, _)) => (
+                            format!(
+                                "SELECT id, occurred_ms, event, project_id FROM records
+                                 INDEXED BY records_scope_time
+                                 WHERE project_id = ?4 AND (occurred_ms, id) > (?1, ?2)
+                                   AND occurred_ms < ?3
+                                 ORDER BY occurred_ms, id LIMIT {RETENTION_SCAN}"
+                            ),
+                            Some(id),
+                        ),
+                    };
+                    let mut st = tx.prepare_cached(&sql).map_err(e)?;
+                    let rows = st
+                        .query_map(params![cursor_ms, cursor_id, cutoff, project], |r| {
+                            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                        })
                         .map_err(e)?;
-                    budget -= 1;
-                    n += 1;
+                    rows.collect::<rusqlite::Result<_>>().map_err(e)?
+                };
+                let mut last = (cursor_ms, cursor_id);
+                let mut n = 0u64;
+                for (id, ms, event, project_id) in scanned {
+                    // The data dir's scope passes over the projects that
+                    // have a policy of their own.
+                    let ours = scope.is_some() || !own_ids.contains(&project_id);
+                    if ours && Class::of(&event) == class {
+                        if budget == 0 {
+                            break;
+                        }
+                        tx.execute("INSERT INTO forget_ids (id) VALUES (?1)", [id])
+                            .map_err(e)?;
+                        budget -= 1;
+                        n += 1;
+                    }
+                    last = (ms, id);
                 }
-                last = (ms, id);
+                removed[class.index()] += n;
+                tx.execute(
+                    "INSERT INTO retention (class, cursor_ms, cursor_id, removed, last_ms)
+                     VALUES (?1, ?2, ?3, ?4, CASE WHEN ?4 > 0 THEN ?5 END)
+                     ON CONFLICT (class) DO UPDATE SET cursor_ms = ?2, cursor_id = ?3,
+                        removed = removed + ?4,
+                        last_ms = CASE WHEN ?4 > 0 THEN ?5 ELSE last_ms END",
+                    params![key, last.0, last.1, n as i64, now_ms as i64],
+                )
+                .map_err(e)?;
             }
-            removed[class.index()] = n;
-            tx.execute(
-                "INSERT INTO retention (class, cursor_ms, cursor_id, removed, last_ms)
-                 VALUES (?1, ?2, ?3, ?4, CASE WHEN ?4 > 0 THEN ?5 END)
-                 ON CONFLICT (class) DO UPDATE SET cursor_ms = ?2, cursor_id = ?3,
-                    removed = removed + ?4,
-                    last_ms = CASE WHEN ?4 > 0 THEN ?5 ELSE last_ms END",
-                params![class.key(), last.0, last.1, n as i64, now_ms as i64],
-            )
-            .map_err(e)?;
         }
         if removed.iter().sum::<u64>() > 0 {
             let ids = |sql: &str| -> rusqlite::Result<Vec<i64>> {
@@ -299,13 +191,8 @@ impl Store {
             })
             .map_err(|x| self.err(x))?;
         for row in rows {
-            let (class, n, last) = row.map_err(|x| self.err(x))?;
-            if let Some(c) = Class::ALL.into_iter().find(|c| c.key() == class) {
-                out.records[c.index()] = n as u64;
-            }
-            if let Some(l) = last {
-                out.last_ms = Some(out.last_ms.map_or(l as u64, |m| m.max(l as u64)));
-            }
+            let (key, n, last) = row.map_err(|x| self.err(x))?;
+            out.add_row(&key, n, last);
         }
         Ok(out)
     }
@@ -341,39 +228,6 @@ mod tests {
 
     fn day(d: u64) -> u64 {
         NOW - d * DAY_MS as u64
-    }
-
-    #[test]
-    fn the_file_sets_each_class_and_names_what_is_wrong() {
-        let f = Path::new("/d/retention.conf");
-        assert_eq!(Retention::parse("", f).unwrap(), Retention::default());
-        let r = Retention::parse(
-            "# keep calls a week\ntool-calls = 7\n\neverything-else = 0 # forever\n",
-            f,
-        )
-        .unwrap();
-        assert_eq!(r.days, [7, DEFAULT_TOOL_RESULTS_DAYS, 0]);
-        let at_edge = format!("tool-results = {MAX_RETENTION_DAYS}");
-        assert_eq!(
-            Retention::parse(&at_edge, f).unwrap().days[1],
-            MAX_RETENTION_DAYS
-        );
-        let past = format!("tool-results = {}", MAX_RETENTION_DAYS + 1);
-        let err = Retention::parse(&past, f).unwrap_err().to_string();
-        assert!(
-            err.starts_with("/d/retention.conf:1: `tool-results = 36501`"),
-            "{err}"
-        );
-        let err = Retention::parse("\nprompts = 3", f)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains(":2: unknown key `prompts`"), "{err}");
-        assert!(
-            err.contains("tool-calls, tool-results, everything-else"),
-            "{err}"
-        );
-        assert!(Retention::parse("tool-calls 3", f).is_err());
-        assert!(Retention::parse("tool-calls = -1", f).is_err());
     }
 
     #[test]
@@ -415,18 +269,10 @@ mod tests {
             })
             .collect();
         s.insert_all(recs.iter()).unwrap();
-        let calls_only = Retention { days: [30, 0, 0] };
+        let calls_only = Retention::of_days([30, 0, 0]);
         assert_eq!(s.retention_slice(&calls_only, NOW).unwrap(), [0, 0, 0]);
         assert_eq!(s.retention_slice(&calls_only, NOW).unwrap(), [1, 0, 0]);
         assert_eq!(s.retention_slice(&calls_only, NOW).unwrap(), [0, 0, 0]);
-    }
-
-    #[test]
-    fn a_missing_file_is_the_default_policy() {
-        let t = tempfile::tempdir().unwrap();
-        assert_eq!(Retention::load(t.path()).unwrap(), Retention::default());
-        std::fs::write(t.path().join(RETENTION_FILE), "tool-calls = 1\n").unwrap();
-        assert_eq!(Retention::load(t.path()).unwrap().days[0], 1);
     }
 
     #[test]
@@ -510,7 +356,58 @@ mod tests {
         assert_eq!(s.oldest_ms().unwrap(), None);
         assert!(s.browse_projects().unwrap().is_empty());
         // Keeping forever removes nothing.
-        let forever = Retention { days: [0, 0, 0] };
+        let forever = Retention::of_days([0, 0, 0]);
         assert_eq!(s.retention_slice(&forever, later * 2).unwrap(), [0, 0, 0]);
+    }
+
+    /// `[w/short]` keeps calls 7 days, `[w/kept]` keeps everything
+    /// forever; every other project has the data dir's 30 days.
+    #[test]
+    fn a_project_with_its_own_policy_is_kept_by_it_and_only_by_it() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        let f = std::path::Path::new("retention.conf");
+        let policy = Retention::parse(
+            "[w/short]\ntool-calls = 7\n[w/kept]\ntool-calls = 0\ntool-results = 0\n\
+             everything-else = 0\n",
+            f,
+        )
+        .unwrap();
+        let mut n = 0;
+        for project in ["short", "kept", "plain"] {
+            for d in [8, 31, 800] {
+                n += 1;
+                let mut r = rec(&format!("{n:032x}"), day(d), project, "s", "pre-tool-use");
+                r.scope.workspace = "w".into();
+                s.insert(&r).unwrap();
+            }
+        }
+        let mut removed = [0; 3];
+        loop {
+            let more = s.retention_slice(&policy, NOW).unwrap();
+            if more == [0, 0, 0] {
+                break;
+            }
+            removed[0] += more[0];
+        }
+        let left = |s: &Store, project: &str| -> Vec<u64> {
+            let mut v: Vec<u64> = s
+                .recent(Some(("w", project)), 10)
+                .unwrap()
+                .iter()
+                .map(|r| (NOW - r.occurred_ms) / DAY_MS as u64)
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(left(&s, "short"), Vec::<u64>::new(), "7 days: all three go");
+        assert_eq!(left(&s, "kept"), vec![8, 31, 800], "forever");
+        assert_eq!(left(&s, "plain"), vec![8], "the data dir's 30 days");
+        assert_eq!(removed[0], 5);
+        // The books count both scopes under the class.
+        assert_eq!(s.retention_removed().unwrap().records, [5, 0, 0]);
+        // A project named in the file that holds nothing changes nothing.
+        let none = Retention::parse("[w/absent]\ntool-calls = 1\n", f).unwrap();
+        assert_eq!(s.retention_slice(&none, NOW).unwrap(), [0, 0, 0]);
     }
 }
