@@ -523,7 +523,9 @@ fn search_finds_the_same_records_in_both_stores() {
         keys(pg.search(None, "snake_case", 10).unwrap()),
         vec![key(60)]
     );
-    assert_eq!(pg.search(None, "login", 100).unwrap().len(), 2);
+    // Two records of identical text: one row that says so.
+    let login = pg.search(None, "login", 100).unwrap();
+    assert_eq!((login.len(), login[0].identical), (1, 1));
     // Other inflections and split identifiers are found.
     for q in [
         "retry",
@@ -557,6 +559,98 @@ fn search_finds_the_same_records_in_both_stores() {
     assert_eq!(
         pg.recent(Some(("acme", "api")), 100).unwrap(),
         sqlite.recent(Some(("acme", "api")), 100).unwrap()
+    );
+}
+
+#[test]
+fn search_by_meaning_finds_paraphrases_and_collapses_identical_texts_in_both_stores() {
+    let Some(Db::Pg(c, db)) = Db::pg("search_by_meaning_finds_paraphrases_in_both_stores") else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let mut sqlite = Store::open(t.path()).unwrap();
+    let env = Env {
+        url: Some(c.url_with_password(db)),
+        ..Env::default()
+    };
+    let target = memhook_store_pg::config::resolve(None, None, &env)
+        .unwrap()
+        .unwrap();
+    let pg = PgStore::new(target, t.path());
+    let texts = [
+        "add a retry with exponential backoff to the download client",
+        "cache the price table in memory for an hour",
+        "FAILED tests/test_calendar.py::test_leap_year - AssertionError",
+        "cargo test: 42 passed; 0 failed",
+        "cargo test: 42 passed; 0 failed",
+        "cargo test: 42 passed; 0 failed",
+        "cargo test: 42 passed; 0 failed",
+        "git status: nothing to commit, working tree clean",
+    ];
+    let recs: Vec<Record> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let mut r = record(&key(70 + i), "m", "post-tool-use", None);
+            r.occurred_ms += i as u64 * 1000;
+            r.title = None;
+            r.files = Vec::new();
+            r.body = Some((*text).into());
+            r
+        })
+        .collect();
+    sqlite.insert_all(recs.iter()).unwrap();
+    pg.insert_each(recs.iter()).unwrap();
+    // The same rows (the engines' word ranks differ, so not the order).
+    let keys = |v: &[memhook_store::sqlite::StoredRecord]| -> Vec<(String, u64, bool)> {
+        let mut k: Vec<(String, u64, bool)> = v
+            .iter()
+            .map(|r| {
+                let by_meaning = r.matched.as_deref() == Some(memhook_store::meaning::BY_MEANING);
+                (r.key.clone(), r.identical, by_meaning)
+            })
+            .collect();
+        k.sort();
+        k
+    };
+    for (q, want) in [
+        ("make downloads survive flaky networks", 0usize),
+        ("speed up repeated lookups", 1),
+        ("failing test", 2),
+    ] {
+        let from_sqlite = sqlite.search_fused(None, q, 3).unwrap();
+        let from_pg = pg.search_fused(None, q, 3).unwrap();
+        assert_eq!(keys(&from_pg), keys(&from_sqlite), "{q}");
+        assert!(
+            from_sqlite.iter().any(|r| r.key == key(70 + want)),
+            "{q}: {:?}",
+            keys(&from_sqlite)
+        );
+    }
+    // The web view's search (Browse) too, its snippet saying why.
+    let q = "make downloads survive flaky networks";
+    let from_pg = pg
+        .read(|r| memhook_store::model::Browse::browse_search(r, None, q, 3))
+        .unwrap();
+    let from_sqlite = memhook_store::model::Browse::browse_search(&sqlite, None, q, 3).unwrap();
+    let hits = |v: &[memhook_store::model::SearchHit]| -> Vec<(String, String)> {
+        let mut k: Vec<(String, String)> = v
+            .iter()
+            .map(|h| (h.key.clone(), h.snippet.clone()))
+            .collect();
+        k.sort();
+        k
+    };
+    assert_eq!(hits(&from_pg), hits(&from_sqlite));
+    let first = from_sqlite.iter().find(|h| h.key == key(70)).unwrap();
+    assert_eq!(first.snippet, format!("(by meaning) {}", texts[0]));
+    // The four identical results are one row that says so.
+    let found = pg.search(None, "cargo test passed", 10).unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].identical, 3);
+    assert_eq!(
+        keys(&found),
+        keys(&sqlite.search(None, "cargo test passed", 10).unwrap())
     );
 }
 

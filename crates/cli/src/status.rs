@@ -65,6 +65,10 @@ pub struct SearchArgs {
     /// `parse_date`, `parseDate`, `parse-date`. Other punctuation only
     /// separates words (no query syntax). Best match first, recent ones
     /// lifted; under each hit, why it matched (the words between **).
+    /// Records of identical text are one hit that says how many. When the
+    /// words find fewer than --limit, the records closest in meaning follow,
+    /// marked (by meaning): "make downloads survive flaky networks" finds a
+    /// retry with backoff.
     pub query: String,
     #[command(flatten)]
     pub scope: ScopeArgs,
@@ -546,6 +550,9 @@ fn print_records(records: &[StoredRecord], json: bool) -> std::io::Result<()> {
             if let Some(m) = r.matched.as_deref() {
                 writeln!(out, "    {}", term::line(m))?;
             }
+            if r.identical > 0 {
+                writeln!(out, "    (and {} more of identical text)", r.identical)?;
+            }
         }
     }
     out.flush()
@@ -698,7 +705,7 @@ pub fn run_search(args: &SearchArgs, data_dir: Option<&Path>) -> CmdResult {
     let records = match &store {
         Some(store) => {
             let scope_ref = scope.as_ref().map(|(w, p)| (w.as_str(), p.as_str()));
-            store.search(scope_ref, &args.query, args.limit)?
+            store.search_fused(scope_ref, &args.query, args.limit)?
         }
         None => Vec::new(),
     };

@@ -290,7 +290,7 @@ impl Browse for PgRead<'_> {
                 &headline_options(),
             ],
         )?;
-        Ok(rows
+        let mut out: Vec<SearchHit> = rows
             .iter()
             .map(|r| {
                 let doc: String = r.get(10);
@@ -310,7 +310,48 @@ impl Browse for PgRead<'_> {
                     ),
                 }
             })
-            .collect())
+            .collect();
+        // Fewer than asked: the records closest in meaning follow, as in
+        // the embedded store.
+        let limit = limit.min(MAX_QUERY_LIMIT);
+        if out.len() < limit {
+            let near = self.closest_ids(scope, query, limit)?;
+            let rows = self.query(
+                &format!(
+                    "SELECT r.id, r.key, r.occurred_ms, p.workspace, p.project, r.session_row,
+                            r.session_id, r.agent, r.event, r.tool_family,
+                            substr(coalesce(r.title, r.body, ''), 1, {EXCERPT_CHARS})
+                     FROM records r JOIN projects p ON p.id = r.project_id
+                     WHERE r.id = ANY($1)"
+                ),
+                &[&near],
+            )?;
+            for id in near {
+                if out.len() == limit {
+                    break;
+                }
+                let Some(r) = rows.iter().find(|r| r.get::<_, i64>(0) == id) else {
+                    continue;
+                };
+                let key: String = r.get(1);
+                if out.iter().any(|h| h.key == key) {
+                    continue;
+                }
+                out.push(SearchHit {
+                    key,
+                    occurred_ms: r.get::<_, i64>(2) as u64,
+                    workspace: r.get(3),
+                    project: r.get(4),
+                    session_row: r.get(5),
+                    session_id: r.get(6),
+                    agent: r.get(7),
+                    event: r.get(8),
+                    tool_family: r.get(9),
+                    snippet: memhook_store::meaning::hit_snippet(&r.get::<_, String>(10)),
+                });
+            }
+        }
+        Ok(out)
     }
 }
 

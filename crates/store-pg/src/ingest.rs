@@ -152,7 +152,7 @@ const INSERT_RECORDS: &str = "INSERT INTO records (key, occurred_ms, project_id,
                cmd, pl, o)
      ORDER BY o
      ON CONFLICT (key) DO NOTHING
-     RETURNING key";
+     RETURNING key, id";
 
 /// A scope's project id and session row id, `None` where missing.
 type Ids = (Option<i64>, Option<i64>);
@@ -310,7 +310,7 @@ pub fn insert_each(
     let commands = col(&|r| r.command.clone());
     let plans = col(&|r| r.plan.as_ref().and_then(|p| serde_json::to_string(p).ok()));
     let stmt = conn.prepared(INSERT_RECORDS).map_err(e)?;
-    let new: HashSet<String> = conn
+    let new: HashMap<String, i64> = conn
         .client
         .query(
             &stmt,
@@ -342,13 +342,22 @@ pub fn insert_each(
         )
         .map_err(e)?
         .into_iter()
-        .map(|row| row.get(0))
+        .map(|row| (row.get(0), row.get(1)))
         .collect();
+
+    // Their meanings (search by meaning), and a bounded batch of those of
+    // records stored before meanings were kept.
+    let meanings: Vec<(i64, i64, &Record)> = candidates
+        .iter()
+        .filter_map(|r| new.get(&r.key).map(|id| (*id, rows(r).0, *r)))
+        .collect();
+    super::meaning::keep(conn, &meanings).map_err(e)?;
+    super::meaning::fill(conn).map_err(e)?;
 
     // 4. Roll-ups of what is new, in id order, and the commit.
     let mut project_folds: BTreeMap<i64, Fold> = BTreeMap::new();
     let mut session_folds: BTreeMap<i64, Fold> = BTreeMap::new();
-    for r in candidates.iter().filter(|r| new.contains(&r.key)) {
+    for r in candidates.iter().filter(|r| new.contains_key(&r.key)) {
         let ms = r.occurred_ms as i64;
         let work = i64::from(WORK_EVENTS.contains(&r.event.as_str()));
         let (project, session) = rows(r);
@@ -365,7 +374,7 @@ pub fn insert_each(
     let mut first = HashSet::new();
     Ok(delivered
         .iter()
-        .map(|(r, _)| new.contains(&r.key) && first.insert(r.key.as_str()))
+        .map(|(r, _)| new.contains_key(&r.key) && first.insert(r.key.as_str()))
         .collect())
 }
 

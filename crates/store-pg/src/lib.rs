@@ -30,6 +30,7 @@ mod database;
 pub mod export;
 pub mod forget;
 pub mod ingest;
+mod meaning;
 pub mod read;
 pub mod retention;
 pub mod schema;

@@ -99,6 +99,7 @@ pub(super) fn to_record(r: &Row) -> StoredRecord {
         token_name: r.get(18),
         // Only searches select it.
         matched: r.try_get::<_, Option<String>>(19).ok().flatten(),
+        identical: 0,
     }
 }
 
@@ -152,7 +153,8 @@ impl PgStore {
     }
 
     /// Full-text search, best match first, then newest (see the module
-    /// documentation for the semantics and how they differ from SQLite's).
+    /// documentation for the semantics and how they differ from SQLite's);
+    /// identical texts are one row, as in the embedded store.
     pub fn search(
         &self,
         scope: Option<(&str, &str)>,
@@ -162,7 +164,8 @@ impl PgStore {
         let Some(q) = ts_query(query) else {
             return Ok(Vec::new());
         };
-        let limit = limit.min(MAX_QUERY_LIMIT) as i64;
+        let want = limit.min(MAX_QUERY_LIMIT);
+        let limit = memhook_store::collapse::candidates(limit) as i64;
         // Why it matched: the words around the matches of its title and
         // body (an identifier's words are matched in the index alone).
         let base = format!(
@@ -175,13 +178,32 @@ impl PgStore {
              WHERE r.search @@ q"
         );
         let order = format!("ORDER BY {SEARCH_RANK} DESC, r.occurred_ms DESC, r.id DESC");
-        match scope {
+        let found = match scope {
             Some((w, p)) => self.query_records(
                 &format!("{base} AND p.workspace = $2 AND p.project = $3 {order} LIMIT $4"),
                 &[&q, &w, &p, &limit],
             ),
             None => self.query_records(&format!("{base} {order} LIMIT $2"), &[&q, &limit]),
+        }?;
+        Ok(memhook_store::collapse::collapse(found, want))
+    }
+
+    /// [`PgStore::search`], then the records closest in meaning that the
+    /// words did not find, as the embedded store's `search_fused`.
+    pub fn search_fused(
+        &self,
+        scope: Option<(&str, &str)>,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredRecord>, PgError> {
+        let limit = limit.min(MAX_QUERY_LIMIT);
+        let found = self.search(scope, query, limit)?;
+        if found.len() == limit {
+            return Ok(found);
         }
+        let n = memhook_store::collapse::candidates(limit);
+        let near = self.closest(scope, query, 0, i64::MAX, n)?;
+        Ok(memhook_store::meaning::fuse(found, near, limit))
     }
 }
 

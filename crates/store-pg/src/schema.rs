@@ -125,6 +125,20 @@ pub const MIGRATIONS: &[&str] = &[
         removed BIGINT NOT NULL,
         last_ms BIGINT
      );"#,
+    // 7: search by meaning (the SQLite store's migration 9,
+    // `memhook_store::meaning`): each record's meaning (100 bytes) with its
+    // time and project, removed with its record; the records stored before
+    // are filled in after each insert, newest first, from `below` down
+    // (bounded work, never here).
+    r#"CREATE TABLE record_meaning (
+        id BIGINT PRIMARY KEY REFERENCES records(id) ON DELETE CASCADE,
+        project_id BIGINT NOT NULL,
+        occurred_ms BIGINT NOT NULL,
+        vector BYTEA NOT NULL
+     );
+     CREATE INDEX record_meaning_scope ON record_meaning (project_id, id);
+     CREATE TABLE meaning_fill (below BIGINT NOT NULL);
+     INSERT INTO meaning_fill (below) SELECT coalesce(max(id), 0) + 1 FROM records;"#,
 ];
 
 /// The migration (its version) after which [`reindex`] runs.
@@ -255,6 +269,6 @@ mod tests {
             failures.contains(&format!("WHERE {}", super::super::read::FAILED)),
             "{failures}"
         );
-        assert_eq!(SCHEMA_VERSION, 6);
+        assert_eq!(SCHEMA_VERSION, 7);
     }
 }

@@ -3,8 +3,10 @@
 //! tokens and the briefing composed from any store.
 
 pub mod briefing;
+pub mod collapse;
 pub mod fold;
 pub mod history;
+pub mod meaning;
 pub mod memory;
 pub mod model;
 pub mod retention;

@@ -171,6 +171,9 @@ pub struct StoredRecord {
     /// Why a search found it: a few words of the record around its matches,
     /// each match between [`MATCH_MARK`]s (`None` outside searches).
     pub matched: Option<String>,
+    /// How many other records of identical text a search row stands for
+    /// (`crate::collapse`; 0 outside searches).
+    pub identical: u64,
 }
 
 /// What marks a match in [`StoredRecord::matched`], before and after it.
@@ -205,6 +208,9 @@ impl StoredRecord {
         });
         if let Some(m) = &self.matched {
             v["matched"] = m.as_str().into();
+        }
+        if self.identical > 0 {
+            v["identical"] = self.identical.into();
         }
         v
     }

@@ -31,6 +31,7 @@ pub mod database;
 mod export;
 mod forget;
 pub mod handoff;
+mod meaning;
 mod ranked;
 mod reads;
 pub mod retention;
@@ -162,6 +163,20 @@ const MIGRATIONS: &[&str] = &[
         removed INTEGER NOT NULL,
         last_ms INTEGER
      );",
+    // 9: search by meaning (`crate::meaning`, `sqlite/meaning.rs`): each
+    // record's meaning (100 bytes), its time and project for the scope
+    // filter, removed with its record. The records stored before are
+    // filled in after each insert batch, newest first, from `below` down
+    // (bounded work; never here, at open).
+    "CREATE TABLE record_meaning (
+        id INTEGER PRIMARY KEY REFERENCES records(id) ON DELETE CASCADE,
+        project_id INTEGER NOT NULL,
+        occurred_ms INTEGER NOT NULL,
+        vector BLOB NOT NULL
+     );
+     CREATE INDEX record_meaning_scope ON record_meaning (project_id, id);
+     CREATE TABLE meaning_fill (below INTEGER NOT NULL);
+     INSERT INTO meaning_fill (below) SELECT coalesce(max(id), 0) + 1 FROM records;",
 ];
 
 /// Best match first, recent matches lifted: the `bm25` relevance (negative,
@@ -477,6 +492,7 @@ impl Store {
             fates.push(w.insert(r, token_name).map_err(sql)?);
         }
         w.finish().map_err(sql)?;
+        meaning::fill(&tx, crate::meaning::FILL_BATCH).map_err(sql)?;
         tx.commit().map_err(sql)?;
         Ok(fates)
     }
@@ -565,9 +581,11 @@ impl Store {
         res.map_err(|e| self.err(e))
     }
 
-    /// Full-text search (best match first, then newest). `query` is user
-    /// text, never FTS syntax: it is turned into a safe query by
-    /// [`fts_query`]. Text with no searchable word returns nothing.
+    /// Full-text search (best match first, then newest; identical texts
+    /// are one row, `crate::collapse`). `query` is user text, never FTS
+    /// syntax: it is turned into a safe query by [`fts_query`]. Text with
+    /// no searchable word returns nothing. [`Store::search_fused`] adds
+    /// the records closest in meaning.
     pub fn search(
         &self,
         scope: Option<(&str, &str)>,
@@ -577,12 +595,38 @@ impl Store {
         let Some(q) = fts_query(query) else {
             return Ok(Vec::new());
         };
-        match scope {
-            Some((w, p)) => {
-                self.ranked(&q, "p.workspace = ?2 AND p.project = ?3", &[&w, &p], limit)
-            }
-            None => self.ranked(&q, "1", &[], limit),
+        let n = crate::collapse::candidates(limit);
+        let limit = limit.min(MAX_QUERY_LIMIT);
+        let found = match scope {
+            Some((w, p)) => self.ranked(&q, "p.workspace = ?2 AND p.project = ?3", &[&w, &p], n),
+            None => self.ranked(&q, "1", &[], n),
+        }?;
+        Ok(crate::collapse::collapse(found, limit))
+    }
+
+    /// [`Store::search`], then, when the words found fewer than `limit`
+    /// rows, the records closest in meaning that they did not find
+    /// (`crate::meaning::fuse`: marked `(by meaning)`). What `memhook
+    /// search` and `memory_search` ask.
+    pub fn search_fused(
+        &self,
+        scope: Option<(&str, &str)>,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        let limit = limit.min(MAX_QUERY_LIMIT);
+        let found = self.search(scope, query, limit)?;
+        if found.len() == limit {
+            return Ok(found);
         }
+        let n = crate::collapse::candidates(limit);
+        let near = match scope {
+            Some((w, p)) => {
+                self.closest(query, "p.workspace = ?1 AND p.project = ?2", &[&w, &p], n)
+            }
+            None => self.closest(query, "1", &[], n),
+        }?;
+        Ok(crate::meaning::fuse(found, near, limit))
     }
 
     /// The distinct stored session ids that start with `prefix` (of any
@@ -834,6 +878,7 @@ fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
         token_name: r.get(18)?,
         // Only searches select it (`MATCHED`).
         matched: r.get::<_, Option<String>>(19).unwrap_or(None),
+        identical: 0,
     })
 }
 
@@ -1039,6 +1084,12 @@ impl<'t> BatchWriter<'t> {
                 record.files.join(" "),
                 words
             ])?;
+        let mut texts: Vec<&str> = [record.title.as_deref(), record.body.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        texts.extend(record.files.iter().map(String::as_str));
+        meaning::keep(self.tx, id, project_id, ms, &texts)?;
         let work = i64::from(WORK_EVENTS.contains(&record.event.as_str()));
         self.projects[project].1.add(ms, work);
         if let Some(i) = session {

@@ -17,7 +17,7 @@ pub const MAX_WORDS_BYTES: usize = 8 * 1024;
 /// upper-case letter that follows a lower-case letter or a digit
 /// (`parseDate`), and before the last capital of a run followed by a
 /// lower-case letter (`HTTPServer` is `HTTP` `Server`).
-fn camel_parts(word: &str) -> Vec<&str> {
+pub(crate) fn camel_parts(word: &str) -> Vec<&str> {
     let chars: Vec<(usize, char)> = word.char_indices().collect();
     let mut parts = Vec::new();
     let mut start = 0;

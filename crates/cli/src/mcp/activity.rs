@@ -111,6 +111,10 @@ pub fn row(r: &StoredRecord) -> Value {
         }
         .into();
     }
+    // A row that stands for records of identical text says how many.
+    if r.identical > 0 {
+        v["identical"] = r.identical.into();
+    }
     v
 }
 
@@ -419,7 +423,13 @@ mod tests {
             &args(json!({"query": "secret plans", "scope": "all"})),
         )
         .unwrap();
-        assert_eq!(a.records.unwrap().len(), 1);
+        // One found by its words; the others that follow are close in meaning.
+        let rows = a.records.unwrap();
+        let by_words: Vec<_> = rows
+            .iter()
+            .filter(|r| r["match"] != memhook_store::meaning::BY_MEANING)
+            .collect();
+        assert_eq!(by_words.len(), 1, "{rows:?}");
     }
 
     #[test]
@@ -445,6 +455,7 @@ mod tests {
             files: vec![],
             token_name: None,
             matched: None,
+            identical: 0,
         };
         let v = row(&stored);
         assert!(v.get("match").is_none(), "{v}");

@@ -95,7 +95,7 @@ impl RecordFetch for StoreRecords {
         limit: usize,
     ) -> Result<Vec<StoredRecord>, String> {
         self.with(|s| {
-            s.search_between(scope, query, from_ms, to_ms, limit)
+            s.search_between_fused(scope, query, from_ms, to_ms, limit)
                 .map_err(|e| e.to_string())
         })
         .map(Option::unwrap_or_default)
@@ -156,7 +156,7 @@ impl RecordSearch for StoreRecords {
         let words = memhook_store::memory::search::terms(query);
         self.with(|store| {
             let found = store
-                .search(scope, query, limit)
+                .search_fused(scope, query, limit)
                 .map_err(|e| e.to_string())?;
             Ok(found.iter().map(|r| hit(r, &words)).collect())
         })

@@ -79,7 +79,8 @@ const TOOLS: &[Tool] = &[
         description: "Step 1 of 3 for past sessions: find captured activity (prompts, tool results, \
             failures) holding every given word in any inflection (retries finds retry; parse date finds \
             parse_date and parseDate). Best match first, recent ones lifted. Returns compact rows (id, when, \
-            agent, event, one line, and why it matched: the matched words between **); \
+            agent, event, one line, and why it matched: the matched words between **, or (by meaning) \
+            for records close in meaning that follow when the words find fewer than limit); \
             then use activity_timeline for what happened around one, and activity_get for whole records.",
         args: &[
             ("query", "string", true, "Words that must all appear, in any inflection (no query syntax)"),

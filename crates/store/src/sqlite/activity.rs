@@ -8,7 +8,8 @@ pub const MIN_ID_PREFIX: usize = 8;
 
 impl Store {
     /// Records matching every word of `query` in `scope` (`None`: every
-    /// project) that occurred in `[from_ms, to_ms)`, best match first.
+    /// project) that occurred in `[from_ms, to_ms)`, best match first
+    /// (identical texts as one row, `crate::collapse`).
     pub fn search_between(
         &self,
         scope: Option<(&str, &str)>,
@@ -23,13 +24,46 @@ impl Store {
         let (w, p) = scope.unwrap_or(("", ""));
         let from = from_ms.unwrap_or(0) as i64;
         let to = to_ms.map_or(i64::MAX, |t| t.min(i64::MAX as u64) as i64);
-        self.ranked(
+        let n = crate::collapse::candidates(limit);
+        let limit = limit.min(super::MAX_QUERY_LIMIT);
+        let found = self.ranked(
             &q,
             "(?2 = '' OR (p.workspace = ?2 AND p.project = ?3))
              AND r.occurred_ms >= ?4 AND r.occurred_ms < ?5",
             &[&w, &p, &from, &to],
-            limit,
-        )
+            n,
+        )?;
+        Ok(crate::collapse::collapse(found, limit))
+    }
+
+    /// [`Store::search_between`], then the records closest in meaning that
+    /// the words did not find (as [`Store::search_fused`]): what
+    /// `activity_search` asks.
+    pub fn search_between_fused(
+        &self,
+        scope: Option<(&str, &str)>,
+        query: &str,
+        from_ms: Option<u64>,
+        to_ms: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        let limit = limit.min(super::MAX_QUERY_LIMIT);
+        let found = self.search_between(scope, query, from_ms, to_ms, limit)?;
+        if found.len() == limit {
+            return Ok(found);
+        }
+        let (w, p) = scope.unwrap_or(("", ""));
+        let from = from_ms.unwrap_or(0) as i64;
+        let to = to_ms.map_or(i64::MAX, |t| t.min(i64::MAX as u64) as i64);
+        let n = crate::collapse::candidates(limit);
+        let near = self.closest(
+            query,
+            "(?1 = '' OR (p.workspace = ?1 AND p.project = ?2))
+             AND r.occurred_ms >= ?3 AND r.occurred_ms < ?4",
+            &[&w, &p, &from, &to],
+            n,
+        )?;
+        Ok(crate::meaning::fuse(found, near, limit))
     }
 
     /// Records whose key starts with one of `ids` (each at least

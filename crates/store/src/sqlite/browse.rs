@@ -189,7 +189,7 @@ impl Store {
             ))
             .map_err(|e| self.err(e))?;
         let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
+        for &id in &ids {
             let rows = st.query_map(params![q, id], |r| {
                 Ok(SearchHit {
                     key: r.get(0)?,
@@ -205,6 +205,46 @@ impl Store {
                 })
             });
             out.extend(super::collect(rows).map_err(|e| self.err(e))?);
+        }
+        // Fewer than asked: the records closest in meaning follow.
+        let limit = limit.min(MAX_QUERY_LIMIT);
+        if out.len() < limit {
+            let near = self.closest_ids(
+                query,
+                "?1 = '' OR (p.workspace = ?1 AND p.project = ?2)",
+                &[&w, &p],
+                limit,
+            )?;
+            let mut st = self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT r.key, r.occurred_ms, p.workspace, p.project, r.session_row,
+                            r.session_id, r.agent, r.event, r.tool_family,
+                            substr(coalesce(r.title, r.body, ''), 1, {EXCERPT_CHARS})
+                     FROM records r JOIN projects p ON p.id = r.project_id WHERE r.id = ?1"
+                ))
+                .map_err(|e| self.err(e))?;
+            for id in near.into_iter().filter(|id| !ids.contains(id)) {
+                if out.len() == limit {
+                    break;
+                }
+                let rows = st.query_map([id], |r| {
+                    let text: String = r.get(9)?;
+                    Ok(SearchHit {
+                        key: r.get(0)?,
+                        occurred_ms: r.get::<_, i64>(1)? as u64,
+                        workspace: r.get(2)?,
+                        project: r.get(3)?,
+                        session_row: r.get(4)?,
+                        session_id: r.get(5)?,
+                        agent: r.get(6)?,
+                        event: r.get(7)?,
+                        tool_family: r.get(8)?,
+                        snippet: crate::meaning::hit_snippet(&text),
+                    })
+                });
+                out.extend(super::collect(rows).map_err(|e| self.err(e))?);
+            }
         }
         Ok(out)
     }
