@@ -158,23 +158,42 @@ echo "== hooks killed at random moments: the books stay balanced"
 (
     export AI_MEMORY_DATA_DIR="$(win "$work/crash")"
     export MEMHOOK_NO_HOOK_DELIVERY=1
-    pids=()
-    for i in $(seq 1 16); do
-        payload UserPromptSubmit "k$i" prompt "\"crash test $i\"" >"$work/k$i.json"
-        (cd "$proj" && exec "$run" "$bin/memhook.exe" hook --event UserPromptSubmit --agent claude-code \
-            <"$work/k$i.json" >/dev/null 2>&1) &
-        pids+=($!)
-    done
-    # Every other hook gets SIGKILL 0-119 ms after its start: before, during
-    # or after its enqueue (where it dies is not controlled here).
+    # How long one hook takes here (Wine's start-up included), so that the
+    # kills land before, during and after the enqueue rather than all
+    # after the hooks ended.
+    payload UserPromptSubmit k0 prompt '"crash test timing"' >"$work/k0.json"
+    t0=$(date +%s%N)
+    (cd "$proj" && "$run" "$bin/memhook.exe" hook --event UserPromptSubmit --agent claude-code \
+        <"$work/k0.json" >/dev/null 2>&1) || true
+    span=$((($(date +%s%N) - t0) / 1000000))
+    ((span < 20)) && span=20
     : >"$work/killed"
-    for i in "${!pids[@]}"; do
-        if ((i % 2 == 0)); then
-            (sleep "$(printf 0.%03d $((RANDOM % 120)))" && kill -9 "${pids[$i]}" 2>/dev/null && echo "$i" >>"$work/killed") &
-        fi
+    n=0
+    # Rounds of 8 hooks, every other one killed at a random moment within
+    # one hook's span, until at least 4 were killed mid-run (at most 6
+    # rounds).
+    for round in 1 2 3 4 5 6; do
+        pids=()
+        for j in $(seq 1 8); do
+            n=$((n + 1))
+            payload UserPromptSubmit "k$n" prompt "\"crash test $n\"" >"$work/k$n.json"
+            (cd "$proj" && exec "$run" "$bin/memhook.exe" hook --event UserPromptSubmit --agent claude-code \
+                <"$work/k$n.json" >/dev/null 2>&1) &
+            pids+=($!)
+        done
+        for i in "${!pids[@]}"; do
+            if ((i % 2 == 0)); then
+                ms=$((RANDOM % span))
+                (sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))" && kill -9 "${pids[$i]}" 2>/dev/null &&
+                    echo "$n.$i" >>"$work/killed") &
+            fi
+        done
+        wait || true
+        (($(wc -l <"$work/killed") >= 4)) && break
     done
-    wait || true
     killed=$(wc -l <"$work/killed")
+    echo "    one hook took ${span} ms; $n hooks in $round rounds, $killed killed mid-run"
+    ((killed > 0)) || bad "no hook was killed mid-run in $round rounds: the crash test proved nothing"
     (cd "$proj" && "$run" "$bin/memhook.exe" drain >"$work/drain.out" 2>&1) || true
     (cd "$proj" && "$run" "$bin/memhook.exe" status --json >"$work/status.json" 2>"$work/status.err") || true
     if python3 - "$work/status.json" <<'EOF2'; then
@@ -184,7 +203,7 @@ sinks = st["sinks"]
 assert sinks and all(s["balanced"] for s in sinks), sinks
 print("    " + "; ".join(f"{s.get('sink', s)}: " + ", ".join(f"{k} {s[k]}" for k in ("enqueued", "delivered", "pending") if k in s) for s in sinks))
 EOF2
-        ok "16 hooks, $killed killed mid-run (SIGKILL to the Wine process): status reports the books balanced"
+        ok "$n hooks, $killed killed mid-run (SIGKILL to the Wine process): status reports the books balanced"
     else
         bad "books after killed hooks: $(head -c 600 "$work/status.json") $(head -c 300 "$work/status.err")"
     fi
