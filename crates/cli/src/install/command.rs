@@ -76,12 +76,20 @@ impl Baked {
     fn hook_command_on(&self, event: &str, agent: &str, windows: bool) -> String {
         let mut words = vec![program_word(&self.exe.to_string_lossy(), windows)];
         words.extend(self.hook_args(event, agent));
-        let cmd = words
-            .iter()
-            .map(|w| shell_quote(w))
-            .collect::<Vec<_>>()
-            .join(" ");
-        if windows && agent == "codex" && cmd.starts_with('\'') {
+        let powershell = windows && agent == "codex";
+        // PowerShell has no `'\''`: a `'` inside single quotes is written
+        // `''` there. Only a word holding `'` quotes differently, so every
+        // other command is written as before (and found by its exact shape).
+        let ps_quoting = powershell && words.iter().any(|w| w.contains('\''));
+        let quote = if ps_quoting {
+            powershell_quote
+        } else {
+            shell_quote
+        };
+        let cmd = words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ");
+        // The call operator before a quoted program, and before any command
+        // in PowerShell's quoting, whose reader it names.
+        if powershell && (cmd.starts_with('\'') || ps_quoting) {
             format!("{POWERSHELL_CALL}{cmd}")
         } else {
             cmd
@@ -115,6 +123,57 @@ pub fn shell_quote(word: &str) -> String {
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
     }
+}
+
+/// Quote one word for PowerShell: bare as [`shell_quote`] leaves it, else
+/// single-quoted with `'` written `''`.
+fn powershell_quote(word: &str) -> String {
+    match shell_quote(word) {
+        q if q.starts_with('\'') => format!("'{}'", word.replace('\'', "''")),
+        bare => bare,
+    }
+}
+
+/// Split a PowerShell command line into words: single-quoted strings with
+/// `''` for a `'`, bare words as [`split_words`] takes them. Anything else
+/// (double quotes, `$`, backticks, operators) yields `None`.
+fn split_powershell_words(s: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '\'' if chars.peek() == Some(&'\'') => {
+                            chars.next();
+                            cur.push('\'');
+                        }
+                        '\'' => break,
+                        ch => cur.push(ch),
+                    }
+                }
+            }
+            ch if ch.is_ascii_alphanumeric() || "-_./:@%+=,\\".contains(ch) || !ch.is_ascii() => {
+                in_word = true;
+                cur.push(ch);
+            }
+            _ => return None,
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Some(words)
 }
 
 /// Split a shell command into words: single and double quotes and backslash
@@ -248,12 +307,13 @@ const POWERSHELL_CALL: &str = "& ";
 /// Parse a hook command string. Exact shape or `None` (the shape may start
 /// with PowerShell's `& ` before a quoted program path).
 pub fn parse_hook_command(cmd: &str) -> Option<OwnedHook> {
-    let cmd = match cmd.strip_prefix(POWERSHELL_CALL) {
-        Some(rest) if rest.starts_with('\'') => rest,
-        Some(_) => return None,
-        None => cmd,
+    let words = match cmd.strip_prefix(POWERSHELL_CALL) {
+        // PowerShell's form: its own quoting when a word holds `'` (written
+        // `''`), which reads the same as POSIX quoting when none does.
+        Some(rest) => split_powershell_words(rest)?,
+        None => split_words(cmd)?,
     };
-    parse_hook_argv(&split_words(cmd)?)
+    parse_hook_argv(&words)
 }
 
 /// Parse an MCP server argv (`memhook [--data-dir D] mcp`). Exact shape or `None`.
@@ -291,6 +351,51 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_quote_in_a_codex_path_on_windows_is_written_as_powershell_reads_it() {
+        for (exe, data) in [
+            // Absolute on the machine running this test (reading a command
+            // back checks that its program path is absolute).
+            (
+                "/c/Users/O'Brien/.cargo/bin/memhook",
+                Some("/c/Users/O'Brien/data"),
+            ),
+            (
+                "/c/Users/me/.cargo/bin/memhook",
+                Some("/c/Users/O'Brien/data"),
+            ),
+            ("/c/Users/O'Brien/My Tools/memhook", None),
+        ] {
+            let b = Baked {
+                exe: PathBuf::from(exe),
+                data_dir: data.map(PathBuf::from),
+                ..Baked::default()
+            };
+            let cmd = b.hook_command_on("stop", "codex", true);
+            assert!(cmd.starts_with("& "), "{cmd}");
+            assert!(cmd.contains("O''Brien") && !cmd.contains(r"'\''"), "{cmd}");
+            let parsed = parse_hook_command(&cmd).expect(&cmd);
+            assert_eq!(parsed.baked, b, "{cmd}");
+            assert_eq!(
+                (parsed.event.as_str(), parsed.agent.as_str()),
+                ("stop", "codex")
+            );
+            // Other agents keep POSIX quoting (Git Bash, sh -c).
+            let posix = b.hook_command_on("stop", "claude-code", true);
+            assert!(posix.contains(r"'\''"), "{posix}");
+            assert_eq!(parse_hook_command(&posix).unwrap().baked, b);
+        }
+        // PowerShell's reader refuses what it does not write.
+        for bad in [
+            "& 'C:/x/memhook.exe' hook --event stop --agent codex; rm x",
+            "& \"C:/x/memhook.exe\" hook --event stop --agent codex",
+            "& 'C:/x/memhook.exe' hook --event $e --agent codex",
+            "& 'C:/x/memhook.exe hook --event stop --agent codex",
+        ] {
+            assert!(parse_hook_command(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
     fn codex_on_windows_gets_the_call_operator_before_a_quoted_program() {
         let spaced = baked(r"C:\Program Files\memhook\memhook.exe");
         assert_eq!(
@@ -309,7 +414,7 @@ mod tests {
         assert!(!posix
             .hook_command_on("stop", "codex", false)
             .starts_with('&'));
-        // Recognised again (re-apply, uninstall); only before a quote.
+        // Recognised again (re-apply, uninstall).
         let written = posix.hook_command_on("stop", "codex", true);
         assert_eq!(
             written,
@@ -321,7 +426,10 @@ mod tests {
             ("stop", "codex")
         );
         assert_eq!(parsed.baked.exe, PathBuf::from("/opt/my tools/memhook"));
-        assert!(parse_hook_command("& /opt/bin/memhook hook --event stop --agent codex").is_none());
+        // A bare program after the call operator is PowerShell's form too
+        // (written when another word holds a `'`).
+        assert!(parse_hook_command("& /opt/bin/memhook hook --event stop --agent codex").is_some());
+        assert!(parse_hook_command("&/opt/bin/memhook hook --event stop --agent codex").is_none());
     }
 
     #[test]
