@@ -294,21 +294,11 @@ impl Browse for PgRead<'_> {
             .iter()
             .map(|r| {
                 let doc: String = r.get(10);
-                SearchHit {
-                    key: r.get(0),
-                    occurred_ms: r.get::<_, i64>(1) as u64,
-                    workspace: r.get(2),
-                    project: r.get(3),
-                    session_row: r.get(4),
-                    session_id: r.get(5),
-                    agent: r.get(6),
-                    event: r.get(7),
-                    tool_family: r.get(8),
-                    snippet: join_phrases(
-                        &mark_cuts(r.get::<_, Option<String>>(9).unwrap_or_default(), &doc),
-                        &pairs,
-                    ),
-                }
+                let snippet = join_phrases(
+                    &mark_cuts(r.get::<_, Option<String>>(9).unwrap_or_default(), &doc),
+                    &pairs,
+                );
+                hit(r, snippet)
             })
             .collect();
         // Fewer than asked: the records closest in meaning follow, as in
@@ -318,9 +308,9 @@ impl Browse for PgRead<'_> {
             let near = self.closest_ids(scope, query, limit)?;
             let rows = self.query(
                 &format!(
-                    "SELECT r.id, r.key, r.occurred_ms, p.workspace, p.project, r.session_row,
+                    "SELECT r.key, r.occurred_ms, p.workspace, p.project, r.session_row,
                             r.session_id, r.agent, r.event, r.tool_family,
-                            substr(coalesce(r.title, r.body, ''), 1, {EXCERPT_CHARS})
+                            substr(coalesce(r.title, r.body, ''), 1, {EXCERPT_CHARS}), r.id
                      FROM records r JOIN projects p ON p.id = r.project_id
                      WHERE r.id = ANY($1)"
                 ),
@@ -330,28 +320,37 @@ impl Browse for PgRead<'_> {
                 if out.len() == limit {
                     break;
                 }
-                let Some(r) = rows.iter().find(|r| r.get::<_, i64>(0) == id) else {
+                let Some(r) = rows.iter().find(|r| r.get::<_, i64>(10) == id) else {
                     continue;
                 };
-                let key: String = r.get(1);
-                if out.iter().any(|h| h.key == key) {
+                if out.iter().any(|h| h.key == r.get::<_, String>(0)) {
                     continue;
                 }
-                out.push(SearchHit {
-                    key,
-                    occurred_ms: r.get::<_, i64>(2) as u64,
-                    workspace: r.get(3),
-                    project: r.get(4),
-                    session_row: r.get(5),
-                    session_id: r.get(6),
-                    agent: r.get(7),
-                    event: r.get(8),
-                    tool_family: r.get(9),
-                    snippet: memhook_store::meaning::hit_snippet(&r.get::<_, String>(10)),
-                });
+                out.push(hit(
+                    r,
+                    memhook_store::meaning::hit_snippet(&r.get::<_, String>(9)),
+                ));
             }
         }
         Ok(out)
+    }
+}
+
+/// A search hit from a row whose first nine columns are the record's key,
+/// time, workspace, project, session row, session id, agent, event and
+/// tool family (both of `browse_search`'s queries), with `snippet`.
+fn hit(r: &postgres::Row, snippet: String) -> SearchHit {
+    SearchHit {
+        key: r.get(0),
+        occurred_ms: r.get::<_, i64>(1) as u64,
+        workspace: r.get(2),
+        project: r.get(3),
+        session_row: r.get(4),
+        session_id: r.get(5),
+        agent: r.get(6),
+        event: r.get(7),
+        tool_family: r.get(8),
+        snippet,
     }
 }
 

@@ -191,18 +191,7 @@ impl Store {
         let mut out = Vec::with_capacity(ids.len());
         for &id in &ids {
             let rows = st.query_map(params![q, id], |r| {
-                Ok(SearchHit {
-                    key: r.get(0)?,
-                    occurred_ms: r.get::<_, i64>(1)? as u64,
-                    workspace: r.get(2)?,
-                    project: r.get(3)?,
-                    session_row: r.get(4)?,
-                    session_id: r.get(5)?,
-                    agent: r.get(6)?,
-                    event: r.get(7)?,
-                    tool_family: r.get(8)?,
-                    snippet: r.get::<_, Option<String>>(9)?.unwrap_or_default(),
-                })
+                hit(r, r.get::<_, Option<String>>(9)?.unwrap_or_default())
             });
             out.extend(super::collect(rows).map_err(|e| self.err(e))?);
         }
@@ -229,25 +218,31 @@ impl Store {
                     break;
                 }
                 let rows = st.query_map([id], |r| {
-                    let text: String = r.get(9)?;
-                    Ok(SearchHit {
-                        key: r.get(0)?,
-                        occurred_ms: r.get::<_, i64>(1)? as u64,
-                        workspace: r.get(2)?,
-                        project: r.get(3)?,
-                        session_row: r.get(4)?,
-                        session_id: r.get(5)?,
-                        agent: r.get(6)?,
-                        event: r.get(7)?,
-                        tool_family: r.get(8)?,
-                        snippet: crate::meaning::hit_snippet(&text),
-                    })
+                    hit(r, crate::meaning::hit_snippet(&r.get::<_, String>(9)?))
                 });
                 out.extend(super::collect(rows).map_err(|e| self.err(e))?);
             }
         }
         Ok(out)
     }
+}
+
+/// A search hit from a row whose first nine columns are the record's key,
+/// time, workspace, project, session row, session id, agent, event and
+/// tool family (both of `browse_search`'s queries), with `snippet`.
+fn hit(r: &rusqlite::Row<'_>, snippet: String) -> rusqlite::Result<SearchHit> {
+    Ok(SearchHit {
+        key: r.get(0)?,
+        occurred_ms: r.get::<_, i64>(1)? as u64,
+        workspace: r.get(2)?,
+        project: r.get(3)?,
+        session_row: r.get(4)?,
+        session_id: r.get(5)?,
+        agent: r.get(6)?,
+        event: r.get(7)?,
+        tool_family: r.get(8)?,
+        snippet,
+    })
 }
 
 #[cfg(test)]
