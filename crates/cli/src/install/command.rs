@@ -134,10 +134,24 @@ fn powershell_quote(word: &str) -> String {
     }
 }
 
+/// Split a shell command into words: single and double quotes and backslash
+/// escapes are honoured. Anything a shell would treat as more than a simple
+/// command (operators, expansions, globs, comments) yields `None`, so such a
+/// command is never taken for ours.
+pub fn split_words(s: &str) -> Option<Vec<String>> {
+    split(s, false)
+}
+
 /// Split a PowerShell command line into words: single-quoted strings with
-/// `''` for a `'`, bare words as [`split_words`] takes them. Anything else
-/// (double quotes, `$`, backticks, operators) yields `None`.
+/// `''` for a `'`, and bare words of letters, digits, non-ASCII characters
+/// and `-_./:@%+=,\`. Anything else (double quotes, `$`, backticks,
+/// operators) yields `None`.
 fn split_powershell_words(s: &str) -> Option<Vec<String>> {
+    split(s, true)
+}
+
+/// [`split_words`], or with `powershell` [`split_powershell_words`].
+fn split(s: &str, powershell: bool) -> Option<Vec<String>> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -154,7 +168,7 @@ fn split_powershell_words(s: &str) -> Option<Vec<String>> {
                 in_word = true;
                 loop {
                     match chars.next()? {
-                        '\'' if chars.peek() == Some(&'\'') => {
+                        '\'' if powershell && chars.peek() == Some(&'\'') => {
                             chars.next();
                             cur.push('\'');
                         }
@@ -163,44 +177,12 @@ fn split_powershell_words(s: &str) -> Option<Vec<String>> {
                     }
                 }
             }
-            ch if ch.is_ascii_alphanumeric() || "-_./:@%+=,\\".contains(ch) || !ch.is_ascii() => {
+            ch if powershell => {
+                if !(ch.is_ascii_alphanumeric() || "-_./:@%+=,\\".contains(ch) || !ch.is_ascii()) {
+                    return None;
+                }
                 in_word = true;
                 cur.push(ch);
-            }
-            _ => return None,
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    Some(words)
-}
-
-/// Split a shell command into words: single and double quotes and backslash
-/// escapes are honoured. Anything a shell would treat as more than a simple
-/// command (operators, expansions, globs, comments) yields `None`, so such a
-/// command is never taken for ours.
-pub fn split_words(s: &str) -> Option<Vec<String>> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' | '\t' => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next()? {
-                        '\'' => break,
-                        ch => cur.push(ch),
-                    }
-                }
             }
             '"' => {
                 in_word = true;
