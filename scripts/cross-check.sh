@@ -12,8 +12,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 here="$PWD/scripts"
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$here/wine-runner.sh"
-# The runner keeps one wineserver for the run; stop it when done.
-trap 'WINEPREFIX="${MEMHOOK_WINEPREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/memhook-wine}" wineserver -k >/dev/null 2>&1 || true' EXIT
 export CC_aarch64_apple_darwin="$here/macos/cc-aarch64.sh"
 export CC_x86_64_apple_darwin="$here/macos/cc-x86_64.sh"
 win=x86_64-pc-windows-gnu

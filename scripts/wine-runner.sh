@@ -27,12 +27,6 @@ if [[ ! -d "$WINEPREFIX" ]]; then
     mkdir -p "$WINEPREFIX"
     wineboot --init >/dev/null 2>&1 || true
 fi
-# One wineserver for the whole run: the one wine starts by itself exits 3 s
-# after its last client, and a test binary started in that moment lost its
-# connection in CI ("wine client error:0: recvmsg: Connection reset by
-# peer"). This one lingers 10 minutes (it stops by itself; cross-check.sh
-# stops it at the end); when one already runs, this does nothing.
-wineserver -p600 >/dev/null 2>&1 || true
 wine=wine
 [[ -x /usr/lib/wine/wine64 ]] && wine=/usr/lib/wine/wine64
 exec "$wine" "$exe" "$@"
