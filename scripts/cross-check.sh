@@ -22,7 +22,7 @@ cargo build "${jobs[@]}" --locked --target "$win" --workspace --bins
 echo "== Windows: clippy"
 cargo clippy "${jobs[@]}" --locked --target "$win" --workspace -- -D warnings
 echo "== Windows: unit tests under Wine"
-cargo test "${jobs[@]}" --locked --target "$win" -p memhook-core -p memhook-delivery -p memhook-hook -p memhook-sinks --lib
+MEMHOOK_WINE_RETRY=1 cargo test "${jobs[@]}" --locked --target "$win" -p memhook-core -p memhook-delivery -p memhook-hook -p memhook-sinks --lib
 echo "== Windows: the binaries end to end under Wine"
 bash "$here/wine-e2e.sh" "${CARGO_TARGET_DIR:-target}/$win/debug"
 

@@ -29,4 +29,27 @@ if [[ ! -d "$WINEPREFIX" ]]; then
 fi
 wine=wine
 [[ -x /usr/lib/wine/wine64 ]] && wine=/usr/lib/wine/wine64
-exec "$wine" "$exe" "$@"
+if [[ "${MEMHOOK_WINE_RETRY:-}" != 1 ]]; then
+    exec "$wine" "$exe" "$@"
+fi
+# Test binaries (cross-check.sh sets MEMHOOK_WINE_RETRY=1; they read no
+# stdin, so a second start sees what the first would have): the wineserver
+# wine starts by itself exits 3 s after its last client, and a client that
+# connects in that moment dies before the program runs with "wine client
+# error: ... Connection reset by peer" (seen in a CI run). Such a start is
+# retried, after waiting (bounded) for the dying server to be gone.
+errf="$(mktemp "${TMPDIR:-/tmp}/memhook-wine-stderr.XXXXXX")"
+trap 'rm -f "$errf"' EXIT
+for attempt in 1 2 3; do
+    set +e
+    "$wine" "$exe" "$@" 2> >(tee "$errf" >&2)
+    rc=$?
+    set -e
+    wait  # the tee above has written all it read
+    if [[ $rc -eq 0 ]] || ! grep -q "wine client error" "$errf"; then
+        exit "$rc"
+    fi
+    echo "wine-runner: wine could not reach its server (attempt $attempt of 3); retrying $exe" >&2
+    timeout 20 wineserver -w 2>/dev/null || true
+done
+exit "$rc"
