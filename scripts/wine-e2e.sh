@@ -5,13 +5,13 @@
 # in the data dir; a recorded session's briefing appears at the next
 # session start.
 #
-# Usage: scripts/wine-e2e.sh [DIR]   DIR holds memhook.exe and memhook-cli.exe
+# Usage: scripts/wine-e2e.sh [DIR]   DIR holds memhook.exe, memhook-session.exe and memhook-cli.exe
 #        (default: $CARGO_TARGET_DIR or target, x86_64-pc-windows-gnu/debug)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bin="${1:-${CARGO_TARGET_DIR:-$here/../target}/x86_64-pc-windows-gnu/debug}"
 run="$here/wine-runner.sh"
-for exe in memhook.exe memhook-cli.exe; do
+for exe in memhook.exe memhook-session.exe memhook-cli.exe; do
     [[ -f "$bin/$exe" ]] || {
         echo "wine-e2e: $bin/$exe missing: run cargo build --target x86_64-pc-windows-gnu -p memhook --bins" >&2
         exit 1
@@ -213,7 +213,7 @@ echo "== the installer's Windows command form (Codex runs hooks through PowerShe
 (
     spaced="$work/Program Files/memhook"
     mkdir -p "$spaced" "$work/codex"
-    cp "$bin/memhook.exe" "$bin/memhook-cli.exe" "$spaced/"
+    cp "$bin/memhook.exe" "$bin/memhook-session.exe" "$bin/memhook-cli.exe" "$spaced/"
     export CODEX_HOME="$(win "$work/codex")"
     inst() { (cd "$proj" && "$run" "$spaced/memhook.exe" "$@" 2>&1); }
     out="$(inst install-hooks --agent codex --apply)" || true

@@ -1,11 +1,14 @@
-//! The two installed binaries (docs/architecture.md, "Two binaries"):
-//! `memhook` runs the per-event path itself and hands every other command
-//! line to `memhook-cli` beside it.
+//! The three installed binaries (docs/architecture.md, "Three binaries"):
+//! `memhook` runs the per-event path itself, hands session start to
+//! `memhook-session` (which also drains) and every other command line to
+//! `memhook-cli` beside it.
 
 use std::fs;
 use std::process::Command;
 
-use crate::support::binaries::{bin, full_bin, install_copy, installed as cmd, run_with_stdin};
+use crate::support::binaries::{
+    bin, full_bin, install_copy, installed as cmd, run_with_stdin, session_bin,
+};
 
 #[test]
 fn other_commands_run_in_memhook_cli_with_their_output_and_exit_code() {
@@ -87,6 +90,165 @@ fn the_per_event_binary_carries_no_sqlite_tls_server_postgres_clap_or_installer_
         assert!(!has(&lean, marker), "memhook holds {marker}");
     }
     assert!(has(&lean, "memhook_hook"), "the hook is in memhook");
+}
+
+/// `memhook-session` holds the store and the sinks that session start and
+/// the drainer need, and none of the server, PostgreSQL, async runtime,
+/// argument parser, installer or MCP code that `memhook-cli` carries.
+#[test]
+fn the_session_binary_carries_the_store_and_sinks_but_no_server_postgres_clap_or_installer_code() {
+    let session = fs::read(session_bin()).unwrap();
+    let has = |needle: &str| {
+        session
+            .windows(needle.len())
+            .any(|w| w == needle.as_bytes())
+    };
+    for marker in [
+        "rusqlite",
+        "sqlite3_prepare_v2",
+        "memhook_sinks",
+        "memhook_hook",
+    ] {
+        assert!(has(marker), "memhook-session should hold {marker}");
+    }
+    for marker in [
+        "tokio_postgres",
+        "clap_builder",
+        "memhook_server",
+        "jsonc_parser",
+        "toml_edit",
+        "memhook_store_pg",
+    ] {
+        assert!(!has(marker), "memhook-session holds {marker}");
+    }
+}
+
+/// No binary loads `libm.so.6` (Linux, glibc): its only callers were
+/// logarithms, now computed without it (`memhook_core::mathlog`, and C's
+/// `log` for SQLite's `bm25` in the store), and a second library costs
+/// every start its loading and its pages.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn no_binary_loads_libm() {
+    for b in [bin(), session_bin(), full_bin()] {
+        let bytes = fs::read(&b).unwrap();
+        assert!(
+            !bytes.windows(9).any(|w| w == b"libm.so.6"),
+            "{} needs libm.so.6",
+            b.display()
+        );
+    }
+}
+
+/// A user's session in `home/proj`: one prompt recorded by the hook.
+fn record_prompt(exe: &std::path::Path, home: &std::path::Path) {
+    let project = home.join("proj");
+    fs::create_dir_all(&project).unwrap();
+    let cwd = serde_json::to_string(&project).unwrap();
+    let prompt = format!(
+        r#"{{"session_id":"s-one","cwd":{cwd},"hook_event_name":"UserPromptSubmit","prompt":"rename the flux capacitor module"}}"#
+    );
+    let mut hook = cmd(exe, home);
+    hook.args([
+        "hook",
+        "--agent",
+        "claude-code",
+        "--event",
+        "UserPromptSubmit",
+    ])
+    .current_dir(&project);
+    let out = run_with_stdin(hook, prompt.as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+/// The next session in `home/proj` starts: its envelope.
+fn next_session_start(exe: &std::path::Path, home: &std::path::Path) -> String {
+    let project = home.join("proj");
+    let cwd = serde_json::to_string(&project).unwrap();
+    let start = format!(
+        r#"{{"session_id":"s-two","cwd":{cwd},"hook_event_name":"SessionStart","source":"startup"}}"#
+    );
+    let mut hook = cmd(exe, home);
+    hook.args(["hook", "--agent", "claude-code", "--event", "SessionStart"])
+        .current_dir(&project);
+    let out = run_with_stdin(hook, start.as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// How many stored records of `home`'s data dir mention the prompt.
+fn stored_prompts(home: &std::path::Path) -> i64 {
+    let Ok(db) = rusqlite::Connection::open(home.join("data/store.sqlite3")) else {
+        return 0;
+    };
+    db.query_row(
+        "SELECT count(*) FROM records WHERE body LIKE '%flux capacitor%'",
+        [],
+        |r| r.get(0),
+    )
+    .unwrap_or(0)
+}
+
+/// Session start and the drainer run in `memhook-session`: with
+/// `memhook-cli` gone, the drainer the hook starts delivers the prompt, and
+/// the next session starts with a briefing of it.
+#[test]
+fn session_start_and_the_drainer_run_in_memhook_session() {
+    let t = tempfile::tempdir().unwrap();
+    let exe = install_copy(&t.path().join("bin"));
+    fs::remove_file(t.path().join("bin/memhook-cli")).unwrap();
+    record_prompt(&exe, t.path());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while stored_prompts(t.path()) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the drainer delivered nothing in 20 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(stored_prompts(t.path()), 1);
+    let envelope = next_session_start(&exe, t.path());
+    assert!(
+        envelope.contains("flux capacitor"),
+        "no briefing from memhook-session: {envelope}"
+    );
+}
+
+/// An install made before `memhook-session` existed (only `memhook` and
+/// `memhook-cli`) keeps working: session start and the drainer fall back
+/// to `memhook-cli`.
+#[test]
+fn without_memhook_session_session_start_falls_back_to_memhook_cli() {
+    let t = tempfile::tempdir().unwrap();
+    let exe = install_copy(&t.path().join("bin"));
+    fs::remove_file(t.path().join("bin/memhook-session")).unwrap();
+    record_prompt(&exe, t.path());
+    let envelope = next_session_start(&exe, t.path());
+    assert!(
+        envelope.contains("flux capacitor"),
+        "no briefing from memhook-cli: {envelope}"
+    );
+}
+
+/// `memhook-session` run by hand with a command it does not run hands it to
+/// `memhook-cli`, output and exit code unchanged.
+#[test]
+fn memhook_session_hands_other_commands_to_memhook_cli() {
+    let t = tempfile::tempdir().unwrap();
+    install_copy(&t.path().join("bin"));
+    let session = t.path().join("bin/memhook-session");
+    let out = cmd(&session, t.path())
+        .args(["status", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v.is_object(), "{v}");
+    let bad = cmd(&session, t.path())
+        .arg("no-such-command")
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
 }
 
 /// `memhook-cli` (and so `memhook serve`) has Rust's own `main` again: a

@@ -116,7 +116,7 @@ pub fn main() -> ExitCode {
             memhook_sinks::session_start::session_start,
         );
     }
-    if let Some(dir) = background_drainer(&argv) {
+    if let Some(dir) = memhook_hook::handover::background_drainer(&argv) {
         return match crate::drain::run_background(Some(&dir)) {
             Ok(code) => code,
             Err(e) => report(e),
@@ -175,20 +175,6 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// The data dir of exactly the command line the hook starts its drainer
-/// with (`--data-dir DIR drain --background`, `memhook_delivery::drain`'s
-/// spawn); `None` for any other, which clap reads.
-fn background_drainer(argv: &[std::ffi::OsString]) -> Option<std::path::PathBuf> {
-    match argv {
-        [_, flag, dir, drain, background]
-            if flag == "--data-dir" && drain == "drain" && background == "--background" =>
-        {
-            Some(dir.into())
-        }
-        _ => None,
-    }
-}
-
 fn report(err: Box<dyn std::error::Error + Send + Sync>) -> ExitCode {
     eprintln!("memhook: {err}");
     ExitCode::from(2)
@@ -205,6 +191,7 @@ fn clap_problem(err: &clap::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use memhook_hook::handover::background_drainer;
 
     #[test]
     fn the_drainer_command_line_is_read_as_clap_reads_it() {

@@ -26,9 +26,7 @@ pub struct DrainArgs {
 /// The detached drainer the hook starts (`--data-dir DIR drain
 /// --background`; `cli::main` calls it without clap).
 pub fn run_background(data_dir: Option<&Path>) -> CmdResult {
-    let dir = data_dir::resolve(data_dir)?;
-    memhook_delivery::drain::run_background(&dir, memhook_sinks::make_sink);
-    let _ = memhook_sinks::forget::finish_pending(&dir);
+    memhook_sinks::drainer::run_background(data_dir)?;
     Ok(ExitCode::SUCCESS)
 }
 

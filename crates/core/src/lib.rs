@@ -14,6 +14,7 @@ pub mod event;
 pub mod fingerprint;
 pub mod hex;
 pub mod history;
+pub mod mathlog;
 pub mod mcp_agents;
 pub mod names;
 pub mod record;

@@ -27,6 +27,7 @@ use memhook_delivery::spool::{SinkTarget, Spool, SpoolEntry, SpoolError, ENTRY_V
 pub mod arena;
 mod args;
 pub mod budget;
+pub mod handover;
 pub use args::{is_hook_invocation, parse_fast, HookArgs};
 
 /// Largest payload read from stdin. Agents' payloads are a few KiB; a tool

@@ -3,9 +3,11 @@
 //! that picks one per spool entry, forget across the store and the spool (`forget.rs`), and the hook's
 //! session start (deliver what is pending, then brief: `session_start.rs`).
 //!
-//! The per-event binary links none of this: it spawns `memhook-cli` to
-//! drain and hands it session start (docs/architecture.md).
+//! The per-event binary links none of this: it spawns `memhook-session` to
+//! drain (`drainer.rs`) and hands it session start (docs/architecture.md,
+//! "Three binaries").
 
+pub mod drainer;
 pub mod factory;
 pub mod forget;
 pub mod http;

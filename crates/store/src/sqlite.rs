@@ -27,6 +27,8 @@ use memhook_core::record::Record;
 
 mod activity;
 mod browse;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod c_log;
 pub mod database;
 mod export;
 mod forget;

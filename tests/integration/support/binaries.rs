@@ -10,15 +10,23 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_memhook"))
 }
 
-/// Install the two binaries a user installs (`memhook` and the
-/// `memhook-cli` it hands other commands to) into `dir`, as
-/// `cargo install` does; the path of the copied `memhook`.
+/// Install the three binaries a user installs (`memhook`, the
+/// `memhook-session` it hands session start to and the `memhook-cli` it
+/// hands other commands to) into `dir`, as `cargo install` does; the path
+/// of the copied `memhook`.
 pub fn install_copy(dir: &Path) -> PathBuf {
     fs::create_dir_all(dir).unwrap();
     let exe = dir.join("memhook");
     fs::copy(bin(), &exe).unwrap();
+    fs::copy(session_bin(), dir.join("memhook-session")).unwrap();
     fs::copy(full_bin(), dir.join("memhook-cli")).unwrap();
     exe
+}
+
+/// Path of the `memhook-session` binary under test (session start and the
+/// drainer; `memhook` execs it).
+pub fn session_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_memhook-session"))
 }
 
 /// `program` with nothing of the caller's environment but a `PATH` of the

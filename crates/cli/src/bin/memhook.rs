@@ -1,14 +1,16 @@
 //! The `memhook` binary agents run on every event: `memhook hook --event E
 //! …` runs here, built from the per-event crates only (memhook-hook,
 //! memhook-delivery, memhook-core: no SQLite, no TLS, no clap, no
-//! PostgreSQL, no tokio, no server, installer or MCP code). Every other
-//! command line — session start (it delivers and briefs), other commands,
-//! `--help`, arguments this binary does not read exactly — is handed to
-//! `memhook-cli` beside it, which replaces this process (`exec`: same
-//! arguments, stdin, stdout and exit code), so users type `memhook …` for
-//! everything and agents' configurations written by any version keep
-//! working. The hook starts its drainer from `memhook-cli` too
-//! (docs/architecture.md, "Two binaries").
+//! PostgreSQL, no tokio, no server, installer or MCP code). Session start
+//! and the other hook calls that deliver and brief go to `memhook-session`
+//! beside it (the store and the sinks, still no server, PostgreSQL, clap,
+//! installer or MCP); every other command line — other commands, `--help`,
+//! arguments this binary does not read exactly — goes to `memhook-cli`.
+//! Either replaces this process (`exec`: same arguments, stdin, stdout and
+//! exit code), so users type `memhook …` for everything and agents'
+//! configurations written by any version keep working. The hook starts its
+//! drainer from `memhook-session` too (docs/architecture.md, "Three
+//! binaries").
 //!
 //! The entry point is the C `main` rather than Rust's: every agent starts
 //! `memhook hook` on every event, and std's runtime setup before `main`
@@ -36,7 +38,7 @@
 //! Arguments come from `std::env::args_os`, which glibc fills before any
 //! `main` runs.
 //!
-//! Windows has no `exec`: there `memhook-cli` runs as a child that
+//! Windows has no `exec`: there the sibling runs as a child that
 //! inherits the standard handles (the payload still unread on stdin), and
 //! its exit code is this process's. Rust's own `main` is used there (its
 //! setup is small on Windows and there is no `SIGPIPE`).
@@ -44,12 +46,10 @@
 #![cfg_attr(all(not(test), unix), no_main)]
 
 use std::ffi::OsString;
-#[cfg(unix)]
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use memhook_core::event::EventKind;
+use memhook_hook::handover;
 
 /// Small allocations are carved from one region and never freed: one
 /// process, one event, a few milliseconds (`memhook_hook::arena`).
@@ -77,14 +77,14 @@ extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> lib
     std::process::exit(status(code))
 }
 
-/// Run the hook or the background drainer here; hand anything else to
-/// `memhook-cli`.
+/// Run the hook here; hand session start to `memhook-session` and anything
+/// else to `memhook-cli`.
 #[cfg_attr(test, allow(dead_code))]
 fn lean_main() -> ExitCode {
     let argv: Vec<OsString> = std::env::args_os().collect();
     if let Some((args, data_dir)) = memhook_hook::parse_fast(&argv) {
         // Session start delivers and briefs, which takes the store and the
-        // HTTP sink: memhook-cli's. So does an event named only in the
+        // HTTP sink: memhook-session's. So does an event named only in the
         // payload (it may be a session start). The installer always writes
         // `--event`.
         // The same holds for the event an agent is briefed at when it takes
@@ -96,38 +96,29 @@ fn lean_main() -> ExitCode {
             return memhook_hook::run(&args, data_dir.as_deref(), memhook_hook::no_briefing);
         }
     }
-    let full = full_binary();
-    #[cfg(windows)]
-    let err = match std::process::Command::new(&full)
-        .args(argv.iter().skip(1))
-        .status()
-    {
-        Ok(st) => return ExitCode::from(st.code().map_or(1, |c| c.clamp(0, 255) as u8)),
-        Err(e) => e,
-    };
-    #[cfg(unix)]
-    let mut err;
-    #[cfg(unix)]
-    let mut tries = 0;
-    #[cfg(unix)]
-    loop {
-        err = std::process::Command::new(&full)
-            .arg0(argv.first().cloned().unwrap_or_else(|| "memhook".into()))
-            .args(argv.iter().skip(1))
-            .exec();
-        // "Text file busy": the file is still open for writing somewhere
-        // (being installed, or a write descriptor a concurrent fork
-        // inherited for a moment). Wait for it, briefly.
-        tries += 1;
-        if err.kind() != std::io::ErrorKind::ExecutableFileBusy || tries >= EXEC_BUSY_TRIES {
-            break;
+    // Session start (and the other briefing events) to memhook-session;
+    // an install that has no memhook-session (built before it existed)
+    // still has memhook-cli, which runs them too.
+    let mut err = None;
+    if memhook_hook::parse_fast(&argv).is_some() {
+        match handover::hand_over(&handover::sibling(handover::SESSION_BINARY), &argv) {
+            Ok(code) => return code,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => err = Some((handover::SESSION_BINARY, e)),
         }
-        std::thread::sleep(std::time::Duration::from_millis(10));
     }
+    let full = memhook_delivery::drain::spawn::FULL_BINARY;
+    if err.is_none() {
+        match handover::hand_over(&handover::sibling(full), &argv) {
+            Ok(code) => return code,
+            Err(e) => err = Some((full, e)),
+        }
+    }
+    let (name, err) = err.expect("set on every path that reaches here");
     let problem = format!(
         "cannot run {}: {err}; install memhook again (`cargo install --locked --path crates/cli` \
-         installs both `memhook` and `memhook-cli`)",
-        full.display()
+         installs `memhook`, `memhook-session` and `memhook-cli`)",
+        handover::sibling(name).display()
     );
     if memhook_hook::is_hook_invocation(&argv) {
         // Still a hook call: exit 0 with an envelope, whatever happened.
@@ -135,18 +126,6 @@ fn lean_main() -> ExitCode {
     }
     eprintln!("memhook: {problem}");
     ExitCode::from(2)
-}
-
-/// How often an `exec` refused as "Text file busy" is tried (10 ms apart).
-#[cfg(unix)]
-#[cfg_attr(test, allow(dead_code))]
-const EXEC_BUSY_TRIES: u32 = 100;
-
-/// `memhook-cli` in this binary's directory.
-#[cfg_attr(test, allow(dead_code))]
-fn full_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("memhook"));
-    exe.with_file_name(memhook_delivery::drain::spawn::FULL_BINARY)
 }
 
 /// The number `code` stands for (`ExitCode` only says whether two are equal).

@@ -192,38 +192,9 @@ pub(super) fn bits_per_char(v: &[u8]) -> f64 {
         .filter(|&&k| k > 0)
         .map(|&k| {
             let p = f64::from(k) / n;
-            -p * log2(p)
+            -p * crate::mathlog::log2(p)
         })
         .sum()
-}
-
-/// Base-2 logarithm of a positive, finite, normal `x`, to within a few
-/// units in the last place, without `libm`: `f64::log2` is the one
-/// function that made the per-event binary load `libm.so.6`, which costs
-/// every hook call the loader's work for a second library
-/// (docs/benchmarks.md, "One policy, an arena, no libm, no clap for session start"). Exact at powers of two, so the
-/// entropy edge of [`MIN_RANDOM_BITS_PER_CHAR`] stays exact.
-pub(super) fn log2(x: f64) -> f64 {
-    const MANTISSA: u64 = (1 << 52) - 1;
-    const ONE_EXPONENT: u64 = 0x3ff << 52;
-    let bits = x.to_bits();
-    let mut e = ((bits >> 52) & 0x7ff) as i64 - 1023;
-    // x = m · 2^e with m in [1, 2), then moved to [√½, √2).
-    let mut m = f64::from_bits((bits & MANTISSA) | ONE_EXPONENT);
-    if m > std::f64::consts::SQRT_2 {
-        m /= 2.0;
-        e += 1;
-    }
-    // ln m = 2 atanh t = 2 (t + t³/3 + t⁵/5 + …), t = (m−1)/(m+1), |t| ≤ 0.172:
-    // the 15th term is below 2⁻⁵³ of the first.
-    let t = (m - 1.0) / (m + 1.0);
-    let t2 = t * t;
-    let (mut term, mut sum) = (t, 0.0);
-    for k in 0..15 {
-        sum += term / f64::from(2 * k + 1);
-        term *= t2;
-    }
-    e as f64 + 2.0 * sum * std::f64::consts::LOG2_E
 }
 
 /// Is there a boundary between segments of a key name at `k[j]` (`_`, `-`,

@@ -192,18 +192,34 @@ pub fn inherited_run_lock(data_dir: &Path) -> Option<DrainLock> {
         None
     }
 }
-/// The binary that delivers: the sinks (SQLite, TLS) live in
-/// `memhook-cli`, not in the per-event `memhook`, so a hook starts the
-/// drainer from `memhook-cli` beside it (docs/architecture.md). Any other
-/// binary (`memhook-cli` itself, a test) runs its own drain.
+/// The binary that delivers: the sinks (SQLite, TLS) are not in the
+/// per-event `memhook`, so a hook starts the drainer from
+/// `memhook-session` beside it, or from `memhook-cli` where an older
+/// install has no `memhook-session` (docs/architecture.md, "Three
+/// binaries"). Any other binary (those two, a test) runs its own drain.
 pub fn drainer_program() -> io::Result<std::path::PathBuf> {
     let exe = std::env::current_exe()?;
-    let full = exe.with_file_name(FULL_BINARY);
     let lean = exe
         .file_name()
         .is_some_and(|n| n == "memhook" || n == "memhook.exe");
-    Ok(if lean && full.is_file() { full } else { exe })
+    if lean {
+        for name in [SESSION_BINARY, FULL_BINARY] {
+            let sibling = exe.with_file_name(name);
+            if sibling.is_file() {
+                return Ok(sibling);
+            }
+        }
+    }
+    Ok(exe)
 }
+
+/// The file name of the binary that runs session start and the drainer:
+/// the per-event crates, the store and the sinks.
+pub const SESSION_BINARY: &str = if cfg!(windows) {
+    "memhook-session.exe"
+} else {
+    "memhook-session"
+};
 
 /// The file name of the binary that holds every command and the sinks.
 pub const FULL_BINARY: &str = if cfg!(windows) {

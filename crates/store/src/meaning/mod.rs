@@ -44,7 +44,7 @@ pub fn embed<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<u8> {
         return Vec::new();
     };
     let n = table.len() as f32;
-    let ln_n = n.ln();
+    let ln_n = memhook_core::mathlog::ln(f64::from(n)) as f32;
     let mut acc = [0f32; DIMS];
     let mut budget = words::MAX_WORDS;
     for text in texts {

@@ -55,7 +55,7 @@ fn recency(age_ms: i64) -> f64 {
 /// `hits` of `rows` rows.
 fn idf(rows: i64, hits: i64) -> f64 {
     let idf = ((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5);
-    let idf = idf.ln();
+    let idf = memhook_core::mathlog::ln(idf);
     if idf <= 0.0 {
         MIN_IDF
     } else {

@@ -1,0 +1,70 @@
+//! Handing a command line to a sibling binary (docs/architecture.md,
+//! "Three binaries"): `memhook` hands session start to `memhook-session`
+//! and every other command to `memhook-cli`; `memhook-session` hands what
+//! it does not run to `memhook-cli`. On Unix the sibling replaces this
+//! process (`exec`: same arguments, stdin, stdout and exit code); Windows
+//! has no `exec`, so there the sibling runs as a child that inherits the
+//! standard handles (stdin still unread) and its exit code is returned.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+pub use memhook_delivery::drain::spawn::{FULL_BINARY, SESSION_BINARY};
+
+/// `name` in this binary's directory.
+pub fn sibling(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("memhook"));
+    exe.with_file_name(name)
+}
+
+/// How often an `exec` refused as "Text file busy" is tried (10 ms apart).
+#[cfg(unix)]
+const EXEC_BUSY_TRIES: u32 = 100;
+
+/// Run `program` with `argv[1..]` in place of this process. Returns only
+/// when that failed (Unix), or with the child's exit code (Windows).
+pub fn hand_over(program: &Path, argv: &[OsString]) -> Result<ExitCode, std::io::Error> {
+    #[cfg(windows)]
+    {
+        let st = std::process::Command::new(program)
+            .args(argv.iter().skip(1))
+            .status()?;
+        Ok(ExitCode::from(
+            st.code().map_or(1, |c| c.clamp(0, 255) as u8),
+        ))
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let mut tries = 0;
+        loop {
+            let err = std::process::Command::new(program)
+                .arg0(argv.first().cloned().unwrap_or_else(|| "memhook".into()))
+                .args(argv.iter().skip(1))
+                .exec();
+            // "Text file busy": the file is still open for writing somewhere
+            // (being installed, or a write descriptor a concurrent fork
+            // inherited for a moment). Wait for it, briefly.
+            tries += 1;
+            if err.kind() != std::io::ErrorKind::ExecutableFileBusy || tries >= EXEC_BUSY_TRIES {
+                return Err(err);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+/// The detached drainer's command line, exactly as the hook spawns it
+/// (`--data-dir DIR drain --background`): its data dir. Anything else is
+/// for clap.
+pub fn background_drainer(argv: &[OsString]) -> Option<PathBuf> {
+    match argv {
+        [_, flag, dir, drain, background]
+            if flag == "--data-dir" && drain == "drain" && background == "--background" =>
+        {
+            Some(dir.into())
+        }
+        _ => None,
+    }
+}
