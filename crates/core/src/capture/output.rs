@@ -208,10 +208,6 @@ mod tests {
         filter_output(&active(patterns), &bash(cmd), ToolFamily::Shell, text).map(Cow::into_owned)
     }
 
-    #[cfg_attr(
-        windows,
-        ignore = "Windows under Wine: with a ~/ pattern the output is withheld (None, the safe outcome) instead of filtered; not investigated (capture::env_home reads HOME only, no USERPROFILE fallback yet)"
-    )]
     #[test]
     fn lines_naming_an_excluded_path_are_removed() {
         let out = "README.md:1:hunter\n./secret/key.txt:1:hunter2\nsrc/a.rs:2:hunter\n";

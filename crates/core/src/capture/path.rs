@@ -187,6 +187,12 @@ pub fn normalize(
         return finish(Flavour::Windows, &root, &s[3..], max_chars);
     }
     if let Some(rest) = s.strip_prefix('/') {
+        // Rooted without a drive (`\secret\key.txt`): on a Windows base it
+        // names that drive's (or share's) path, as Windows opens it from
+        // there, so it meets the Windows patterns a marker there yields.
+        if let Some(b) = base.filter(|b| b.flavour == Flavour::Windows) {
+            return finish(Flavour::Windows, b.root(), rest, max_chars);
+        }
         return finish(Flavour::Posix, "/", rest, max_chars);
     }
     let base = base.ok_or(Unusable::NoBase)?;
@@ -318,6 +324,24 @@ mod tests {
         assert_eq!(n("sub\\f", Some("C:\\w")).unwrap(), "C:/w/sub/f");
         assert_eq!(n("C:foo", Some("/w")), Err(Unusable::DriveRelative));
         assert_eq!(n("\\\\srv", None), Err(Unusable::BadUnc));
+    }
+
+    /// `\x` on Windows is `x` at the root of the current drive (or share):
+    /// resolved against a Windows base it takes that base's root, so an
+    /// exclusion under a marker on that drive still holds for it.
+    #[test]
+    fn rooted_paths_without_a_drive_take_the_drive_of_a_windows_base() {
+        assert_eq!(
+            n("\\proj\\secret\\k", Some("C:\\proj")).unwrap(),
+            "C:/proj/secret/k"
+        );
+        assert_eq!(n("/proj/../x", Some("d:/w")).unwrap(), "D:/x");
+        assert_eq!(
+            n("\\x", Some("\\\\srv\\share\\w")).unwrap(),
+            "//srv/share/x"
+        );
+        assert_eq!(n("/x", Some("/w")).unwrap(), "/x");
+        assert_eq!(n("/x", None).unwrap(), "/x");
     }
 
     #[test]

@@ -360,6 +360,62 @@ fn powershell_and_cmd_spellings_of_a_read_are_excluded() {
     path::FOLD_POSIX.with(|f| f.set(cfg!(target_os = "macos")));
 }
 
+/// A rooted path without a drive (`\Repo\secret\key.txt`, which cmd and
+/// PowerShell open on the drive of their cwd) meets the exclusions of a
+/// marker on that drive, in a command and in a pattern (privacy fails
+/// closed; docs/install.md, Windows).
+#[test]
+fn a_rooted_path_without_a_drive_meets_the_exclusions_on_its_drive() {
+    let on_c = |patterns: &[&str]| CaptureConfig::Active {
+        marker: PathBuf::from("C:/Repo/.ai-memory.toml"),
+        patterns: patterns.iter().map(|s| s.to_string()).collect(),
+        assistant_text: true,
+    };
+    let run = |cfg: &CaptureConfig, cwd: &str, cmd: &str| {
+        let ev = normalize(
+            "claude-code",
+            None,
+            &json!({"hook_event_name": "PreToolUse", "cwd": cwd, "tool_name": "Bash",
+                    "tool_input": {"command": cmd}}),
+        );
+        decide(cfg, None, &ev).disposition
+    };
+    for (patterns, cwd, cmd, want) in [
+        (
+            &["secret/**"][..],
+            r"C:\Repo\src",
+            r"type \repo\secret\key.txt",
+            Disposition::Drop,
+        ),
+        (
+            &["secret/**"],
+            r"C:\Repo",
+            "Get-Content /Repo/Secret/key.txt",
+            Disposition::Drop,
+        ),
+        (
+            &["secret/**"],
+            r"C:\Repo",
+            r"type \Repo\notes.md",
+            Disposition::Keep,
+        ),
+        (
+            &["/Repo/secret/**"],
+            r"C:\Repo",
+            r"type C:\Repo\secret\key.txt",
+            Disposition::Drop,
+        ),
+        (
+            &[r"\Repo\secret\**"],
+            r"C:\Repo",
+            r"type secret\key.txt",
+            Disposition::Drop,
+        ),
+    ] {
+        assert_eq!(run(&on_c(patterns), cwd, cmd), want, "{patterns:?} {cmd}");
+    }
+}
+
 /// `-EncodedCommand` carries the script as base64 of UTF-16LE: decoded and
 /// split like `-Command`.
 #[test]
