@@ -13,8 +13,10 @@ pub const ENV_IGNORE_MARKER: &str = "AI_MEMORY_IGNORE_MARKER";
 /// The home directory as the process's environment gives it: `HOME`, and
 /// on Windows, where `HOME` is usually unset (Git Bash sets it, PowerShell
 /// and cmd do not), `USERPROFILE`. Blank counts as unset. Every reader of
-/// the home directory (scope discovery, `~/` in capture patterns, the
-/// installer's agent configs) goes through here.
+/// the user's home directory (scope discovery, `~/` in capture patterns)
+/// goes through here; the installer looks for agents' configs where the
+/// agents do (on Windows the profile first: memhook-cli's
+/// `install::profile`).
 pub fn home_var(var: impl Fn(&str) -> Option<OsString>) -> Option<OsString> {
     home_from(var, cfg!(windows))
 }
