@@ -191,6 +191,16 @@ impl<'t> Lines<'t> {
             Err(Unusable::NoBase | Unusable::TooLong | Unusable::NoHome) => true,
             Err(_) => false,
         };
+        // Git Bash's `/c/…` reading of the same token (path::msys_drive).
+        let hit = hit
+            || match path::msys_drive(token, self.base.as_ref(), MAX_CANDIDATE_CHARS) {
+                Some(p) => match self.policy.matches(&p) {
+                    MatchOutcome::Match => true,
+                    MatchOutcome::NoMatch => false,
+                    MatchOutcome::OverBudget => return None,
+                },
+                None => false,
+            };
         self.seen.insert(token, hit);
         Some(hit)
     }

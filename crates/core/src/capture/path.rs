@@ -218,6 +218,24 @@ pub fn normalize(
     finish(base.flavour, base.root(), &joined, max_chars)
 }
 
+/// Git Bash's spelling of a drive, `/c/Users/me` for `C:\Users\me`. On a
+/// Windows base a rooted path whose first segment is one letter names a
+/// directory on the base's drive for cmd and PowerShell ([`normalize`]),
+/// and that drive for Git Bash (where Claude Code runs its commands on
+/// Windows). This is the Git Bash reading, a second candidate to check
+/// (privacy fails closed); `None` for any other path or base. Only `/`
+/// spellings: Git Bash reads `\c\…` as an escape.
+pub fn msys_drive(raw: &str, base: Option<&NormPath>, max_chars: usize) -> Option<NormPath> {
+    base.filter(|b| b.flavour == Flavour::Windows)?;
+    let rest = raw.strip_prefix('/')?;
+    let (seg, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let letter = match seg.as_bytes() {
+        [l] if l.is_ascii_alphabetic() => l.to_ascii_uppercase() as char,
+        _ => return None,
+    };
+    normalize(&format!("{letter}:/{tail}"), None, None, max_chars).ok()
+}
+
 /// A relative path with no empty, `.` or `..` segment (a trailing `/`
 /// aside): joining it to a normalised base needs no clean-up.
 fn is_plain_relative(s: &str) -> bool {
@@ -342,6 +360,31 @@ mod tests {
         );
         assert_eq!(n("/x", Some("/w")).unwrap(), "/x");
         assert_eq!(n("/x", None).unwrap(), "/x");
+    }
+
+    #[test]
+    fn git_bash_drive_spellings_are_a_second_reading_on_a_windows_base() {
+        let m = |raw: &str, base: &str| {
+            let b = normalize(base, None, None, MAX_CANDIDATE_CHARS).unwrap();
+            msys_drive(raw, Some(&b), MAX_CANDIDATE_CHARS).map(|p| p.text)
+        };
+        assert_eq!(
+            m("/c/Users/me/p/secret/k", "C:/w").as_deref(),
+            Some("C:/Users/me/p/secret/k")
+        );
+        assert_eq!(m("/d", "C:/w").as_deref(), Some("D:/"));
+        assert_eq!(m("/d/../e/x", "C:/w").as_deref(), Some("D:/e/x"));
+        for (raw, base) in [
+            ("/cc/x", "C:/w"),
+            ("/c/x", "/w"),
+            ("c/x", "C:/w"),
+            ("//c/x", "C:/w"),
+            (r"\c\x", "C:/w"),
+            ("/1/x", "C:/w"),
+        ] {
+            assert_eq!(m(raw, base), None, "{raw} on {base}");
+        }
+        assert_eq!(msys_drive("/c/x", None, MAX_CANDIDATE_CHARS), None);
     }
 
     #[test]

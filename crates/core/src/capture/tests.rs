@@ -416,6 +416,38 @@ fn a_rooted_path_without_a_drive_meets_the_exclusions_on_its_drive() {
     }
 }
 
+/// Git Bash's spelling of a drive, `/c/Repo/secret/key.txt` (Claude Code
+/// runs its commands in Git Bash on Windows), meets the exclusions on
+/// drive C: too, in a command and in its output (docs/install.md,
+/// Windows).
+#[test]
+fn git_bash_drive_spellings_meet_the_exclusions_on_that_drive() {
+    let cfg = CaptureConfig::Active {
+        marker: PathBuf::from("C:/Repo/.ai-memory.toml"),
+        patterns: vec!["secret/**".into()],
+        assistant_text: true,
+    };
+    let ev = |cmd: &str| {
+        normalize(
+            "claude-code",
+            None,
+            &json!({"hook_event_name": "PreToolUse", "cwd": r"C:\Repo", "tool_name": "Bash",
+                    "tool_input": {"command": cmd}}),
+        )
+    };
+    for (cmd, want) in [
+        ("cat /c/Repo/secret/key.txt", Disposition::Drop),
+        ("head -n 3 /C/repo/Secret/key.txt", Disposition::Drop),
+        ("bash -c 'cat /c/Repo/secret/key.txt'", Disposition::Drop),
+        ("cat /c/Repo/notes.md", Disposition::Keep),
+    ] {
+        assert_eq!(decide(&cfg, None, &ev(cmd)).disposition, want, "{cmd}");
+    }
+    let out = "ok\n/c/Repo/secret/key.txt:1:hunter2\nfine\n";
+    let kept = filter_output(&cfg, &ev("grep -n hunter *"), ToolFamily::Shell, out);
+    assert_eq!(kept.as_deref(), Some("ok\nfine\n"));
+}
+
 /// `-EncodedCommand` carries the script as base64 of UTF-16LE: decoded and
 /// split like `-Command`.
 #[test]
