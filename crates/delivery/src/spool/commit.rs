@@ -48,7 +48,8 @@
 //! attributes only. The last-write time would not do: a hook writes its
 //! entry before renaming it in, so an entry renamed in after a listing
 //! began can carry a write time before the watermark and be missed. An
-//! entry whose change time cannot be read counts as new (flushed again).
+//! entry whose change time cannot be read, or is not kept (FAT, exFAT),
+//! counts as new (flushed again).
 
 use std::fs;
 use std::io;
@@ -211,6 +212,13 @@ mod win {
         };
         if ok == 0 {
             return Err(io::Error::last_os_error());
+        }
+        // FAT and exFAT keep no change time (0): unknown, so flushed again.
+        if info.change_time <= 0 {
+            return Err(io::Error::other(format!(
+                "{}: the file system keeps no change time",
+                path.display()
+            )));
         }
         let since_epoch = info.change_time.saturating_sub(UNIX_EPOCH_100NS).max(0);
         Ok(since_epoch as u64 / 10_000)
