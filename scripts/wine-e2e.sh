@@ -3,7 +3,8 @@
 # exits 0 with a valid envelope in the failure modes; Windows and
 # PowerShell spellings of a read of an excluded file leave no byte of it
 # in the data dir; a recorded session's briefing appears at the next
-# session start.
+# session start; the installer writes the Codex PowerShell form and finds
+# an agent's config under %USERPROFILE%.
 #
 # Usage: scripts/wine-e2e.sh [DIR]   DIR holds memhook.exe, memhook-session.exe and memhook-cli.exe
 #        (default: $CARGO_TARGET_DIR or target, x86_64-pc-windows-gnu/debug)
@@ -244,6 +245,33 @@ echo "== the installer's Windows command form (Codex runs hooks through PowerShe
     else
         ok "uninstall-hooks removes them"
     fi
+)
+
+echo "== agents' configs on Windows: under %USERPROFILE%, whatever HOME says"
+(
+    # Wine sets USERPROFILE itself (C:\users\<user>, inside the prefix);
+    # HOME is pointed elsewhere, as Git Bash may set it. The runner's
+    # prefix is fixed first: its default is derived from HOME.
+    prefix="${MEMHOOK_WINEPREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/memhook-wine}"
+    export MEMHOOK_WINEPREFIX="$prefix"
+    mkdir -p "$work/githome"
+    export HOME="$(win "$work/githome")"
+    profile="$prefix/drive_c/users/${USER:-$(id -un)}"
+    gem="$profile/.gemini"
+    if [[ -e "$gem" ]]; then
+        bad "$gem exists already (left by an earlier run?): remove it and re-run"
+        exit 0
+    fi
+    inst() { (cd "$proj" && "$run" "$bin/memhook.exe" "$@" 2>&1); }
+    out="$(inst install-hooks --agent gemini-cli --apply)" || true
+    if grep -q -F -- "--agent gemini-cli" "$gem/settings.json" 2>/dev/null &&
+        [[ -z "$(ls -A "$work/githome")" ]]; then
+        ok "install-hooks --agent gemini-cli wrote %USERPROFILE%\\.gemini\\settings.json, nothing under HOME"
+    else
+        bad "gemini-cli settings not under %USERPROFILE% ($gem): $out; under HOME: $(ls -A "$work/githome")"
+    fi
+    inst uninstall-hooks --agent gemini-cli --apply >/dev/null || true
+    rm -rf "$gem"
 )
 
 if [[ -s "$data/logs/drain.log" ]]; then

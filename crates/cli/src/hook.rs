@@ -113,10 +113,19 @@ mod tests {
         ] {
             assert_eq!(parse_fast(&argv(line)), None, "{line}");
         }
-        // Not UTF-8: clap's message.
-        use std::os::unix::ffi::OsStringExt;
+        // Not UTF-8 (on Windows, not valid UTF-16): clap's message.
+        #[cfg(unix)]
+        let bad = {
+            use std::os::unix::ffi::OsStringExt;
+            OsString::from_vec(vec![0xff, b'x'])
+        };
+        #[cfg(windows)]
+        let bad = {
+            use std::os::windows::ffi::OsStringExt;
+            OsString::from_wide(&[0xD800, u16::from(b'x')])
+        };
         let mut a = argv("memhook hook --event");
-        a.push(OsString::from_vec(vec![0xff, b'x']));
+        a.push(bad);
         assert_eq!(parse_fast(&a), None);
     }
 }

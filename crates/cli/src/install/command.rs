@@ -219,10 +219,14 @@ fn split(s: &str, powershell: bool) -> Option<Vec<String>> {
     Some(words)
 }
 
-/// Whether `word` names the memhook binary by absolute path.
+/// Whether `word` names the memhook binary by absolute path. On Windows a
+/// rooted path without a drive counts too (`/c/Users/me/.cargo/bin/memhook`
+/// as Git Bash spells it, or a POSIX path in a config synced from
+/// elsewhere): it is memhook's shape, so re-applying replaces it and
+/// uninstalling removes it. A drive-relative `C:memhook` never counts.
 pub fn is_memhook_binary(word: &str) -> bool {
     let p = Path::new(word);
-    p.is_absolute()
+    p.has_root()
         && p.file_name()
             .and_then(|n| n.to_str())
             .is_some_and(|n| BINARY_NAMES.contains(&n))

@@ -5,6 +5,7 @@
 //! installer code has no per-agent branches.
 
 use serde::Deserialize;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -162,42 +163,77 @@ pub fn get(id: &str) -> Option<&'static Profile> {
     all().iter().find(|p| p.id == id)
 }
 
+/// The home directory the agents themselves read: `HOME`; on Windows the
+/// user profile, `USERPROFILE` (then `HOME`), which is what every agent in
+/// the table reads there whatever `HOME` says (Node's `os.homedir()`,
+/// Bun's, Python's `expanduser`; Codex asks Windows for the profile
+/// folder, which `USERPROFILE` names). Git Bash sets `HOME`, usually to
+/// the profile but not always, and the hook file must be where the agent
+/// looks. Blank counts as unset.
+fn agent_home(var: &dyn Fn(&str) -> Option<OsString>, windows: bool) -> Option<OsString> {
+    let set = |name: &str| var(name).filter(|v| !v.to_string_lossy().trim().is_empty());
+    if windows {
+        set("USERPROFILE").or_else(|| set("HOME"))
+    } else {
+        set("HOME")
+    }
+}
+
 impl Location {
-    /// The directory this location names, or `None` without a usable HOME.
+    /// The directory this location names, or `None` without a usable home.
     pub fn dir(&self) -> Option<PathBuf> {
+        self.dir_in(&|n| std::env::var_os(n), cfg!(windows))
+    }
+
+    /// [`Location::dir`] with the environment read through `var`, as on
+    /// Windows when `windows` (tests run both on any host).
+    fn dir_in(&self, var: &dyn Fn(&str) -> Option<OsString>, windows: bool) -> Option<PathBuf> {
+        let non_blank = |name: &str| var(name).filter(|v| !v.to_string_lossy().trim().is_empty());
         if !self.dir_env.is_empty() {
-            if let Some(v) = non_blank_env(&self.dir_env) {
+            if let Some(v) = non_blank(&self.dir_env) {
                 return Some(PathBuf::from(v));
             }
         }
-        // HOME, or on Windows USERPROFILE (memhook_core::scope::env::home_var).
-        let home = memhook_core::scope::env::home_env().map(PathBuf::from)?;
+        let home = agent_home(var, windows).map(PathBuf::from)?;
+        // XDG rows (OpenCode, Kilo) on Windows too: `%XDG_CONFIG_HOME%`, else
+        // `%USERPROFILE%\.config`, never `%APPDATA%` (they use the XDG
+        // layout on every platform).
         let base = if self.xdg {
-            non_blank_env("XDG_CONFIG_HOME")
+            non_blank("XDG_CONFIG_HOME")
                 .map(PathBuf::from)
                 .filter(|p| p.is_absolute())
                 .unwrap_or_else(|| home.join(".config"))
         } else {
             home
         };
-        Some(if self.dir_default.is_empty() {
-            base
-        } else {
-            base.join(&self.dir_default)
-        })
+        Some(join_components(base, &self.dir_default))
     }
 
     /// The file this location names.
     pub fn path(&self) -> Option<PathBuf> {
-        self.dir().map(|d| d.join(&self.file))
+        self.dir().map(|d| join_components(d, &self.file))
     }
 
-    /// How to describe the location in messages (`$CODEX_HOME/hooks.json`, …).
+    /// How to describe the location in messages (`$CODEX_HOME/hooks.json`, …;
+    /// on Windows `%CODEX_HOME%/hooks.json`, `%USERPROFILE%/.claude/…`).
     pub fn describe(&self) -> String {
+        self.describe_as(cfg!(windows))
+    }
+
+    fn describe_as(&self, windows: bool) -> String {
+        let var = |name: &str| {
+            if windows {
+                format!("%{name}%")
+            } else {
+                format!("${name}")
+            }
+        };
         let base = if !self.dir_env.is_empty() {
-            format!("${}", self.dir_env)
+            var(&self.dir_env)
         } else if self.xdg {
-            format!("$XDG_CONFIG_HOME/{}", self.dir_default)
+            format!("{}/{}", var("XDG_CONFIG_HOME"), self.dir_default)
+        } else if windows {
+            format!("{}/{}", var("USERPROFILE"), self.dir_default)
         } else {
             format!("~/{}", self.dir_default)
         };
@@ -205,8 +241,13 @@ impl Location {
     }
 }
 
-fn non_blank_env(name: &str) -> Option<std::ffi::OsString> {
-    std::env::var_os(name).filter(|v| !v.to_string_lossy().trim().is_empty())
+/// `base` joined with each `/`-separated part of `rel` (the table's
+/// spelling), so a Windows path has `\` throughout; an empty `rel` is
+/// `base` itself.
+fn join_components(base: PathBuf, rel: &str) -> PathBuf {
+    rel.split('/')
+        .filter(|c| !c.is_empty())
+        .fold(base, |b, c| b.join(c))
 }
 
 impl Profile {
@@ -255,8 +296,39 @@ impl Profile {
 /// The first executable called `name` on PATH.
 pub fn find_on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
+    let pathext = std::env::var_os("PATHEXT");
+    find_in(name, &path, pathext.as_deref(), cfg!(windows))
+}
+
+/// `PATHEXT` when it is unset or blank.
+const DEFAULT_PATHEXT: &str = ".COM;.EXE;.BAT;.CMD";
+
+/// The first executable `name` in the directories of `path`. On Windows
+/// (`windows`) what cmd would run: `name` plus each extension of
+/// `pathext` in turn (`claude.exe` from the native installer, `claude.cmd`
+/// from npm; npm's extensionless `claude` is a shell script Windows
+/// cannot start, so it does not count).
+fn find_in(
+    name: &str,
+    path: &std::ffi::OsStr,
+    pathext: Option<&std::ffi::OsStr>,
+    windows: bool,
+) -> Option<PathBuf> {
+    let exts: Vec<String> = if windows {
+        let list = pathext
+            .map(|v| v.to_string_lossy().into_owned())
+            .filter(|v| !v.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_PATHEXT.to_string());
+        list.split(';')
+            .map(str::trim)
+            .filter(|e| e.starts_with('.') && e.len() > 1)
+            .map(str::to_string)
+            .collect()
+    } else {
+        vec![String::new()]
+    };
+    std::env::split_paths(path)
+        .flat_map(|d| exts.iter().map(move |e| d.join(format!("{name}{e}"))))
         .find(|p| is_executable(p))
 }
 
@@ -277,6 +349,187 @@ fn is_executable(p: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {
+        move |n: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == n)
+                .map(|(_, v)| OsString::from(v))
+        }
+    }
+
+    /// A location's file as on Windows (or not) under `var`, with `\`
+    /// throughout whatever the host joins with.
+    fn file_in(l: &Location, var: &dyn Fn(&str) -> Option<OsString>, windows: bool) -> String {
+        let d = l.dir_in(var, windows).unwrap();
+        let f = join_components(d, &l.file);
+        f.to_string_lossy().replace('/', "\\")
+    }
+
+    /// Where each agent's hook file and MCP file are on Windows: under the
+    /// user profile, which is where the agents read them there, whatever
+    /// Git Bash's `HOME` says; an agent's relocating variable first, as
+    /// everywhere. No agent of the table keeps these under `%APPDATA%`
+    /// (docs/install.md, "Agents on Windows").
+    #[test]
+    fn windows_locations_are_where_each_agent_reads_them() {
+        let me = env(&[
+            ("USERPROFILE", r"C:\Users\me"),
+            ("HOME", r"D:\msys\home\me"),
+        ]);
+        let want = [
+            ("claude-code", r".claude\settings.json", r".claude.json"),
+            ("codex", r".codex\hooks.json", r".codex\config.toml"),
+            (
+                "opencode",
+                r".config\opencode\plugins\memhook.js",
+                r".config\opencode\opencode.json",
+            ),
+            (
+                "gemini-cli",
+                r".gemini\settings.json",
+                r".gemini\settings.json",
+            ),
+            ("cursor", r".cursor\hooks.json", r".cursor\mcp.json"),
+            ("qwen-code", r".qwen\settings.json", r".qwen\settings.json"),
+            (
+                "copilot",
+                r".copilot\hooks\memhook.json",
+                r".copilot\mcp-config.json",
+            ),
+            (
+                "kilo",
+                r".config\kilo\plugins\memhook.js",
+                r".config\kilo\kilo.json",
+            ),
+            ("droid", r".factory\hooks.json", r".factory\mcp.json"),
+            (
+                "openhands",
+                r".openhands\hooks.json",
+                r".openhands\mcp.json",
+            ),
+            (
+                "pi",
+                r".pi\agent\extensions\memhook.js",
+                r".pi\agent\mcp.json",
+            ),
+            (
+                "cline",
+                r".cline\hooks",
+                r".cline\data\settings\cline_mcp_settings.json",
+            ),
+        ];
+        assert_eq!(want.len(), all().len(), "every agent has its row here");
+        for (id, hooks, mcp) in want {
+            let p = get(id).unwrap();
+            let hooks_at = file_in(&p.location, &me, true);
+            assert_eq!(hooks_at, format!(r"C:\Users\me\{hooks}"), "{id}");
+            let mcp_at = file_in(&p.mcp.location, &me, true);
+            assert_eq!(mcp_at, format!(r"C:\Users\me\{mcp}"), "{id}");
+            let said = p.location.describe_as(true);
+            assert!(
+                said.starts_with('%') && !said.contains('$') && !said.contains('~'),
+                "{id}: {said}"
+            );
+        }
+        // The relocating variables win, on Windows too.
+        let moved = env(&[("USERPROFILE", r"C:\Users\me"), ("CODEX_HOME", r"E:\codex")]);
+        let codex = get("codex").unwrap();
+        assert_eq!(
+            file_in(&codex.location, &moved, true),
+            r"E:\codex\hooks.json"
+        );
+        assert_eq!(codex.location.describe_as(true), "%CODEX_HOME%/hooks.json");
+        assert_eq!(
+            get("claude-code").unwrap().location.describe_as(true),
+            "%CLAUDE_CONFIG_DIR%/settings.json"
+        );
+        assert_eq!(
+            get("gemini-cli").unwrap().location.describe_as(true),
+            "%USERPROFILE%/.gemini/settings.json"
+        );
+        // Without a profile (never on a real Windows): HOME.
+        let home_only = env(&[("HOME", r"D:\home\me")]);
+        let claude = get("claude-code").unwrap();
+        assert_eq!(
+            file_in(&claude.location, &home_only, true),
+            r"D:\home\me\.claude\settings.json"
+        );
+        // Elsewhere HOME alone, USERPROFILE means nothing.
+        assert_eq!(
+            claude.location.dir_in(&me, false),
+            Some(PathBuf::from(r"D:\msys\home\me").join(".claude"))
+        );
+        assert_eq!(
+            claude
+                .location
+                .dir_in(&env(&[("USERPROFILE", "/u")]), false),
+            None
+        );
+        assert_eq!(
+            claude.location.describe_as(false),
+            "$CLAUDE_CONFIG_DIR/settings.json"
+        );
+        assert_eq!(
+            get("gemini-cli").unwrap().location.describe_as(false),
+            "~/.gemini/settings.json"
+        );
+    }
+
+    /// An agent's binary is found as the platform runs it: on Windows with
+    /// an extension of `PATHEXT` (npm's `.cmd` shim, a native `.exe`), never
+    /// npm's extensionless shell script; elsewhere by its name.
+    #[test]
+    fn binaries_are_found_as_the_platform_starts_them() {
+        let t = tempfile::tempdir().unwrap();
+        let (npm, native) = (t.path().join("npm"), t.path().join("native"));
+        std::fs::create_dir_all(&npm).unwrap();
+        std::fs::create_dir_all(&native).unwrap();
+        for f in [
+            npm.join("claude"),
+            npm.join("claude.cmd"),
+            native.join("codex.exe"),
+            npm.join("gemini"),
+        ] {
+            std::fs::write(&f, "x").unwrap();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        let path = std::env::join_paths([&npm, &native]).unwrap();
+        let ext = |s: &'static str| Some(std::ffi::OsStr::new(s));
+        // Lower case: the host here may compare names with case.
+        let all = ext(".com;.exe;.bat;.cmd");
+        assert_eq!(
+            find_in("claude", &path, all, true),
+            Some(npm.join("claude.cmd"))
+        );
+        assert_eq!(
+            find_in("codex", &path, ext(".exe;.cmd"), true),
+            Some(native.join("codex.exe"))
+        );
+        assert_eq!(find_in("codex", &path, ext(".cmd"), true), None);
+        assert_eq!(find_in("gemini", &path, all, true), None);
+        if cfg!(windows) {
+            // PATHEXT unset or blank: its default, `.COM;.EXE;.BAT;.CMD`.
+            for pathext in [None, ext(" ")] {
+                let got = find_in("codex", &path, pathext, true).unwrap();
+                let got = got.to_string_lossy().to_lowercase();
+                assert_eq!(
+                    got,
+                    native.join("codex.exe").to_string_lossy().to_lowercase()
+                );
+            }
+        }
+        assert_eq!(
+            find_in("claude", &path, None, false),
+            Some(npm.join("claude"))
+        );
+        assert_eq!(find_in("codex", &path, None, false), None);
+    }
 
     #[test]
     fn embedded_profiles_parse_and_cover_every_agent() {

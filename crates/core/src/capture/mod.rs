@@ -450,6 +450,7 @@ fn unknown_candidates(
             Err(Unusable::NoBase | Unusable::TooLong | Unusable::NoHome) => return Err(raw.len()),
             Err(_) => {}
         }
+        paths.extend(path::msys_drive(r, cwd, MAX_CANDIDATE_CHARS));
     }
     Ok(Collected {
         paths,
@@ -521,11 +522,15 @@ fn file_candidates(
     if raw.len() > MAX_CANDIDATES {
         return Err(raw.len());
     }
-    let paths = raw
+    let mut paths = raw
         .iter()
         .map(|r| candidate(r, cwd, home))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| raw.len())?;
+    paths.extend(
+        raw.iter()
+            .filter_map(|r| path::msys_drive(r, cwd, MAX_CANDIDATE_CHARS)),
+    );
     Ok(Collected {
         paths,
         count: raw.len(),
@@ -572,6 +577,7 @@ fn shell_candidates(
             Err(Unusable::NoBase | Unusable::TooLong | Unusable::NoHome) => return Err(count),
             Err(_) => {}
         }
+        paths.extend(path::msys_drive(w, base.as_ref(), MAX_CANDIDATE_CHARS));
     }
     let reduced = if scan.too_deep {
         Some(ExtractionState::MissingOrMalformed)

@@ -187,6 +187,12 @@ pub fn normalize(
         return finish(Flavour::Windows, &root, &s[3..], max_chars);
     }
     if let Some(rest) = s.strip_prefix('/') {
+        // Rooted without a drive (`\secret\key.txt`): on a Windows base it
+        // names that drive's (or share's) path, as Windows opens it from
+        // there, so it meets the Windows patterns a marker there yields.
+        if let Some(b) = base.filter(|b| b.flavour == Flavour::Windows) {
+            return finish(Flavour::Windows, b.root(), rest, max_chars);
+        }
         return finish(Flavour::Posix, "/", rest, max_chars);
     }
     let base = base.ok_or(Unusable::NoBase)?;
@@ -210,6 +216,24 @@ pub fn normalize(
     }
     let joined = format!("{}/{}", &base.text[base.root_len..], s);
     finish(base.flavour, base.root(), &joined, max_chars)
+}
+
+/// Git Bash's spelling of a drive, `/c/Users/me` for `C:\Users\me`. On a
+/// Windows base a rooted path whose first segment is one letter names a
+/// directory on the base's drive for cmd and PowerShell ([`normalize`]),
+/// and that drive for Git Bash (where Claude Code runs its commands on
+/// Windows). This is the Git Bash reading, a second candidate to check
+/// (privacy fails closed); `None` for any other path or base. Only `/`
+/// spellings: Git Bash reads `\c\…` as an escape.
+pub fn msys_drive(raw: &str, base: Option<&NormPath>, max_chars: usize) -> Option<NormPath> {
+    base.filter(|b| b.flavour == Flavour::Windows)?;
+    let rest = raw.strip_prefix('/')?;
+    let (seg, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let letter = match seg.as_bytes() {
+        [l] if l.is_ascii_alphabetic() => l.to_ascii_uppercase() as char,
+        _ => return None,
+    };
+    normalize(&format!("{letter}:/{tail}"), None, None, max_chars).ok()
 }
 
 /// A relative path with no empty, `.` or `..` segment (a trailing `/`
@@ -318,6 +342,49 @@ mod tests {
         assert_eq!(n("sub\\f", Some("C:\\w")).unwrap(), "C:/w/sub/f");
         assert_eq!(n("C:foo", Some("/w")), Err(Unusable::DriveRelative));
         assert_eq!(n("\\\\srv", None), Err(Unusable::BadUnc));
+    }
+
+    /// `\x` on Windows is `x` at the root of the current drive (or share):
+    /// resolved against a Windows base it takes that base's root, so an
+    /// exclusion under a marker on that drive still holds for it.
+    #[test]
+    fn rooted_paths_without_a_drive_take_the_drive_of_a_windows_base() {
+        assert_eq!(
+            n("\\proj\\secret\\k", Some("C:\\proj")).unwrap(),
+            "C:/proj/secret/k"
+        );
+        assert_eq!(n("/proj/../x", Some("d:/w")).unwrap(), "D:/x");
+        assert_eq!(
+            n("\\x", Some("\\\\srv\\share\\w")).unwrap(),
+            "//srv/share/x"
+        );
+        assert_eq!(n("/x", Some("/w")).unwrap(), "/x");
+        assert_eq!(n("/x", None).unwrap(), "/x");
+    }
+
+    #[test]
+    fn git_bash_drive_spellings_are_a_second_reading_on_a_windows_base() {
+        let m = |raw: &str, base: &str| {
+            let b = normalize(base, None, None, MAX_CANDIDATE_CHARS).unwrap();
+            msys_drive(raw, Some(&b), MAX_CANDIDATE_CHARS).map(|p| p.text)
+        };
+        assert_eq!(
+            m("/c/Users/me/p/secret/k", "C:/w").as_deref(),
+            Some("C:/Users/me/p/secret/k")
+        );
+        assert_eq!(m("/d", "C:/w").as_deref(), Some("D:/"));
+        assert_eq!(m("/d/../e/x", "C:/w").as_deref(), Some("D:/e/x"));
+        for (raw, base) in [
+            ("/cc/x", "C:/w"),
+            ("/c/x", "/w"),
+            ("c/x", "C:/w"),
+            ("//c/x", "C:/w"),
+            (r"\c\x", "C:/w"),
+            ("/1/x", "C:/w"),
+        ] {
+            assert_eq!(m(raw, base), None, "{raw} on {base}");
+        }
+        assert_eq!(msys_drive("/c/x", None, MAX_CANDIDATE_CHARS), None);
     }
 
     #[test]

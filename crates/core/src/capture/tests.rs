@@ -360,6 +360,94 @@ fn powershell_and_cmd_spellings_of_a_read_are_excluded() {
     path::FOLD_POSIX.with(|f| f.set(cfg!(target_os = "macos")));
 }
 
+/// A rooted path without a drive (`\Repo\secret\key.txt`, which cmd and
+/// PowerShell open on the drive of their cwd) meets the exclusions of a
+/// marker on that drive, in a command and in a pattern (privacy fails
+/// closed; docs/install.md, Windows).
+#[test]
+fn a_rooted_path_without_a_drive_meets_the_exclusions_on_its_drive() {
+    let on_c = |patterns: &[&str]| CaptureConfig::Active {
+        marker: PathBuf::from("C:/Repo/.ai-memory.toml"),
+        patterns: patterns.iter().map(|s| s.to_string()).collect(),
+        assistant_text: true,
+    };
+    let run = |cfg: &CaptureConfig, cwd: &str, cmd: &str| {
+        let ev = normalize(
+            "claude-code",
+            None,
+            &json!({"hook_event_name": "PreToolUse", "cwd": cwd, "tool_name": "Bash",
+                    "tool_input": {"command": cmd}}),
+        );
+        decide(cfg, None, &ev).disposition
+    };
+    for (patterns, cwd, cmd, want) in [
+        (
+            &["secret/**"][..],
+            r"C:\Repo\src",
+            r"type \repo\secret\key.txt",
+            Disposition::Drop,
+        ),
+        (
+            &["secret/**"],
+            r"C:\Repo",
+            "Get-Content /Repo/Secret/key.txt",
+            Disposition::Drop,
+        ),
+        (
+            &["secret/**"],
+            r"C:\Repo",
+            r"type \Repo\notes.md",
+            Disposition::Keep,
+        ),
+        (
+            &["/Repo/secret/**"],
+            r"C:\Repo",
+            r"type C:\Repo\secret\key.txt",
+            Disposition::Drop,
+        ),
+        (
+            &[r"\Repo\secret\**"],
+            r"C:\Repo",
+            r"type secret\key.txt",
+            Disposition::Drop,
+        ),
+    ] {
+        assert_eq!(run(&on_c(patterns), cwd, cmd), want, "{patterns:?} {cmd}");
+    }
+}
+
+/// Git Bash's spelling of a drive, `/c/Repo/secret/key.txt` (Claude Code
+/// runs its commands in Git Bash on Windows), meets the exclusions on
+/// drive C: too, in a command and in its output (docs/install.md,
+/// Windows).
+#[test]
+fn git_bash_drive_spellings_meet_the_exclusions_on_that_drive() {
+    let cfg = CaptureConfig::Active {
+        marker: PathBuf::from("C:/Repo/.ai-memory.toml"),
+        patterns: vec!["secret/**".into()],
+        assistant_text: true,
+    };
+    let ev = |cmd: &str| {
+        normalize(
+            "claude-code",
+            None,
+            &json!({"hook_event_name": "PreToolUse", "cwd": r"C:\Repo", "tool_name": "Bash",
+                    "tool_input": {"command": cmd}}),
+        )
+    };
+    for (cmd, want) in [
+        ("cat /c/Repo/secret/key.txt", Disposition::Drop),
+        ("head -n 3 /C/repo/Secret/key.txt", Disposition::Drop),
+        ("bash -c 'cat /c/Repo/secret/key.txt'", Disposition::Drop),
+        ("cat /c/Repo/notes.md", Disposition::Keep),
+    ] {
+        assert_eq!(decide(&cfg, None, &ev(cmd)).disposition, want, "{cmd}");
+    }
+    let out = "ok\n/c/Repo/secret/key.txt:1:hunter2\nfine\n";
+    let kept = filter_output(&cfg, &ev("grep -n hunter *"), ToolFamily::Shell, out);
+    assert_eq!(kept.as_deref(), Some("ok\nfine\n"));
+}
+
 /// `-EncodedCommand` carries the script as base64 of UTF-16LE: decoded and
 /// split like `-Command`.
 #[test]

@@ -687,18 +687,52 @@ fn printable(p: &Path) -> String {
         .collect()
 }
 
-/// A path as one shell word: as is when it holds only safe characters,
-/// else single-quoted.
+/// A path as one word of the shell the user types the hint into: on
+/// Windows, cmd or PowerShell ([`windows_word`]) unless Git Bash's
+/// `MSYSTEM` says the shell is bash; elsewhere a POSIX shell
+/// ([`posix_word`]).
 fn shell_word(p: &Path) -> String {
     let s = printable(p);
+    if cfg!(windows) && std::env::var_os("MSYSTEM").is_none() {
+        windows_word(&s)
+    } else {
+        posix_word(&s)
+    }
+}
+
+/// A POSIX shell word: as is when it holds only safe characters, else
+/// single-quoted.
+fn posix_word(s: &str) -> String {
     if !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"/._-+:,@%=".contains(&b))
     {
-        s
+        s.to_string()
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
     }
+}
+
+/// One word that cmd and PowerShell both read as `s`: as is when it holds
+/// only letters, digits and `\ / . _ - :` (`C:\Users\me\src\fork`);
+/// else double-quoted, which both shells take literally when `s` has no
+/// `$` or `` ` `` (PowerShell expands them there) and no `%` (cmd does);
+/// with one of those, PowerShell's literal single quotes (`'` doubled),
+/// PowerShell being the Windows default. Backslashes before the closing
+/// `"` are doubled so a program reading its command line the Microsoft C
+/// way does not take the quote as escaped.
+fn windows_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"\\/._-:".contains(&b))
+    {
+        return s.to_string();
+    }
+    if s.contains(['$', '`', '%', '"']) {
+        return format!("'{}'", s.replace('\'', "''"));
+    }
+    let trailing = s.len() - s.trim_end_matches('\\').len();
+    format!("\"{s}{}\"", "\\".repeat(trailing))
 }
 
 #[cfg(test)]
@@ -734,10 +768,6 @@ mod tests {
         (t, data, a, b)
     }
 
-    #[cfg_attr(
-        windows,
-        ignore = "Windows: the 'memhook trust DIR' hint quotes a path holding a backslash the POSIX way ('C:\\…'), which PowerShell and Git Bash accept and cmd does not; the test expects it bare"
-    )]
     #[test]
     fn the_first_root_binds_and_another_directory_is_quarantined() {
         let (_t, data, a, b) = dirs();
@@ -920,8 +950,30 @@ mod tests {
 
     #[test]
     fn shell_words() {
-        assert_eq!(shell_word(Path::new("/a/b-c_d.e")), "/a/b-c_d.e");
-        assert_eq!(shell_word(Path::new("/a b/it's")), r"'/a b/it'\''s'");
-        assert_eq!(shell_word(Path::new("/a\u{1b}[2J")), "'/a[2J'");
+        assert_eq!(posix_word("/a/b-c_d.e"), "/a/b-c_d.e");
+        assert_eq!(posix_word("/a b/it's"), r"'/a b/it'\''s'");
+        assert_eq!(posix_word(r"C:\a"), r"'C:\a'", "bash reads \\ as an escape");
+        assert_eq!(printable(Path::new("/a\u{1b}[2J")), "/a[2J");
+        if !cfg!(windows) {
+            assert_eq!(shell_word(Path::new("/a\u{1b}[2J")), "'/a[2J'");
+        }
+    }
+
+    /// cmd and PowerShell: a backslash is an ordinary character in both.
+    #[test]
+    fn windows_words_read_the_same_in_cmd_and_powershell() {
+        for (path, word) in [
+            (r"C:\Users\me\src\fork", r"C:\Users\me\src\fork"),
+            (r"C:\Program Files\x", r#""C:\Program Files\x""#),
+            (r"C:\Users\O'Brien\x", r#""C:\Users\O'Brien\x""#),
+            (r"D:\a,b\@c", r#""D:\a,b\@c""#),
+            (r"C:\my dir\", r#""C:\my dir\\""#),
+            (r"C:\$x\it's", r"'C:\$x\it''s'"),
+            (r"C:\100%\y", r"'C:\100%\y'"),
+            (r"\\srv\share\p q", r#""\\srv\share\p q""#),
+            ("", r#""""#),
+        ] {
+            assert_eq!(windows_word(path), word, "{path}");
+        }
     }
 }

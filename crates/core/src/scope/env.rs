@@ -13,8 +13,10 @@ pub const ENV_IGNORE_MARKER: &str = "AI_MEMORY_IGNORE_MARKER";
 /// The home directory as the process's environment gives it: `HOME`, and
 /// on Windows, where `HOME` is usually unset (Git Bash sets it, PowerShell
 /// and cmd do not), `USERPROFILE`. Blank counts as unset. Every reader of
-/// the home directory (scope discovery, `~/` in capture patterns, the
-/// installer's agent configs) goes through here.
+/// the user's home directory (scope discovery, `~/` in capture patterns)
+/// goes through here; the installer looks for agents' configs where the
+/// agents do (on Windows the profile first: memhook-cli's
+/// `install::profile`).
 pub fn home_var(var: impl Fn(&str) -> Option<OsString>) -> Option<OsString> {
     home_from(var, cfg!(windows))
 }
@@ -150,10 +152,6 @@ mod tests {
         }
     }
 
-    #[cfg_attr(
-        windows,
-        ignore = "Windows: /a is not absolute there (it becomes the current drive's \\a)"
-    )]
     #[test]
     fn reads_variables() {
         let i = input(
@@ -165,8 +163,17 @@ mod tests {
                 ("AI_MEMORY_IGNORE_MARKER", "YES"),
             ],
         );
-        assert_eq!(i.cwd, PathBuf::from("/a"));
-        assert_eq!(i.home, Some(PathBuf::from("/home/u")));
+        // Rooted without a drive, `/a` is the current drive's `\a` on
+        // Windows, as Windows opens it (docs/install.md, Windows).
+        let rooted = |p: &str| {
+            if cfg!(windows) {
+                std::path::absolute(p).unwrap()
+            } else {
+                PathBuf::from(p)
+            }
+        };
+        assert_eq!(i.cwd, rooted("/a"));
+        assert_eq!(i.home, Some(rooted("/home/u")));
         assert_eq!(i.env_workspace.as_deref(), Some("acme"));
         assert_eq!(i.env_project, None);
         assert!(i.ignore_marker);

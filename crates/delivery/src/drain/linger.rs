@@ -202,10 +202,6 @@ mod tests {
     /// A drainer sleeping through a backoff flushes what arrives meanwhile,
     /// well before it wakes to retry (no other drainer would: the hook of a
     /// record for the destination backing off starts none).
-    #[cfg_attr(
-        windows,
-        ignore = "Windows: std has no change time, so every commit flushes every listed entry again (spool/commit.rs changed_ms); this test counts that as a repeat"
-    )]
     #[test]
     fn a_drainer_sleeping_through_a_backoff_flushes_what_arrives() {
         use crate::spool::probe;

@@ -619,10 +619,6 @@ fn a_drain_flushes_what_it_found_before_it_delivers_or_deletes_any_of_it() {
 /// earlier drain left pending (flushing a clean file still costs the disk a
 /// cache flush): the next run of a lingering drainer pays for its new
 /// entries only.
-#[cfg_attr(
-    windows,
-    ignore = "Windows: std has no change time, so every commit flushes every listed entry again (spool/commit.rs changed_ms); this test counts that as a repeat"
-)]
 #[test]
 fn the_next_drain_flushes_only_what_arrived_since_the_last() {
     use crate::spool::probe;

@@ -41,6 +41,15 @@
 //! watermark, when no commit runs before the clock passes the watermark
 //! again (a drainer normally commits within a second); the kernel then
 //! writes it back on its own, as it would have without a drainer.
+//!
+//! Windows has no `ctime` in std's metadata; its equivalent is NTFS's
+//! change time (`FILE_BASIC_INFO.ChangeTime`, the "MFT entry changed"
+//! time), which a rename sets too, read through a handle opened for
+//! attributes only. The last-write time would not do: a hook writes its
+//! entry before renaming it in, so an entry renamed in after a listing
+//! began can carry a write time before the watermark and be missed. An
+//! entry whose change time cannot be read, or is not kept (FAT, exFAT),
+//! counts as new (flushed again).
 
 use std::fs;
 use std::io;
@@ -76,7 +85,7 @@ impl Spool {
             .iter()
             .filter(|p| match fs::symlink_metadata(p) {
                 // A symlink or anything but a file is no entry of ours.
-                Ok(m) if m.is_file() => known.is_none_or(|w| changed_ms(&m) > w),
+                Ok(m) if m.is_file() => known.is_none_or(|w| changed_ms(p, &m) > w),
                 _ => false,
             })
             .collect();
@@ -124,17 +133,95 @@ impl Spool {
 }
 
 /// When the file's inode last changed (a rename sets it), Unix ms.
-fn changed_ms(m: &fs::Metadata) -> u64 {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        (m.ctime().max(0) as u64) * 1000 + m.ctime_nsec().max(0) as u64 / 1_000_000
+#[cfg(unix)]
+fn changed_ms(_path: &std::path::Path, m: &fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    (m.ctime().max(0) as u64) * 1000 + m.ctime_nsec().max(0) as u64 / 1_000_000
+}
+
+/// When the file last changed (NTFS's change time, which a rename sets),
+/// Unix ms; unreadable: `u64::MAX` (new, flushed again).
+#[cfg(windows)]
+fn changed_ms(path: &std::path::Path, _m: &fs::Metadata) -> u64 {
+    win::change_time_ms(path).unwrap_or(u64::MAX)
+}
+
+/// Neither: every entry is new.
+#[cfg(not(any(unix, windows)))]
+fn changed_ms(_path: &std::path::Path, _m: &fs::Metadata) -> u64 {
+    u64::MAX
+}
+
+#[cfg(windows)]
+mod win {
+    use std::ffi::c_void;
+    use std::fs;
+    use std::io;
+    use std::os::windows::fs::OpenOptionsExt;
+    use std::os::windows::io::AsRawHandle;
+    use std::path::Path;
+
+    /// `FILE_BASIC_INFO` (winbase.h): times in 100 ns since 1601-01-01 UTC.
+    #[repr(C)]
+    #[derive(Default)]
+    struct FileBasicInfo {
+        creation_time: i64,
+        last_access_time: i64,
+        last_write_time: i64,
+        change_time: i64,
+        file_attributes: u32,
     }
-    #[cfg(not(unix))]
-    {
-        // No ctime: every entry is new.
-        let _ = m;
-        u64::MAX
+    /// `FileBasicInfo` of `FILE_INFO_BY_HANDLE_CLASS`.
+    const FILE_BASIC_INFO_CLASS: i32 = 0;
+    /// `FILE_READ_ATTRIBUTES` (winnt.h): enough to read the times.
+    const FILE_READ_ATTRIBUTES: u32 = 0x80;
+    /// `FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE`: never in
+    /// the way of a hook renaming or a drainer deleting the entry.
+    const SHARE_ALL: u32 = 0x7;
+    /// 1601-01-01 to 1970-01-01 in 100 ns.
+    const UNIX_EPOCH_100NS: i64 = 116_444_736_000_000_000;
+
+    #[link(name = "kernel32")]
+    extern "system" {
+        fn GetFileInformationByHandleEx(
+            file: *mut c_void,
+            class: i32,
+            info: *mut c_void,
+            size: u32,
+        ) -> i32;
+    }
+
+    /// The change time of `path` (the entry itself, never a reparse
+    /// point's target), Unix ms.
+    pub fn change_time_ms(path: &Path) -> io::Result<u64> {
+        let f = fs::OpenOptions::new()
+            .access_mode(FILE_READ_ATTRIBUTES)
+            .share_mode(SHARE_ALL)
+            .custom_flags(memhook_core::data_dir::FILE_FLAG_OPEN_REPARSE_POINT)
+            .open(path)?;
+        let mut info = FileBasicInfo::default();
+        // SAFETY: a valid handle for the call's duration, and a buffer of
+        // the size given, of the layout the class fills.
+        let ok = unsafe {
+            GetFileInformationByHandleEx(
+                f.as_raw_handle().cast(),
+                FILE_BASIC_INFO_CLASS,
+                (&mut info as *mut FileBasicInfo).cast(),
+                std::mem::size_of::<FileBasicInfo>() as u32,
+            )
+        };
+        if ok == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // FAT and exFAT keep no change time (0): unknown, so flushed again.
+        if info.change_time <= 0 {
+            return Err(io::Error::other(format!(
+                "{}: the file system keeps no change time",
+                path.display()
+            )));
+        }
+        let since_epoch = info.change_time.saturating_sub(UNIX_EPOCH_100NS).max(0);
+        Ok(since_epoch as u64 / 10_000)
     }
 }
 
@@ -190,10 +277,6 @@ mod tests {
         assert_eq!(syncs, vec![a, b, s.dir().to_path_buf(), ledger]);
     }
 
-    #[cfg_attr(
-        windows,
-        ignore = "Windows: std has no change time, so every commit flushes every listed entry again (spool/commit.rs changed_ms); this test counts that as a repeat"
-    )]
     #[test]
     fn what_the_watermark_covers_is_not_flushed_again() {
         let t = tempfile::tempdir().unwrap();
