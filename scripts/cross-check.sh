@@ -2,11 +2,10 @@
 # Windows and macOS, built and tested here (issue 27; DESIGN §14):
 # - Windows (x86_64-pc-windows-gnu, MinGW): the whole workspace builds
 #   with no warnings, clippy -D warnings, the unit tests of memhook-core,
-#   memhook-delivery, memhook-hook, memhook-sinks and memhook (crates/cli,
-#   library and binaries) run under Wine, and the binaries end to end under
-#   Wine (scripts/wine-e2e.sh). Not memhook-store's: its sqlite.rs tests use
-#   std::os::unix without a cfg (the crate's tests do not compile for
-#   Windows); nor memhook-server's or memhook-store-pg's (PostgreSQL, network).
+#   memhook-delivery, memhook-hook, memhook-store, memhook-sinks and memhook
+#   (crates/cli, library and binaries) run under Wine, and the binaries end
+#   to end under Wine (scripts/wine-e2e.sh). Not memhook-server's or
+#   memhook-store-pg's (PostgreSQL, network).
 # - macOS (aarch64/x86_64-apple-darwin): cargo check and clippy -D warnings
 #   with Zig as the C compiler. Linking needs Apple's SDK, absent here, so
 #   nothing macOS is run.
@@ -25,7 +24,7 @@ cargo build "${jobs[@]}" --locked --target "$win" --workspace --bins
 echo "== Windows: clippy"
 cargo clippy "${jobs[@]}" --locked --target "$win" --workspace -- -D warnings
 echo "== Windows: unit tests under Wine"
-MEMHOOK_WINE_RETRY=1 cargo test "${jobs[@]}" --locked --target "$win" -p memhook-core -p memhook-delivery -p memhook-hook -p memhook-sinks -p memhook --lib --bins
+MEMHOOK_WINE_RETRY=1 cargo test "${jobs[@]}" --locked --target "$win" -p memhook-core -p memhook-delivery -p memhook-hook -p memhook-store -p memhook-sinks -p memhook --lib --bins
 echo "== Windows: the binaries end to end under Wine"
 bash "$here/wine-e2e.sh" "${CARGO_TARGET_DIR:-target}/$win/debug"
 

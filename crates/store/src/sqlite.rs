@@ -1370,6 +1370,7 @@ pub mod tests {
         assert!(e.to_string().contains("upgrade memhook"));
     }
 
+    #[cfg(unix)] // modes and symlinks as Unix has them (Windows: winacl)
     #[test]
     fn store_file_is_private_and_symlink_refused() {
         use std::os::unix::fs::PermissionsExt;
