@@ -90,6 +90,66 @@ echo "not a directory" >"$work/datafile"
     hook SessionStart "$work/p0.json"
 )
 
+# The rest of the Linux suite's failure modes (tests/integration/hook.rs),
+# each with what stderr must say.
+says() { # TEXT: the last hook's stderr holds TEXT
+    if grep -qF -- "$1" "$work/err"; then
+        ok "  and stderr says \"$1\""
+    else
+        bad "stderr does not say \"$1\": $(head -c 300 "$work/err")"
+    fi
+}
+head -c 10000 /dev/urandom >"$work/binary.json"
+hook PostToolUse "$work/binary.json"
+says "not captured"
+python3 -c 'import sys; sys.stdout.write("[" * 100000 + "]" * 100000)' >"$work/deep.json"
+hook PostToolUse "$work/deep.json"
+says "not captured"
+echo '[1,2,3]' >"$work/array.json"
+hook PostToolUse "$work/array.json"
+says "not captured"
+python3 -c 'import sys; sys.stdout.buffer.write(b"{\"tool_response\":\"" + b"x" * (9 * 1024 * 1024) + b"\"}")' >"$work/big.json"
+hook PostToolUse "$work/big.json"
+says "larger than 8 MiB"
+(
+    export MEMHOOK_TEST_PANIC=1
+    hook PostToolUse "$work/p0.json"
+    says "internal error"
+)
+(
+    export MEMHOOK_START_BUDGET_MS=abc
+    hook SessionStart "$work/p0.json"
+    says "not a whole number"
+)
+hook SessionStart "$work/p0.json" --server-url http://127.0.0.1:9
+hook UserPromptSubmit "$work/p0.json" --server-url http://127.0.0.1:9
+# A marker that is not TOML: exit 0, and the policy counts as invalid,
+# which keeps a shell tool's event as metadata only (DESIGN: "invalid
+# policy: file and shell tools → metadata-only").
+mkdir -p "$work/badmarker"
+printf '[capture\nignore_paths = \n' >"$work/badmarker/.ai-memory.toml"
+python3 -c 'import json, sys; print(json.dumps({"session_id": "s-bad", "cwd": sys.argv[1], "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "type notes.txt"}, "tool_response": {"stdout": "BADMARKER-OUTPUT-" + "KEPT-OUT", "stderr": ""}}))' \
+    "$(win "$work/badmarker")" >"$work/badmarker.json"
+hook PostToolUse "$work/badmarker.json"
+says "not valid TOML"
+if grep -rqa "BADMARKER-OUTPUT-KEPT-OUT" "$data" 2>/dev/null; then
+    bad "a shell tool's output under a marker that is not TOML was kept (an invalid policy keeps metadata only)"
+else
+    ok "  and its output is nowhere in the data dir (an invalid policy keeps metadata only)"
+fi
+# Stdin left open: partial JSON and no EOF ends at the read deadline.
+t0=$(date +%s%N)
+{ printf '{"session_id":'; sleep 20; } |
+    (cd "$proj" && timeout 30 "$run" "$bin/memhook.exe" hook --event Stop --agent claude-code \
+        >"$work/out" 2>"$work/err"; echo $? >"$work/rc"; date +%s%N >"$work/t1")
+took_ms=$((($(cat "$work/t1") - t0) / 1000000))
+if [[ "$(cat "$work/rc")" == 0 ]] && [[ $took_ms -lt 12000 ]] && grep -q '^{' "$work/out"; then
+    ok "stdin left open: exit 0 with $(head -c 20 "$work/out") after ${took_ms} ms"
+    says "not closed"
+else
+    bad "stdin left open: exit $(cat "$work/rc") after ${took_ms} ms: $(head -c 200 "$work/out") $(head -c 200 "$work/err")"
+fi
+
 echo "== exclusions: Windows and PowerShell spellings"
 n=0
 for cmd in 'type secret\key.txt' 'Get-Content .\SECRET\key.txt' 'cmd /c type secret\key.txt' \
