@@ -3,8 +3,9 @@
 # exits 0 with a valid envelope in the failure modes; Windows and
 # PowerShell spellings of a read of an excluded file leave no byte of it
 # in the data dir; a recorded session's briefing appears at the next
-# session start; the installer writes the Codex PowerShell form and finds
-# an agent's config under %USERPROFILE%.
+# session start; memhook serve on loopback takes a hook's record over
+# HTTP; the installer writes the Codex PowerShell form and finds an
+# agent's config under %USERPROFILE%.
 #
 # Usage: scripts/wine-e2e.sh [DIR]   DIR holds memhook.exe, memhook-session.exe and memhook-cli.exe
 #        (default: $CARGO_TARGET_DIR or target, x86_64-pc-windows-gnu/debug)
@@ -23,7 +24,9 @@ done
 bin="$(cd "$bin" && pwd)"
 
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+serve_pid=""
+# A server this script started is stopped by its pid however the script ends.
+trap '[[ -n "$serve_pid" ]] && kill -9 "$serve_pid" 2>/dev/null; rm -rf "$work"' EXIT
 proj="$work/proj"
 data="$work/data"
 mkdir -p "$proj/secret"
@@ -269,6 +272,52 @@ EOF2
         bad "books after killed hooks: $(head -c 600 "$work/status.json") $(head -c 300 "$work/status.err")"
     fi
 )
+
+echo "== memhook serve on loopback, fed by a hook's HTTP sink"
+srv="$work/srv"
+mkdir -p "$srv"
+: >"$work/serve.err"
+(
+    cd "$work"
+    exec "$run" "$bin/memhook.exe" --data-dir "$(win "$srv")" serve --listen 127.0.0.1:0 --no-auth \
+        </dev/null >/dev/null 2>"$work/serve.err"
+) &
+serve_pid=$!
+addr=""
+for _ in $(seq 1 300); do
+    addr="$(sed -n 's/.*listening on http:\/\/\([^ ]*\).*/\1/p' "$work/serve.err" | head -n1)"
+    [[ -n "$addr" ]] && break
+    kill -0 "$serve_pid" 2>/dev/null || break
+    sleep 0.1
+done
+if [[ -z "$addr" ]]; then
+    bad "memhook serve did not start: $(head -c 400 "$work/serve.err")"
+else
+    case "$addr" in
+    127.0.0.1:*) ok "memhook serve listens on $addr (loopback only)" ;;
+    *) bad "memhook serve listens on $addr, not on loopback" ;;
+    esac
+    word="SERVEDWORD$RANDOM$RANDOM"
+    payload UserPromptSubmit s-srv prompt "\"keep $word for the team\"" >"$work/srv.json"
+    hook UserPromptSubmit "$work/srv.json" --server-url "http://$addr"
+    found=""
+    for _ in $(seq 1 40); do
+        "$run" "$bin/memhook.exe" drain >/dev/null 2>&1 || true
+        if "$run" "$bin/memhook.exe" --data-dir "$(win "$srv")" search --all "$word" 2>/dev/null | grep -q "$word"; then
+            found=1
+            break
+        fi
+        sleep 0.5
+    done
+    if [[ -n "$found" ]]; then
+        ok "the hook's record reached the server's store ($word found by search there)"
+    else
+        bad "the record never reached memhook serve at $addr: $(tail -c 400 "$work/serve.err")"
+    fi
+fi
+# The server is stopped by its pid (the Wine process), whatever happened.
+kill -9 "$serve_pid" 2>/dev/null || true
+wait "$serve_pid" 2>/dev/null || true
 
 echo "== the installer's Windows command form (Codex runs hooks through PowerShell)"
 (
