@@ -318,6 +318,7 @@ fi
 # The server is stopped by its pid (the Wine process), whatever happened.
 kill -9 "$serve_pid" 2>/dev/null || true
 wait "$serve_pid" 2>/dev/null || true
+serve_pid=""
 
 echo "== the installer's Windows command form (Codex runs hooks through PowerShell)"
 (
