@@ -4,7 +4,7 @@
 # PowerShell spellings of a read of an excluded file leave no byte of it
 # in the data dir; a recorded session's briefing appears at the next
 # session start; memhook serve on loopback takes a hook's record over
-# HTTP; the installer writes the Codex PowerShell form and finds an
+# HTTP, and `memhook ui --stop` stops the server `ui` started; the installer writes the Codex PowerShell form and finds an
 # agent's config under %USERPROFILE%.
 #
 # Usage: scripts/wine-e2e.sh [DIR]   DIR holds memhook.exe, memhook-session.exe and memhook-cli.exe
@@ -319,6 +319,28 @@ fi
 kill -9 "$serve_pid" 2>/dev/null || true
 wait "$serve_pid" 2>/dev/null || true
 serve_pid=""
+
+echo "== memhook ui starts a server in the background; --stop ends it"
+port=$((40000 + RANDOM % 20000))
+rc=0
+(cd "$work" && "$run" "$bin/memhook.exe" ui --no-open --listen "127.0.0.1:$port") \
+    >"$work/ui.out" 2>"$work/ui.err" || rc=$?
+if [[ $rc -eq 0 ]] && grep -q "started memhook serve on http://127.0.0.1:$port" "$work/ui.err"; then
+    ok "memhook ui started memhook serve on 127.0.0.1:$port"
+    rc=0
+    (cd "$work" && "$run" "$bin/memhook.exe" ui --stop --listen "127.0.0.1:$port") \
+        >"$work/out" 2>"$work/err" || rc=$?
+    if [[ $rc -eq 0 ]] && grep -q "stopped memhook serve" "$work/err" &&
+        ! python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 2)' "$port" 2>/dev/null; then
+        ok "memhook ui --stop stopped it (the port is closed)"
+    else
+        bad "memhook ui --stop: exit $rc: $(head -c 300 "$work/err")"
+        # Whatever runs in this Wine prefix goes with it.
+        WINEPREFIX="${MEMHOOK_WINEPREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/memhook-wine}" wineserver -k || true
+    fi
+else
+    bad "memhook ui: exit $rc: $(head -c 300 "$work/ui.err")"
+fi
 
 echo "== the installer's Windows command form (Codex runs hooks through PowerShell)"
 (

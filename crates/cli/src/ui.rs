@@ -13,7 +13,7 @@
 use std::fs;
 use std::io::{self, Read};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,10 @@ pub const START_WAIT: Duration = Duration::from_secs(15);
 /// How often to look for the started server.
 const START_POLL: Duration = Duration::from_millis(50);
 /// The started server's log (its stderr), in the data dir.
-pub const SERVE_LOG: &str = "logs/serve.log";
+pub fn serve_log(dir: &Path) -> PathBuf {
+    // Joined per component: `\` between them on Windows.
+    dir.join("logs").join("serve.log")
+}
 /// A serve log past this size is renamed to `serve.log.old` when `ui`
 /// starts the next server (one generation kept).
 pub const MAX_SERVE_LOG_BYTES: u64 = 1024 * 1024;
@@ -102,9 +105,9 @@ fn probe(base: &str) -> Probe {
 }
 
 /// Start `memhook serve --listen addr` detached, its stderr appended to
-/// [`SERVE_LOG`]; wait until it answers. Returns its process id.
+/// [`serve_log`]; wait until it answers. Returns its process id.
 fn start_server(dir: &Path, addr: SocketAddr, base: &str) -> Result<u32, Error> {
-    let log_path = dir.join(SERVE_LOG);
+    let log_path = serve_log(dir);
     let logs = log_path.parent().expect("the log has a directory");
     data_dir::ensure_private_dir(logs)?;
     rotate(&log_path);
@@ -199,7 +202,7 @@ fn verify_server(base: &str, addr: SocketAddr, token: &str) -> Result<(), String
     let challenge = proof::challenge();
     let not_ours = |why: &str| {
         format!(
-            "the server answering on {base} did not prove it is your memhook serve ({why});              nothing was sent to it. Something else (another user's program?) may hold the              port: stop it, or run `memhook ui --listen 127.0.0.1:PORT` with another port. A              memhook serve of another data dir or token, or one started with --no-auth, fails              this check too (under --no-auth, open {base}/ yourself)"
+            "the server answering on {base} did not prove it is your memhook serve ({why}); nothing was sent to it. Something else (another user's program?) may hold the port: stop it, or run `memhook ui --listen 127.0.0.1:PORT` with another port. A memhook serve of another data dir or token, or one started with --no-auth, fails this check too (under --no-auth, open {base}/ yourself)"
         )
     };
     let mut resp = agent()
@@ -311,27 +314,27 @@ fn stop(dir: &Path, addr: SocketAddr, named: bool) -> CmdResult {
         }
         Holder::Other => {
             eprintln!(
-                "memhook: {addr} is held by a program that is not memhook serve; nothing was                  stopped"
+                "memhook: {addr} is held by a program that is not memhook serve; nothing was stopped"
             );
             Ok(ExitCode::from(1))
         }
         Holder::Memhook => {
             eprintln!(
-                "memhook: the memhook serve on {addr} did not prove it is this data dir's                  server (another data dir or token, or --no-auth); nothing was stopped: stop                  it where it was started"
+                "memhook: the memhook serve on {addr} did not prove it is this data dir's server (another data dir or token, or --no-auth); nothing was stopped: stop it where it was started"
             );
             Ok(ExitCode::from(1))
         }
         Holder::Ours { pid } => {
             let (Some(pid), Some(rec)) = (pid, recorded) else {
                 eprintln!(
-                    "memhook: the memhook serve on {addr}{} was not started by `memhook ui{listen}`;                      nothing was stopped: stop it where it runs",
+                    "memhook: the memhook serve on {addr}{} was not started by `memhook ui{listen}`; nothing was stopped: stop it where it runs",
                     pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
                 );
                 return Ok(ExitCode::from(1));
             };
             if rec.pid != pid {
                 eprintln!(
-                    "memhook: the memhook serve on {addr} is pid {pid}, not the pid {}                      `memhook ui` recorded; nothing was stopped: stop it where it runs",
+                    "memhook: the memhook serve on {addr} is pid {pid}, not the pid {} `memhook ui` recorded; nothing was stopped: stop it where it runs",
                     rec.pid
                 );
                 return Ok(ExitCode::from(1));
@@ -371,11 +374,35 @@ fn terminate(pid: u32) -> io::Result<()> {
     Ok(())
 }
 
-#[cfg(not(unix))]
+/// Stop process `pid` (Windows: there is no SIGTERM to ask with, and the
+/// server `ui` starts has no console to send Ctrl+Break to, so the process
+/// is ended with `TerminateProcess`; requests in flight are cut, the store
+/// stays consistent: SQLite's WAL, PostgreSQL's transactions).
+#[cfg(windows)]
+fn terminate(pid: u32) -> io::Result<()> {
+    use windows_sys::Win32::Foundation::CloseHandle;
+    use windows_sys::Win32::System::Threading::{OpenProcess, TerminateProcess, PROCESS_TERMINATE};
+    // SAFETY: OpenProcess takes plain values and returns a handle or null.
+    let h = unsafe { OpenProcess(PROCESS_TERMINATE, 0, pid) };
+    if h.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `h` is the open process handle from above, closed once here.
+    let ok = unsafe { TerminateProcess(h, 1) } != 0;
+    let err = io::Error::last_os_error();
+    unsafe { CloseHandle(h) };
+    if ok {
+        Ok(())
+    } else {
+        Err(err)
+    }
+}
+
+#[cfg(not(any(unix, windows)))]
 fn terminate(_pid: u32) -> io::Result<()> {
     Err(io::Error::new(
         io::ErrorKind::Unsupported,
-        "stopping the server is not supported on this platform yet; stop it in the task manager",
+        "stopping the server is not supported on this platform yet; stop it where it runs",
     ))
 }
 
@@ -428,8 +455,8 @@ pub fn run(args: &UiArgs, data_dir: Option<&Path>) -> CmdResult {
                 eprintln!("memhook: cannot record the server's pid for `memhook ui --stop`: {e}");
             }
             eprintln!(
-                "memhook ui: started memhook serve on {base} (pid {pid}; log {};                  `memhook ui --stop` stops it)",
-                dir.join(SERVE_LOG).display()
+                "memhook ui: started memhook serve on {base} (pid {pid}; log {}; `memhook ui --stop` stops it)",
+                serve_log(&dir).display()
             );
         }
         Probe::Other(why) => {
