@@ -4,21 +4,32 @@
 //! One transaction deletes the records' full-text entries (FTS5 `delete` with
 //! the indexed values) and rows, recounts or removes the sessions and projects
 //! they belonged to, and logs what was forgotten (scope and counts, never the
-//! text). `secure_delete` zeroes every freed cell and page; afterwards the
-//! index is merged into a fresh segment (`optimize`, which drops the deleted
-//! entries), the file is rebuilt from live content (`VACUUM`: free space in
-//! pages can hold stale bytes from long-ago page splits), and the WAL is
-//! checkpointed and truncated. Forgetting costs a copy of the database; it is
-//! rare and asked for by the user.
+//! text). The cost follows what is forgotten, not the size of the store:
 //!
-//! Another connection in a read transaction (a `memhook serve`, a search, a
-//! `sqlite3` shell) pins the old pages: until it ends, the checkpoint can
-//! neither write the rebuilt file over them nor empty the WAL. The
-//! checkpoint waits for such readers up to [`FORGET_READER_WAIT`]; if one
-//! is still there, `wal_emptied` is false and the caller records the cleanup
-//! it owes (`memhook_sinks::forget`), which [`Store::empty_wal`] completes
-//! once the reader is gone.
-
+//! - the full-text index runs with FTS5's `secure-delete` (migration 10), so
+//!   a delete takes the row's entries out of the segment pages that hold
+//!   them, instead of adding a tombstone beside them;
+//! - every connection runs with `secure_delete` (`Store::open_until`), so
+//!   every cell and page freed — by this delete, by an FTS merge, by
+//!   retention — is overwritten with zeros, and a page reused from the free
+//!   list is zeroed first;
+//! - the WAL is then checkpointed and truncated, so no old page image
+//!   survives in it.
+//!
+//! A store created before migration 10 (not `scrubbed`) may still hold old
+//! bytes in free pages and in the free space of pages (FTS merges and page
+//! splits made without `secure_delete`, tombstoned index entries): its first
+//! forget merges the index (`optimize`) and rebuilds the file once
+//! (`VACUUM`), as every forget did before, and marks it scrubbed.
+//!
+//! What `secure_delete` does not cover (docs/operations.md, "Forgetting"):
+//! when SQLite rebalances b-tree pages it rewrites a page's cells without
+//! zeroing the space between its cell pointers and its cells
+//! (`rebuildPage` in btree.c), so an old copy of a cell that moved to a
+//! sibling page can stay in that space until the page is written again; if
+//! that cell's record is forgotten later, the copy is not. Only a rebuild
+//! of the file removes such copies; forget no longer does one each time.
+//!
 use std::time::Duration;
 
 use rusqlite::params;
@@ -151,24 +162,41 @@ impl Store {
         )
         .map_err(e)?;
         tx.commit().map_err(e)?;
-        // Merge the index into one new segment: an external-content FTS5
-        // index records a delete as a tombstone beside the old entries, and
-        // only a merge drops them. Then rebuild the file from live content
-        // (VACUUM, its scratch copy in memory, not in a temp file): pages
-        // that once held the text can keep stale bytes in their free space
-        // (from page splits long before), which no delete ever zeroes.
-        // Finally move everything out of the WAL.
-        self.conn
-            .execute(
-                "INSERT INTO records_fts (records_fts) VALUES ('optimize')",
-                [],
-            )
-            .map_err(e)?;
-        self.conn
-            .execute_batch("PRAGMA temp_store = MEMORY; VACUUM;")
-            .map_err(e)?;
+        if !self.scrubbed()? {
+            // A store written before migration 10: merge the index into one
+            // new segment (an external-content FTS5 index kept a delete as a
+            // tombstone beside the old entries until a merge), then rebuild
+            // the file from live content (VACUUM, its scratch copy in
+            // memory): free pages and the free space of pages can hold old
+            // bytes written without `secure_delete`. Once: from now on every
+            // writer zeroes what it frees.
+            self.conn
+                .execute(
+                    "INSERT INTO records_fts (records_fts) VALUES ('optimize')",
+                    [],
+                )
+                .map_err(e)?;
+            self.conn
+                .execute_batch("PRAGMA temp_store = MEMORY; VACUUM;")
+                .map_err(e)?;
+            self.conn
+                .execute(
+                    "INSERT INTO scrubbed (at_ms) VALUES (?1)",
+                    [now_ms() as i64],
+                )
+                .map_err(e)?;
+        }
         out.wal_emptied = self.empty_wal(forget_reader_wait())?;
         Ok(out)
+    }
+
+    /// Whether every unused byte of the file is known to be zero (see the
+    /// module doc): a store created with migration 10, or one a forget has
+    /// rebuilt since.
+    pub fn scrubbed(&self) -> Result<bool, StoreError> {
+        self.conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM scrubbed)", [], |r| r.get(0))
+            .map_err(|x| self.err(x))
     }
 
     /// The forget log, newest first.
@@ -449,6 +477,171 @@ mod tests {
                 [],
             )
             .unwrap();
+    }
+
+    fn freelist(s: &Store) -> i64 {
+        s.conn
+            .query_row("PRAGMA freelist_count", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    /// The index's terms that start with `prefix` (an `fts5vocab` table).
+    fn terms(s: &Store, prefix: &str) -> Vec<String> {
+        s.conn
+            .execute_batch(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab
+                 USING fts5vocab(main, records_fts, 'row')",
+            )
+            .unwrap();
+        let mut st = s
+            .conn
+            .prepare("SELECT term FROM temp.vocab WHERE term >= ?1 AND term < ?1 || 'zzzz'")
+            .unwrap();
+        let rows = st.query_map([prefix], |r| r.get(0)).unwrap();
+        rows.map(|r| r.unwrap()).collect()
+    }
+
+    #[test]
+    fn forget_in_a_new_store_frees_what_it_removes_without_rebuilding_the_file() {
+        let (t, mut s) = seeded();
+        assert!(
+            s.scrubbed().unwrap(),
+            "a new store is scrubbed from the start"
+        );
+        let pages: i64 = s
+            .conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .unwrap();
+        let sel = Selector {
+            session: Some("secret-s".into()),
+            ..Selector::default()
+        };
+        let n = s.forget(&sel, true).unwrap();
+        assert_eq!(n.records, 20);
+        assert!(n.wal_emptied);
+        // Not rebuilt: the file keeps its pages, the freed ones on the free
+        // list (a VACUUM leaves none).
+        assert!(freelist(&s) > 0, "the file was rebuilt");
+        let after: i64 = s
+            .conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(after, pages);
+        // Gone from the index itself, not only hidden behind a tombstone.
+        assert_eq!(terms(&s, "zqx"), Vec::<String>::new());
+        assert_eq!(
+            raw_files_hold(t.path(), SENTINEL),
+            Vec::<String>::new(),
+            "the forgotten text is still in a file"
+        );
+        s.conn
+            .execute(
+                "INSERT INTO records_fts (records_fts) VALUES ('integrity-check')",
+                [],
+            )
+            .unwrap();
+    }
+
+    #[test]
+    fn a_store_from_before_is_rebuilt_by_its_first_forget_only() {
+        let (t, mut s) = seeded();
+        // As a store migrated from version 9 is.
+        s.conn.execute("DELETE FROM scrubbed", []).unwrap();
+        assert!(!s.scrubbed().unwrap());
+        let sel = Selector {
+            session: Some("secret-s".into()),
+            ..Selector::default()
+        };
+        assert_eq!(s.forget(&sel, true).unwrap().records, 20);
+        assert!(s.scrubbed().unwrap());
+        assert_eq!(freelist(&s), 0, "the first forget rebuilds the file");
+        assert_eq!(raw_files_hold(t.path(), SENTINEL), Vec::<String>::new());
+        let big: Vec<memhook_core::record::Record> = (0..40u64)
+            .map(|i| {
+                let mut r = rec(
+                    &format!("{:032x}", 2000 + i),
+                    9000 + i,
+                    "big",
+                    "b-s",
+                    "stop",
+                );
+                r.body = Some("y".repeat(3000));
+                r
+            })
+            .collect();
+        s.insert_all(big.iter()).unwrap();
+        let sel = Selector {
+            project: Some(("default".into(), "big".into())),
+            ..Selector::default()
+        };
+        assert_eq!(s.forget(&sel, true).unwrap().records, 40);
+        assert!(freelist(&s) > 0, "the second one does not");
+    }
+
+    /// Many records, each with a word of its own, stored in many batches
+    /// between others (so the index merges segments and pages split), and
+    /// half of them forgotten: no forgotten word is left in the index or in
+    /// any byte of the database file or its WAL.
+    #[test]
+    fn no_forgotten_word_survives_merges_and_page_splits() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        let word = |i: u64| format!("zqxsecret{i:05}w");
+        let mut id = 0u64;
+        for batch in 0..60u64 {
+            let mut recs = Vec::new();
+            for j in 0..25u64 {
+                id += 1;
+                let session = if j % 2 == 0 { "doomed" } else { "kept" };
+                let mut r = rec(
+                    &format!("{id:032x}"),
+                    1000 + id,
+                    "p",
+                    session,
+                    "post-tool-use",
+                );
+                r.body = Some(format!(
+                    "{} batch {batch} line {j} {}",
+                    word(id),
+                    "lorem ipsum dolor ".repeat((id % 40) as usize)
+                ));
+                recs.push(r);
+            }
+            s.insert_all(recs.iter()).unwrap();
+        }
+        s.checkpoint();
+        let doomed: Vec<String> = (1..=id)
+            .filter(|i| (i - 1) % 25 % 2 == 0)
+            .map(word)
+            .collect();
+        assert!(raw_files_hold(t.path(), &doomed[0]).len() == 1, "seed");
+        let sel = Selector {
+            session: Some("doomed".into()),
+            ..Selector::default()
+        };
+        let n = s.forget(&sel, true).unwrap();
+        assert_eq!(n.records, doomed.len() as u64);
+        assert!(n.wal_emptied);
+        assert_eq!(terms(&s, "zqxsecret").len(), (id as usize) - doomed.len());
+        // Every whole word of this shape in the files' raw bytes.
+        let mut left = std::collections::BTreeSet::new();
+        for e in std::fs::read_dir(t.path()).unwrap().flatten() {
+            let bytes = std::fs::read(e.path()).unwrap_or_default();
+            let mut at = 0;
+            while let Some(i) = bytes[at..].windows(9).position(|w| w == b"zqxsecret") {
+                let start = at + i;
+                let end = (start + 15).min(bytes.len());
+                left.insert(String::from_utf8_lossy(&bytes[start..end]).into_owned());
+                at = start + 9;
+            }
+        }
+        let found: Vec<&String> = doomed.iter().filter(|w| left.contains(*w)).collect();
+        assert!(
+            found.is_empty(),
+            "forgotten words still in the files: {found:?}"
+        );
+        assert!(left.contains(&word(2)), "the kept words are found");
+        assert_eq!(s.search(None, &word(2), 10).unwrap().len(), 1);
     }
 
     #[test]
