@@ -621,8 +621,14 @@ impl Store {
         let n = crate::collapse::candidates(limit);
         let limit = limit.min(MAX_QUERY_LIMIT);
         let found = match scope {
-            Some((w, p)) => self.ranked(&q, "p.workspace = ?2 AND p.project = ?3", &[&w, &p], n),
-            None => self.ranked(&q, "1", &[], n),
+            Some((w, p)) => self.ranked(
+                &q,
+                "p.workspace = ?2 AND p.project = ?3",
+                &[&w, &p],
+                n,
+                Some((w, p)),
+            ),
+            None => self.ranked(&q, "1", &[], n, None),
         }?;
         Ok(crate::collapse::collapse(found, limit))
     }

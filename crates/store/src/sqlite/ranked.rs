@@ -79,19 +79,59 @@ fn phrases(q: &str) -> Vec<String> {
         .collect()
 }
 
-/// The best `limit` matches of `?1` among rowids `(lo, hi]` that meet
-/// `filter`, by `rank`, with their rank and time: read from the covering
-/// index `records_rank`, not from the records.
-fn window_sql(rank: &str, filter: &str, lo: i64, hi: i64, limit: usize) -> String {
+/// The best `limit` matches of `?1` among rowids `(?lo, ?hi]` that meet
+/// `filter` (whose parameters are `?2` to `?{lo - 1}`), by `rank`, with
+/// their rank and time: read from the covering index `records_rank`, not
+/// from the records.
+fn window_sql(rank: &str, filter: &str, lo: usize, limit: usize) -> String {
+    let hi = lo + 1;
     format!(
         "SELECT r.id, {rank} AS score, r.occurred_ms AS ms
          FROM records_fts f
          JOIN records r INDEXED BY records_rank ON r.id = f.rowid
          JOIN projects p ON p.id = r.project_id
-         WHERE records_fts MATCH ?1 AND f.rowid > {lo} AND f.rowid <= {hi}
+         WHERE records_fts MATCH ?1 AND f.rowid > ?{lo} AND f.rowid <= ?{hi}
            AND ({filter})
          ORDER BY score, ms DESC LIMIT {limit}"
     )
+}
+
+/// Most rowid runs a scoped search probes the full-text index with (see
+/// [`Store::project_runs`]).
+pub const MAX_RUNS: usize = 64;
+/// A project holding more than 1/`SMALL_PROJECT_PARTS` of the rowids is
+/// searched like the whole store (its rows are everywhere anyway).
+pub const SMALL_PROJECT_PARTS: i64 = 4;
+
+/// The rowid runs `(lo, hi]` that hold every one of `ids` (sorted), at
+/// most [`MAX_RUNS`] of them: split where the ids jump, at the widest
+/// jumps when there are more. A run may hold other rows between the
+/// project's (the search's filter still drops them).
+fn runs_of(ids: &[i64]) -> Vec<(i64, i64)> {
+    let Some((&first, &last)) = ids.first().zip(ids.last()) else {
+        return Vec::new();
+    };
+    // (width of the jump, index of the id after it)
+    let mut jumps: Vec<(i64, usize)> = ids
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| w[1] - w[0] > 1)
+        .map(|(i, w)| (w[1] - w[0], i + 1))
+        .collect();
+    if jumps.len() >= MAX_RUNS {
+        jumps.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        jumps.truncate(MAX_RUNS - 1);
+    }
+    let mut cuts: Vec<usize> = jumps.into_iter().map(|j| j.1).collect();
+    cuts.sort_unstable();
+    let mut runs = Vec::with_capacity(cuts.len() + 1);
+    let mut start = first;
+    for c in cuts {
+        runs.push((start - 1, ids[c - 1]));
+        start = ids[c];
+    }
+    runs.push((start - 1, last));
+    runs
 }
 
 /// One ranked match: rowid, rank (lower is better), time.
@@ -102,14 +142,18 @@ impl Store {
     /// [`super::fts_query`]) that meet `filter` (SQL over `r` and `p`
     /// whose parameters are `?2`… , given in `args`), best
     /// [`SEARCH_RANK`](super::SEARCH_RANK) first, each with why it matched.
+    /// `within`: a project (workspace, name) that `filter` keeps only rows
+    /// of, so that a small project's rowids are probed instead of every
+    /// match ([`Store::project_runs`]); the answer is the same.
     pub(crate) fn ranked(
         &self,
         q: &str,
         filter: &str,
         args: &[&dyn ToSql],
         limit: usize,
+        within: Option<(&str, &str)>,
     ) -> Result<Vec<StoredRecord>, StoreError> {
-        let ids = self.ranked_ids(q, filter, args, limit)?;
+        let ids = self.ranked_ids(q, filter, args, limit, within)?;
         let mut st = self
             .conn
             .prepare_cached(&format!(
@@ -135,8 +179,9 @@ impl Store {
         filter: &str,
         args: &[&dyn ToSql],
         limit: usize,
+        within: Option<(&str, &str)>,
     ) -> Result<Vec<i64>, StoreError> {
-        let (hits, _) = self.ranked_windows(q, filter, args, limit)?;
+        let (hits, _) = self.ranked_windows(q, filter, args, limit, within)?;
         Ok(hits.into_iter().map(|h| h.0).collect())
     }
 
@@ -148,11 +193,26 @@ impl Store {
         filter: &str,
         args: &[&dyn ToSql],
         limit: usize,
+        within: Option<(&str, &str)>,
     ) -> Result<(Vec<Hit>, usize), StoreError> {
+        self.ranked_steps(q, filter, args, limit, within)
+            .map(|(hits, windows, _)| (hits, windows))
+    }
+
+    /// [`Store::ranked_windows`], and how many virtual machine steps its
+    /// window statement took (what the tests compare).
+    fn ranked_steps(
+        &self,
+        q: &str,
+        filter: &str,
+        args: &[&dyn ToSql],
+        limit: usize,
+        within: Option<(&str, &str)>,
+    ) -> Result<(Vec<Hit>, usize, i32), StoreError> {
         let e = |x| self.err(x);
         let limit = limit.min(super::MAX_QUERY_LIMIT);
         if limit == 0 {
-            return Ok((Vec::new(), 0));
+            return Ok((Vec::new(), 0, 0));
         }
         let (max_id, now_ms): (Option<i64>, i64) = self
             .conn
@@ -163,9 +223,20 @@ impl Store {
             )
             .map_err(e)?;
         let Some(max_id) = max_id else {
-            return Ok((Vec::new(), 0));
+            return Ok((Vec::new(), 0, 0));
         };
+        let runs = match within {
+            Some((w, p)) => self.project_runs(w, p, max_id)?,
+            None => None,
+        };
+        if runs.as_ref().is_some_and(Vec::is_empty) {
+            return Ok((Vec::new(), 0, 0));
+        }
         let rank = super::SEARCH_RANK.replace("unixepoch() * 1000", &now_ms.to_string());
+        let mut st = self
+            .conn
+            .prepare(&window_sql(&rank, filter, args.len() + 2, limit))
+            .map_err(e)?;
         let mut best: Vec<Hit> = Vec::new();
         let mut bound: Option<f64> = None;
         let mut hi = max_id;
@@ -174,18 +245,28 @@ impl Store {
         loop {
             windows += 1;
             let lo = hi.saturating_sub(size).max(0);
-            let mut st = self
-                .conn
-                .prepare(&window_sql(&rank, filter, lo, hi, limit))
-                .map_err(e)?;
-            let mut all: Vec<&dyn ToSql> = vec![&q];
-            all.extend_from_slice(args);
-            let rows = st.query_map(&*all, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)));
-            best.extend(super::collect(rows).map_err(e)?);
+            // The whole window, or the parts of it the project's runs cover.
+            let parts: Vec<(i64, i64)> = match &runs {
+                None => vec![(lo, hi)],
+                Some(runs) => runs
+                    .iter()
+                    .filter(|&&(a, b)| a < hi && b > lo)
+                    .map(|&(a, b)| (a.max(lo), b.min(hi)))
+                    .collect(),
+            };
+            for (a, b) in parts {
+                let mut all: Vec<&dyn ToSql> = vec![&q];
+                all.extend_from_slice(args);
+                all.push(&a);
+                all.push(&b);
+                let rows = st.query_map(&*all, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)));
+                best.extend(super::collect(rows).map_err(e)?);
+            }
             best.sort_by(|a, b| a.1.total_cmp(&b.1).then(b.2.cmp(&a.2)));
             best.truncate(limit);
+            let steps = || st.get_status(rusqlite::StatementStatus::VmStep);
             if lo == 0 {
-                return Ok((best, windows));
+                return Ok((best, windows, steps()));
             }
             if best.len() == limit {
                 let b = match bound {
@@ -218,17 +299,62 @@ impl Store {
                         })
                         .map_err(e)?;
                     let Some(newest_left) = newest_left else {
-                        return Ok((best, windows));
+                        return Ok((best, windows, steps()));
                     };
                     let reach = -b * recency(now_ms - newest_left);
                     if kth < reach - BOUND_SLACK * reach.abs() {
-                        return Ok((best, windows));
+                        return Ok((best, windows, steps()));
                     }
                 }
             }
             hi = lo;
             size = size.saturating_mul(2);
         }
+    }
+
+    /// The rowid runs `(lo, hi]` that hold every record of project `w/p`
+    /// (at most [`MAX_RUNS`], `runs_of`), read from `records_scope_time`;
+    /// `None` when the project holds more than 1/[`SMALL_PROJECT_PARTS`]
+    /// of the `max_id` rowids (then probing it gains nothing); empty when
+    /// it holds none. A session's records arrive together, so a project's
+    /// records are a few long runs of rowids.
+    fn project_runs(
+        &self,
+        w: &str,
+        p: &str,
+        max_id: i64,
+    ) -> Result<Option<Vec<(i64, i64)>>, StoreError> {
+        let e = |x| self.err(x);
+        let project: Option<(i64, i64)> = self
+            .conn
+            .prepare_cached(
+                "SELECT id, records FROM projects WHERE workspace = ?1 AND project = ?2",
+            )
+            .and_then(|mut st| {
+                st.query_row(params![w, p], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .map(Some)
+                    .or_else(|x| match x {
+                        rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                        x => Err(x),
+                    })
+            })
+            .map_err(e)?;
+        let Some((project, records)) = project else {
+            return Ok(Some(Vec::new()));
+        };
+        if records > max_id / SMALL_PROJECT_PARTS {
+            return Ok(None);
+        }
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT id FROM records INDEXED BY records_scope_time WHERE project_id = ?1",
+            )
+            .map_err(e)?;
+        let rows = st.query_map([project], |r| r.get::<_, i64>(0));
+        let mut ids: Vec<i64> = super::collect(rows).map_err(e)?;
+        ids.sort_unstable();
+        Ok(Some(runs_of(&ids)))
     }
 
     /// How many rows each phrase of the FTS query `q` is found in.
@@ -326,6 +452,97 @@ mod tests {
     }
 
     #[test]
+    fn runs_cover_every_id_and_split_at_the_widest_jumps() {
+        assert_eq!(runs_of(&[]), Vec::<(i64, i64)>::new());
+        assert_eq!(runs_of(&[5]), vec![(4, 5)]);
+        assert_eq!(
+            runs_of(&[3, 4, 5, 9, 10, 20]),
+            vec![(2, 5), (8, 10), (19, 20)]
+        );
+        // More jumps than runs: the narrowest ones stay inside a run.
+        let ids: Vec<i64> = (0..1000)
+            .map(|i| i * 3 + if i >= 500 { 10_000 } else { 0 })
+            .collect();
+        let runs = runs_of(&ids);
+        assert_eq!(runs.len(), MAX_RUNS);
+        assert!(runs.windows(2).any(|w| w[1].0 - w[0].1 >= 10_000));
+        for id in ids {
+            assert!(runs.iter().any(|&(lo, hi)| id > lo && id <= hi), "{id}");
+        }
+    }
+
+    /// A store like `year`, and a small project `tiny` whose records
+    /// arrive in a few sessions (runs of rowids) and now and then one by
+    /// one between the others.
+    fn year_with_a_small_project(n: u64) -> (tempfile::TempDir, Store) {
+        let (t, mut s) = year(n);
+        let now = memhook_core::timefmt::now_ms();
+        let mut id = n;
+        for burst in 0..6u64 {
+            let mut recs = Vec::new();
+            let len = if burst % 2 == 0 { 60 } else { 1 };
+            for j in 0..len {
+                id += 1;
+                let ms = now - (200 - burst * 30) * DAY_MS + j * 1000;
+                let mut r = rec(&format!("{id:032x}"), ms, "tiny", "t", "post-tool-use");
+                r.body = Some(
+                    ["common error", "error parser", "rare cache", "common"][(j % 4) as usize]
+                        .into(),
+                );
+                r.title = None;
+                r.files.clear();
+                recs.push(r);
+            }
+            for i in 0..500u64 {
+                id += 1;
+                let mut r = rec(
+                    &format!("{id:032x}"),
+                    now - i * 1000,
+                    "a",
+                    "s",
+                    "post-tool-use",
+                );
+                r.body = Some("common error cache".into());
+                recs.push(r);
+            }
+            s.insert_all(recs.iter()).unwrap();
+        }
+        (t, s)
+    }
+
+    #[test]
+    fn a_small_project_is_probed_by_its_runs_with_the_same_answer() {
+        let (_t, s) = year_with_a_small_project(3 * FIRST_WINDOW_MIN as u64 * 2);
+        let filter = "p.workspace = ?2 AND p.project = ?3";
+        let args: Vec<&dyn ToSql> = vec![&"default", &"tiny"];
+        let mut fewer = 0;
+        for query in ["common", "error", "rare", "parser cache", "nothing"] {
+            let q = fts_query(query).unwrap();
+            for limit in [1, 5, 20, 200] {
+                let want = every_match(&s, &q, filter, &args, limit);
+                let (all, _, all_steps) = s.ranked_steps(&q, filter, &args, limit, None).unwrap();
+                let (runs, _, run_steps) = s
+                    .ranked_steps(&q, filter, &args, limit, Some(("default", "tiny")))
+                    .unwrap();
+                let ids = |h: &[Hit]| h.iter().map(|h| h.0).collect::<Vec<_>>();
+                assert_eq!(ids(&all), want, "{query} {limit}");
+                assert_eq!(ids(&runs), want, "{query} {limit} by runs");
+                if run_steps * 5 < all_steps {
+                    fewer += 1;
+                }
+            }
+        }
+        // The common words: a fifth of the work or less.
+        assert!(fewer >= 8, "{fewer}");
+        // A project that does not exist finds nothing, at once.
+        let none: Vec<&dyn ToSql> = vec![&"default", &"nope"];
+        let (hits, windows, _) = s
+            .ranked_steps("\"common\"", filter, &none, 20, Some(("default", "nope")))
+            .unwrap();
+        assert!(hits.is_empty() && windows == 0);
+    }
+
+    #[test]
     fn windows_give_exactly_the_ranking_of_every_match_and_stop_early_for_common_words() {
         let n = 3 * FIRST_WINDOW_MIN as u64 * 2;
         let (_t, s) = year(n);
@@ -345,7 +562,9 @@ mod tests {
                     ("p.workspace = ?2 AND p.project = ?3", vec!["default", "b"]),
                 ] {
                     let args: Vec<&dyn ToSql> = args.iter().map(|a| a as &dyn ToSql).collect();
-                    let (hits, windows) = s.ranked_windows(&q, filter, &args, limit).unwrap();
+                    let within = (filter != "1").then_some(("default", "b"));
+                    let (hits, windows) =
+                        s.ranked_windows(&q, filter, &args, limit, within).unwrap();
                     let ids: Vec<i64> = hits.iter().map(|h| h.0).collect();
                     assert_eq!(
                         ids,
@@ -360,7 +579,7 @@ mod tests {
         }
         // The common words stop after the newest windows (of six or more).
         assert!(stopped_early >= 6, "{stopped_early}");
-        let (_, windows) = s.ranked_windows("\"common\"", "1", &[], 20).unwrap();
+        let (_, windows) = s.ranked_windows("\"common\"", "1", &[], 20, None).unwrap();
         assert!(windows <= 2, "{windows}");
     }
 
@@ -402,12 +621,12 @@ mod tests {
     fn a_window_ranks_from_the_covering_index_not_the_records() {
         let t = tempfile::tempdir().unwrap();
         let s = Store::open(t.path()).unwrap();
-        let sql = window_sql(super::super::SEARCH_RANK, "p.project = ?2", 0, 10, 20);
+        let sql = window_sql(super::super::SEARCH_RANK, "p.project = ?2", 3, 20);
         let plan: Vec<String> = s
             .conn
             .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
             .unwrap()
-            .query_map(params!["\"x\"", "p"], |r| r.get::<_, String>(3))
+            .query_map(params!["\"x\"", "p", 0, 10], |r| r.get::<_, String>(3))
             .unwrap()
             .collect::<rusqlite::Result<_>>()
             .unwrap();
@@ -438,7 +657,7 @@ mod tests {
         s.conn
             .execute_batch("INSERT INTO records_fts (rowid, body) VALUES (1, 'zz');")
             .unwrap();
-        let windows = |s: &Store| s.ranked_windows("\"zz\"", "1", &[], 20).unwrap().1;
+        let windows = |s: &Store| s.ranked_windows("\"zz\"", "1", &[], 20, None).unwrap().1;
         assert_eq!(windows(&s), 1);
         add(FIRST_WINDOW_MIN + 1, FIRST_WINDOW_MIN + 1);
         assert_eq!(windows(&s), 2);
