@@ -177,17 +177,18 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX record_meaning_scope ON record_meaning (project_id, id);
      CREATE TABLE meaning_fill (below INTEGER NOT NULL);
      INSERT INTO meaning_fill (below) SELECT coalesce(max(id), 0) + 1 FROM records;",
-    // 10: forget without rebuilding the file (issue 29, `forget.rs`). The
-    // full-text index removes a deleted row's entries from its segments at
-    // once (FTS5 `secure-delete`, SQLite 3.44 and later) instead of keeping
-    // them behind a tombstone until a merge. `scrubbed` holds one row once
-    // every unused byte of the file is known to be zero: from its creation
-    // for a store made by this version (every connection runs with
-    // `secure_delete`, [`Store::open_until`]), after its first forget
-    // (which then rebuilds the file once) for a store made before.
-    "INSERT INTO records_fts (records_fts, rank) VALUES ('secure-delete', 1);
-     CREATE TABLE scrubbed (at_ms INTEGER NOT NULL);",
+    // 10: forget without rebuilding the file (issue 29, `forget.rs`).
+    // `scrubbed` holds one row once every unused byte of the file is known
+    // to be zero: from its creation for a store made by this version (every
+    // connection runs with `secure_delete`, [`Store::open_until`]), after
+    // its first forget (which then rebuilds the file once) for a store made
+    // before.
+    "CREATE TABLE scrubbed (at_ms INTEGER NOT NULL);",
 ];
+
+/// Bytes of the database file a connection maps into memory
+/// (`PRAGMA mmap_size`).
+pub const STORE_MMAP_SIZE: u64 = 256 << 20;
 
 /// The migration (its version) that added `scrubbed`: a store created
 /// with it (from version 0) is scrubbed from the start.
@@ -392,7 +393,7 @@ impl Store {
         conn.execute_batch(&format!(
             "PRAGMA page_size = {STORE_PAGE_SIZE}; PRAGMA journal_mode = WAL; \
              PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
-             PRAGMA mmap_size = 268435456; PRAGMA secure_delete = ON;"
+             PRAGMA mmap_size = {STORE_MMAP_SIZE}; PRAGMA secure_delete = ON;"
         ))
         .map_err(sql)?;
         let mut store = Store {

@@ -4,15 +4,20 @@
 //! One transaction deletes the records' full-text entries (FTS5 `delete` with
 //! the indexed values) and rows, recounts or removes the sessions and projects
 //! they belonged to, and logs what was forgotten (scope and counts, never the
-//! text). The cost follows what is forgotten, not the size of the store:
+//! text). The cost follows what is forgotten, not the size of the file:
 //!
-//! - the full-text index runs with FTS5's `secure-delete` (migration 10), so
-//!   a delete takes the row's entries out of the segment pages that hold
-//!   them, instead of adding a tombstone beside them;
 //! - every connection runs with `secure_delete` (`Store::open_until`), so
-//!   every cell and page freed — by this delete, by an FTS merge, by
+//!   every cell and page freed — by this delete, by an index merge, by
 //!   retention — is overwritten with zeros, and a page reused from the free
 //!   list is zeroed first;
+//! - the records' full-text entries leave the index in one of two ways
+//!   ([`FtsRemoval`]): a few records' entries are taken out of the segment
+//!   pages that hold them (FTS5's `secure-delete`, SQLite 3.44 and later,
+//!   for this transaction only), which costs per record forgotten; many
+//!   records' are deleted with tombstones and the index is then merged
+//!   into one new segment (`optimize`), which costs per page of the index
+//!   (about a fifth of the file) and beats the first way from about one
+//!   record in [`IN_PLACE_RATIO`];
 //! - the WAL is then checkpointed and truncated, so no old page image
 //!   survives in it.
 //!
@@ -76,6 +81,27 @@ impl Store {
     /// Forget the records `sel` names. With `apply` false nothing changes and
     /// the counts say what would go (`wal_emptied` is then false).
     pub fn forget(&mut self, sel: &Selector, apply: bool) -> Result<Forgotten, ForgetError> {
+        // Pages read through SQLite's own small cache, not mapped: the
+        // index merge reads the whole index once, and mapped pages would
+        // all count in the process's memory (issue 29: at most 128 MiB).
+        let path = self.path.clone();
+        let e = |x| self_err(&path, x);
+        self.conn.execute_batch("PRAGMA mmap_size = 0").map_err(e)?;
+        let out = self.forget_with(sel, apply, None);
+        self.conn
+            .execute_batch(&format!("PRAGMA mmap_size = {}", super::STORE_MMAP_SIZE))
+            .map_err(e)?;
+        out
+    }
+
+    /// [`Store::forget`], the index entries removed as `removal` says
+    /// (`None`: as [`removal_for`] chooses).
+    pub(crate) fn forget_with(
+        &mut self,
+        sel: &Selector,
+        apply: bool,
+        removal: Option<FtsRemoval>,
+    ) -> Result<Forgotten, ForgetError> {
         check_forget_key(sel)?;
         let e = |x| self_err(&self.path, x);
         let (cond, args) = condition(sel);
@@ -148,7 +174,27 @@ impl Store {
             return Ok(out);
         }
 
+        let removal = match removal {
+            Some(r) => r,
+            None => {
+                let stored: u64 = tx
+                    .query_row("SELECT coalesce(sum(records), 0) FROM projects", [], |r| {
+                        r.get(0)
+                    })
+                    .map_err(e)?;
+                removal_for(records, stored)
+            }
+        };
+        let in_place = |on: bool| {
+            tx.execute(
+                "INSERT INTO records_fts (records_fts, rank) VALUES ('secure-delete', ?1)",
+                [on as i64],
+            )
+        };
+        // Set either way: the setting is kept in the index's config table.
+        in_place(removal == FtsRemoval::InPlace).map_err(e)?;
         remove_selected(&tx, &sessions, &projects).map_err(e)?;
+        in_place(false).map_err(e)?;
         tx.execute(
             "INSERT INTO forget_log (at_ms, selector, records, sessions, projects)
              VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -162,20 +208,31 @@ impl Store {
         )
         .map_err(e)?;
         tx.commit().map_err(e)?;
-        if !self.scrubbed()? {
-            // A store written before migration 10: merge the index into one
-            // new segment (an external-content FTS5 index kept a delete as a
-            // tombstone beside the old entries until a merge), then rebuild
-            // the file from live content (VACUUM, its scratch copy in
-            // memory): free pages and the free space of pages can hold old
-            // bytes written without `secure_delete`. Once: from now on every
-            // writer zeroes what it frees.
+        let scrubbed = self.scrubbed()?;
+        if removal == FtsRemoval::Merge || !scrubbed {
+            // The delete's pages into the file first, so that the merge's
+            // start the WAL again instead of adding to it (the disk's peak
+            // is then the larger of the two, not their sum; a reader in
+            // the way only makes it the sum).
+            self.checkpoint();
+            // Merge the index into one new segment: an external-content
+            // FTS5 index keeps a delete as a tombstone beside the old
+            // entries (and retention's deletes are such tombstones too)
+            // until a merge drops both; the pages of the old segments are
+            // freed, so zeroed.
             self.conn
                 .execute(
                     "INSERT INTO records_fts (records_fts) VALUES ('optimize')",
                     [],
                 )
                 .map_err(e)?;
+        }
+        if !scrubbed {
+            // A store written before migration 10: rebuild the file from
+            // live content (VACUUM, its scratch copy in memory): free pages
+            // and the free space of pages can hold old bytes written
+            // without `secure_delete`. Once: from now on every writer
+            // zeroes what it frees.
             self.conn
                 .execute_batch("PRAGMA temp_store = MEMORY; VACUUM;")
                 .map_err(e)?;
@@ -218,6 +275,55 @@ impl Store {
             })
         });
         super::collect(rows).map_err(|x| self.err(x))
+    }
+}
+
+/// The text columns of `records` overwritten before a forgotten row is
+/// deleted ([`remove_selected`]); `key` stays (it is in the key's index,
+/// which an update would change).
+const SCRUBBED_COLUMNS: &[&str] = &[
+    "agent",
+    "event",
+    "native_event",
+    "session_id",
+    "cwd",
+    "tool_family",
+    "tool_name",
+    "tool_call_id",
+    "outcome",
+    "disposition",
+    "title",
+    "body",
+    "files",
+    "token_name",
+    "command",
+    "plan",
+    "words",
+];
+
+/// How a forget takes its records' entries out of the full-text index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FtsRemoval {
+    /// FTS5 `secure-delete` for the forget's transaction: each entry is
+    /// taken out of the segment page that holds it. About 1.7 ms a record
+    /// at 1,000,000 stored (docs/benchmarks.md, issue 29's third pass).
+    InPlace,
+    /// A tombstone beside each entry, then the whole index merged into one
+    /// new segment (`optimize`), which drops both. About 2.5 µs a stored
+    /// record, whatever is forgotten.
+    Merge,
+}
+
+/// A forget of fewer than one record in `IN_PLACE_RATIO` of those stored
+/// removes their index entries in place; more merges the index.
+pub const IN_PLACE_RATIO: u64 = 512;
+
+/// How to remove the index entries of `forgotten` of `stored` records.
+pub fn removal_for(forgotten: u64, stored: u64) -> FtsRemoval {
+    if forgotten.saturating_mul(IN_PLACE_RATIO) <= stored {
+        FtsRemoval::InPlace
+    } else {
+        FtsRemoval::Merge
     }
 }
 
@@ -269,6 +375,21 @@ pub(super) fn remove_selected(
             ])?;
         }
     }
+    // Then overwrite the rows' text in place, byte for byte (the same
+    // length, so the same cell size: SQLite writes over the old cell and
+    // moves nothing), before deleting them: a delete can make SQLite merge
+    // a page with its neighbours, which copies their cells — rows still to
+    // be deleted among them — and leaves old bytes of the copied cells in
+    // the page's free space (`rebuildPage`). What it copies is then zeros.
+    let scrub = SCRUBBED_COLUMNS
+        .iter()
+        .map(|c| format!("{c} = substr(hex(zeroblob(octet_length({c}))), 1, octet_length({c}))"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    tx.execute(
+        &format!("UPDATE records SET {scrub} WHERE id IN (SELECT id FROM forget_ids)"),
+        [],
+    )?;
     tx.execute(
         "DELETE FROM records WHERE id IN (SELECT id FROM forget_ids)",
         [],
@@ -502,7 +623,49 @@ mod tests {
     }
 
     #[test]
+    fn the_scrub_keeps_every_text_its_length_in_bytes() {
+        let (_t, s) = seeded();
+        for text in ["", "plain", "héllo wörld ✓", "x\0y"] {
+            let (before, after, kind): (i64, i64, String) = s
+                .conn
+                .query_row(
+                    "SELECT octet_length(?1),
+                            octet_length(substr(hex(zeroblob(octet_length(?1))), 1, octet_length(?1))),
+                            typeof(substr(hex(zeroblob(octet_length(?1))), 1, octet_length(?1)))",
+                    [text],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .unwrap();
+            assert_eq!((before, kind.as_str()), (after, "text"), "{text:?}");
+        }
+        let null: Option<String> = s
+            .conn
+            .query_row(
+                "SELECT substr(hex(zeroblob(octet_length(NULL))), 1, octet_length(NULL))",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(null, None);
+    }
+
+    #[test]
+    fn a_few_records_leave_the_index_in_place_many_by_a_merge() {
+        assert_eq!(removal_for(1, 1_000_000), FtsRemoval::InPlace);
+        assert_eq!(removal_for(1_953, 1_000_000), FtsRemoval::InPlace);
+        assert_eq!(removal_for(1_954, 1_000_000), FtsRemoval::Merge);
+        assert_eq!(removal_for(19_600, 1_000_000), FtsRemoval::Merge);
+        assert_eq!(removal_for(1, 100), FtsRemoval::Merge);
+        assert_eq!(removal_for(0, 0), FtsRemoval::InPlace);
+    }
+
+    #[test]
     fn forget_in_a_new_store_frees_what_it_removes_without_rebuilding_the_file() {
+        frees_without_rebuilding(FtsRemoval::InPlace);
+        frees_without_rebuilding(FtsRemoval::Merge);
+    }
+
+    fn frees_without_rebuilding(removal: FtsRemoval) {
         let (t, mut s) = seeded();
         assert!(
             s.scrubbed().unwrap(),
@@ -516,23 +679,23 @@ mod tests {
             session: Some("secret-s".into()),
             ..Selector::default()
         };
-        let n = s.forget(&sel, true).unwrap();
+        let n = s.forget_with(&sel, true, Some(removal)).unwrap();
         assert_eq!(n.records, 20);
         assert!(n.wal_emptied);
         // Not rebuilt: the file keeps its pages, the freed ones on the free
         // list (a VACUUM leaves none).
-        assert!(freelist(&s) > 0, "the file was rebuilt");
+        assert!(freelist(&s) > 0, "the file was rebuilt ({removal:?})");
         let after: i64 = s
             .conn
             .query_row("PRAGMA page_count", [], |r| r.get(0))
             .unwrap();
         assert_eq!(after, pages);
         // Gone from the index itself, not only hidden behind a tombstone.
-        assert_eq!(terms(&s, "zqx"), Vec::<String>::new());
+        assert_eq!(terms(&s, "zqx"), Vec::<String>::new(), "{removal:?}");
         assert_eq!(
             raw_files_hold(t.path(), SENTINEL),
             Vec::<String>::new(),
-            "the forgotten text is still in a file"
+            "the forgotten text is still in a file ({removal:?})"
         );
         s.conn
             .execute(
@@ -584,15 +747,27 @@ mod tests {
     /// any byte of the database file or its WAL.
     #[test]
     fn no_forgotten_word_survives_merges_and_page_splits() {
+        no_forgotten_word_survives(FtsRemoval::InPlace);
+        no_forgotten_word_survives(FtsRemoval::Merge);
+    }
+
+    fn no_forgotten_word_survives(removal: FtsRemoval) {
         let t = tempfile::tempdir().unwrap();
         let mut s = Store::open(t.path()).unwrap();
         let word = |i: u64| format!("zqxsecret{i:05}w");
         let mut id = 0u64;
-        for batch in 0..60u64 {
+        for batch in 0..120u64 {
             let mut recs = Vec::new();
             for j in 0..25u64 {
                 id += 1;
-                let session = if j % 2 == 0 { "doomed" } else { "kept" };
+                // Runs of 40 (a few pages): forgetting a run empties pages,
+                // and SQLite merges the last ones with their neighbours
+                // while deleting.
+                let session = if ((id - 1) / 40).is_multiple_of(2) {
+                    "doomed"
+                } else {
+                    "kept"
+                };
                 let mut r = rec(
                     &format!("{id:032x}"),
                     1000 + id,
@@ -600,10 +775,11 @@ mod tests {
                     session,
                     "post-tool-use",
                 );
+                // The word every few dozen bytes: any piece of the body
+                // left anywhere holds it.
                 r.body = Some(format!(
-                    "{} batch {batch} line {j} {}",
-                    word(id),
-                    "lorem ipsum dolor ".repeat((id % 40) as usize)
+                    "batch {batch} line {j} {}",
+                    format!("{} lorem ipsum ", word(id)).repeat((id % 7 * 10 + 1) as usize)
                 ));
                 recs.push(r);
             }
@@ -611,7 +787,7 @@ mod tests {
         }
         s.checkpoint();
         let doomed: Vec<String> = (1..=id)
-            .filter(|i| (i - 1) % 25 % 2 == 0)
+            .filter(|i| (i - 1) / 40 % 2 == 0)
             .map(word)
             .collect();
         assert!(raw_files_hold(t.path(), &doomed[0]).len() == 1, "seed");
@@ -619,7 +795,7 @@ mod tests {
             session: Some("doomed".into()),
             ..Selector::default()
         };
-        let n = s.forget(&sel, true).unwrap();
+        let n = s.forget_with(&sel, true, Some(removal)).unwrap();
         assert_eq!(n.records, doomed.len() as u64);
         assert!(n.wal_emptied);
         assert_eq!(terms(&s, "zqxsecret").len(), (id as usize) - doomed.len());
@@ -638,10 +814,10 @@ mod tests {
         let found: Vec<&String> = doomed.iter().filter(|w| left.contains(*w)).collect();
         assert!(
             found.is_empty(),
-            "forgotten words still in the files: {found:?}"
+            "forgotten words still in the files ({removal:?}): {found:?}"
         );
-        assert!(left.contains(&word(2)), "the kept words are found");
-        assert_eq!(s.search(None, &word(2), 10).unwrap().len(), 1);
+        assert!(left.contains(&word(41)), "the kept words are found");
+        assert_eq!(s.search(None, &word(41), 10).unwrap().len(), 1);
     }
 
     #[test]
