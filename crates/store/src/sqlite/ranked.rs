@@ -96,43 +96,11 @@ fn window_sql(rank: &str, filter: &str, lo: usize, limit: usize) -> String {
     )
 }
 
-/// Most rowid runs a scoped search probes the full-text index with (see
-/// [`Store::project_runs`]).
-pub const MAX_RUNS: usize = 64;
-/// A project holding more than 1/`SMALL_PROJECT_PARTS` of the rowids is
-/// searched like the whole store (its rows are everywhere anyway).
-pub const SMALL_PROJECT_PARTS: i64 = 4;
-
-/// The rowid runs `(lo, hi]` that hold every one of `ids` (sorted), at
-/// most [`MAX_RUNS`] of them: split where the ids jump, at the widest
-/// jumps when there are more. A run may hold other rows between the
-/// project's (the search's filter still drops them).
-fn runs_of(ids: &[i64]) -> Vec<(i64, i64)> {
-    let Some((&first, &last)) = ids.first().zip(ids.last()) else {
-        return Vec::new();
-    };
-    // (width of the jump, index of the id after it)
-    let mut jumps: Vec<(i64, usize)> = ids
-        .windows(2)
-        .enumerate()
-        .filter(|(_, w)| w[1] - w[0] > 1)
-        .map(|(i, w)| (w[1] - w[0], i + 1))
-        .collect();
-    if jumps.len() >= MAX_RUNS {
-        jumps.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        jumps.truncate(MAX_RUNS - 1);
-    }
-    let mut cuts: Vec<usize> = jumps.into_iter().map(|j| j.1).collect();
-    cuts.sort_unstable();
-    let mut runs = Vec::with_capacity(cuts.len() + 1);
-    let mut start = first;
-    for c in cuts {
-        runs.push((start - 1, ids[c - 1]));
-        start = ids[c];
-    }
-    runs.push((start - 1, last));
-    runs
-}
+/// A project holding at most 1/`SMALL_PROJECT_PARTS` of the rowids is
+/// searched through its own rowids ([`Store::project_filter`]); a larger
+/// one like the whole store (its rows are everywhere anyway, and reading
+/// its rowids for every window would cost more than it saves).
+pub const SMALL_PROJECT_PARTS: i64 = 16;
 
 /// One ranked match: rowid, rank (lower is better), time.
 type Hit = (i64, f64, i64);
@@ -143,8 +111,9 @@ impl Store {
     /// whose parameters are `?2`… , given in `args`), best
     /// [`SEARCH_RANK`](super::SEARCH_RANK) first, each with why it matched.
     /// `within`: a project (workspace, name) that `filter` keeps only rows
-    /// of, so that a small project's rowids are probed instead of every
-    /// match ([`Store::project_runs`]); the answer is the same.
+    /// of, so that a small project's matches are told apart by rowid before
+    /// any record is looked up, instead of looking up every
+    /// match ([`Store::project_filter`]); the answer is the same.
     pub(crate) fn ranked(
         &self,
         q: &str,
@@ -225,17 +194,18 @@ impl Store {
         let Some(max_id) = max_id else {
             return Ok((Vec::new(), 0, 0));
         };
-        let runs = match within {
-            Some((w, p)) => self.project_runs(w, p, max_id)?,
-            None => None,
+        let filter = match within {
+            Some((w, p)) => match self.project_filter(w, p, max_id)? {
+                Some(Some(own)) => format!("({filter}) AND {own}"),
+                Some(None) => filter.to_string(),
+                None => return Ok((Vec::new(), 0, 0)),
+            },
+            None => filter.to_string(),
         };
-        if runs.as_ref().is_some_and(Vec::is_empty) {
-            return Ok((Vec::new(), 0, 0));
-        }
         let rank = super::SEARCH_RANK.replace("unixepoch() * 1000", &now_ms.to_string());
         let mut st = self
             .conn
-            .prepare(&window_sql(&rank, filter, args.len() + 2, limit))
+            .prepare(&window_sql(&rank, &filter, args.len() + 2, limit))
             .map_err(e)?;
         let mut best: Vec<Hit> = Vec::new();
         let mut bound: Option<f64> = None;
@@ -245,23 +215,12 @@ impl Store {
         loop {
             windows += 1;
             let lo = hi.saturating_sub(size).max(0);
-            // The whole window, or the parts of it the project's runs cover.
-            let parts: Vec<(i64, i64)> = match &runs {
-                None => vec![(lo, hi)],
-                Some(runs) => runs
-                    .iter()
-                    .filter(|&&(a, b)| a < hi && b > lo)
-                    .map(|&(a, b)| (a.max(lo), b.min(hi)))
-                    .collect(),
-            };
-            for (a, b) in parts {
-                let mut all: Vec<&dyn ToSql> = vec![&q];
-                all.extend_from_slice(args);
-                all.push(&a);
-                all.push(&b);
-                let rows = st.query_map(&*all, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)));
-                best.extend(super::collect(rows).map_err(e)?);
-            }
+            let mut all: Vec<&dyn ToSql> = vec![&q];
+            all.extend_from_slice(args);
+            all.push(&lo);
+            all.push(&hi);
+            let rows = st.query_map(&*all, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)));
+            best.extend(super::collect(rows).map_err(e)?);
             best.sort_by(|a, b| a.1.total_cmp(&b.1).then(b.2.cmp(&a.2)));
             best.truncate(limit);
             let steps = || st.get_status(rusqlite::StatementStatus::VmStep);
@@ -312,19 +271,20 @@ impl Store {
         }
     }
 
-    /// The rowid runs `(lo, hi]` that hold every record of project `w/p`
-    /// (at most [`MAX_RUNS`], `runs_of`), read from `records_scope_time`;
-    /// `None` when the project holds more than 1/[`SMALL_PROJECT_PARTS`]
-    /// of the `max_id` rowids (then probing it gains nothing); empty when
-    /// it holds none. A session's records arrive together, so a project's
-    /// records are a few long runs of rowids.
-    fn project_runs(
+    /// The condition that keeps a match of the full-text index only when
+    /// its rowid is one of project `w/p`'s, tested before its record is
+    /// looked up (`+f.rowid IN (…)`: the project's rowids, read once per
+    /// window from `records_scope_time` into a temporary index, instead of
+    /// a lookup of `records_rank` and `projects` for every match of the
+    /// store). `Some(None)` when the project holds more than
+    /// 1/[`SMALL_PROJECT_PARTS`] of the `max_id` rowids (then the lookup is
+    /// cheaper); `None` when it does not exist (nothing can match).
+    fn project_filter(
         &self,
         w: &str,
         p: &str,
         max_id: i64,
-    ) -> Result<Option<Vec<(i64, i64)>>, StoreError> {
-        let e = |x| self.err(x);
+    ) -> Result<Option<Option<String>>, StoreError> {
         let project: Option<(i64, i64)> = self
             .conn
             .prepare_cached(
@@ -338,23 +298,15 @@ impl Store {
                         x => Err(x),
                     })
             })
-            .map_err(e)?;
-        let Some((project, records)) = project else {
-            return Ok(Some(Vec::new()));
-        };
-        if records > max_id / SMALL_PROJECT_PARTS {
-            return Ok(None);
-        }
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT id FROM records INDEXED BY records_scope_time WHERE project_id = ?1",
-            )
-            .map_err(e)?;
-        let rows = st.query_map([project], |r| r.get::<_, i64>(0));
-        let mut ids: Vec<i64> = super::collect(rows).map_err(e)?;
-        ids.sort_unstable();
-        Ok(Some(runs_of(&ids)))
+            .map_err(|x| self.err(x))?;
+        Ok(project.map(|(id, records)| {
+            (records <= max_id / SMALL_PROJECT_PARTS).then(|| {
+                format!(
+                    "+f.rowid IN (SELECT id FROM records INDEXED BY records_scope_time \
+                     WHERE project_id = {id})"
+                )
+            })
+        }))
     }
 
     /// How many rows each phrase of the FTS query `q` is found in.
@@ -451,26 +403,6 @@ mod tests {
             .unwrap()
     }
 
-    #[test]
-    fn runs_cover_every_id_and_split_at_the_widest_jumps() {
-        assert_eq!(runs_of(&[]), Vec::<(i64, i64)>::new());
-        assert_eq!(runs_of(&[5]), vec![(4, 5)]);
-        assert_eq!(
-            runs_of(&[3, 4, 5, 9, 10, 20]),
-            vec![(2, 5), (8, 10), (19, 20)]
-        );
-        // More jumps than runs: the narrowest ones stay inside a run.
-        let ids: Vec<i64> = (0..1000)
-            .map(|i| i * 3 + if i >= 500 { 10_000 } else { 0 })
-            .collect();
-        let runs = runs_of(&ids);
-        assert_eq!(runs.len(), MAX_RUNS);
-        assert!(runs.windows(2).any(|w| w[1].0 - w[0].1 >= 10_000));
-        for id in ids {
-            assert!(runs.iter().any(|&(lo, hi)| id > lo && id <= hi), "{id}");
-        }
-    }
-
     /// A store like `year`, and a small project `tiny` whose records
     /// arrive in a few sessions (runs of rowids) and now and then one by
     /// one between the others.
@@ -511,7 +443,7 @@ mod tests {
     }
 
     #[test]
-    fn a_small_project_is_probed_by_its_runs_with_the_same_answer() {
+    fn a_small_project_is_searched_through_its_own_rowids_with_the_same_answer() {
         let (_t, s) = year_with_a_small_project(3 * FIRST_WINDOW_MIN as u64 * 2);
         let filter = "p.workspace = ?2 AND p.project = ?3";
         let args: Vec<&dyn ToSql> = vec![&"default", &"tiny"];
@@ -526,14 +458,16 @@ mod tests {
                     .unwrap();
                 let ids = |h: &[Hit]| h.iter().map(|h| h.0).collect::<Vec<_>>();
                 assert_eq!(ids(&all), want, "{query} {limit}");
-                assert_eq!(ids(&runs), want, "{query} {limit} by runs");
-                if run_steps * 5 < all_steps {
+                assert_eq!(ids(&runs), want, "{query} {limit} by its rowids");
+                if run_steps * 3 < all_steps * 2 {
                     fewer += 1;
                 }
             }
         }
-        // The common words: a fifth of the work or less.
-        assert!(fewer >= 8, "{fewer}");
+        // The words of many records: two thirds of the work or less (a
+        // match outside the project is dropped before its record is looked
+        // up; the index's doclists are still read whole).
+        assert!(fewer >= 12, "{fewer}");
         // A project that does not exist finds nothing, at once.
         let none: Vec<&dyn ToSql> = vec![&"default", &"nope"];
         let (hits, windows, _) = s
