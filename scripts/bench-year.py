@@ -3,8 +3,12 @@
 import them into a fresh embedded store and measure what a heavy user pays.
 
 Usage:
-  scripts/bench-year.py RECORDS DIR NAME=MEMHOOK_CLI [NAME=MEMHOOK_CLI …] [--runs N] [--no-forget]
+  scripts/bench-year.py RECORDS DIR NAME=MEMHOOK_CLI [NAME=MEMHOOK_CLI …] [--runs N] [--no-forget] [--year FILE]
   scripts/bench-year.py RECORDS DIR NAME=MEMHOOK_CLI --steady-years K
+
+With --year FILE the export file is FILE (outside DIR): generated there
+when it does not exist, read again when it does (a 1,000,000-record year
+takes minutes to generate; its times are relative to when it was made).
 
 With --steady-years, K years of RECORDS records each are imported one after
 the other (the last one ending now) and after each the store is left to
@@ -314,6 +318,11 @@ def main():
         i = args.index("--runs")
         runs = int(args[i + 1])
         del args[i : i + 2]
+    year = None
+    if "--year" in args:
+        i = args.index("--year")
+        year = os.path.abspath(args[i + 1])
+        del args[i : i + 2]
     forget = "--no-forget" not in args
     args = [a for a in args if a != "--no-forget"]
     if len(args) < 3 or any("=" not in a for a in args[2:]):
@@ -328,9 +337,18 @@ def main():
 
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(base)
-    dump = os.path.join(base, "year.jsonl")
+    dump = year or os.path.join(base, "year.jsonl")
     t = time.perf_counter()
-    counts = generate(n, dump)
+    if year and os.path.exists(year):
+        counts = {}
+        with open(year, encoding="utf-8") as f:
+            for line in f:
+                proj = json.loads(line)["project"]
+                counts[proj] = counts.get(proj, 0) + 1
+        if sum(counts.values()) != n:
+            sys.exit(f"bench-year: {year} holds {sum(counts.values())} records, not {n}")
+    else:
+        counts = generate(n, dump)
     report("generate_s", "-", round(time.perf_counter() - t, 1), "s")
     report("export_bytes_per_record", "-", round(os.path.getsize(dump) / n), "B")
     by_size = sorted(counts.items(), key=lambda kv: kv[1])
@@ -468,7 +486,7 @@ def main():
             w = threading.Thread(target=watch)
             w.start()
             t = time.perf_counter()
-            p = subprocess.run(["/usr/bin/time", "-f", "%M", binary, "forget", "--project", f"default/{target}", "--yes"],
+            p = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", binary, "forget", "--project", f"default/{target}", "--yes"],
                                env=env, capture_output=True)
             dt = time.perf_counter() - t
             stop.set()
@@ -476,7 +494,9 @@ def main():
             if p.returncode != 0:
                 sys.exit(f"bench-year: forget failed: {p.stderr.decode()[-2000:]}")
             report("forget_s", who, round(dt, 2), "s wall")
-            report("forget_peak_rss_mib", who, round(int(p.stderr.decode().strip().splitlines()[-1]) / 1024, 1), "MiB")
+            user, system, rss = p.stderr.decode().strip().splitlines()[-1].split()
+            report("forget_cpu_s", who, round(float(user) + float(system), 2), "s CPU")
+            report("forget_peak_rss_mib", who, round(int(rss) / 1024, 1), "MiB")
             report("forget_disk_peak_ratio", who, round(peak[0] / before, 2), "x the database before")
 
     print(json.dumps(results))

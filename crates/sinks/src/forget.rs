@@ -4,7 +4,7 @@
 //! serve`'s web view both call it.
 //!
 //! When another connection's read transaction keeps the SQLite store's
-//! final checkpoint from writing the rebuilt file and emptying the WAL
+//! final checkpoint from writing the new pages into the file and emptying the WAL
 //! (after waiting for it, see `memhook_store::sqlite::FORGET_READER_WAIT`),
 //! the forgotten text is still in the files. That debt is written down in
 //! [`PENDING_FILE`] (0600, in the data dir, no text in it) and paid by
@@ -32,7 +32,7 @@ pub fn record_pending(dir: &Path) -> std::io::Result<()> {
     memhook_core::data_dir::write_private_file(
         &dir.join(PENDING_FILE),
         format!(
-            "{} a forget could not empty the store's write-ahead log and rewrite its file: \
+            "{} a forget could not move its pages into the store's file and empty its write-ahead log: \
              another connection was reading it. `memhook forget` or `memhook drain` finishes \
              the cleanup once that reader is gone.\n",
             memhook_core::timefmt::rfc3339_ms(memhook_core::timefmt::now_ms())
@@ -52,7 +52,7 @@ pub enum Cleanup {
     /// Nothing was owed.
     #[default]
     None,
-    /// The owed cleanup is done: the WAL is empty, the file rewritten.
+    /// The owed cleanup is done: the WAL is empty, its pages in the file.
     Finished,
     /// A reader still holds the store; the note stays.
     StillPending,

@@ -11,14 +11,21 @@
 //! full-text index at once.
 //!
 //! What PostgreSQL can and cannot promise about the bytes: after the commit
-//! memhook runs `VACUUM` on the three tables (and so on their TOAST tables
-//! and indexes), which removes the dead rows and frees their space for
-//! reuse; the old bytes stay in the data files until PostgreSQL writes over
-//! that space, and in the database's write-ahead log, replicas, WAL archives
-//! and backups until those expire. SQLite's "no page of the file holds the
-//! text" guarantee has no PostgreSQL equivalent short of `VACUUM FULL`
-//! (which rewrites each table under an exclusive lock; run it yourself when
-//! you need it) and rotating the WAL and backups (`docs/postgres.md`).
+//! memhook runs a plain `VACUUM` on the tables that held something of the
+//! records ([`VACUUMED_TABLES`], and so on their TOAST tables and indexes),
+//! never on the whole database and never `VACUUM FULL`: it takes no lock
+//! that stops reads or writes, reads the table pages changed since the last
+//! vacuum (the visibility map skips the rest) and, when there are index
+//! entries to remove, each index of those tables once (a B-tree's or GIN's
+//! bulk delete reads every page of it: that part grows with the index, not
+//! with what was forgotten). It removes the dead rows and frees their space
+//! for reuse; the old bytes stay in the data files until PostgreSQL writes
+//! over that space, and in the database's write-ahead log, replicas, WAL
+//! archives and backups until those expire. SQLite's "no page of the file
+//! holds the text" guarantee has no PostgreSQL equivalent short of `VACUUM
+//! FULL` (which rewrites each table under an exclusive lock; run it
+//! yourself when you need it) and rotating the WAL and backups
+//! (`docs/postgres.md`).
 
 use postgres::types::ToSql;
 use postgres::Client;
@@ -41,8 +48,10 @@ pub const PROMISE: &str = "The text leaves every query and the search index of t
      files until overwritten, and in its write-ahead log and backups until those expire (see \
      docs/postgres.md)";
 
-/// The tables `VACUUM` runs on after a forget.
-pub const VACUUMED_TABLES: &str = "records, sessions, projects";
+/// The tables `VACUUM` runs on after a forget: each that held something
+/// of the forgotten records (`record_meaning`: their meaning, removed with
+/// them by `ON DELETE CASCADE`).
+pub const VACUUMED_TABLES: &str = "records, sessions, projects, record_meaning";
 
 /// The WHERE clause (over `records r JOIN projects p`) and its parameters.
 fn condition(sel: &Selector) -> (String, Vec<Box<dyn ToSql + Sync>>) {

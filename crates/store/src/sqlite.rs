@@ -179,7 +179,22 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX record_meaning_scope ON record_meaning (project_id, id);
      CREATE TABLE meaning_fill (below INTEGER NOT NULL);
      INSERT INTO meaning_fill (below) SELECT coalesce(max(id), 0) + 1 FROM records;",
+    // 10: forget without rebuilding the file (issue 29, `forget.rs`).
+    // `scrubbed` holds one row once every unused byte of the file is known
+    // to be zero: from its creation for a store made by this version (every
+    // connection runs with `secure_delete`, [`Store::open_until`]), after
+    // its first forget (which then rebuilds the file once) for a store made
+    // before.
+    "CREATE TABLE scrubbed (at_ms INTEGER NOT NULL);",
 ];
+
+/// Bytes of the database file a connection maps into memory
+/// (`PRAGMA mmap_size`).
+pub const STORE_MMAP_SIZE: u64 = 256 << 20;
+
+/// The migration (its version) that added `scrubbed`: a store created
+/// with it (from version 0) is scrubbed from the start.
+const SCRUBBED_VERSION: u32 = 10;
 
 /// Best match first, recent matches lifted: the `bm25` relevance (negative,
 /// lower is better) weighed by up to 1.5 for a record of today, 1.25 for
@@ -371,12 +386,16 @@ impl Store {
         // drainer deletes the spool files right after the commit.
         // mmap: page reads are memory reads, not one pread(2) each (a fresh
         // connection per hook process starts with an empty page cache).
+        // secure_delete: every freed cell and page is zeroed by every writer
+        // (FTS merges, retention, forget), and a page taken from the free
+        // list is zeroed before use, so that forget can remove text without
+        // rebuilding the file (`forget.rs`).
         // page_size: only a new (empty) database takes it, and only before
         // WAL mode is set; an existing one keeps its own.
         conn.execute_batch(&format!(
             "PRAGMA page_size = {STORE_PAGE_SIZE}; PRAGMA journal_mode = WAL; \
              PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
-             PRAGMA mmap_size = 268435456;"
+             PRAGMA mmap_size = {STORE_MMAP_SIZE}; PRAGMA secure_delete = ON;"
         ))
         .map_err(sql)?;
         let mut store = Store {
@@ -434,6 +453,11 @@ impl Store {
             .map_err(sql)?;
         for (i, step) in MIGRATIONS.iter().enumerate().skip(have as usize) {
             tx.execute_batch(step).map_err(sql)?;
+            if i + 1 == SCRUBBED_VERSION as usize && have == 0 {
+                // A new store: written with `secure_delete` from its first page.
+                tx.execute("INSERT INTO scrubbed (at_ms) VALUES (0)", [])
+                    .map_err(sql)?;
+            }
             if i + 1 == WORDS_VERSION as usize {
                 fill_words(&tx).map_err(sql)?;
             }
@@ -600,8 +624,14 @@ impl Store {
         let n = crate::collapse::candidates(limit);
         let limit = limit.min(MAX_QUERY_LIMIT);
         let found = match scope {
-            Some((w, p)) => self.ranked(&q, "p.workspace = ?2 AND p.project = ?3", &[&w, &p], n),
-            None => self.ranked(&q, "1", &[], n),
+            Some((w, p)) => self.ranked(
+                &q,
+                "p.workspace = ?2 AND p.project = ?3",
+                &[&w, &p],
+                n,
+                Some((w, p)),
+            ),
+            None => self.ranked(&q, "1", &[], n, None),
         }?;
         Ok(crate::collapse::collapse(found, limit))
     }

@@ -470,6 +470,20 @@ fn forget_on_the_command_line(db: &Db) -> Vec<String> {
     );
     let (rolled, recount) = db.rollups_and_recount(&s.data);
     assert_eq!(rolled, recount);
+    if let Db::Pg(..) = db {
+        // Every table that held something of the forgotten records was
+        // vacuumed by forget (not left to autovacuum), their meaning too.
+        let vacuumed = db.rows(
+            &s.data,
+            "SELECT relname::text FROM pg_stat_user_tables
+             WHERE relname IN ('records', 'sessions', 'projects', 'record_meaning')
+               AND vacuum_count > 0 ORDER BY relname",
+        );
+        assert_eq!(
+            vacuumed,
+            ["projects", "record_meaning", "records", "sessions"]
+        );
+    }
     let log = run(&["--history"]);
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines.len(), 2, "{log}");

@@ -32,6 +32,7 @@ impl Store {
              AND r.occurred_ms >= ?4 AND r.occurred_ms < ?5",
             &[&w, &p, &from, &to],
             n,
+            scope,
         )?;
         Ok(crate::collapse::collapse(found, limit))
     }

@@ -175,6 +175,7 @@ impl Store {
             "?2 = '' OR (p.workspace = ?2 AND p.project = ?3)",
             &[&w, &p],
             limit.min(MAX_QUERY_LIMIT),
+            scope,
         )?;
         let mut st = self
             .conn

@@ -4,21 +4,37 @@
 //! One transaction deletes the records' full-text entries (FTS5 `delete` with
 //! the indexed values) and rows, recounts or removes the sessions and projects
 //! they belonged to, and logs what was forgotten (scope and counts, never the
-//! text). `secure_delete` zeroes every freed cell and page; afterwards the
-//! index is merged into a fresh segment (`optimize`, which drops the deleted
-//! entries), the file is rebuilt from live content (`VACUUM`: free space in
-//! pages can hold stale bytes from long-ago page splits), and the WAL is
-//! checkpointed and truncated. Forgetting costs a copy of the database; it is
-//! rare and asked for by the user.
+//! text). The cost follows what is forgotten, not the size of the file:
 //!
-//! Another connection in a read transaction (a `memhook serve`, a search, a
-//! `sqlite3` shell) pins the old pages: until it ends, the checkpoint can
-//! neither write the rebuilt file over them nor empty the WAL. The
-//! checkpoint waits for such readers up to [`FORGET_READER_WAIT`]; if one
-//! is still there, `wal_emptied` is false and the caller records the cleanup
-//! it owes (`memhook_sinks::forget`), which [`Store::empty_wal`] completes
-//! once the reader is gone.
-
+//! - every connection runs with `secure_delete` (`Store::open_until`), so
+//!   every cell and page freed — by this delete, by an index merge, by
+//!   retention — is overwritten with zeros, and a page reused from the free
+//!   list is zeroed first;
+//! - the records' full-text entries leave the index in one of two ways
+//!   ([`FtsRemoval`]): a few records' entries are taken out of the segment
+//!   pages that hold them (FTS5's `secure-delete`, SQLite 3.44 and later,
+//!   for this transaction only), which costs per record forgotten; many
+//!   records' are deleted with tombstones and the index is then merged
+//!   into one new segment (`optimize`), which costs per page of the index
+//!   (about a fifth of the file) and beats the first way from about one
+//!   record in [`IN_PLACE_RATIO`];
+//! - the WAL is then checkpointed and truncated, so no old page image
+//!   survives in it.
+//!
+//! A store created before migration 10 (not `scrubbed`) may still hold old
+//! bytes in free pages and in the free space of pages (FTS merges and page
+//! splits made without `secure_delete`, tombstoned index entries): its first
+//! forget merges the index (`optimize`) and rebuilds the file once
+//! (`VACUUM`), as every forget did before, and marks it scrubbed.
+//!
+//! What `secure_delete` does not cover (docs/operations.md, "Forgetting"):
+//! when SQLite rebalances b-tree pages it rewrites a page's cells without
+//! zeroing the space between its cell pointers and its cells
+//! (`rebuildPage` in btree.c), so an old copy of a cell that moved to a
+//! sibling page can stay in that space until the page is written again; if
+//! that cell's record is forgotten later, the copy is not. Only a rebuild
+//! of the file removes such copies; forget no longer does one each time.
+//!
 use std::time::Duration;
 
 use rusqlite::params;
@@ -65,6 +81,27 @@ impl Store {
     /// Forget the records `sel` names. With `apply` false nothing changes and
     /// the counts say what would go (`wal_emptied` is then false).
     pub fn forget(&mut self, sel: &Selector, apply: bool) -> Result<Forgotten, ForgetError> {
+        // Pages read through SQLite's own small cache, not mapped: the
+        // index merge reads the whole index once, and mapped pages would
+        // all count in the process's memory (issue 29: at most 128 MiB).
+        let path = self.path.clone();
+        let e = |x| self_err(&path, x);
+        self.conn.execute_batch("PRAGMA mmap_size = 0").map_err(e)?;
+        let out = self.forget_with(sel, apply, None);
+        self.conn
+            .execute_batch(&format!("PRAGMA mmap_size = {}", super::STORE_MMAP_SIZE))
+            .map_err(e)?;
+        out
+    }
+
+    /// [`Store::forget`], the index entries removed as `removal` says
+    /// (`None`: as [`removal_for`] chooses).
+    pub(crate) fn forget_with(
+        &mut self,
+        sel: &Selector,
+        apply: bool,
+        removal: Option<FtsRemoval>,
+    ) -> Result<Forgotten, ForgetError> {
         check_forget_key(sel)?;
         let e = |x| self_err(&self.path, x);
         let (cond, args) = condition(sel);
@@ -137,7 +174,27 @@ impl Store {
             return Ok(out);
         }
 
+        let removal = match removal {
+            Some(r) => r,
+            None => {
+                let stored: u64 = tx
+                    .query_row("SELECT coalesce(sum(records), 0) FROM projects", [], |r| {
+                        r.get(0)
+                    })
+                    .map_err(e)?;
+                removal_for(records, stored)
+            }
+        };
+        let in_place = |on: bool| {
+            tx.execute(
+                "INSERT INTO records_fts (records_fts, rank) VALUES ('secure-delete', ?1)",
+                [on as i64],
+            )
+        };
+        // Set either way: the setting is kept in the index's config table.
+        in_place(removal == FtsRemoval::InPlace).map_err(e)?;
         remove_selected(&tx, &sessions, &projects).map_err(e)?;
+        in_place(false).map_err(e)?;
         tx.execute(
             "INSERT INTO forget_log (at_ms, selector, records, sessions, projects)
              VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -151,24 +208,52 @@ impl Store {
         )
         .map_err(e)?;
         tx.commit().map_err(e)?;
-        // Merge the index into one new segment: an external-content FTS5
-        // index records a delete as a tombstone beside the old entries, and
-        // only a merge drops them. Then rebuild the file from live content
-        // (VACUUM, its scratch copy in memory, not in a temp file): pages
-        // that once held the text can keep stale bytes in their free space
-        // (from page splits long before), which no delete ever zeroes.
-        // Finally move everything out of the WAL.
-        self.conn
-            .execute(
-                "INSERT INTO records_fts (records_fts) VALUES ('optimize')",
-                [],
-            )
-            .map_err(e)?;
-        self.conn
-            .execute_batch("PRAGMA temp_store = MEMORY; VACUUM;")
-            .map_err(e)?;
+        let scrubbed = self.scrubbed()?;
+        if removal == FtsRemoval::Merge || !scrubbed {
+            // The delete's pages into the file first, so that the merge's
+            // start the WAL again instead of adding to it (the disk's peak
+            // is then the larger of the two, not their sum; a reader in
+            // the way only makes it the sum).
+            self.checkpoint();
+            // Merge the index into one new segment: an external-content
+            // FTS5 index keeps a delete as a tombstone beside the old
+            // entries (and retention's deletes are such tombstones too)
+            // until a merge drops both; the pages of the old segments are
+            // freed, so zeroed.
+            self.conn
+                .execute(
+                    "INSERT INTO records_fts (records_fts) VALUES ('optimize')",
+                    [],
+                )
+                .map_err(e)?;
+        }
+        if !scrubbed {
+            // A store written before migration 10: rebuild the file from
+            // live content (VACUUM, its scratch copy in memory): free pages
+            // and the free space of pages can hold old bytes written
+            // without `secure_delete`. Once: from now on every writer
+            // zeroes what it frees.
+            self.conn
+                .execute_batch("PRAGMA temp_store = MEMORY; VACUUM;")
+                .map_err(e)?;
+            self.conn
+                .execute(
+                    "INSERT INTO scrubbed (at_ms) VALUES (?1)",
+                    [now_ms() as i64],
+                )
+                .map_err(e)?;
+        }
         out.wal_emptied = self.empty_wal(forget_reader_wait())?;
         Ok(out)
+    }
+
+    /// Whether every unused byte of the file is known to be zero (see the
+    /// module doc): a store created with migration 10, or one a forget has
+    /// rebuilt since.
+    pub fn scrubbed(&self) -> Result<bool, StoreError> {
+        self.conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM scrubbed)", [], |r| r.get(0))
+            .map_err(|x| self.err(x))
     }
 
     /// The forget log, newest first.
@@ -190,6 +275,55 @@ impl Store {
             })
         });
         super::collect(rows).map_err(|x| self.err(x))
+    }
+}
+
+/// The text columns of `records` overwritten before a forgotten row is
+/// deleted ([`remove_selected`]); `key` stays (it is in the key's index,
+/// which an update would change).
+const SCRUBBED_COLUMNS: &[&str] = &[
+    "agent",
+    "event",
+    "native_event",
+    "session_id",
+    "cwd",
+    "tool_family",
+    "tool_name",
+    "tool_call_id",
+    "outcome",
+    "disposition",
+    "title",
+    "body",
+    "files",
+    "token_name",
+    "command",
+    "plan",
+    "words",
+];
+
+/// How a forget takes its records' entries out of the full-text index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FtsRemoval {
+    /// FTS5 `secure-delete` for the forget's transaction: each entry is
+    /// taken out of the segment page that holds it. About 1.7 ms a record
+    /// at 1,000,000 stored (docs/benchmarks.md, issue 29's third pass).
+    InPlace,
+    /// A tombstone beside each entry, then the whole index merged into one
+    /// new segment (`optimize`), which drops both. About 2.5 µs a stored
+    /// record, whatever is forgotten.
+    Merge,
+}
+
+/// A forget of fewer than one record in `IN_PLACE_RATIO` of those stored
+/// removes their index entries in place; more merges the index.
+pub const IN_PLACE_RATIO: u64 = 512;
+
+/// How to remove the index entries of `forgotten` of `stored` records.
+pub fn removal_for(forgotten: u64, stored: u64) -> FtsRemoval {
+    if forgotten.saturating_mul(IN_PLACE_RATIO) <= stored {
+        FtsRemoval::InPlace
+    } else {
+        FtsRemoval::Merge
     }
 }
 
@@ -241,6 +375,21 @@ pub(super) fn remove_selected(
             ])?;
         }
     }
+    // Then overwrite the rows' text in place, byte for byte (the same
+    // length, so the same cell size: SQLite writes over the old cell and
+    // moves nothing), before deleting them: a delete can make SQLite merge
+    // a page with its neighbours, which copies their cells — rows still to
+    // be deleted among them — and leaves old bytes of the copied cells in
+    // the page's free space (`rebuildPage`). What it copies is then zeros.
+    let scrub = SCRUBBED_COLUMNS
+        .iter()
+        .map(|c| format!("{c} = substr(hex(zeroblob(octet_length({c}))), 1, octet_length({c}))"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    tx.execute(
+        &format!("UPDATE records SET {scrub} WHERE id IN (SELECT id FROM forget_ids)"),
+        [],
+    )?;
     tx.execute(
         "DELETE FROM records WHERE id IN (SELECT id FROM forget_ids)",
         [],
@@ -449,6 +598,226 @@ mod tests {
                 [],
             )
             .unwrap();
+    }
+
+    fn freelist(s: &Store) -> i64 {
+        s.conn
+            .query_row("PRAGMA freelist_count", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    /// The index's terms that start with `prefix` (an `fts5vocab` table).
+    fn terms(s: &Store, prefix: &str) -> Vec<String> {
+        s.conn
+            .execute_batch(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab
+                 USING fts5vocab(main, records_fts, 'row')",
+            )
+            .unwrap();
+        let mut st = s
+            .conn
+            .prepare("SELECT term FROM temp.vocab WHERE term >= ?1 AND term < ?1 || 'zzzz'")
+            .unwrap();
+        let rows = st.query_map([prefix], |r| r.get(0)).unwrap();
+        rows.map(|r| r.unwrap()).collect()
+    }
+
+    #[test]
+    fn the_scrub_keeps_every_text_its_length_in_bytes() {
+        let (_t, s) = seeded();
+        for text in ["", "plain", "héllo wörld ✓", "x\0y"] {
+            let (before, after, kind): (i64, i64, String) = s
+                .conn
+                .query_row(
+                    "SELECT octet_length(?1),
+                            octet_length(substr(hex(zeroblob(octet_length(?1))), 1, octet_length(?1))),
+                            typeof(substr(hex(zeroblob(octet_length(?1))), 1, octet_length(?1)))",
+                    [text],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .unwrap();
+            assert_eq!((before, kind.as_str()), (after, "text"), "{text:?}");
+        }
+        let null: Option<String> = s
+            .conn
+            .query_row(
+                "SELECT substr(hex(zeroblob(octet_length(NULL))), 1, octet_length(NULL))",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(null, None);
+    }
+
+    #[test]
+    fn a_few_records_leave_the_index_in_place_many_by_a_merge() {
+        assert_eq!(removal_for(1, 1_000_000), FtsRemoval::InPlace);
+        assert_eq!(removal_for(1_953, 1_000_000), FtsRemoval::InPlace);
+        assert_eq!(removal_for(1_954, 1_000_000), FtsRemoval::Merge);
+        assert_eq!(removal_for(19_600, 1_000_000), FtsRemoval::Merge);
+        assert_eq!(removal_for(1, 100), FtsRemoval::Merge);
+        assert_eq!(removal_for(0, 0), FtsRemoval::InPlace);
+    }
+
+    #[test]
+    fn forget_in_a_new_store_frees_what_it_removes_without_rebuilding_the_file() {
+        frees_without_rebuilding(FtsRemoval::InPlace);
+        frees_without_rebuilding(FtsRemoval::Merge);
+    }
+
+    fn frees_without_rebuilding(removal: FtsRemoval) {
+        let (t, mut s) = seeded();
+        assert!(
+            s.scrubbed().unwrap(),
+            "a new store is scrubbed from the start"
+        );
+        let pages: i64 = s
+            .conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .unwrap();
+        let sel = Selector {
+            session: Some("secret-s".into()),
+            ..Selector::default()
+        };
+        let n = s.forget_with(&sel, true, Some(removal)).unwrap();
+        assert_eq!(n.records, 20);
+        assert!(n.wal_emptied);
+        // Not rebuilt: the file keeps its pages, the freed ones on the free
+        // list (a VACUUM leaves none).
+        assert!(freelist(&s) > 0, "the file was rebuilt ({removal:?})");
+        let after: i64 = s
+            .conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(after, pages);
+        // Gone from the index itself, not only hidden behind a tombstone.
+        assert_eq!(terms(&s, "zqx"), Vec::<String>::new(), "{removal:?}");
+        assert_eq!(
+            raw_files_hold(t.path(), SENTINEL),
+            Vec::<String>::new(),
+            "the forgotten text is still in a file ({removal:?})"
+        );
+        s.conn
+            .execute(
+                "INSERT INTO records_fts (records_fts) VALUES ('integrity-check')",
+                [],
+            )
+            .unwrap();
+    }
+
+    #[test]
+    fn a_store_from_before_is_rebuilt_by_its_first_forget_only() {
+        let (t, mut s) = seeded();
+        // As a store migrated from version 9 is.
+        s.conn.execute("DELETE FROM scrubbed", []).unwrap();
+        assert!(!s.scrubbed().unwrap());
+        let sel = Selector {
+            session: Some("secret-s".into()),
+            ..Selector::default()
+        };
+        assert_eq!(s.forget(&sel, true).unwrap().records, 20);
+        assert!(s.scrubbed().unwrap());
+        assert_eq!(freelist(&s), 0, "the first forget rebuilds the file");
+        assert_eq!(raw_files_hold(t.path(), SENTINEL), Vec::<String>::new());
+        let big: Vec<memhook_core::record::Record> = (0..40u64)
+            .map(|i| {
+                let mut r = rec(
+                    &format!("{:032x}", 2000 + i),
+                    9000 + i,
+                    "big",
+                    "b-s",
+                    "stop",
+                );
+                r.body = Some("y".repeat(3000));
+                r
+            })
+            .collect();
+        s.insert_all(big.iter()).unwrap();
+        let sel = Selector {
+            project: Some(("default".into(), "big".into())),
+            ..Selector::default()
+        };
+        assert_eq!(s.forget(&sel, true).unwrap().records, 40);
+        assert!(freelist(&s) > 0, "the second one does not");
+    }
+
+    /// Many records, each with a word of its own, stored in many batches
+    /// between others (so the index merges segments and pages split), and
+    /// half of them forgotten: no forgotten word is left in the index or in
+    /// any byte of the database file or its WAL.
+    #[test]
+    fn no_forgotten_word_survives_merges_and_page_splits() {
+        no_forgotten_word_survives(FtsRemoval::InPlace);
+        no_forgotten_word_survives(FtsRemoval::Merge);
+    }
+
+    fn no_forgotten_word_survives(removal: FtsRemoval) {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        let word = |i: u64| format!("zqxsecret{i:05}w");
+        let mut id = 0u64;
+        for batch in 0..120u64 {
+            let mut recs = Vec::new();
+            for j in 0..25u64 {
+                id += 1;
+                // Runs of 40 (a few pages): forgetting a run empties pages,
+                // and SQLite merges the last ones with their neighbours
+                // while deleting.
+                let session = if ((id - 1) / 40).is_multiple_of(2) {
+                    "doomed"
+                } else {
+                    "kept"
+                };
+                let mut r = rec(
+                    &format!("{id:032x}"),
+                    1000 + id,
+                    "p",
+                    session,
+                    "post-tool-use",
+                );
+                // The word every few dozen bytes: any piece of the body
+                // left anywhere holds it.
+                r.body = Some(format!(
+                    "batch {batch} line {j} {}",
+                    format!("{} lorem ipsum ", word(id)).repeat((id % 7 * 10 + 1) as usize)
+                ));
+                recs.push(r);
+            }
+            s.insert_all(recs.iter()).unwrap();
+        }
+        s.checkpoint();
+        let doomed: Vec<String> = (1..=id)
+            .filter(|i| (i - 1) / 40 % 2 == 0)
+            .map(word)
+            .collect();
+        assert!(raw_files_hold(t.path(), &doomed[0]).len() == 1, "seed");
+        let sel = Selector {
+            session: Some("doomed".into()),
+            ..Selector::default()
+        };
+        let n = s.forget_with(&sel, true, Some(removal)).unwrap();
+        assert_eq!(n.records, doomed.len() as u64);
+        assert!(n.wal_emptied);
+        assert_eq!(terms(&s, "zqxsecret").len(), (id as usize) - doomed.len());
+        // Every whole word of this shape in the files' raw bytes.
+        let mut left = std::collections::BTreeSet::new();
+        for e in std::fs::read_dir(t.path()).unwrap().flatten() {
+            let bytes = std::fs::read(e.path()).unwrap_or_default();
+            let mut at = 0;
+            while let Some(i) = bytes[at..].windows(9).position(|w| w == b"zqxsecret") {
+                let start = at + i;
+                let end = (start + 15).min(bytes.len());
+                left.insert(String::from_utf8_lossy(&bytes[start..end]).into_owned());
+                at = start + 9;
+            }
+        }
+        let found: Vec<&String> = doomed.iter().filter(|w| left.contains(*w)).collect();
+        assert!(
+            found.is_empty(),
+            "forgotten words still in the files ({removal:?}): {found:?}"
+        );
+        assert!(left.contains(&word(41)), "the kept words are found");
+        assert_eq!(s.search(None, &word(41), 10).unwrap().len(), 1);
     }
 
     #[test]

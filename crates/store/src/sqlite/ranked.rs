@@ -79,20 +79,28 @@ fn phrases(q: &str) -> Vec<String> {
         .collect()
 }
 
-/// The best `limit` matches of `?1` among rowids `(lo, hi]` that meet
-/// `filter`, by `rank`, with their rank and time: read from the covering
-/// index `records_rank`, not from the records.
-fn window_sql(rank: &str, filter: &str, lo: i64, hi: i64, limit: usize) -> String {
+/// The best `limit` matches of `?1` among rowids `(?lo, ?hi]` that meet
+/// `filter` (whose parameters are `?2` to `?{lo - 1}`), by `rank`, with
+/// their rank and time: read from the covering index `records_rank`, not
+/// from the records.
+fn window_sql(rank: &str, filter: &str, lo: usize, limit: usize) -> String {
+    let hi = lo + 1;
     format!(
         "SELECT r.id, {rank} AS score, r.occurred_ms AS ms
          FROM records_fts f
          JOIN records r INDEXED BY records_rank ON r.id = f.rowid
          JOIN projects p ON p.id = r.project_id
-         WHERE records_fts MATCH ?1 AND f.rowid > {lo} AND f.rowid <= {hi}
+         WHERE records_fts MATCH ?1 AND f.rowid > ?{lo} AND f.rowid <= ?{hi}
            AND ({filter})
          ORDER BY score, ms DESC LIMIT {limit}"
     )
 }
+
+/// A project holding at most 1/`SMALL_PROJECT_PARTS` of the rowids is
+/// searched through its own rowids ([`Store::project_filter`]); a larger
+/// one like the whole store (its rows are everywhere anyway, and reading
+/// its rowids for every window would cost more than it saves).
+pub const SMALL_PROJECT_PARTS: i64 = 16;
 
 /// One ranked match: rowid, rank (lower is better), time.
 type Hit = (i64, f64, i64);
@@ -102,14 +110,19 @@ impl Store {
     /// [`super::fts_query`]) that meet `filter` (SQL over `r` and `p`
     /// whose parameters are `?2`… , given in `args`), best
     /// [`SEARCH_RANK`](super::SEARCH_RANK) first, each with why it matched.
+    /// `within`: a project (workspace, name) that `filter` keeps only rows
+    /// of, so that a small project's matches are told apart by rowid before
+    /// any record is looked up, instead of looking up every
+    /// match ([`Store::project_filter`]); the answer is the same.
     pub(crate) fn ranked(
         &self,
         q: &str,
         filter: &str,
         args: &[&dyn ToSql],
         limit: usize,
+        within: Option<(&str, &str)>,
     ) -> Result<Vec<StoredRecord>, StoreError> {
-        let ids = self.ranked_ids(q, filter, args, limit)?;
+        let ids = self.ranked_ids(q, filter, args, limit, within)?;
         let mut st = self
             .conn
             .prepare_cached(&format!(
@@ -135,8 +148,9 @@ impl Store {
         filter: &str,
         args: &[&dyn ToSql],
         limit: usize,
+        within: Option<(&str, &str)>,
     ) -> Result<Vec<i64>, StoreError> {
-        let (hits, _) = self.ranked_windows(q, filter, args, limit)?;
+        let (hits, _) = self.ranked_windows(q, filter, args, limit, within)?;
         Ok(hits.into_iter().map(|h| h.0).collect())
     }
 
@@ -148,11 +162,26 @@ impl Store {
         filter: &str,
         args: &[&dyn ToSql],
         limit: usize,
+        within: Option<(&str, &str)>,
     ) -> Result<(Vec<Hit>, usize), StoreError> {
+        self.ranked_steps(q, filter, args, limit, within)
+            .map(|(hits, windows, _)| (hits, windows))
+    }
+
+    /// [`Store::ranked_windows`], and how many virtual machine steps its
+    /// window statement took (what the tests compare).
+    fn ranked_steps(
+        &self,
+        q: &str,
+        filter: &str,
+        args: &[&dyn ToSql],
+        limit: usize,
+        within: Option<(&str, &str)>,
+    ) -> Result<(Vec<Hit>, usize, i32), StoreError> {
         let e = |x| self.err(x);
         let limit = limit.min(super::MAX_QUERY_LIMIT);
         if limit == 0 {
-            return Ok((Vec::new(), 0));
+            return Ok((Vec::new(), 0, 0));
         }
         let (max_id, now_ms): (Option<i64>, i64) = self
             .conn
@@ -163,9 +192,21 @@ impl Store {
             )
             .map_err(e)?;
         let Some(max_id) = max_id else {
-            return Ok((Vec::new(), 0));
+            return Ok((Vec::new(), 0, 0));
+        };
+        let filter = match within {
+            Some((w, p)) => match self.project_filter(w, p, max_id)? {
+                Some(Some(own)) => format!("({filter}) AND {own}"),
+                Some(None) => filter.to_string(),
+                None => return Ok((Vec::new(), 0, 0)),
+            },
+            None => filter.to_string(),
         };
         let rank = super::SEARCH_RANK.replace("unixepoch() * 1000", &now_ms.to_string());
+        let mut st = self
+            .conn
+            .prepare(&window_sql(&rank, &filter, args.len() + 2, limit))
+            .map_err(e)?;
         let mut best: Vec<Hit> = Vec::new();
         let mut bound: Option<f64> = None;
         let mut hi = max_id;
@@ -174,18 +215,17 @@ impl Store {
         loop {
             windows += 1;
             let lo = hi.saturating_sub(size).max(0);
-            let mut st = self
-                .conn
-                .prepare(&window_sql(&rank, filter, lo, hi, limit))
-                .map_err(e)?;
             let mut all: Vec<&dyn ToSql> = vec![&q];
             all.extend_from_slice(args);
+            all.push(&lo);
+            all.push(&hi);
             let rows = st.query_map(&*all, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)));
             best.extend(super::collect(rows).map_err(e)?);
             best.sort_by(|a, b| a.1.total_cmp(&b.1).then(b.2.cmp(&a.2)));
             best.truncate(limit);
+            let steps = || st.get_status(rusqlite::StatementStatus::VmStep);
             if lo == 0 {
-                return Ok((best, windows));
+                return Ok((best, windows, steps()));
             }
             if best.len() == limit {
                 let b = match bound {
@@ -218,17 +258,55 @@ impl Store {
                         })
                         .map_err(e)?;
                     let Some(newest_left) = newest_left else {
-                        return Ok((best, windows));
+                        return Ok((best, windows, steps()));
                     };
                     let reach = -b * recency(now_ms - newest_left);
                     if kth < reach - BOUND_SLACK * reach.abs() {
-                        return Ok((best, windows));
+                        return Ok((best, windows, steps()));
                     }
                 }
             }
             hi = lo;
             size = size.saturating_mul(2);
         }
+    }
+
+    /// The condition that keeps a match of the full-text index only when
+    /// its rowid is one of project `w/p`'s, tested before its record is
+    /// looked up (`+f.rowid IN (…)`: the project's rowids, read once per
+    /// window from `records_scope_time` into a temporary index, instead of
+    /// a lookup of `records_rank` and `projects` for every match of the
+    /// store). `Some(None)` when the project holds more than
+    /// 1/[`SMALL_PROJECT_PARTS`] of the `max_id` rowids (then the lookup is
+    /// cheaper); `None` when it does not exist (nothing can match).
+    fn project_filter(
+        &self,
+        w: &str,
+        p: &str,
+        max_id: i64,
+    ) -> Result<Option<Option<String>>, StoreError> {
+        let project: Option<(i64, i64)> = self
+            .conn
+            .prepare_cached(
+                "SELECT id, records FROM projects WHERE workspace = ?1 AND project = ?2",
+            )
+            .and_then(|mut st| {
+                st.query_row(params![w, p], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .map(Some)
+                    .or_else(|x| match x {
+                        rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                        x => Err(x),
+                    })
+            })
+            .map_err(|x| self.err(x))?;
+        Ok(project.map(|(id, records)| {
+            (records <= max_id / SMALL_PROJECT_PARTS).then(|| {
+                format!(
+                    "+f.rowid IN (SELECT id FROM records INDEXED BY records_scope_time \
+                     WHERE project_id = {id})"
+                )
+            })
+        }))
     }
 
     /// How many rows each phrase of the FTS query `q` is found in.
@@ -325,6 +403,79 @@ mod tests {
             .unwrap()
     }
 
+    /// A store like `year`, and a small project `tiny` whose records
+    /// arrive in a few sessions (runs of rowids) and now and then one by
+    /// one between the others.
+    fn year_with_a_small_project(n: u64) -> (tempfile::TempDir, Store) {
+        let (t, mut s) = year(n);
+        let now = memhook_core::timefmt::now_ms();
+        let mut id = n;
+        for burst in 0..6u64 {
+            let mut recs = Vec::new();
+            let len = if burst % 2 == 0 { 60 } else { 1 };
+            for j in 0..len {
+                id += 1;
+                let ms = now - (200 - burst * 30) * DAY_MS + j * 1000;
+                let mut r = rec(&format!("{id:032x}"), ms, "tiny", "t", "post-tool-use");
+                r.body = Some(
+                    ["common error", "error parser", "rare cache", "common"][(j % 4) as usize]
+                        .into(),
+                );
+                r.title = None;
+                r.files.clear();
+                recs.push(r);
+            }
+            for i in 0..500u64 {
+                id += 1;
+                let mut r = rec(
+                    &format!("{id:032x}"),
+                    now - i * 1000,
+                    "a",
+                    "s",
+                    "post-tool-use",
+                );
+                r.body = Some("common error cache".into());
+                recs.push(r);
+            }
+            s.insert_all(recs.iter()).unwrap();
+        }
+        (t, s)
+    }
+
+    #[test]
+    fn a_small_project_is_searched_through_its_own_rowids_with_the_same_answer() {
+        let (_t, s) = year_with_a_small_project(3 * FIRST_WINDOW_MIN as u64 * 2);
+        let filter = "p.workspace = ?2 AND p.project = ?3";
+        let args: Vec<&dyn ToSql> = vec![&"default", &"tiny"];
+        let mut fewer = 0;
+        for query in ["common", "error", "rare", "parser cache", "nothing"] {
+            let q = fts_query(query).unwrap();
+            for limit in [1, 5, 20, 200] {
+                let want = every_match(&s, &q, filter, &args, limit);
+                let (all, _, all_steps) = s.ranked_steps(&q, filter, &args, limit, None).unwrap();
+                let (runs, _, run_steps) = s
+                    .ranked_steps(&q, filter, &args, limit, Some(("default", "tiny")))
+                    .unwrap();
+                let ids = |h: &[Hit]| h.iter().map(|h| h.0).collect::<Vec<_>>();
+                assert_eq!(ids(&all), want, "{query} {limit}");
+                assert_eq!(ids(&runs), want, "{query} {limit} by its rowids");
+                if run_steps * 3 < all_steps * 2 {
+                    fewer += 1;
+                }
+            }
+        }
+        // The words of many records: two thirds of the work or less (a
+        // match outside the project is dropped before its record is looked
+        // up; the index's doclists are still read whole).
+        assert!(fewer >= 12, "{fewer}");
+        // A project that does not exist finds nothing, at once.
+        let none: Vec<&dyn ToSql> = vec![&"default", &"nope"];
+        let (hits, windows, _) = s
+            .ranked_steps("\"common\"", filter, &none, 20, Some(("default", "nope")))
+            .unwrap();
+        assert!(hits.is_empty() && windows == 0);
+    }
+
     #[test]
     fn windows_give_exactly_the_ranking_of_every_match_and_stop_early_for_common_words() {
         let n = 3 * FIRST_WINDOW_MIN as u64 * 2;
@@ -345,7 +496,9 @@ mod tests {
                     ("p.workspace = ?2 AND p.project = ?3", vec!["default", "b"]),
                 ] {
                     let args: Vec<&dyn ToSql> = args.iter().map(|a| a as &dyn ToSql).collect();
-                    let (hits, windows) = s.ranked_windows(&q, filter, &args, limit).unwrap();
+                    let within = (filter != "1").then_some(("default", "b"));
+                    let (hits, windows) =
+                        s.ranked_windows(&q, filter, &args, limit, within).unwrap();
                     let ids: Vec<i64> = hits.iter().map(|h| h.0).collect();
                     assert_eq!(
                         ids,
@@ -360,7 +513,7 @@ mod tests {
         }
         // The common words stop after the newest windows (of six or more).
         assert!(stopped_early >= 6, "{stopped_early}");
-        let (_, windows) = s.ranked_windows("\"common\"", "1", &[], 20).unwrap();
+        let (_, windows) = s.ranked_windows("\"common\"", "1", &[], 20, None).unwrap();
         assert!(windows <= 2, "{windows}");
     }
 
@@ -402,12 +555,12 @@ mod tests {
     fn a_window_ranks_from_the_covering_index_not_the_records() {
         let t = tempfile::tempdir().unwrap();
         let s = Store::open(t.path()).unwrap();
-        let sql = window_sql(super::super::SEARCH_RANK, "p.project = ?2", 0, 10, 20);
+        let sql = window_sql(super::super::SEARCH_RANK, "p.project = ?2", 3, 20);
         let plan: Vec<String> = s
             .conn
             .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
             .unwrap()
-            .query_map(params!["\"x\"", "p"], |r| r.get::<_, String>(3))
+            .query_map(params!["\"x\"", "p", 0, 10], |r| r.get::<_, String>(3))
             .unwrap()
             .collect::<rusqlite::Result<_>>()
             .unwrap();
@@ -438,7 +591,7 @@ mod tests {
         s.conn
             .execute_batch("INSERT INTO records_fts (rowid, body) VALUES (1, 'zz');")
             .unwrap();
-        let windows = |s: &Store| s.ranked_windows("\"zz\"", "1", &[], 20).unwrap().1;
+        let windows = |s: &Store| s.ranked_windows("\"zz\"", "1", &[], 20, None).unwrap().1;
         assert_eq!(windows(&s), 1);
         add(FIRST_WINDOW_MIN + 1, FIRST_WINDOW_MIN + 1);
         assert_eq!(windows(&s), 2);
