@@ -530,3 +530,45 @@ fn an_idle_drainer_runs_at_most_its_maintain_slices_of_retention() {
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert_eq!(removed(), want, "one idle moment, MAINTAIN_SLICES slices");
 }
+
+/// `forget --yes --rebuild` rebuilds the store's file after forgetting
+/// (no free page is left, so no page of the old file), and says so;
+/// `--rebuild` needs `--yes` and is the SQLite store's only.
+#[test]
+fn forget_rebuild_rebuilds_the_file_and_needs_yes() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join(".memhook-data");
+    seed_doomed(home.path());
+    let (code, _, err) = run(home.path(), &["forget", "--session", "doomed", "--rebuild"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--yes"), "{err}");
+    let (code, _, err) = run(
+        home.path(),
+        &[
+            "forget",
+            "--session",
+            "doomed",
+            "--yes",
+            "--rebuild",
+            "--database",
+            "postgres://memhook@127.0.0.1:9/memhook",
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("--rebuild rebuilds the data dir's SQLite store"),
+        "{err}"
+    );
+    let (code, out, err) = run(
+        home.path(),
+        &["forget", "--session", "doomed", "--yes", "--rebuild"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("memhook forget: rebuilt "), "{out}");
+    assert_eq!(store_files_holding(&data), Vec::<String>::new());
+    let free: i64 = rusqlite::Connection::open(data.join("store.sqlite3"))
+        .unwrap()
+        .query_row("PRAGMA freelist_count", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(free, 0);
+}

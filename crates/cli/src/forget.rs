@@ -53,6 +53,14 @@ pub struct ForgetArgs {
     /// never the text) instead of forgetting.
     #[arg(long, conflicts_with_all = ["record", "session", "project", "before", "yes"])]
     pub history: bool,
+    /// With --yes: then rebuild the store's file from what it keeps, so that
+    /// no byte of anything forgotten stays in the unused space of a page
+    /// (docs/operations.md, "Forgetting"). A store up to 64 MiB is rebuilt
+    /// by every forget; a larger one only with this, at the cost of about
+    /// the database's size in memory and twice its size on disk for the
+    /// moment. The data dir's SQLite store only.
+    #[arg(long, requires = "yes", conflicts_with = "history")]
+    pub rebuild: bool,
     /// Forget in a team server's PostgreSQL database instead of the data
     /// dir's SQLite store (default: MEMHOOK_DATABASE_URL when set).
     #[command(flatten)]
@@ -127,6 +135,13 @@ fn full_session_id(dir: &Path, given: &str) -> Result<String, Error> {
 pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
     let dir = data_dir::resolve(data_dir)?;
     let pg = args.db.target()?.map(|t| PgStore::new(t, &dir));
+    if args.rebuild && pg.is_some() {
+        return Err(
+            "--rebuild rebuilds the data dir's SQLite store; a PostgreSQL database \
+                    reclaims its space with its own VACUUM (docs/postgres.md)"
+                .into(),
+        );
+    }
     let failed = |e: &dyn std::fmt::Display| {
         eprintln!("memhook: forget: {e}");
         Ok(ExitCode::from(1))
@@ -267,6 +282,30 @@ pub fn run(args: &ForgetArgs, data_dir: Option<&Path>) -> CmdResult {
                 pg.describe(),
                 memhook_store_pg::forget::PROMISE
             );
+        }
+        if args.rebuild && dir.join(STORE_FILE).exists() {
+            let mut store = memhook_store::sqlite::Store::open(&dir)?;
+            let bytes = |s: &memhook_store::sqlite::Store| {
+                std::fs::metadata(s.path()).map_or(0, |m| m.len())
+            };
+            let before = bytes(&store);
+            if store.rebuild()? {
+                println!(
+                    "memhook forget: rebuilt {} ({} → {} bytes): nothing forgotten is left in it",
+                    dir.join(STORE_FILE).display(),
+                    before,
+                    bytes(&store)
+                );
+            } else {
+                memhook_sinks::forget::record_pending(&dir)?;
+                eprintln!(
+                    "memhook: rebuilt {}, but another process is reading the store and its \
+                     write-ahead log still holds old pages; the cleanup is recorded in {}: \
+                     `memhook drain` finishes it once that reader is gone",
+                    dir.join(STORE_FILE).display(),
+                    dir.join(PENDING_FILE).display()
+                );
+            }
         }
     }
     if let Some((m, n)) = &memory {

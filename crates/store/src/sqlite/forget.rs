@@ -50,6 +50,13 @@ pub const FORGET_READER_WAIT: Duration = Duration::from_secs(5);
 /// Test knob: a shorter [`FORGET_READER_WAIT`], in milliseconds (never longer).
 pub const FORGET_READER_WAIT_ENV: &str = "MEMHOOK_FORGET_READER_WAIT_MS";
 
+/// A store file up to this size is rebuilt by every forget (`VACUUM`, its
+/// scratch copy in memory): the rebuild removes every byte of what was
+/// forgotten, the old copies in page gaps too (module doc), and on a store
+/// this small costs at most this much memory and a few seconds. A larger
+/// store is rebuilt only when asked (`memhook forget --rebuild`).
+pub const REBUILD_BELOW_BYTES: u64 = 64 << 20;
+
 /// [`FORGET_READER_WAIT`], or less when [`FORGET_READER_WAIT_ENV`] says so.
 pub fn forget_reader_wait() -> Duration {
     std::env::var(FORGET_READER_WAIT_ENV)
@@ -87,20 +94,60 @@ impl Store {
         let path = self.path.clone();
         let e = |x| self_err(&path, x);
         self.conn.execute_batch("PRAGMA mmap_size = 0").map_err(e)?;
-        let out = self.forget_with(sel, apply, None);
+        let small = std::fs::metadata(&path).is_ok_and(|m| m.len() <= REBUILD_BELOW_BYTES);
+        let out = self.forget_with(sel, apply, None, small);
         self.conn
             .execute_batch(&format!("PRAGMA mmap_size = {}", super::STORE_MMAP_SIZE))
             .map_err(e)?;
         out
     }
 
+    /// Rebuild the file from what it holds (`VACUUM`, its scratch copy in
+    /// memory, so about the database's size in memory and twice its size on
+    /// disk for the moment), after merging the full-text index, then empty
+    /// the WAL: no byte of anything deleted before stays in either file.
+    /// `memhook forget --rebuild`. Returns whether the WAL was emptied (a
+    /// reader in the way keeps it).
+    pub fn rebuild(&mut self) -> Result<bool, StoreError> {
+        let path = self.path.clone();
+        let e = |x| self_err(&path, x);
+        self.checkpoint();
+        self.conn
+            .execute(
+                "INSERT INTO records_fts (records_fts) VALUES ('optimize')",
+                [],
+            )
+            .map_err(e)?;
+        self.rebuild_file()?;
+        self.empty_wal(forget_reader_wait())
+    }
+
+    /// `VACUUM` with its scratch copy in memory (never in a temporary file
+    /// outside the data dir), and the store marked scrubbed.
+    fn rebuild_file(&mut self) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let e = |x| self_err(&path, x);
+        self.conn
+            .execute_batch("PRAGMA temp_store = MEMORY; VACUUM;")
+            .map_err(e)?;
+        self.conn
+            .execute(
+                "INSERT INTO scrubbed (at_ms) VALUES (?1)",
+                [now_ms() as i64],
+            )
+            .map_err(e)?;
+        Ok(())
+    }
+
     /// [`Store::forget`], the index entries removed as `removal` says
-    /// (`None`: as [`removal_for`] chooses).
+    /// (`None`: as [`removal_for`] chooses), the file rebuilt when `rebuild`
+    /// (and always when the store is not yet scrubbed).
     pub(crate) fn forget_with(
         &mut self,
         sel: &Selector,
         apply: bool,
         removal: Option<FtsRemoval>,
+        rebuild: bool,
     ) -> Result<Forgotten, ForgetError> {
         check_forget_key(sel)?;
         let e = |x| self_err(&self.path, x);
@@ -209,7 +256,8 @@ impl Store {
         .map_err(e)?;
         tx.commit().map_err(e)?;
         let scrubbed = self.scrubbed()?;
-        if removal == FtsRemoval::Merge || !scrubbed {
+        let rebuild = rebuild || !scrubbed;
+        if removal == FtsRemoval::Merge || rebuild {
             // The delete's pages into the file first, so that the merge's
             // start the WAL again instead of adding to it (the disk's peak
             // is then the larger of the two, not their sum; a reader in
@@ -227,21 +275,12 @@ impl Store {
                 )
                 .map_err(e)?;
         }
-        if !scrubbed {
-            // A store written before migration 10: rebuild the file from
-            // live content (VACUUM, its scratch copy in memory): free pages
-            // and the free space of pages can hold old bytes written
-            // without `secure_delete`. Once: from now on every writer
-            // zeroes what it frees.
-            self.conn
-                .execute_batch("PRAGMA temp_store = MEMORY; VACUUM;")
-                .map_err(e)?;
-            self.conn
-                .execute(
-                    "INSERT INTO scrubbed (at_ms) VALUES (?1)",
-                    [now_ms() as i64],
-                )
-                .map_err(e)?;
+        if rebuild {
+            // A small store ([`REBUILD_BELOW_BYTES`]), or one written before
+            // migration 10, whose free pages and page gaps can hold old
+            // bytes written without `secure_delete`: rebuild the file from
+            // live content, which leaves no old copy anywhere.
+            self.rebuild_file()?;
         }
         out.wal_emptied = self.empty_wal(forget_reader_wait())?;
         Ok(out)
@@ -679,7 +718,7 @@ mod tests {
             session: Some("secret-s".into()),
             ..Selector::default()
         };
-        let n = s.forget_with(&sel, true, Some(removal)).unwrap();
+        let n = s.forget_with(&sel, true, Some(removal), false).unwrap();
         assert_eq!(n.records, 20);
         assert!(n.wal_emptied);
         // Not rebuilt: the file keeps its pages, the freed ones on the free
@@ -737,8 +776,39 @@ mod tests {
             project: Some(("default".into(), "big".into())),
             ..Selector::default()
         };
-        assert_eq!(s.forget(&sel, true).unwrap().records, 40);
+        // (A store past REBUILD_BELOW_BYTES: not rebuilt for its size.)
+        assert_eq!(s.forget_with(&sel, true, None, false).unwrap().records, 40);
         assert!(freelist(&s) > 0, "the second one does not");
+    }
+
+    /// A store up to [`REBUILD_BELOW_BYTES`] is rebuilt by every forget, and
+    /// `rebuild` rebuilds any store: no free page is left (so no page gap
+    /// of the old file either), and nothing of the forgotten text.
+    #[test]
+    fn a_small_store_is_rebuilt_by_every_forget_and_rebuild_rebuilds_any() {
+        let (t, mut s) = seeded();
+        let size = std::fs::metadata(s.path()).unwrap().len();
+        assert!(size <= REBUILD_BELOW_BYTES, "{size}");
+        let sel = Selector {
+            session: Some("secret-s".into()),
+            ..Selector::default()
+        };
+        assert_eq!(s.forget(&sel, true).unwrap().records, 20);
+        assert_eq!(freelist(&s), 0, "a small store's forget rebuilds the file");
+        assert_eq!(raw_files_hold(t.path(), SENTINEL), Vec::<String>::new());
+
+        let (t, mut s) = seeded();
+        assert_eq!(s.forget_with(&sel, true, None, false).unwrap().records, 20);
+        assert!(freelist(&s) > 0, "not rebuilt when not asked");
+        assert!(s.rebuild().unwrap(), "the WAL is emptied");
+        assert_eq!(freelist(&s), 0, "rebuild leaves no free page");
+        assert_eq!(raw_files_hold(t.path(), SENTINEL), Vec::<String>::new());
+        s.conn
+            .execute(
+                "INSERT INTO records_fts (records_fts) VALUES ('integrity-check')",
+                [],
+            )
+            .unwrap();
     }
 
     /// Many records, each with a word of its own, stored in many batches
@@ -795,7 +865,7 @@ mod tests {
             session: Some("doomed".into()),
             ..Selector::default()
         };
-        let n = s.forget_with(&sel, true, Some(removal)).unwrap();
+        let n = s.forget_with(&sel, true, Some(removal), false).unwrap();
         assert_eq!(n.records, doomed.len() as u64);
         assert!(n.wal_emptied);
         assert_eq!(terms(&s, "zqxsecret").len(), (id as usize) - doomed.len());
