@@ -150,26 +150,14 @@ impl Store {
         limit: usize,
         within: Option<(&str, &str)>,
     ) -> Result<Vec<i64>, StoreError> {
-        let (hits, _) = self.ranked_windows(q, filter, args, limit, within)?;
+        let (hits, _, _) = self.ranked_steps(q, filter, args, limit, within)?;
         Ok(hits.into_iter().map(|h| h.0).collect())
     }
 
     /// The rowids, ranks and times of [`Store::ranked`]'s records, in
-    /// order, and how many windows were ranked to find them.
-    fn ranked_windows(
-        &self,
-        q: &str,
-        filter: &str,
-        args: &[&dyn ToSql],
-        limit: usize,
-        within: Option<(&str, &str)>,
-    ) -> Result<(Vec<Hit>, usize), StoreError> {
-        self.ranked_steps(q, filter, args, limit, within)
-            .map(|(hits, windows, _)| (hits, windows))
-    }
-
-    /// [`Store::ranked_windows`], and how many virtual machine steps its
-    /// window statement took (what the tests compare).
+    /// order, how many windows were ranked to find them, and how many
+    /// virtual machine steps its window statement took (what the tests
+    /// compare).
     fn ranked_steps(
         &self,
         q: &str,
@@ -497,8 +485,8 @@ mod tests {
                 ] {
                     let args: Vec<&dyn ToSql> = args.iter().map(|a| a as &dyn ToSql).collect();
                     let within = (filter != "1").then_some(("default", "b"));
-                    let (hits, windows) =
-                        s.ranked_windows(&q, filter, &args, limit, within).unwrap();
+                    let (hits, windows, _) =
+                        s.ranked_steps(&q, filter, &args, limit, within).unwrap();
                     let ids: Vec<i64> = hits.iter().map(|h| h.0).collect();
                     assert_eq!(
                         ids,
@@ -513,7 +501,7 @@ mod tests {
         }
         // The common words stop after the newest windows (of six or more).
         assert!(stopped_early >= 6, "{stopped_early}");
-        let (_, windows) = s.ranked_windows("\"common\"", "1", &[], 20, None).unwrap();
+        let (_, windows, _) = s.ranked_steps("\"common\"", "1", &[], 20, None).unwrap();
         assert!(windows <= 2, "{windows}");
     }
 
@@ -591,7 +579,7 @@ mod tests {
         s.conn
             .execute_batch("INSERT INTO records_fts (rowid, body) VALUES (1, 'zz');")
             .unwrap();
-        let windows = |s: &Store| s.ranked_windows("\"zz\"", "1", &[], 20, None).unwrap().1;
+        let windows = |s: &Store| s.ranked_steps("\"zz\"", "1", &[], 20, None).unwrap().1;
         assert_eq!(windows(&s), 1);
         add(FIRST_WINDOW_MIN + 1, FIRST_WINDOW_MIN + 1);
         assert_eq!(windows(&s), 2);
