@@ -109,18 +109,12 @@ pub fn main() -> ExitCode {
     // the per-event binary hands it over (session start), and the detached
     // drainer the hook starts. Both are read as clap reads them (tests here
     // and in hook.rs).
-    if let Some((args, data_dir)) = memhook_hook::parse_fast(&argv) {
-        return memhook_hook::run(
-            &args,
-            data_dir.as_deref(),
-            memhook_sinks::session_start::session_start,
-        );
-    }
-    if let Some(dir) = memhook_hook::handover::background_drainer(&argv) {
-        return match crate::drain::run_background(Some(&dir)) {
-            Ok(code) => code,
-            Err(e) => report(e),
-        };
+    if let Some(code) = memhook_hook::handover::run_own_line(
+        &argv,
+        memhook_sinks::session_start::session_start,
+        |dir| memhook_sinks::drainer::run_background(Some(dir)),
+    ) {
+        return code;
     }
     let cli = match Cli::try_parse_from(&argv) {
         Ok(cli) => cli,

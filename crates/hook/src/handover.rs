@@ -55,6 +55,31 @@ pub fn hand_over(program: &Path, argv: &[OsString]) -> Result<ExitCode, std::io:
     }
 }
 
+/// Run either of the two command lines memhook itself runs many times a
+/// session, without clap: a hook call as [`crate::parse_fast`] reads it,
+/// with `briefer` for session start, and the detached drainer's spawn line
+/// ([`background_drainer`]), with `drain` (its error is printed as
+/// `memhook: …`, exit 2). `None` for any other line, which is clap's.
+/// `memhook-session` and `memhook-cli` both start here; memhook-cli's tests
+/// keep both lines read as clap reads them.
+pub fn run_own_line<E: std::fmt::Display>(
+    argv: &[OsString],
+    briefer: crate::Briefer,
+    drain: impl FnOnce(&Path) -> Result<(), E>,
+) -> Option<ExitCode> {
+    if let Some((args, data_dir)) = crate::parse_fast(argv) {
+        return Some(crate::run(&args, data_dir.as_deref(), briefer));
+    }
+    let dir = background_drainer(argv)?;
+    Some(match drain(&dir) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("memhook: {e}");
+            ExitCode::from(2)
+        }
+    })
+}
+
 /// The detached drainer's command line, exactly as the hook spawns it
 /// (`--data-dir DIR drain --background`): its data dir. Anything else is
 /// for clap.

@@ -20,21 +20,12 @@ use memhook_hook::handover;
 
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some((args, data_dir)) = memhook_hook::parse_fast(&argv) {
-        return memhook_hook::run(
-            &args,
-            data_dir.as_deref(),
-            memhook_sinks::session_start::session_start,
-        );
-    }
-    if let Some(dir) = handover::background_drainer(&argv) {
-        return match memhook_sinks::drainer::run_background(Some(&dir)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("memhook: {e}");
-                ExitCode::from(2)
-            }
-        };
+    if let Some(code) =
+        handover::run_own_line(&argv, memhook_sinks::session_start::session_start, |dir| {
+            memhook_sinks::drainer::run_background(Some(dir))
+        })
+    {
+        return code;
     }
     let full = handover::sibling(memhook_delivery::drain::spawn::FULL_BINARY);
     match handover::hand_over(&full, &argv) {
