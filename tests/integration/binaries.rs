@@ -9,6 +9,7 @@ use std::process::Command;
 use crate::support::binaries::{
     bin, full_bin, install_copy, installed as cmd, run_with_stdin, session_bin,
 };
+use crate::support::process::eventually;
 
 #[test]
 fn other_commands_run_in_memhook_cli_with_their_output_and_exit_code() {
@@ -198,14 +199,12 @@ fn session_start_and_the_drainer_run_in_memhook_session() {
     let exe = install_copy(&t.path().join("bin"));
     fs::remove_file(t.path().join("bin/memhook-cli")).unwrap();
     record_prompt(&exe, t.path());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while stored_prompts(t.path()) == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the drainer delivered nothing in 20 s"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    assert!(
+        eventually(std::time::Duration::from_secs(20), || stored_prompts(
+            t.path()
+        ) > 0),
+        "the drainer delivered nothing in 20 s"
+    );
     assert_eq!(stored_prompts(t.path()), 1);
     let envelope = next_session_start(&exe, t.path());
     assert!(

@@ -15,6 +15,7 @@ use crate::support::binaries::{memhook, run_with_stdin};
 use crate::support::files::contains;
 use crate::support::fixtures::fixture;
 use crate::support::home::data_dir;
+use crate::support::process::eventually;
 
 /// Spool entries (parsed), oldest first.
 fn spool(home: &Path) -> Vec<Value> {
@@ -885,20 +886,6 @@ fn a_bad_start_budget_is_reported() {
             stderr.starts_with("memhook: MEMHOOK_START_BUDGET_MS") && stderr.contains(says),
             "{value}: {stderr}"
         );
-    }
-}
-
-/// Poll `cond` until it holds or `limit` passes.
-fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + limit;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= until {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
