@@ -19,7 +19,14 @@ kernel reads it back from disk, as after a reboot). On this VM the same
 binary costs up to 0.2 ms more per call read back than written: the kernel
 maps the page cache's folios differently.
 
-Usage: scripts/bench-ab.py [--runs 300] BINARY [BINARY ...]
+With --agent, --event and --fixture the call is another agent's event: the
+payload is that real fixture (fixtures/agents/…), its `/home/dev/proj`
+replaced by the benchmark's project. The siblings `memhook` hands calls to
+(`memhook-session`, `memhook-cli`) are copied beside each copy when they
+sit beside BINARY, so a call that is handed over is measured whole (the
+child's CPU includes what it `exec`s).
+
+Usage: scripts/bench-ab.py [--runs 300] [--agent A --event E --fixture F] BINARY [BINARY ...]
 """
 
 import argparse
@@ -38,6 +45,9 @@ spec.loader.exec_module(bench_hook)
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=300)
+    ap.add_argument("--agent", default="claude-code")
+    ap.add_argument("--event", default="PostToolUse")
+    ap.add_argument("--fixture", help="a real payload (fixtures/agents/...) instead of the padded Read")
     ap.add_argument("binaries", nargs="+")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="memhook-ab-")
@@ -46,17 +56,27 @@ def main():
     copies = tempfile.mkdtemp(prefix=".memhook-ab-", dir=os.path.dirname(os.path.abspath(a.binaries[0])))
     try:
         bins = []
+        files = []
         for i, b in enumerate(a.binaries):
             name = os.path.basename(b)
             for state in ("written", "read-back"):
-                copy = os.path.join(copies, f"{i}-{name}-{state}")
+                d = os.path.join(copies, f"{i}-{name}-{state}")
+                os.mkdir(d)
+                copy = os.path.join(d, name)
                 shutil.copy2(b, copy)
                 bins.append(copy)
+                for sib in ("memhook-session", "memhook-cli"):
+                    src = os.path.join(os.path.dirname(os.path.abspath(b)), sib)
+                    if os.path.exists(src):
+                        shutil.copy2(src, os.path.join(d, sib))
+                for f in os.listdir(d):
+                    files.append((state, os.path.join(d, f)))
         os.sync()
-        for copy in bins[1::2]:
-            fd = os.open(copy, os.O_RDONLY)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            os.close(fd)
+        for state, f in files:
+            if state == "read-back":
+                fd = os.open(f, os.O_RDONLY)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                os.close(fd)
         home = os.path.join(tmp, "home")
         project = os.path.join(home, "proj")
         os.makedirs(os.path.join(project, "src"))
@@ -69,7 +89,11 @@ def main():
                    MEMHOOK_NO_HOOK_DELIVERY="1")
         payload_file = os.path.join(tmp, "payload.json")
         with open(payload_file, "wb") as f:
-            f.write(bench_hook.payload(project, 2048))
+            if a.fixture:
+                with open(a.fixture) as fx:
+                    f.write(fx.read().replace("/home/dev/proj", project).encode())
+            else:
+                f.write(bench_hook.payload(project, 2048))
         empty = os.path.join(tmp, "empty")
         open(empty, "wb").close()
         rows = {b: ([], [], [], []) for b in ["/bin/true"] + bins}
@@ -79,7 +103,7 @@ def main():
                     c, w, r, f = bench_hook.run_once([b], empty, env, faults=True)
                 else:
                     c, w, r, f = bench_hook.run_once(
-                        [b, "hook", "--agent", "claude-code", "--event", "PostToolUse"],
+                        [b, "hook", "--agent", a.agent, "--event", a.event],
                         payload_file, env, faults=True)
                 if i >= 5:
                     rows[b][0].append(c)
@@ -88,11 +112,11 @@ def main():
                     rows[b][3].append(f)
         med = statistics.median
         tc, tw = med(rows["/bin/true"][0]), med(rows["/bin/true"][1])
-        print(f"{a.runs} rounds, medians; load {os.getloadavg()[0]:.1f}\n")
+        print(f"{a.runs} rounds, medians; {a.agent} {a.event}; load {os.getloadavg()[0]:.1f}\n")
         print("| binary | CPU | CPU ratio | wall | wall ratio | peak RSS | page faults |")
         print("|---|---|---|---|---|---|---|")
         for b, (c, w, r, f) in rows.items():
-            label = b if b == "/bin/true" else os.path.basename(b).split("-", 1)[1]
+            label = b if b == "/bin/true" else os.path.basename(os.path.dirname(b)).split("-", 1)[1]
             print(f"| `{label}` | {med(c):.2f} ms | {med(c) / tc:.2f}× | {med(w):.2f} ms | "
                   f"{med(w) / tw:.2f}× | {max(r):.1f} MiB | {med(f):.0f} |")
     finally:

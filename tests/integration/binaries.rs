@@ -264,3 +264,90 @@ fn memhook_cli_reports_a_stack_overflow() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("has overflowed its stack"), "{out:?}");
 }
+
+/// `memhook status --json`'s `enqueued` count of the embedded store.
+fn enqueued(exe: &std::path::Path, home: &std::path::Path) -> u64 {
+    let out = cmd(exe, home).args(["status", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["sinks"][0]["enqueued"].as_u64().unwrap()
+}
+
+/// An agent briefed at its tool calls (Cline: envelope::briefing_event) is
+/// briefed by the first one only, so only the first needs the store: the
+/// per-event binary hands that one to `memhook-session`, with the payload
+/// it read, and runs every later one itself (before, each of a Cline
+/// session's tool calls ran in `memhook-session`). Every event is
+/// captured either way.
+#[test]
+fn only_the_first_late_briefing_event_of_a_session_goes_to_memhook_session() {
+    let t = tempfile::tempdir().unwrap();
+    let bin_dir = t.path().join("bin");
+    let exe = install_copy(&bin_dir);
+    // memhook-session behind a wrapper that notes each hook call it runs
+    // (the drainer's own spawn line is not a hook call).
+    let real = bin_dir.join("memhook-session.real");
+    fs::rename(bin_dir.join("memhook-session"), &real).unwrap();
+    let log = t.path().join("session-calls.log");
+    let wrapper = bin_dir.join("memhook-session");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = hook ]; then echo \"$*\" >> '{}'; fi\nexec '{}' \"$@\"\n",
+            log.display(),
+            real.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    record_prompt(&exe, t.path());
+    assert!(
+        eventually(std::time::Duration::from_secs(20), || stored_prompts(
+            t.path()
+        ) > 0),
+        "the drainer delivered nothing in 20 s"
+    );
+    let session_calls = || fs::read_to_string(&log).unwrap_or_default().lines().count();
+    let before_calls = session_calls();
+    let before = enqueued(&exe, t.path());
+    let project = t.path().join("proj");
+    let fixture = fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/agents/cline/3.0.65/pre-tool-use-read_files.json"),
+    )
+    .unwrap();
+    let payload = fixture.replace("/home/dev/proj", project.to_str().unwrap());
+    let mut envelopes = Vec::new();
+    for _ in 0..3 {
+        let mut hook = cmd(&exe, t.path());
+        hook.args(["hook", "--agent", "cline", "--event", "PreToolUse"])
+            .current_dir(&project);
+        let out = run_with_stdin(hook, payload.as_bytes());
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        envelopes.push(String::from_utf8_lossy(&out.stdout).into_owned());
+    }
+    assert!(
+        envelopes[0].contains("contextModification") && envelopes[0].contains("flux capacitor"),
+        "the first tool call is briefed: {}",
+        envelopes[0]
+    );
+    for later in &envelopes[1..] {
+        assert!(!later.contains("flux capacitor"), "briefed again: {later}");
+        let v: serde_json::Value = serde_json::from_str(later.trim()).unwrap();
+        assert!(v.is_object(), "{later}");
+    }
+    assert_eq!(
+        session_calls() - before_calls,
+        1,
+        "hook calls memhook-session ran: {}",
+        fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert_eq!(
+        enqueued(&exe, t.path()) - before,
+        3,
+        "every tool call is captured"
+    );
+}

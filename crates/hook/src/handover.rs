@@ -18,9 +18,9 @@ pub fn sibling(name: &str) -> PathBuf {
     exe.with_file_name(name)
 }
 
-/// How often an `exec` refused as "Text file busy" is tried (10 ms apart).
-#[cfg(unix)]
-const EXEC_BUSY_TRIES: u32 = 100;
+/// How often an `exec` or a spawn refused as "Text file busy" is tried
+/// (10 ms apart).
+const BUSY_TRIES: u32 = 100;
 
 /// Run `program` with `argv[1..]` in place of this process. Returns only
 /// when that failed (Unix), or with the child's exit code (Windows).
@@ -47,12 +47,53 @@ pub fn hand_over(program: &Path, argv: &[OsString]) -> Result<ExitCode, std::io:
             // (being installed, or a write descriptor a concurrent fork
             // inherited for a moment). Wait for it, briefly.
             tries += 1;
-            if err.kind() != std::io::ErrorKind::ExecutableFileBusy || tries >= EXEC_BUSY_TRIES {
+            if err.kind() != std::io::ErrorKind::ExecutableFileBusy || tries >= BUSY_TRIES {
                 return Err(err);
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
     }
+}
+
+/// Run `program` with `argv[1..]` as a child that reads `stdin` (a
+/// payload this process already read) and shares this process's stdout
+/// and stderr; its exit code. Used where `exec` cannot pass the payload on:
+/// the child reads all of its stdin before it writes anything, so writing
+/// it all first cannot deadlock. A child that stops reading early (it
+/// failed) only ends the write; its exit code still counts.
+pub fn hand_over_with_stdin(
+    program: &Path,
+    argv: &[OsString],
+    stdin: &[u8],
+) -> Result<ExitCode, std::io::Error> {
+    use std::io::Write;
+    let mut cmd = std::process::Command::new(program);
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.arg0(argv.first().cloned().unwrap_or_else(|| "memhook".into()));
+    }
+    cmd.args(argv.iter().skip(1))
+        .stdin(std::process::Stdio::piped());
+    // "Text file busy" is waited out as in [`hand_over`].
+    let mut tries = 0;
+    let mut child = loop {
+        match cmd.spawn() {
+            Ok(child) => break child,
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < BUSY_TRIES => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    if let Some(mut pipe) = child.stdin.take() {
+        let _ = pipe.write_all(stdin);
+    }
+    let st = child.wait()?;
+    Ok(ExitCode::from(
+        st.code().map_or(1, |c| c.clamp(0, 255) as u8),
+    ))
 }
 
 /// Run either of the two command lines memhook itself runs many times a

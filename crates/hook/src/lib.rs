@@ -93,6 +93,81 @@ pub fn no_briefing(_: &Path, _: &SinkTarget, _: &Scope, _: &Event, _: Duration) 
 
 /// Run the hook. Always exits 0 with an envelope on stdout.
 pub fn run(args: &HookArgs, data_dir: Option<&Path>, briefer: Briefer) -> ExitCode {
+    run_with(args, data_dir, briefer, None)
+}
+
+/// What [`late_briefing`] found: the per-event binary ran the event, or it
+/// is the first of its session at the agent's briefing event and goes,
+/// with the payload it read, where the briefing is composed.
+pub enum Late {
+    /// Run here; the exit code.
+    Ran(ExitCode),
+    /// Hand the event over, with these payload bytes for the other
+    /// binary's stdin.
+    HandOver(Vec<u8>),
+}
+
+/// An agent briefed at a later event than session start
+/// ([`memhook_core::envelope::briefing_event`]: Cline at its tool calls,
+/// OpenHands at its prompts) is briefed once per session, by the first such
+/// event, which needs the store. Every later one is an ordinary event: the
+/// per-event binary reads the payload, and runs it here when the session's
+/// briefing was claimed already; otherwise the payload goes back to the
+/// caller to hand over with the event (two first events at once both go:
+/// the claim there is exclusive). An event without a session id or a data dir can never claim a
+/// briefing, and a payload that is not a JSON object is never briefed: they
+/// all run here.
+pub fn late_briefing(args: &HookArgs, data_dir: Option<&Path>) -> Late {
+    let started = Instant::now();
+    let stdin = read_stdin(STDIN_TIMEOUT);
+    // A bug here must not cost the event: run it here, where the same bug
+    // is caught and answered with an envelope.
+    let unclaimed = |bytes: &[u8]| {
+        std::panic::catch_unwind(|| {
+            let Ok(payload) = parse_payload(bytes) else {
+                return false;
+            };
+            let event = event::normalize(&args.agent, args.event.as_deref(), &payload);
+            let dir = memhook_core::data_dir::resolve(data_dir).ok();
+            match (dir, event.session_id.as_deref()) {
+                (Some(dir), Some(id)) => {
+                    !Session::new(&dir, Agent::parse(&args.agent).as_str(), id).briefing_claimed()
+                }
+                // No data dir, no session: no briefing can be made anywhere.
+                _ => false,
+            }
+        })
+        .unwrap_or(false)
+    };
+    let hand_over = matches!(&stdin, Stdin::Complete(bytes) if unclaimed(bytes));
+    match stdin {
+        Stdin::Complete(bytes) if hand_over => Late::HandOver(bytes),
+        stdin => Late::Ran(run_with(
+            args,
+            data_dir,
+            no_briefing,
+            Some((stdin, started)),
+        )),
+    }
+}
+
+/// [`run`] on a payload already read, without a briefing.
+pub fn run_payload(args: &HookArgs, data_dir: Option<&Path>, payload: Vec<u8>) -> ExitCode {
+    run_with(
+        args,
+        data_dir,
+        no_briefing,
+        Some((Stdin::Complete(payload), Instant::now())),
+    )
+}
+
+/// [`run`], with stdin already read (and when its reading started) or not.
+fn run_with(
+    args: &HookArgs,
+    data_dir: Option<&Path>,
+    briefer: Briefer,
+    stdin: Option<(Stdin, Instant)>,
+) -> ExitCode {
     let agent = Agent::parse(&args.agent);
     if let Some(name) = args.event.as_deref() {
         warn_unknown_event(&agent, name);
@@ -112,13 +187,14 @@ pub fn run(args: &HookArgs, data_dir: Option<&Path>, briefer: Briefer) -> ExitCo
             .unwrap_or_default();
         eprintln!("memhook: internal error ({msg}); the event was not captured");
     }));
-    let out = std::panic::catch_unwind(|| handle(args, data_dir, briefer)).unwrap_or_else(|_| {
-        if args.check_capture {
-            unreadable_decision(PolicyState::Invalid).to_json()
-        } else {
-            memhook_core::envelope::render(&agent, fallback_kind, None)
-        }
-    });
+    let out =
+        std::panic::catch_unwind(|| handle(args, data_dir, briefer, stdin)).unwrap_or_else(|_| {
+            if args.check_capture {
+                unreadable_decision(PolicyState::Invalid).to_json()
+            } else {
+                memhook_core::envelope::render(&agent, fallback_kind, None)
+            }
+        });
     let mut stdout = std::io::stdout().lock();
     // A closed stdout is the agent's business; it must not turn into a panic.
     let _ = writeln!(stdout, "{out}");
@@ -188,10 +264,18 @@ fn guess_option(argv: &[std::ffi::OsString], name: &str) -> Option<String> {
 }
 
 /// The whole hook except printing; returns what goes to stdout.
-fn handle(args: &HookArgs, data_dir_flag: Option<&Path>, briefer: Briefer) -> String {
-    let started = Instant::now();
+fn handle(
+    args: &HookArgs,
+    data_dir_flag: Option<&Path>,
+    briefer: Briefer,
+    stdin: Option<(Stdin, Instant)>,
+) -> String {
+    let (stdin, started) = stdin.unwrap_or_else(|| {
+        let started = Instant::now();
+        (read_stdin(STDIN_TIMEOUT), started)
+    });
     let agent = Agent::parse(&args.agent);
-    let payload = match read_stdin(STDIN_TIMEOUT) {
+    let payload = match stdin {
         Stdin::Complete(bytes) => parse_payload(&bytes),
         Stdin::TooLarge => Err(format!(
             "the event payload is larger than {} MiB",

@@ -95,6 +95,17 @@ fn lean_main() -> ExitCode {
         if kind.is_some_and(|k| k != EventKind::SessionStart && k != briefing_event) {
             return memhook_hook::run(&args, data_dir.as_deref(), memhook_hook::no_briefing);
         }
+        // A briefing event after session start (Cline's tool calls) is
+        // briefed once per session: only the first goes to memhook-session,
+        // with the payload read here.
+        if kind.is_some_and(|k| k != EventKind::SessionStart) {
+            return match memhook_hook::late_briefing(&args, data_dir.as_deref()) {
+                memhook_hook::Late::Ran(code) => code,
+                memhook_hook::Late::HandOver(payload) => {
+                    hand_over_payload(&argv, &args, data_dir.as_deref(), payload)
+                }
+            };
+        }
     }
     // Session start (and the other briefing events) to memhook-session;
     // an install that has no memhook-session (built before it existed)
@@ -126,6 +137,45 @@ fn lean_main() -> ExitCode {
     }
     eprintln!("memhook: {problem}");
     ExitCode::from(2)
+}
+
+/// The first event of a session at a late briefing event, its payload
+/// already read: `memhook-session` runs it with the payload on its stdin
+/// (`memhook-cli` when there is no `memhook-session`); with neither, it
+/// runs here, unbriefed.
+fn hand_over_payload(
+    argv: &[OsString],
+    args: &memhook_hook::HookArgs,
+    data_dir: Option<&std::path::Path>,
+    payload: Vec<u8>,
+) -> ExitCode {
+    let mut err = None;
+    for name in [
+        handover::SESSION_BINARY,
+        memhook_delivery::drain::spawn::FULL_BINARY,
+    ] {
+        match handover::hand_over_with_stdin(&handover::sibling(name), argv, &payload) {
+            Ok(code) => return code,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                err = Some((name, e));
+                break;
+            }
+        }
+    }
+    let problem = match err {
+        Some((name, e)) => format!("cannot run {}: {e}", handover::sibling(name).display()),
+        None => format!(
+            "neither {} nor {} is installed beside memhook",
+            handover::SESSION_BINARY,
+            memhook_delivery::drain::spawn::FULL_BINARY
+        ),
+    };
+    eprintln!(
+        "memhook: {problem}; the event is captured without a briefing (install memhook again: \
+         `cargo install --locked --path crates/cli` installs all three binaries)"
+    );
+    memhook_hook::run_payload(args, data_dir, payload)
 }
 
 /// The number `code` stands for (`ExitCode` only says whether two are equal).

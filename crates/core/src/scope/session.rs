@@ -241,6 +241,22 @@ impl Session {
         }
         o.open(dir.join(name)).is_ok()
     }
+
+    /// Whether the session's briefing was claimed already
+    /// ([`Session::claim_briefing`]), without claiming it: the per-event
+    /// binary asks this before it runs a late briefing event itself (only
+    /// the first such event of a session needs the store). A claim file
+    /// that is not a regular file (a symlink planted in the data dir)
+    /// counts as no claim: the event then goes where the claim is made, and
+    /// that refuses it too.
+    pub fn briefing_claimed(&self) -> bool {
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        name.push(".briefed");
+        self.path
+            .with_file_name(name)
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_file())
+    }
 }
 
 /// Remove notes (and leftover temp files) not written for `max_age`; at
@@ -286,6 +302,31 @@ mod tests {
 
     fn fields(project: &str) -> ScopeFields {
         ScopeFields::of(&scope(project, Source::Fallback))
+    }
+
+    #[test]
+    fn a_briefing_claim_is_seen_without_being_made() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Session::new(t.path(), "cline", "task-1");
+        assert!(!s.briefing_claimed(), "nothing claimed yet");
+        assert!(!s.briefing_claimed(), "asking claims nothing");
+        assert!(s.claim_briefing());
+        assert!(s.briefing_claimed());
+        assert!(!s.claim_briefing(), "claimed once");
+        // Another session of the same agent is its own.
+        assert!(!Session::new(t.path(), "cline", "task-2").briefing_claimed());
+        #[cfg(unix)]
+        {
+            // A claim planted as a symlink is no claim (and cannot be made).
+            let planted = Session::new(t.path(), "cline", "task-3");
+            let mut name = planted.path.file_name().unwrap().to_os_string();
+            name.push(".briefed");
+            let target = t.path().join("elsewhere");
+            fs::write(&target, b"").unwrap();
+            std::os::unix::fs::symlink(&target, planted.path.with_file_name(name)).unwrap();
+            assert!(!planted.briefing_claimed());
+            assert!(!planted.claim_briefing());
+        }
     }
 
     #[test]

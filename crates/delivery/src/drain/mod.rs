@@ -271,8 +271,8 @@ struct Drainer<'a, F> {
 }
 
 /// Deliver pending entries. The caller must hold the drain lock (`_lock`).
-/// `factory` builds the sink for a target (see [`sink_factory`]; tests pass
-/// their own).
+/// `factory` builds the sink for a target (`memhook_sinks::factory::sink_factory`;
+/// tests pass their own).
 pub fn drain_locked<F>(
     _lock: &DrainLock,
     spool: &Spool,
