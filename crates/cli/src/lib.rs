@@ -1,5 +1,8 @@
 //! `memhook-cli`: every `memhook` command but the per-event ones, assembled
 //! with clap (`cli.rs`); each command owns its arguments and its `run`.
+// The doc comments of the commands' arguments are their `--help` text, as
+// users read it (`<data dir>`, `[:SS]`), not rustdoc markup.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
 pub mod cli;
 pub mod cmd;

@@ -3,11 +3,11 @@
 //!
 //! - [`http`]: a small bounded HTTP/1.1 server (header size, deadlines,
 //!   connection count), one thread per connection;
-//! - [`auth`]: the bearer token (on by default: a 0600 token file is
+//! - `auth`: the bearer token (on by default: a 0600 token file is
 //!   written on first start), `Host` and `Origin` checks;
 //! - [`ingest`]: request bodies to records, through the hook's redaction;
-//! - [`writer`]: the single store writer with group commit;
-//! - [`web`]: the web view at `/` and its JSON API under `/api/`
+//! - `writer`: the single store writer with group commit;
+//! - `web`: the web view at `/` and its JSON API under `/api/`
 //!   (`docs/ui.md`), behind the same checks plus a login;
 //! - the store behind it all is a `dyn memhook_store::model::Database` —
 //!   SQLite in the data dir, or PostgreSQL with `--database` /
@@ -21,6 +21,9 @@
 //! answers 503. SIGTERM/SIGINT stop it after the requests in hand are
 //! answered, so a record is either committed or was never acknowledged.
 //! Wire format: `docs/protocol.md`.
+// The doc comments of `serve`'s arguments are its `--help` text, as users
+// read it (`<data dir>`), not rustdoc markup.
+#![allow(rustdoc::invalid_html_tags)]
 
 mod auth;
 pub mod http;

@@ -8,7 +8,7 @@
 //! past their age, locks the roll-up rows of their projects then sessions
 //! (in id order, as ingest and forget lock them, so a concurrent ingest
 //! either committed before and is recounted, or waits), removes them as
-//! forget does ([`crate::forget::remove_ids`]) and moves the cursors. Like
+//! forget does (`forget::remove_ids`) and moves the cursors. Like
 //! forget, the deleted rows leave every query and the full-text index at
 //! once; their bytes leave the files when PostgreSQL reuses the space
 //! (autovacuum; `docs/postgres.md`).

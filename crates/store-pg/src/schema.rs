@@ -141,7 +141,7 @@ pub const MIGRATIONS: &[&str] = &[
      INSERT INTO meaning_fill (below) SELECT coalesce(max(id), 0) + 1 FROM records;"#,
 ];
 
-/// The migration (its version) after which [`reindex`] runs.
+/// The migration (its version) after which `reindex` runs.
 pub const WORDS_VERSION: i32 = 4;
 
 /// Records re-indexed per statement by [`reindex`].

@@ -7,7 +7,7 @@ use memhook_store::sqlite::{HIT_END, HIT_START};
 
 /// `text` safe inside HTML text and inside a double- or single-quoted
 /// attribute value: `& < > " '` become entities, control characters other
-/// than tab and newline and bidi controls ([`is_bidi_control`]) become U+FFFD. Every string from the store, the
+/// than tab and newline and bidi controls (`is_bidi_control`) become U+FFFD. Every string from the store, the
 /// memory documents or the request goes through here before it is shown.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 8);
