@@ -57,8 +57,9 @@ pub const FORGET_READER_WAIT_ENV: &str = "MEMHOOK_FORGET_READER_WAIT_MS";
 /// store is rebuilt only when asked (`memhook forget --rebuild`).
 pub const REBUILD_BELOW_BYTES: u64 = 64 << 20;
 
-/// SQLite's page cache during a forget, in KiB (the store's connections
-/// keep [`super::STORE_CACHE_KIB`]). The delete changes pages all over the
+/// SQLite's page cache during a forget's delete, in KiB (the store's
+/// connections keep [`super::STORE_CACHE_KIB`], and so does the index
+/// merge or the rebuild after the delete). The delete changes pages all over the
 /// file — a forgotten record's key is anywhere in the key's index — and
 /// with the usual 2 MiB a transaction that changes more pages than that
 /// writes them into the WAL again each time the cache spills (at 100,000
@@ -283,6 +284,12 @@ impl Store {
         )
         .map_err(e)?;
         tx.commit().map_err(e)?;
+        // The merge and the rebuild read the index or the whole file once,
+        // in order: the large cache would only fill with pages read once
+        // (a store of 55 MB rebuilt: 119 MiB instead of 63 MiB of memory).
+        self.conn
+            .execute_batch(&format!("PRAGMA cache_size = -{}", super::STORE_CACHE_KIB))
+            .map_err(e)?;
         let scrubbed = self.scrubbed()?;
         let rebuild = rebuild || !scrubbed;
         if removal == FtsRemoval::Merge || rebuild {
