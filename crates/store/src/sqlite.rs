@@ -192,6 +192,10 @@ const MIGRATIONS: &[&str] = &[
 /// (`PRAGMA mmap_size`).
 pub const STORE_MMAP_SIZE: u64 = 256 << 20;
 
+/// SQLite's page cache of a store connection, in KiB (`PRAGMA
+/// cache_size`: SQLite's default).
+pub const STORE_CACHE_KIB: u32 = 2000;
+
 /// The migration (its version) that added `scrubbed`: a store created
 /// with it (from version 0) is scrubbed from the start.
 const SCRUBBED_VERSION: u32 = 10;

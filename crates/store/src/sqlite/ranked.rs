@@ -21,6 +21,11 @@
 //! quarters of it), so a word whose best matches are spread over the year
 //! still ranks every window (docs/benchmarks.md, "A year of heavy use").
 //!
+//! A search within a small project (at most 1/[`SMALL_PROJECT_PARTS`] of
+//! the rowids) ranks all its matches in one window instead: its matches are
+//! few, and every window would start the FTS query and read the project's
+//! rowids again.
+//!
 //! Each match is ranked from the small covering index `records_rank` (id,
 //! time, project), never from the record's own pages: a scoped search
 //! scores only its project's matches and reads no other record, and a cold
@@ -182,13 +187,18 @@ impl Store {
         let Some(max_id) = max_id else {
             return Ok((Vec::new(), 0, 0));
         };
-        let filter = match within {
+        // A small project's matches are ranked in one window, all of them:
+        // each window starts the FTS query inside the word's doclist again
+        // and reads the project's rowids again, which costs more than
+        // ranking the few matches a small project holds (issue 29, fourth
+        // pass), and then no bound (a second read of each doclist) is needed.
+        let (filter, one_window) = match within {
             Some((w, p)) => match self.project_filter(w, p, max_id)? {
-                Some(Some(own)) => format!("({filter}) AND {own}"),
-                Some(None) => filter.to_string(),
+                Some(Some(own)) => (format!("({filter}) AND {own}"), true),
+                Some(None) => (filter.to_string(), false),
                 None => return Ok((Vec::new(), 0, 0)),
             },
-            None => filter.to_string(),
+            None => (filter.to_string(), false),
         };
         let rank = super::SEARCH_RANK.replace("unixepoch() * 1000", &now_ms.to_string());
         let mut st = self
@@ -198,7 +208,11 @@ impl Store {
         let mut best: Vec<Hit> = Vec::new();
         let mut bound: Option<f64> = None;
         let mut hi = max_id;
-        let mut size = (max_id / FIRST_WINDOW_PARTS).max(FIRST_WINDOW_MIN);
+        let mut size = if one_window {
+            max_id
+        } else {
+            (max_id / FIRST_WINDOW_PARTS).max(FIRST_WINDOW_MIN)
+        };
         let mut windows = 0;
         loop {
             windows += 1;
@@ -441,9 +455,11 @@ mod tests {
             for limit in [1, 5, 20, 200] {
                 let want = every_match(&s, &q, filter, &args, limit);
                 let (all, _, all_steps) = s.ranked_steps(&q, filter, &args, limit, None).unwrap();
-                let (runs, _, run_steps) = s
+                let (runs, windows, run_steps) = s
                     .ranked_steps(&q, filter, &args, limit, Some(("default", "tiny")))
                     .unwrap();
+                // All its matches ranked at once: one FTS query, no bound.
+                assert_eq!(windows, 1, "{query} {limit}");
                 let ids = |h: &[Hit]| h.iter().map(|h| h.0).collect::<Vec<_>>();
                 assert_eq!(ids(&all), want, "{query} {limit}");
                 assert_eq!(ids(&runs), want, "{query} {limit} by its rowids");
