@@ -186,6 +186,11 @@ const MIGRATIONS: &[&str] = &[
     // its first forget (which then rebuilds the file once) for a store made
     // before.
     "CREATE TABLE scrubbed (at_ms INTEGER NOT NULL);",
+    // 11: what retention's deletes left in the full-text index
+    // (`sqlite/retention.rs`, `settle_fts_debt`): records removed since the
+    // index was last merged.
+    "CREATE TABLE fts_debt (removed INTEGER NOT NULL);
+     INSERT INTO fts_debt (removed) VALUES (0);",
 ];
 
 /// Bytes of the database file a connection maps into memory

@@ -124,9 +124,9 @@ impl Store {
         let e = |x| self_err(&path, x);
         self.checkpoint();
         self.conn
-            .execute(
-                "INSERT INTO records_fts (records_fts) VALUES ('optimize')",
-                [],
+            .execute_batch(
+                "INSERT INTO records_fts (records_fts) VALUES ('optimize');
+                 UPDATE fts_debt SET removed = 0;",
             )
             .map_err(e)?;
         self.rebuild_file()?;
@@ -304,9 +304,9 @@ impl Store {
             // until a merge drops both; the pages of the old segments are
             // freed, so zeroed.
             self.conn
-                .execute(
-                    "INSERT INTO records_fts (records_fts) VALUES ('optimize')",
-                    [],
+                .execute_batch(
+                    "INSERT INTO records_fts (records_fts) VALUES ('optimize');
+                     UPDATE fts_debt SET removed = 0;",
                 )
                 .map_err(e)?;
         }

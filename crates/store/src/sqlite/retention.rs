@@ -26,6 +26,19 @@ pub use crate::retention::{
     RETENTION_FILE, RETENTION_SCAN, RETENTION_SLICE,
 };
 
+/// The full-text index is merged once retention removed this share
+/// (1/16) of what it indexed ([`Store::settle_fts_debt`]).
+pub const FTS_DEBT_PARTS: u64 = 16;
+/// ... and at least this many records: below it a merge costs more than
+/// the entries it would drop.
+pub const FTS_DEBT_MIN: u64 = 1_000;
+
+/// Whether `removed` records since the last merge, with `stored` left, make
+/// a merge of the full-text index due.
+pub fn fts_merge_due(removed: u64, stored: u64) -> bool {
+    removed >= FTS_DEBT_MIN && removed.saturating_mul(FTS_DEBT_PARTS) >= stored + removed
+}
+
 impl Store {
     /// One slice of retention under `policy` at `now_ms`: for each scope
     /// and class kept for a limited time, look at up to
@@ -169,9 +182,52 @@ impl Store {
             )
             .map_err(e)?;
             super::forget::remove_selected(&tx, &sessions, &projects).map_err(e)?;
+            tx.execute(
+                "UPDATE fts_debt SET removed = removed + ?1",
+                [removed.iter().sum::<u64>() as i64],
+            )
+            .map_err(e)?;
         }
         tx.commit().map_err(e)?;
+        self.settle_fts_debt()?;
         Ok(removed)
+    }
+
+    /// Merge the full-text index once retention's deletes since the last
+    /// merge reach 1/[`FTS_DEBT_PARTS`] of what it indexed (and at least
+    /// [`FTS_DEBT_MIN`] records). An external-content FTS5 index keeps a
+    /// deleted record's entries, and a tombstone beside them, until a merge
+    /// drops both: without one, three years of steady use left the index at
+    /// three times the size of what it indexed (docs/benchmarks.md, "What
+    /// retention leaves in the full-text index"). The merge rewrites the
+    /// index (about 2.5 µs a stored record), so it runs when the deleted
+    /// entries are worth it, in the idle drainer, never in a hook. Returns
+    /// whether it merged.
+    pub fn settle_fts_debt(&mut self) -> Result<bool, StoreError> {
+        let path = self.path.clone();
+        let e = |x| StoreError::sqlite(&path, x);
+        let debt: i64 = self
+            .conn
+            .query_row("SELECT coalesce(sum(removed), 0) FROM fts_debt", [], |r| {
+                r.get(0)
+            })
+            .map_err(e)?;
+        let debt = debt.max(0) as u64;
+        let stored = self.record_total()?;
+        if !fts_merge_due(debt, stored) {
+            return Ok(false);
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(e)?;
+        tx.execute_batch(
+            "INSERT INTO records_fts (records_fts) VALUES ('optimize');
+             UPDATE fts_debt SET removed = 0;",
+        )
+        .map_err(e)?;
+        tx.commit().map_err(e)?;
+        Ok(true)
     }
 
     /// What retention removed so far, per class, and when it last did.
@@ -358,6 +414,95 @@ mod tests {
         // Keeping forever removes nothing.
         let forever = Retention::of_days([0, 0, 0]);
         assert_eq!(s.retention_slice(&forever, later * 2).unwrap(), [0, 0, 0]);
+    }
+
+    #[test]
+    fn the_merge_comes_at_a_sixteenth_of_the_index_and_a_thousand_records() {
+        assert!(
+            !fts_merge_due(FTS_DEBT_MIN - 1, 0),
+            "too few to be worth it"
+        );
+        assert!(fts_merge_due(FTS_DEBT_MIN, 0));
+        assert!(fts_merge_due(FTS_DEBT_MIN, 15 * FTS_DEBT_MIN));
+        assert!(!fts_merge_due(FTS_DEBT_MIN, 15 * FTS_DEBT_MIN + 1));
+        assert!(fts_merge_due(100_000, 1_500_000));
+        assert!(!fts_merge_due(100_000, 1_500_001));
+    }
+
+    /// Bytes of the full-text index's segments.
+    fn fts_bytes(s: &Store) -> i64 {
+        s.conn
+            .query_row("SELECT sum(length(block)) FROM records_fts_data", [], |r| {
+                r.get(0)
+            })
+            .unwrap()
+    }
+
+    /// Retention's deletes leave tombstones and the deleted entries in the
+    /// index until it is merged; the merge comes once they are worth it,
+    /// so the index stays near the size of what it indexes (without it,
+    /// removing 3 of 4 records left the index at 5.3 times a fresh one's).
+    #[test]
+    fn retention_keeps_the_full_text_index_near_the_size_of_what_it_holds() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        let body = |n: u64| {
+            Some(format!(
+                "record {n} ran cargo test in crate{} and saw error{} in file{}.rs",
+                n % 97,
+                n % 89,
+                n % 83
+            ))
+        };
+        let recs: Vec<_> = (0..4_000u64)
+            .map(|n| {
+                // Three old tool calls for each recent one.
+                let d = if n % 4 == 0 { 1 } else { 400 };
+                let mut r = rec(&format!("{n:032x}"), day(d) + n, "p", "s", "pre-tool-use");
+                r.body = body(n);
+                r
+            })
+            .collect();
+        for chunk in recs.chunks(500) {
+            s.insert_all(chunk.iter()).unwrap();
+        }
+        let policy = Retention::default();
+        while s.retention_slice(&policy, NOW).unwrap().iter().sum::<u64>() > 0 {}
+        assert_eq!(s.count().unwrap(), 1_000);
+        let debt: i64 = s
+            .conn
+            .query_row("SELECT removed FROM fts_debt", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(debt, 0, "the 3,000 removed were merged away");
+        // The same survivors indexed afresh.
+        let t2 = tempfile::tempdir().unwrap();
+        let mut fresh = Store::open(t2.path()).unwrap();
+        let kept: Vec<_> = recs
+            .iter()
+            .filter(|r| r.occurred_ms > day(2))
+            .cloned()
+            .collect();
+        fresh.insert_all(kept.iter()).unwrap();
+        fresh
+            .conn
+            .execute(
+                "INSERT INTO records_fts (records_fts) VALUES ('optimize')",
+                [],
+            )
+            .unwrap();
+        let (after, want) = (fts_bytes(&s), fts_bytes(&fresh));
+        assert!(
+            after * 10 <= want * 12,
+            "the index holds {after} bytes, a fresh one of the same records {want}"
+        );
+        s.conn
+            .execute(
+                "INSERT INTO records_fts (records_fts) VALUES ('integrity-check')",
+                [],
+            )
+            .unwrap();
+        // Under the threshold nothing is merged.
+        assert!(!s.settle_fts_debt().unwrap());
     }
 
     /// `[w/short]` keeps calls 7 days, `[w/kept]` keeps everything
