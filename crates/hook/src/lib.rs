@@ -114,9 +114,9 @@ pub enum Late {
 /// per-event binary reads the payload, and runs it here when the session's
 /// briefing was claimed already; otherwise the payload goes back to the
 /// caller to hand over with the event (two first events at once both go:
-/// the claim there is exclusive). An event without a session id or a data dir can never claim a
-/// briefing, and a payload that is not a JSON object is never briefed: they
-/// all run here.
+/// the claim there is exclusive). An event without a session id or a data
+/// dir can never claim a briefing, and a payload that is not a JSON object
+/// is never briefed: they all run here.
 pub fn late_briefing(args: &HookArgs, data_dir: Option<&Path>) -> Late {
     let started = Instant::now();
     let stdin = read_stdin(STDIN_TIMEOUT);
