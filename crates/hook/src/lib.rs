@@ -120,35 +120,46 @@ pub enum Late {
 pub fn late_briefing(args: &HookArgs, data_dir: Option<&Path>) -> Late {
     let started = Instant::now();
     let stdin = read_stdin(STDIN_TIMEOUT);
-    // A bug here must not cost the event: run it here, where the same bug
-    // is caught and answered with an envelope.
-    let unclaimed = |bytes: &[u8]| {
-        std::panic::catch_unwind(|| {
-            let Ok(payload) = parse_payload(bytes) else {
-                return false;
-            };
-            let event = event::normalize(&args.agent, args.event.as_deref(), &payload);
-            let dir = memhook_core::data_dir::resolve(data_dir).ok();
-            match (dir, event.session_id.as_deref()) {
-                (Some(dir), Some(id)) => {
-                    !Session::new(&dir, Agent::parse(&args.agent).as_str(), id).briefing_claimed()
-                }
-                // No data dir, no session: no briefing can be made anywhere.
-                _ => false,
-            }
-        })
-        .unwrap_or(false)
-    };
-    let hand_over = matches!(&stdin, Stdin::Complete(bytes) if unclaimed(bytes));
-    match stdin {
-        Stdin::Complete(bytes) if hand_over => Late::HandOver(bytes),
-        stdin => Late::Ran(run_with(
+    let Stdin::Complete(bytes) = stdin else {
+        return Late::Ran(run_with(
             args,
             data_dir,
             no_briefing,
-            Some((stdin, started)),
-        )),
+            Some((Input::Read(stdin), started)),
+        ));
+    };
+    let parsed = parse_payload(&bytes);
+    // A bug here must not cost the event: run it here, where the same bug
+    // is caught and answered with an envelope.
+    let unclaimed = std::panic::catch_unwind(|| {
+        let Ok(payload) = &parsed else {
+            return false;
+        };
+        let event = event::normalize(&args.agent, args.event.as_deref(), payload);
+        let dir = memhook_core::data_dir::resolve(data_dir).ok();
+        match (dir, event.session_id.as_deref()) {
+            (Some(dir), Some(id)) => {
+                !Session::new(&dir, Agent::parse(&args.agent).as_str(), id).briefing_claimed()
+            }
+            // No data dir, no session: no briefing can be made anywhere.
+            _ => false,
+        }
+    })
+    .unwrap_or(false);
+    if unclaimed {
+        return Late::HandOver(bytes);
     }
+    // Run here on what was parsed (not parsed again).
+    let input = match parsed {
+        Ok(payload) => Input::Parsed(payload),
+        Err(_) => Input::Read(Stdin::Complete(bytes)),
+    };
+    Late::Ran(run_with(
+        args,
+        data_dir,
+        no_briefing,
+        Some((input, started)),
+    ))
 }
 
 /// [`run`] on a payload already read, without a briefing.
@@ -157,16 +168,23 @@ pub fn run_payload(args: &HookArgs, data_dir: Option<&Path>, payload: Vec<u8>) -
         args,
         data_dir,
         no_briefing,
-        Some((Stdin::Complete(payload), Instant::now())),
+        Some((Input::Read(Stdin::Complete(payload)), Instant::now())),
     )
 }
 
-/// [`run`], with stdin already read (and when its reading started) or not.
+/// The payload as the hook got it: read from stdin, or already parsed.
+enum Input {
+    Read(Stdin),
+    Parsed(Value),
+}
+
+/// [`run`], with the payload already read (and when its reading started)
+/// or not.
 fn run_with(
     args: &HookArgs,
     data_dir: Option<&Path>,
     briefer: Briefer,
-    stdin: Option<(Stdin, Instant)>,
+    input: Option<(Input, Instant)>,
 ) -> ExitCode {
     let agent = Agent::parse(&args.agent);
     if let Some(name) = args.event.as_deref() {
@@ -188,7 +206,7 @@ fn run_with(
         eprintln!("memhook: internal error ({msg}); the event was not captured");
     }));
     let out =
-        std::panic::catch_unwind(|| handle(args, data_dir, briefer, stdin)).unwrap_or_else(|_| {
+        std::panic::catch_unwind(|| handle(args, data_dir, briefer, input)).unwrap_or_else(|_| {
             if args.check_capture {
                 unreadable_decision(PolicyState::Invalid).to_json()
             } else {
@@ -268,24 +286,25 @@ fn handle(
     args: &HookArgs,
     data_dir_flag: Option<&Path>,
     briefer: Briefer,
-    stdin: Option<(Stdin, Instant)>,
+    input: Option<(Input, Instant)>,
 ) -> String {
-    let (stdin, started) = stdin.unwrap_or_else(|| {
+    let (input, started) = input.unwrap_or_else(|| {
         let started = Instant::now();
-        (read_stdin(STDIN_TIMEOUT), started)
+        (Input::Read(read_stdin(STDIN_TIMEOUT)), started)
     });
     let agent = Agent::parse(&args.agent);
-    let payload = match stdin {
-        Stdin::Complete(bytes) => parse_payload(&bytes),
-        Stdin::TooLarge => Err(format!(
+    let payload = match input {
+        Input::Parsed(payload) => Ok(payload),
+        Input::Read(Stdin::Complete(bytes)) => parse_payload(&bytes),
+        Input::Read(Stdin::TooLarge) => Err(format!(
             "the event payload is larger than {} MiB",
             MAX_STDIN_BYTES / (1024 * 1024)
         )),
-        Stdin::TimedOut => Err(format!(
+        Input::Read(Stdin::TimedOut) => Err(format!(
             "stdin was not closed within {} ms and held no complete JSON object",
             STDIN_TIMEOUT.as_millis()
         )),
-        Stdin::Failed(e) => Err(format!("cannot read stdin: {e}")),
+        Input::Read(Stdin::Failed(e)) => Err(format!("cannot read stdin: {e}")),
     };
     let payload = match payload {
         Ok(v) => v,
