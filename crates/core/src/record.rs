@@ -440,7 +440,7 @@ fn is_present(v: &Value) -> bool {
 /// The exit status a post-tool event states: a number beside the response
 /// (the schema's `exit_status`), an `exit` / `exit_code` / `exitCode` /
 /// `metadata.exit` member of the response, or the agent's exit line in
-/// the response text ([`OutcomeRules`]). `None` where the agent gives none
+/// the response text (`OutcomeRules`). `None` where the agent gives none
 /// (Codex's failing shell command: only its output).
 pub fn exit_status(event: &Event) -> Option<i64> {
     if let Some(code) = event.exit_status {

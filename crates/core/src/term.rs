@@ -2,7 +2,7 @@
 //! tool, a hostile client), text read back from the store or the counters
 //! is hostile when shown: ANSI/OSC sequences could retitle the window,
 //! clear the screen or fake output. Everything a command prints from
-//! storage goes through [`line`].
+//! storage goes through [`line()`].
 
 /// `n` and the noun in the right number: `1 record`, `2 records`,
 /// `0 records`. `noun` is the singular; the plural adds `s` (every noun

@@ -52,7 +52,7 @@ pub const SNIPPET_TOKENS: usize = 24;
 
 /// The columns of a [`SessionRow`] without its families, for the rows
 /// `condition` selects; `failed` is the dialect's test for a failed record
-/// ([`FAILED`] here, `sink/pg/read.rs`'s on PostgreSQL). Both stores read
+/// (`FAILED` in `sqlite.rs`, its own in memhook-store-pg's `read.rs`). Both stores read
 /// sessions with this one query, so their rows cannot drift apart.
 pub fn session_select(failed: &str, condition: &str) -> String {
     format!(
@@ -575,7 +575,7 @@ pub fn check_forget_key(sel: &Selector) -> Result<(), ForgetError> {
     Ok(())
 }
 
-/// Which records [`Store::export_each`] visits.
+/// Which records [`crate::sqlite::Store::export_each`] visits.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExportFilter {
     /// Only this `(workspace, project)`.
@@ -613,7 +613,7 @@ pub struct TokenInfo {
 
 /// What a store does for named tokens. Table `tokens(name TEXT PRIMARY KEY,
 /// hash TEXT NOT NULL, created TEXT NOT NULL, revoked TEXT)`; `hash` is
-/// [`hash`] of the token.
+/// [`crate::tokens::hash`] of the token.
 pub trait TokenStore {
     type Error: fmt::Display;
     /// Add a token; `Ok(false)` when the name is taken (revoked or not).

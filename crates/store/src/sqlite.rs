@@ -6,7 +6,7 @@
 //! and its title, body and files go into an FTS5 index for `memhook search`.
 //!
 //! The schema is versioned from the first release: `PRAGMA user_version`
-//! holds the number of [`MIGRATIONS`] applied, and opening a database runs the
+//! holds the number of `MIGRATIONS` applied, and opening a database runs the
 //! missing ones in order inside one transaction. A database written by a newer
 //! memhook (higher version) is refused rather than guessed at.
 //!

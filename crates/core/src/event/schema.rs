@@ -352,7 +352,7 @@ const BLANK_PROMPT_REPEATS: &[Agent] = &[Agent::QwenCode];
 const SYNTHETIC_PROMPTS: &[(Agent, &str)] = &[(Agent::Cline, "[SYSTEM] This run is not complete")];
 
 /// Whether `ev` is an agent repeating its prompt event without a user's
-/// prompt (see [`BLANK_PROMPT_REPEATS`] and [`SYNTHETIC_PROMPTS`]): the
+/// prompt (see `BLANK_PROMPT_REPEATS` and `SYNTHETIC_PROMPTS`): the
 /// hook records nothing for it.
 pub fn is_repeat(ev: &Event) -> bool {
     if ev.kind != EventKind::UserPrompt {

@@ -4,7 +4,7 @@
 //! spans, control characters and secrets by `redact::clean`; lines naming
 //! an excluded path by `capture::filter_text`) before their caps.
 //!
-//! Where each agent gives them is a table ([`plan_sources`]); the
+//! Where each agent gives them is a table (`plan_sources`); the
 //! fixtures that show each row are listed in docs/record.md.
 
 use serde_json::Value;

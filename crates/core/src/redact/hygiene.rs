@@ -98,7 +98,7 @@ pub(super) fn may_hold_controls(text: &str) -> bool {
         .any(|c| c.iter().fold(false, |acc, &b| acc | suspect(b)))
 }
 
-/// Does `text` hold a character [`strip_controls`] removes? The byte check
+/// Does `text` hold a character `strip_controls` removes? The byte check
 /// first, so text without a suspect byte (nearly all) is read once, fast.
 pub fn holds_stripped_control(text: &str) -> bool {
     may_hold_controls(text) && text.chars().any(is_stripped_control)

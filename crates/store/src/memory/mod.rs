@@ -4,7 +4,7 @@
 //! The agent sees virtual absolute paths (`/MEMORY.md`, `/notes/build.md`,
 //! see [`path`]); content is normalised and bounded (see [`content`]); every
 //! write is a whole-document compare-and-swap on a content hash, serialised
-//! across processes by a per-scope lock (see [`store`]). Every operation
+//! across processes by a per-scope lock (see `store.rs`). Every operation
 //! answers with an [`Answer`]: an outcome object, never a panic or a bare
 //! error, so the MCP layer can hand it to the model as is.
 
