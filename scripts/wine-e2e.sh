@@ -25,8 +25,12 @@ bin="$(cd "$bin" && pwd)"
 
 work="$(mktemp -d)"
 serve_pid=""
-# A server this script started is stopped by its pid however the script ends.
-trap '[[ -n "$serve_pid" ]] && kill -9 "$serve_pid" 2>/dev/null; rm -rf "$work"' EXIT
+wine_prefix="${MEMHOOK_WINEPREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/memhook-wine}"
+# A server this script started is stopped by its pid however the script
+# ends, and whatever still runs in the Wine prefix goes with it: on
+# Windows `memhook` hands `serve` to memhook-cli.exe as a child (there is no
+# exec), which outlives a kill of the `memhook` it was started by.
+trap '[[ -n "$serve_pid" ]] && kill -9 "$serve_pid" 2>/dev/null; WINEPREFIX="$wine_prefix" wineserver -k 2>/dev/null; rm -rf "$work"' EXIT
 proj="$work/proj"
 data="$work/data"
 mkdir -p "$proj/secret"
@@ -337,10 +341,30 @@ else
         bad "the record never reached memhook serve at $addr: $(tail -c 400 "$work/serve.err")"
     fi
 fi
-# The server is stopped by its pid (the Wine process), whatever happened.
+# The server is stopped, whatever happened: the `memhook` started above by
+# its pid (the Wine process), and the memhook-cli.exe it handed `serve` to
+# (its child on Windows, not a replacement) by its image name: killing the
+# parent alone left the server running (three of them, one per CI run,
+# were found still listening).
 kill -9 "$serve_pid" 2>/dev/null || true
 wait "$serve_pid" 2>/dev/null || true
 serve_pid=""
+WINEPREFIX="$wine_prefix" WINEDEBUG=-all wine taskkill /F /IM memhook-cli.exe >/dev/null 2>&1 || true
+if [[ -n "$addr" ]]; then
+    gone=""
+    for _ in $(seq 1 50); do
+        if ! python3 -c 'import socket,sys; h,p=sys.argv[1].rsplit(":",1); socket.create_connection((h, int(p)), 1)' "$addr" 2>/dev/null; then
+            gone=1
+            break
+        fi
+        sleep 0.1
+    done
+    if [[ -n "$gone" ]]; then
+        ok "memhook serve is stopped (its port is closed)"
+    else
+        bad "memhook serve still listens on $addr after it was stopped"
+    fi
+fi
 
 echo "== memhook ui starts a server in the background; --stop ends it"
 port=$((40000 + RANDOM % 20000))
@@ -358,7 +382,7 @@ if [[ $rc -eq 0 ]] && grep -q "started memhook serve on http://127.0.0.1:$port" 
     else
         bad "memhook ui --stop: exit $rc: $(head -c 300 "$work/err")"
         # Whatever runs in this Wine prefix goes with it.
-        WINEPREFIX="${MEMHOOK_WINEPREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/memhook-wine}" wineserver -k || true
+        WINEPREFIX="$wine_prefix" wineserver -k || true
     fi
 else
     bad "memhook ui: exit $rc: $(head -c 300 "$work/ui.err")"
