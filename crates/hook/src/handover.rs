@@ -22,36 +22,58 @@ pub fn sibling(name: &str) -> PathBuf {
 /// (10 ms apart).
 const BUSY_TRIES: u32 = 100;
 
+/// `program` with `argv[1..]`, named `argv[0]` where the platform can
+/// (Unix), as the sibling that takes this call over runs.
+fn command(program: &Path, argv: &[OsString]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(program);
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.arg0(argv.first().cloned().unwrap_or_else(|| "memhook".into()));
+    }
+    cmd.args(argv.iter().skip(1));
+    cmd
+}
+
+/// `start` (an `exec` or a spawn), tried again while it is refused as
+/// "Text file busy": the file is still open for writing somewhere (being
+/// installed, or a write descriptor a concurrent fork inherited for a
+/// moment). Waits for it, briefly ([`BUSY_TRIES`], 10 ms apart).
+fn unless_busy<T>(
+    mut start: impl FnMut() -> Result<T, std::io::Error>,
+) -> Result<T, std::io::Error> {
+    let mut tries = 0;
+    loop {
+        match start() {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries + 1 < BUSY_TRIES =>
+            {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            done => return done,
+        }
+    }
+}
+
+/// A child's exit status as this process's exit code (1 for a child ended
+/// by a signal).
+fn exit_code(st: std::process::ExitStatus) -> ExitCode {
+    ExitCode::from(st.code().map_or(1, |c| c.clamp(0, 255) as u8))
+}
+
 /// Run `program` with `argv[1..]` in place of this process. Returns only
 /// when that failed (Unix), or with the child's exit code (Windows).
 pub fn hand_over(program: &Path, argv: &[OsString]) -> Result<ExitCode, std::io::Error> {
+    let mut cmd = command(program, argv);
     #[cfg(windows)]
     {
-        let st = std::process::Command::new(program)
-            .args(argv.iter().skip(1))
-            .status()?;
-        Ok(ExitCode::from(
-            st.code().map_or(1, |c| c.clamp(0, 255) as u8),
-        ))
+        unless_busy(|| cmd.status()).map(exit_code)
     }
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
-        let mut tries = 0;
-        loop {
-            let err = std::process::Command::new(program)
-                .arg0(argv.first().cloned().unwrap_or_else(|| "memhook".into()))
-                .args(argv.iter().skip(1))
-                .exec();
-            // "Text file busy": the file is still open for writing somewhere
-            // (being installed, or a write descriptor a concurrent fork
-            // inherited for a moment). Wait for it, briefly.
-            tries += 1;
-            if err.kind() != std::io::ErrorKind::ExecutableFileBusy || tries >= BUSY_TRIES {
-                return Err(err);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        unless_busy(|| Err::<ExitCode, _>(cmd.exec()))
     }
 }
 
@@ -67,33 +89,13 @@ pub fn hand_over_with_stdin(
     stdin: &[u8],
 ) -> Result<ExitCode, std::io::Error> {
     use std::io::Write;
-    let mut cmd = std::process::Command::new(program);
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        cmd.arg0(argv.first().cloned().unwrap_or_else(|| "memhook".into()));
-    }
-    cmd.args(argv.iter().skip(1))
-        .stdin(std::process::Stdio::piped());
-    // "Text file busy" is waited out as in [`hand_over`].
-    let mut tries = 0;
-    let mut child = loop {
-        match cmd.spawn() {
-            Ok(child) => break child,
-            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < BUSY_TRIES => {
-                tries += 1;
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            Err(e) => return Err(e),
-        }
-    };
+    let mut cmd = command(program, argv);
+    cmd.stdin(std::process::Stdio::piped());
+    let mut child = unless_busy(|| cmd.spawn())?;
     if let Some(mut pipe) = child.stdin.take() {
         let _ = pipe.write_all(stdin);
     }
-    let st = child.wait()?;
-    Ok(ExitCode::from(
-        st.code().map_or(1, |c| c.clamp(0, 255) as u8),
-    ))
+    child.wait().map(exit_code)
 }
 
 /// Run either of the two command lines memhook itself runs many times a
