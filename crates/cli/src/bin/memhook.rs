@@ -49,6 +49,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use memhook_core::event::EventKind;
+use memhook_delivery::drain::spawn::FULL_BINARY;
 use memhook_hook::handover;
 
 /// Small allocations are carved from one region and never freed: one
@@ -82,7 +83,8 @@ extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> lib
 #[cfg_attr(test, allow(dead_code))]
 fn lean_main() -> ExitCode {
     let argv: Vec<OsString> = std::env::args_os().collect();
-    if let Some((args, data_dir)) = memhook_hook::parse_fast(&argv) {
+    let hook = memhook_hook::parse_fast(&argv);
+    if let Some((args, data_dir)) = &hook {
         // Session start delivers and briefs, which takes the store and the
         // HTTP sink: memhook-session's. So does an event named only in the
         // payload (it may be a session start). The installer always writes
@@ -93,16 +95,16 @@ fn lean_main() -> ExitCode {
             memhook_core::envelope::briefing_event(&memhook_core::event::Agent::parse(&args.agent));
         let kind = args.event.as_deref().map(EventKind::parse);
         if kind.is_some_and(|k| k != EventKind::SessionStart && k != briefing_event) {
-            return memhook_hook::run(&args, data_dir.as_deref(), memhook_hook::no_briefing);
+            return memhook_hook::run(args, data_dir.as_deref(), memhook_hook::no_briefing);
         }
         // A briefing event after session start (Cline's tool calls) is
         // briefed once per session: only the first goes to memhook-session,
         // with the payload read here.
         if kind.is_some_and(|k| k != EventKind::SessionStart) {
-            return match memhook_hook::late_briefing(&args, data_dir.as_deref()) {
+            return match memhook_hook::late_briefing(args, data_dir.as_deref()) {
                 memhook_hook::Late::Ran(code) => code,
                 memhook_hook::Late::HandOver(payload) => {
-                    hand_over_payload(&argv, &args, data_dir.as_deref(), payload)
+                    hand_over_payload(&argv, args, data_dir.as_deref(), payload)
                 }
             };
         }
@@ -110,22 +112,15 @@ fn lean_main() -> ExitCode {
     // Session start (and the other briefing events) to memhook-session;
     // an install that has no memhook-session (built before it existed)
     // still has memhook-cli, which runs them too.
-    let mut err = None;
-    if memhook_hook::parse_fast(&argv).is_some() {
-        match handover::hand_over(&handover::sibling(handover::SESSION_BINARY), &argv) {
-            Ok(code) => return code,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => err = Some((handover::SESSION_BINARY, e)),
-        }
-    }
-    let full = memhook_delivery::drain::spawn::FULL_BINARY;
-    if err.is_none() {
-        match handover::hand_over(&handover::sibling(full), &argv) {
-            Ok(code) => return code,
-            Err(e) => err = Some((full, e)),
-        }
-    }
-    let (name, err) = err.expect("set on every path that reaches here");
+    let siblings: &[&str] = if hook.is_some() {
+        &[handover::SESSION_BINARY, FULL_BINARY]
+    } else {
+        &[FULL_BINARY]
+    };
+    let (name, err) = match hand_over_to(siblings, &argv, None) {
+        Ok(code) => return code,
+        Err(failed) => failed,
+    };
     let problem = format!(
         "cannot run {}: {err}; install memhook again (`cargo install --locked --path crates/cli` \
          installs `memhook`, `memhook-session` and `memhook-cli`)",
@@ -149,33 +144,53 @@ fn hand_over_payload(
     data_dir: Option<&std::path::Path>,
     payload: Vec<u8>,
 ) -> ExitCode {
-    let mut err = None;
-    for name in [
-        handover::SESSION_BINARY,
-        memhook_delivery::drain::spawn::FULL_BINARY,
-    ] {
-        match handover::hand_over_with_stdin(&handover::sibling(name), argv, &payload) {
-            Ok(code) => return code,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                err = Some((name, e));
-                break;
-            }
-        }
-    }
-    let problem = match err {
-        Some((name, e)) => format!("cannot run {}: {e}", handover::sibling(name).display()),
-        None => format!(
-            "neither {} nor {} is installed beside memhook",
-            handover::SESSION_BINARY,
-            memhook_delivery::drain::spawn::FULL_BINARY
-        ),
+    let (name, err) = match hand_over_to(
+        &[handover::SESSION_BINARY, FULL_BINARY],
+        argv,
+        Some(&payload),
+    ) {
+        Ok(code) => return code,
+        Err(failed) => failed,
+    };
+    // The last one tried was not found only when none of them was.
+    let problem = if err.kind() == std::io::ErrorKind::NotFound {
+        format!(
+            "neither {} nor {FULL_BINARY} is installed beside memhook",
+            handover::SESSION_BINARY
+        )
+    } else {
+        format!("cannot run {}: {err}", handover::sibling(name).display())
     };
     eprintln!(
         "memhook: {problem}; the event is captured without a briefing (install memhook again: \
          `cargo install --locked --path crates/cli` installs all three binaries)"
     );
     memhook_hook::run_payload(args, data_dir, payload)
+}
+
+/// Hand the call to the first of `siblings` installed beside memhook
+/// (`exec`, or, with `payload`, a child fed it on stdin); one that is not
+/// installed passes it on to the next. When none ran it: the last one
+/// tried and why.
+fn hand_over_to<'a>(
+    siblings: &[&'a str],
+    argv: &[OsString],
+    payload: Option<&[u8]>,
+) -> Result<ExitCode, (&'a str, std::io::Error)> {
+    let mut last = None;
+    for &name in siblings {
+        let program = handover::sibling(name);
+        let tried = match payload {
+            Some(bytes) => handover::hand_over_with_stdin(&program, argv, bytes),
+            None => handover::hand_over(&program, argv),
+        };
+        match tried {
+            Ok(code) => return Ok(code),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => last = Some((name, e)),
+            Err(e) => return Err((name, e)),
+        }
+    }
+    Err(last.expect("at least one sibling is tried"))
 }
 
 /// The number `code` stands for (`ExitCode` only says whether two are equal).
