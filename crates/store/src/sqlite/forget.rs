@@ -123,12 +123,7 @@ impl Store {
         let path = self.path.clone();
         let e = |x| self_err(&path, x);
         self.checkpoint();
-        self.conn
-            .execute_batch(
-                "INSERT INTO records_fts (records_fts) VALUES ('optimize');
-                 UPDATE fts_debt SET removed = 0;",
-            )
-            .map_err(e)?;
+        merge_index(&self.conn).map_err(e)?;
         self.rebuild_file()?;
         self.empty_wal(forget_reader_wait())
     }
@@ -303,12 +298,7 @@ impl Store {
             // entries (and retention's deletes are such tombstones too)
             // until a merge drops both; the pages of the old segments are
             // freed, so zeroed.
-            self.conn
-                .execute_batch(
-                    "INSERT INTO records_fts (records_fts) VALUES ('optimize');
-                     UPDATE fts_debt SET removed = 0;",
-                )
-                .map_err(e)?;
+            merge_index(&self.conn).map_err(e)?;
         }
         if rebuild {
             // A small store ([`REBUILD_BELOW_BYTES`]), or one written before
@@ -386,6 +376,17 @@ pub enum FtsRemoval {
     /// new segment (`optimize`), which drops both. About 2.5 µs a stored
     /// record, whatever is forgotten.
     Merge,
+}
+
+/// Merge the full-text index into one new segment (FTS5's `optimize`),
+/// which drops every deleted entry and its tombstone, and clear what
+/// retention counted since the last merge (`fts_debt`): forget's merge,
+/// `--rebuild` and retention's merge ([`Store::settle_fts_debt`]).
+pub(super) fn merge_index(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "INSERT INTO records_fts (records_fts) VALUES ('optimize');
+         UPDATE fts_debt SET removed = 0;",
+    )
 }
 
 /// A forget of fewer than one record in `IN_PLACE_RATIO` of those stored

@@ -221,11 +221,7 @@ impl Store {
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(e)?;
-        tx.execute_batch(
-            "INSERT INTO records_fts (records_fts) VALUES ('optimize');
-             UPDATE fts_debt SET removed = 0;",
-        )
-        .map_err(e)?;
+        super::forget::merge_index(&tx).map_err(e)?;
         tx.commit().map_err(e)?;
         Ok(true)
     }
