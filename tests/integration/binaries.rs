@@ -177,6 +177,17 @@ fn next_session_start(exe: &std::path::Path, home: &std::path::Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// [`record_prompt`], then wait until the drainer the hook started has
+/// delivered it (at most 20 s).
+fn record_delivered_prompt(exe: &std::path::Path, home: &std::path::Path) {
+    record_prompt(exe, home);
+    assert!(
+        eventually(std::time::Duration::from_secs(20), || stored_prompts(home)
+            > 0),
+        "the drainer delivered nothing in 20 s"
+    );
+}
+
 /// How many stored records of `home`'s data dir mention the prompt.
 fn stored_prompts(home: &std::path::Path) -> i64 {
     let Ok(db) = rusqlite::Connection::open(home.join("data/store.sqlite3")) else {
@@ -198,13 +209,7 @@ fn session_start_and_the_drainer_run_in_memhook_session() {
     let t = tempfile::tempdir().unwrap();
     let exe = install_copy(&t.path().join("bin"));
     fs::remove_file(t.path().join("bin/memhook-cli")).unwrap();
-    record_prompt(&exe, t.path());
-    assert!(
-        eventually(std::time::Duration::from_secs(20), || stored_prompts(
-            t.path()
-        ) > 0),
-        "the drainer delivered nothing in 20 s"
-    );
+    record_delivered_prompt(&exe, t.path());
     assert_eq!(stored_prompts(t.path()), 1);
     let envelope = next_session_start(&exe, t.path());
     assert!(
@@ -303,13 +308,7 @@ fn only_the_first_late_briefing_event_of_a_session_goes_to_memhook_session() {
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
     }
-    record_prompt(&exe, t.path());
-    assert!(
-        eventually(std::time::Duration::from_secs(20), || stored_prompts(
-            t.path()
-        ) > 0),
-        "the drainer delivered nothing in 20 s"
-    );
+    record_delivered_prompt(&exe, t.path());
     let session_calls = || fs::read_to_string(&log).unwrap_or_default().lines().count();
     let before_calls = session_calls();
     let before = enqueued(&exe, t.path());
