@@ -21,10 +21,11 @@ maps the page cache's folios differently.
 
 With --agent, --event and --fixture the call is another agent's event: the
 payload is that real fixture (fixtures/agents/…), its `/home/dev/proj`
-replaced by the benchmark's project. The siblings `memhook` hands calls to
-(`memhook-session`, `memhook-cli`) are copied beside each copy when they
-sit beside BINARY, so a call that is handed over is measured whole (the
-child's CPU includes what it `exec`s).
+replaced by the benchmark's project. Each BINARY's directory is copied
+whole (as bench-session-start-ab.py copies it), so the siblings `memhook`
+hands calls to (`memhook-session`, `memhook-cli`) sit beside each copy and
+a call that is handed over is measured whole (the child's CPU includes
+what it `exec`s).
 
 Usage: scripts/bench-ab.py [--runs 300] [--agent A --event E --fixture F] BINARY [BINARY ...]
 """
@@ -40,6 +41,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("bench_hook", os.path.join(HERE, "bench-hook.py"))
 bench_hook = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench_hook)
+spec = importlib.util.spec_from_file_location("bench_session_start_ab", os.path.join(HERE, "bench-session-start-ab.py"))
+bench_ssab = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench_ssab)
 
 
 def main():
@@ -55,28 +59,13 @@ def main():
     # on tmpfs pays more per page fault than one on ext4.
     copies = tempfile.mkdtemp(prefix=".memhook-ab-", dir=os.path.dirname(os.path.abspath(a.binaries[0])))
     try:
-        bins = []
-        files = []
+        # (label, path): each binary's directory copied whole, in both states.
+        labelled = []
         for i, b in enumerate(a.binaries):
-            name = os.path.basename(b)
-            for state in ("written", "read-back"):
-                d = os.path.join(copies, f"{i}-{name}-{state}")
-                os.mkdir(d)
-                copy = os.path.join(d, name)
-                shutil.copy2(b, copy)
-                bins.append(copy)
-                for sib in ("memhook-session", "memhook-cli"):
-                    src = os.path.join(os.path.dirname(os.path.abspath(b)), sib)
-                    if os.path.exists(src):
-                        shutil.copy2(src, os.path.join(d, sib))
-                for f in os.listdir(d):
-                    files.append((state, os.path.join(d, f)))
+            labelled += bench_ssab.copies(b, copies, i)
         os.sync()
-        for state, f in files:
-            if state == "read-back":
-                fd = os.open(f, os.O_RDONLY)
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-                os.close(fd)
+        bins = [path for _, path in labelled]
+        labels = dict((path, label) for label, path in labelled)
         home = os.path.join(tmp, "home")
         project = os.path.join(home, "proj")
         os.makedirs(os.path.join(project, "src"))
@@ -116,7 +105,7 @@ def main():
         print("| binary | CPU | CPU ratio | wall | wall ratio | peak RSS | page faults |")
         print("|---|---|---|---|---|---|---|")
         for b, (c, w, r, f) in rows.items():
-            label = b if b == "/bin/true" else os.path.basename(os.path.dirname(b)).split("-", 1)[1]
+            label = labels.get(b, b)
             print(f"| `{label}` | {med(c):.2f} ms | {med(c) / tc:.2f}× | {med(w):.2f} ms | "
                   f"{med(w) / tw:.2f}× | {max(r):.1f} MiB | {med(f):.0f} |")
     finally:
