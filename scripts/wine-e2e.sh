@@ -328,8 +328,9 @@ else
     hook UserPromptSubmit "$work/srv.json" --server-url "http://$addr"
     found=""
     for _ in $(seq 1 40); do
-        "$run" "$bin/memhook.exe" drain >/dev/null 2>&1 || true
-        if "$run" "$bin/memhook.exe" --data-dir "$(win "$srv")" search --all "$word" 2>/dev/null | grep -q "$word"; then
+        "$run" "$bin/memhook.exe" drain >"$work/srv-drain.out" 2>&1 || true
+        if "$run" "$bin/memhook.exe" --data-dir "$(win "$srv")" search --all "$word" \
+            >"$work/srv-search.out" 2>&1 && grep -q "$word" "$work/srv-search.out"; then
             found=1
             break
         fi
@@ -338,7 +339,14 @@ else
     if [[ -n "$found" ]]; then
         ok "the hook's record reached the server's store ($word found by search there)"
     else
-        bad "the record never reached memhook serve at $addr: $(tail -c 400 "$work/serve.err")"
+        # Everything that tells where the record stopped: the last drain,
+        # the last search, the hook side's books, the server's log.
+        "$run" "$bin/memhook.exe" status >"$work/srv-status.out" 2>&1 || true
+        bad "the record never reached memhook serve at $addr
+    last drain: $(head -c 600 "$work/srv-drain.out")
+    last search: $(head -c 600 "$work/srv-search.out")
+    status: $(head -c 1500 "$work/srv-status.out")
+    serve: $(tail -c 600 "$work/serve.err")"
     fi
 fi
 # The server is stopped, whatever happened: the `memhook` started above by
