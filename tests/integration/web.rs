@@ -354,6 +354,71 @@ fn memhook_ui_starts_a_server_when_none_answers() {
     );
 }
 
+/// The log of a server `memhook ui` started stays within its cap while the
+/// server runs, not only when the next `ui` starts one: the server rotates
+/// it before the line that would take it past the cap.
+#[cfg(unix)]
+#[test]
+fn a_running_server_keeps_its_log_within_the_cap() {
+    let home = tempfile::tempdir().unwrap();
+    seed(home.path(), "");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let out = memhook(home.path())
+        .args(["ui", "--no-open", "--listen", &listen])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let pid: Option<i32> = err
+        .split("(pid ")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .and_then(|p| p.parse().ok());
+    let _stop = TermOnDrop(pid);
+    assert!(out.status.success() && pid.is_some(), "{err}");
+    let log = home.path().join(".memhook-data/logs/serve.log");
+    let old = log.with_file_name("serve.log.old");
+    assert!(
+        fs_len(&log) > 0 && !old.exists(),
+        "the server logged its start"
+    );
+    // Months of lines, all while it runs.
+    let cap = memhook_server::log::MAX_SERVE_LOG_BYTES;
+    let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    f.write_all(&vec![b'x'; cap as usize]).unwrap();
+    drop(f);
+    // Its next line (the one it writes when it stops) goes to a fresh log.
+    let out = memhook(home.path())
+        .args(["ui", "--stop", "--listen", &listen])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("memhook serve: stopped")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no `stopped` line in a fresh serve.log; serve.log holds {} bytes, serve.log.old {}",
+            fs_len(&log),
+            fs_len(&old)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(fs_len(&log) < 1024, "serve.log: {} bytes", fs_len(&log));
+    assert!(fs_len(&old) > cap, "the full log was kept as serve.log.old");
+}
+
+fn fs_len(p: &Path) -> u64 {
+    std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+}
+
 #[test]
 fn every_page_carries_the_security_headers_and_no_cors() {
     let home = tempfile::tempdir().unwrap();

@@ -31,9 +31,10 @@ pub fn serve_log(dir: &Path) -> PathBuf {
     // Joined per component: `\` between them on Windows.
     dir.join("logs").join("serve.log")
 }
-/// A serve log past this size is renamed to `serve.log.old` when `ui`
-/// starts the next server (one generation kept).
-pub const MAX_SERVE_LOG_BYTES: u64 = 1024 * 1024;
+/// A serve log past this size is renamed to `serve.log.old`, by `ui` when
+/// it starts the next server and by the server while it runs (one
+/// generation kept).
+pub use memhook_server::log::MAX_SERVE_LOG_BYTES;
 /// Largest answer read from the server.
 const MAX_REPLY_BYTES: u64 = 64 * 1024;
 
@@ -108,18 +109,7 @@ fn probe(base: &str) -> Probe {
 /// [`serve_log`]; wait until it answers. Returns its process id.
 fn start_server(dir: &Path, addr: SocketAddr, base: &str) -> Result<u32, Error> {
     let log_path = serve_log(dir);
-    let logs = log_path.parent().expect("the log has a directory");
-    data_dir::ensure_private_dir(logs)?;
-    rotate(&log_path);
-    let mut opts = fs::OpenOptions::new();
-    opts.append(true).create(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600).custom_flags(libc::O_NOFOLLOW);
-    }
-    let log = opts
-        .open(&log_path)
+    let log = memhook_delivery::drain::open_stderr_log(dir, &memhook_server::log::SERVE_LOG)
         .map_err(|e| format!("{}: {e}", log_path.display()))?;
     let log_start = log.metadata().map(|m| m.len()).unwrap_or(0);
     let mut cmd = Command::new(std::env::current_exe()?);
@@ -171,13 +161,6 @@ fn start_server(dir: &Path, addr: SocketAddr, base: &str) -> Result<u32, Error> 
             .into());
         }
         std::thread::sleep(START_POLL);
-    }
-}
-
-/// Rename the log to `serve.log.old` when it is past [`MAX_SERVE_LOG_BYTES`].
-fn rotate(log: &Path) {
-    if fs::symlink_metadata(log).is_ok_and(|m| m.is_file() && m.len() > MAX_SERVE_LOG_BYTES) {
-        let _ = fs::rename(log, log.with_file_name("serve.log.old"));
     }
 }
 
@@ -509,13 +492,23 @@ mod tests {
     #[test]
     fn the_serve_log_rotates_past_its_cap() {
         let t = tempfile::tempdir().unwrap();
-        let log = t.path().join("serve.log");
+        let log = serve_log(t.path());
+        let open = || {
+            memhook_delivery::drain::open_stderr_log(t.path(), &memhook_server::log::SERVE_LOG)
+                .unwrap()
+        };
+        drop(open());
         fs::write(&log, vec![b'x'; MAX_SERVE_LOG_BYTES as usize]).unwrap();
-        rotate(&log);
-        assert!(log.exists(), "at the cap: kept");
+        drop(open());
+        assert_eq!(
+            fs::metadata(&log).unwrap().len(),
+            MAX_SERVE_LOG_BYTES,
+            "at the cap: kept"
+        );
         fs::write(&log, vec![b'x'; MAX_SERVE_LOG_BYTES as usize + 1]).unwrap();
-        rotate(&log);
-        assert!(!log.exists() && t.path().join("serve.log.old").exists());
+        drop(open());
+        assert_eq!(fs::metadata(&log).unwrap().len(), 0);
+        assert!(log.with_file_name("serve.log.old").exists());
     }
 
     #[test]

@@ -239,7 +239,7 @@ fn hand_off<H: Handler>(
         });
     if let Err(e) = spawned {
         // The closure (and its slot) was dropped: the count is back.
-        eprintln!("memhook serve: cannot start a connection thread: {e}");
+        crate::log::say!("memhook serve: cannot start a connection thread: {e}");
     }
 }
 

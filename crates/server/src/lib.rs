@@ -28,6 +28,7 @@
 mod auth;
 pub mod http;
 pub mod ingest;
+pub mod log;
 pub mod proof;
 pub mod retention;
 pub mod running;
@@ -159,6 +160,9 @@ fn listen_addr(listen: &str, allow_remote: bool, no_auth: bool) -> Result<Socket
 pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
     let data_dir = memhook_core::data_dir::resolve(data_dir)?;
     memhook_core::data_dir::ensure_private_dir(&data_dir)?;
+    // When `memhook ui` started this server, stderr is its serve log: keep
+    // it within its cap while the server runs (`log.rs`).
+    log::log_into(&data_dir);
     let addr = listen_addr(&args.listen, args.allow_remote, args.no_auth)?;
     let origins = args
         .allow_origin
@@ -185,7 +189,9 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
                 // A database that is down (or still starting) is waited
                 // for: every request tries again and answers 503 meanwhile.
                 Err(e) if e.is_unavailable() => {
-                    eprintln!("memhook serve: warning: {e}; answering 503 until it can be reached")
+                    crate::log::say!(
+                        "memhook serve: warning: {e}; answering 503 until it can be reached"
+                    )
                 }
                 // Wrong password, no such database, a newer schema: the
                 // operator must act.
@@ -221,19 +227,19 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
         None => "none".to_string(),
     };
     if token.is_none() {
-        eprintln!(
+        crate::log::say!(
             "memhook serve: WARNING: --no-auth: any local user or program (and a web page \
              that finds this port) can write into this store and into your agents' \
              session-start context. Drop --no-auth to require the token."
         );
     }
-    eprintln!(
+    crate::log::say!(
         "memhook serve: listening on http://{local} (data dir {}, store {store_note}, auth: \
          {auth_note})",
         data_dir.display()
     );
     if !local.ip().is_loopback() {
-        eprintln!(
+        crate::log::say!(
             "memhook serve: warning: plain HTTP on {local}; put a TLS proxy in front of it \
              for traffic that leaves this machine"
         );
@@ -246,11 +252,11 @@ pub fn run(args: &ServeArgs, data_dir: Option<&Path>) -> CmdResult {
     let _ = retention_thread.join();
     match served {
         Ok(()) => {
-            eprintln!("memhook serve: stopped");
+            crate::log::say!("memhook serve: stopped");
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("memhook serve: listener failed: {e}");
+            crate::log::say!("memhook serve: listener failed: {e}");
             Ok(ExitCode::from(1))
         }
     }
@@ -365,7 +371,7 @@ impl App {
                     ))
                 }
                 Err(Denied::Unavailable(why)) => {
-                    eprintln!("memhook serve: {why}");
+                    crate::log::say!("memhook serve: {why}");
                     return Err(Answer::unavailable(Unavailable(why)));
                 }
             }
@@ -547,7 +553,7 @@ impl App {
         match text {
             Ok(text) => Answer::text(200, text.unwrap_or_default()),
             Err(e) => {
-                eprintln!("memhook serve: no briefing for {workspace}/{project}: {e}");
+                crate::log::say!("memhook serve: no briefing for {workspace}/{project}: {e}");
                 Answer::error(
                     503,
                     "the store could not compose a briefing; see the server's log",

@@ -66,7 +66,7 @@ pub fn start(target: Target, data_dir: PathBuf, done: Arc<AtomicBool>) -> JoinHa
                 Err(p) => p,
             };
             if !problem.is_empty() && problem != last_problem {
-                eprintln!("memhook serve: retention: {problem}");
+                crate::log::say!("memhook serve: retention: {problem}");
             }
             last_problem = problem;
         }

@@ -135,7 +135,7 @@ fn commit(db: &dyn Database, jobs: &[Job]) -> Result<Vec<bool>, Unavailable> {
 }
 
 fn unavailable(e: &memhook_store::sqlite::StoreError) -> Unavailable {
-    eprintln!("memhook serve: store error: {e}");
+    crate::log::say!("memhook serve: store error: {e}");
     Unavailable(format!("the store is unavailable: {e}"))
 }
 

@@ -37,33 +37,62 @@ pub fn log_line(line: fmt::Arguments) {
     let _ = std::io::Write::write_fmt(&mut io::stderr(), format_args!("{line}\n"));
 }
 
+/// A log file that a detached process has as its stderr: where it lives in
+/// the data dir, the name it is rotated to, and its cap. The drainer's
+/// ([`DRAIN_LOG`]) and `memhook serve`'s when `memhook ui` started it
+/// (`memhook_server::log`) are two.
+#[derive(Debug, Clone, Copy)]
+pub struct StderrLog {
+    /// Its path under the data dir.
+    pub file: &'static str,
+    /// The file name it is rotated to, in the same directory.
+    pub old: &'static str,
+    /// Past this size it is rotated.
+    pub max: u64,
+}
+
+/// The background drainer's log.
+pub const DRAIN_LOG: StderrLog = StderrLog {
+    file: LOG_FILE,
+    old: "drain.log.old",
+    max: MAX_LOG_BYTES,
+};
+
 /// When stderr is a drain log past [`MAX_LOG_BYTES`]: rotate the log file
 /// (unless someone else already did) and point stderr at a fresh one.
 pub fn cap_stderr_log(data_dir: &Path) {
-    // Windows: stderr is a handle the drainer cannot swap for the rotated
-    // file; the log is rotated at the next drainer start (`open_log`).
+    cap_stderr(data_dir, &DRAIN_LOG);
+}
+
+/// When stderr is `log` (or its rotated file) and past its cap: rotate the
+/// log file (unless someone else already did) and point stderr at a fresh
+/// one. A stderr that is anything else (a terminal, a pipe, another file)
+/// is left alone.
+pub fn cap_stderr(data_dir: &Path, log: &StderrLog) {
+    // Windows: stderr is a handle the process cannot swap for the rotated
+    // file; the log is rotated at the next start ([`open`]).
     #[cfg(not(unix))]
-    let _ = data_dir;
+    let _ = (data_dir, log);
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
         use std::os::unix::io::AsRawFd;
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: fstat writes into `st` only; a closed fd just fails.
-        if unsafe { libc::fstat(2, &mut st) } != 0 || (st.st_size as u64) <= MAX_LOG_BYTES {
+        if unsafe { libc::fstat(2, &mut st) } != 0 || (st.st_size as u64) <= log.max {
             return;
         }
-        let path = data_dir.join(LOG_FILE);
+        let path = data_dir.join(log.file);
         let ours = fs::symlink_metadata(&path)
             .is_ok_and(|m| m.dev() == st.st_dev as u64 && m.ino() == st.st_ino as u64);
-        let rotated = path.with_file_name("drain.log.old");
+        let rotated = path.with_file_name(log.old);
         let is_old = fs::symlink_metadata(&rotated)
             .is_ok_and(|m| m.dev() == st.st_dev as u64 && m.ino() == st.st_ino as u64);
-        // Only a stderr that is (or was) this drain log is replaced.
+        // Only a stderr that is (or was) this log is replaced.
         if !(ours || is_old) {
             return;
         }
-        if let Ok(f) = open_log(data_dir) {
+        if let Ok(f) = open(data_dir, log) {
             // SAFETY: both descriptors are open; dup2 replaces fd 2 atomically.
             unsafe { libc::dup2(f.as_raw_fd(), 2) };
         }
@@ -72,14 +101,17 @@ pub fn cap_stderr_log(data_dir: &Path) {
 
 /// Open the drain log for appending (0600), rotating it past [`MAX_LOG_BYTES`].
 pub fn open_log(data_dir: &Path) -> io::Result<File> {
-    let path = data_dir.join(LOG_FILE);
+    open(data_dir, &DRAIN_LOG)
+}
+
+/// Open `log` for appending (0600, never through a symlink), rotating it
+/// first when it is past its cap.
+pub fn open(data_dir: &Path, log: &StderrLog) -> io::Result<File> {
+    let path = data_dir.join(log.file);
     let dir = path.parent().expect("log file has a parent");
     data_dir::ensure_private_dir(dir).map_err(|e| io::Error::other(e.to_string()))?;
-    if fs::metadata(&path)
-        .map(|m| m.len() > MAX_LOG_BYTES)
-        .unwrap_or(false)
-    {
-        let _ = fs::rename(&path, dir.join("drain.log.old"));
+    if fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() > log.max) {
+        let _ = fs::rename(&path, dir.join(log.old));
     }
     let mut opts = fs::OpenOptions::new();
     opts.append(true).create(true);

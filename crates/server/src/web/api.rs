@@ -14,7 +14,7 @@ use memhook_store::model::{browse, Database};
 use memhook_store::sqlite::{RecordRow, Selector, SessionRow, StoreError, HIT_END, HIT_START};
 
 fn store_error(e: &StoreError) -> Response {
-    eprintln!("memhook serve: api: {e}");
+    crate::log::say!("memhook serve: api: {e}");
     json_error(503, "the store could not be read; see the server's log")
 }
 

@@ -55,7 +55,7 @@ pub fn login_needed() -> Response {
 }
 
 pub(super) fn store_problem(e: &StoreError) -> Response {
-    eprintln!("memhook serve: web view: {e}");
+    crate::log::say!("memhook serve: web view: {e}");
     problem(
         503,
         "The store is unavailable",
