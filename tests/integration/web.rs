@@ -305,31 +305,38 @@ fn an_expired_login_code_is_refused() {
     );
 }
 
-#[test]
-fn memhook_ui_starts_a_server_when_none_answers() {
-    let home = tempfile::tempdir().unwrap();
-    seed(home.path(), "");
+/// `memhook ui --no-open` on a free loopback port, where nothing answers:
+/// it starts a server, which is stopped (by its pid) when the guard goes.
+/// Returns the address, `ui`'s output and the guard.
+fn ui_on_a_free_port(home: &Path) -> (String, std::process::Output, TermOnDrop) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     let listen = format!("127.0.0.1:{port}");
-    let out = memhook(home.path())
+    let out = memhook(home)
         .args(["ui", "--no-open", "--listen", &listen])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
-    // The server it started is ours to stop, by its pid.
     let pid: Option<i32> = err
         .split("(pid ")
         .nth(1)
         .and_then(|r| r.split(';').next())
         .and_then(|p| p.parse().ok());
-    let _stop = TermOnDrop(pid);
+    let stop = TermOnDrop(pid);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("started memhook serve"), "{err}");
     assert!(pid.is_some(), "{err}");
+    (listen, out, stop)
+}
+
+#[test]
+fn memhook_ui_starts_a_server_when_none_answers() {
+    let home = tempfile::tempdir().unwrap();
+    seed(home.path(), "");
+    let (listen, out, _stop) = ui_on_a_free_port(home.path());
     let link = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let (cookie, base) = login(&link);
     assert!(base.starts_with(&format!("http://{listen}/s/")), "{base}");
@@ -362,24 +369,7 @@ fn memhook_ui_starts_a_server_when_none_answers() {
 fn a_running_server_keeps_its_log_within_the_cap() {
     let home = tempfile::tempdir().unwrap();
     seed(home.path(), "");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("127.0.0.1:{port}");
-    let out = memhook(home.path())
-        .args(["ui", "--no-open", "--listen", &listen])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    let pid: Option<i32> = err
-        .split("(pid ")
-        .nth(1)
-        .and_then(|r| r.split(';').next())
-        .and_then(|p| p.parse().ok());
-    let _stop = TermOnDrop(pid);
-    assert!(out.status.success() && pid.is_some(), "{err}");
+    let (listen, _, _stop) = ui_on_a_free_port(home.path());
     let log = home.path().join(".memhook-data/logs/serve.log");
     let old = log.with_file_name("serve.log.old");
     assert!(
