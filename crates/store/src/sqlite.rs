@@ -527,7 +527,14 @@ impl Store {
             tx.pragma_update(None, "user_version", (i + 1) as u32)
                 .map_err(sql)?;
         }
-        tx.commit().map_err(sql)
+        tx.commit().map_err(sql)?;
+        if have > 0 && have < COMPACT_VERSION {
+            // The copy wrote the whole records table into the WAL (about
+            // the size of the table): leave it to no later process to read
+            // again.
+            self.checkpoint();
+        }
+        Ok(())
     }
 
     /// Store one record. Returns `true` when it was new, `false` for a replay.

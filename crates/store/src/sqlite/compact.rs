@@ -516,6 +516,9 @@ mod tests {
         };
         let mut s = Store::open(t.path()).unwrap();
         assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+        let wal =
+            std::fs::metadata(t.path().join(format!("{STORE_FILE}-wal"))).map_or(0, |m| m.len());
+        assert_eq!(wal, 0, "the copy is checkpointed, not left in the WAL");
         let after = rows(
             &s.conn,
             &format!("SELECT {COLUMNS} FROM records ORDER BY id"),
