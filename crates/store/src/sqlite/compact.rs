@@ -55,17 +55,28 @@ fn user_err(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> rusqlite:
     rusqlite::Error::UserFunctionError(e.into())
 }
 
+thread_local! {
+    /// The last body inflated on this thread and its text: a row read
+    /// through the view inflates its body for `body` and again for
+    /// `words`, and a search reads the row once more for its snippet.
+    static LAST_INFLATED: std::cell::RefCell<(Vec<u8>, String)> =
+        const { std::cell::RefCell::new((Vec::new(), String::new())) };
+}
+
 /// The text a stored body stands for (see [`pack_body`]).
 fn unpack_body(v: ValueRef<'_>) -> rusqlite::Result<Option<String>> {
     match v {
         ValueRef::Null => Ok(None),
         ValueRef::Text(t) => Ok(Some(String::from_utf8_lossy(t).into_owned())),
         ValueRef::Blob(b) => {
+            if let Some(hit) = LAST_INFLATED.with_borrow(|(k, v)| (k == b).then(|| v.clone())) {
+                return Ok(Some(hit));
+            }
             let raw = miniz_oxide::inflate::decompress_to_vec_with_limit(b, INFLATE_LIMIT)
                 .map_err(|e| user_err(format!("stored body does not inflate: {e:?}")))?;
-            String::from_utf8(raw)
-                .map(Some)
-                .map_err(|_| user_err("stored body is not UTF-8"))
+            let text = String::from_utf8(raw).map_err(|_| user_err("stored body is not UTF-8"))?;
+            LAST_INFLATED.set((b.to_vec(), text.clone()));
+            Ok(Some(text))
         }
         ValueRef::Integer(i) => Ok(Some(i.to_string())),
         ValueRef::Real(r) => Ok(Some(r.to_string())),
