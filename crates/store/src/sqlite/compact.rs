@@ -208,12 +208,13 @@ const NAME_COLUMNS: [&str; 7] = [
 ];
 
 /// Migration 12, after its SQL (which made `names`, `record_rows`,
-/// `record_meaning_rows` and `sessions.cwd`): copy the records of the
+/// `record_meaning_rows` and `sessions.cwd`): move the records of the
 /// table `records` into `record_rows`, in batches of [`COPY_BATCH`] by
-/// id, and their meanings into `record_meaning_rows`; re-index any record
-/// whose stored words are not what `memhook_words` gives (so that the
-/// index holds what the view gives back); then drop the old tables and
-/// make the view. The caller has registered [`register_functions`].
+/// id, and their meanings into `record_meaning_rows`, deleting each batch
+/// from the old tables once copied; re-index any record whose stored
+/// words are not what `memhook_words` gives (so that the index holds what
+/// the view gives back); then drop the old tables and make the view. The
+/// caller has registered [`register_functions`].
 pub(super) fn compact_records(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     let names_sql = NAME_COLUMNS
         .iter()
@@ -250,6 +251,12 @@ pub(super) fn compact_records(tx: &rusqlite::Transaction<'_>) -> rusqlite::Resul
         "INSERT OR IGNORE INTO names (name) SELECT * FROM ({names_sql})"
     ))?;
     let mut copy = tx.prepare(&copy_sql)?;
+    let mut meanings = tx.prepare(
+        "INSERT INTO record_meaning_rows (id, project_id, occurred_ms, vector)
+         SELECT id, project_id, occurred_ms, vector FROM record_meaning
+         WHERE id > ?1 AND id <= ?2",
+    )?;
+    let mut gone = tx.prepare("DELETE FROM records WHERE id > ?1 AND id <= ?2")?;
     let mut stale = tx.prepare(
         "SELECT id, title, body, files, words FROM records
          WHERE id > ?1 AND id <= ?2 AND words IS NOT memhook_words(title, body, files)",
@@ -270,6 +277,7 @@ pub(super) fn compact_records(tx: &rusqlite::Transaction<'_>) -> rusqlite::Resul
     {
         names.execute([lo, hi])?;
         copy.execute([lo, hi])?;
+        meanings.execute([lo, hi])?;
         type Row = (
             i64,
             Option<String>,
@@ -291,13 +299,15 @@ pub(super) fn compact_records(tx: &rusqlite::Transaction<'_>) -> rusqlite::Resul
             del.execute(params![id, title, body, files, words])?;
             add.execute(params![id, title, body, files, files_json])?;
         }
+        // The batch's old rows go now (their meanings with them, by the
+        // cascade), so that the next batches reuse their pages instead of
+        // growing the file by the whole new table.
+        gone.execute([lo, hi])?;
         lo = hi;
     }
-    drop((next, names, copy, stale, del, add));
+    drop((next, names, copy, meanings, stale, del, add, gone));
     tx.execute_batch(&format!(
-        "INSERT INTO record_meaning_rows (id, project_id, occurred_ms, vector)
-            SELECT id, project_id, occurred_ms, vector FROM record_meaning;
-         DROP TABLE record_meaning;
+        "DROP TABLE record_meaning;
          DROP TABLE records;
          ALTER TABLE record_meaning_rows RENAME TO record_meaning;
          CREATE INDEX record_meaning_scope ON record_meaning (project_id, id);
