@@ -255,7 +255,11 @@ def store_count(data):
     import sqlite3
     db = sqlite3.connect(os.path.join(data, "store.sqlite3"))
     try:
-        return db.execute("SELECT count(*) FROM records").fetchone()[0]
+        # `record_rows` since schema 12 (`records` is then a view that
+        # needs memhook's SQL functions).
+        table = ("record_rows" if db.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'record_rows'").fetchone() else "records")
+        return db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
     finally:
         db.close()
 

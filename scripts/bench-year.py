@@ -369,7 +369,12 @@ def main():
         # The drainer empties the WAL after its batches; do the same.
         con = sqlite3.connect(os.path.join(data, "store.sqlite3"))
         con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        stored = con.execute("SELECT count(*) FROM records").fetchone()[0]
+        # Since schema 12 (issue 29) the rows are in `record_rows` and
+        # `records` is a view over memhook's own SQL functions, which
+        # Python's sqlite3 does not have.
+        table = ("record_rows" if con.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'record_rows'").fetchone() else "records")
+        stored = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
         db = os.path.getsize(os.path.join(data, "store.sqlite3"))
         report("stored_records", who, stored, "records")
         report("db_bytes", who, db, "B")
@@ -377,13 +382,13 @@ def main():
         parts = {}
         for name, pgsize in con.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"):
             group = ("fts" if name.startswith("records_fts") else
-                     "records" if name == "records" else
-                     "indexes" if name.startswith(("records_", "sqlite_autoindex_records")) else "other")
+                     "records" if name == table else
+                     "indexes" if name.startswith(("records_", f"sqlite_autoindex_{table}")) else "other")
             parts[group] = parts.get(group, 0) + pgsize
         for group, b in sorted(parts.items()):
             report(f"share_{group}", who, round(100 * b / db, 1), "%")
         report("page_size", who, con.execute("PRAGMA page_size").fetchone()[0], "B")
-        unused = con.execute("SELECT sum(unused) FROM dbstat WHERE name = 'records'").fetchone()[0]
+        unused = con.execute("SELECT sum(unused) FROM dbstat WHERE name = ?", (table,)).fetchone()[0]
         report("records_unused_per_record", who, round(unused / stored), "B")
         con.close()
 

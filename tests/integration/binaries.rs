@@ -193,6 +193,8 @@ fn stored_prompts(home: &std::path::Path) -> i64 {
     let Ok(db) = rusqlite::Connection::open(home.join("data/store.sqlite3")) else {
         return 0;
     };
+    // The view `records` calls memhook's functions.
+    memhook_store::sqlite::register_functions(&db).unwrap();
     db.query_row(
         "SELECT count(*) FROM records WHERE body LIKE '%flux capacitor%'",
         [],

@@ -569,6 +569,7 @@ fn concurrent_enqueues_with_a_killed_drainer_store_each_event_exactly_once() {
 
     // Every event exactly once, by call id, in the real SQLite file.
     let conn = rusqlite::Connection::open(dir.join("store.sqlite3")).unwrap();
+    memhook_store::sqlite::register_functions(&conn).unwrap();
     let (total, distinct_calls): (i64, i64) = conn
         .query_row(
             "SELECT count(*), count(DISTINCT tool_call_id) FROM records",

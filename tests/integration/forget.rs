@@ -166,6 +166,7 @@ fn store_files_holding(data: &Path) -> Vec<String> {
 /// serve`, `memhook search` or a `sqlite3` shell would while forget runs).
 fn reader(data: &Path) -> rusqlite::Connection {
     let c = rusqlite::Connection::open(data.join("store.sqlite3")).unwrap();
+    memhook_store::sqlite::register_functions(&c).unwrap();
     c.execute_batch("BEGIN").unwrap();
     let n: i64 = c
         .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
@@ -434,9 +435,9 @@ fn the_background_drainer_applies_retention_when_idle_and_the_hook_does_not() {
     let (code, _, err) = run(home.path(), &["import", file.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let count = || -> i64 {
-        rusqlite::Connection::open(data.join("store.sqlite3"))
-            .unwrap()
-            .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
+        let db = rusqlite::Connection::open(data.join("store.sqlite3")).unwrap();
+        memhook_store::sqlite::register_functions(&db).unwrap();
+        db.query_row("SELECT count(*) FROM records", [], |r| r.get(0))
             .unwrap()
     };
     assert_eq!(count(), 1);

@@ -811,7 +811,7 @@ fn session_start_keeps_its_budget_while_another_process_holds_the_store() {
                     None => ("NORMAL", behaviour),
                 };
                 conn.execute_batch(&format!(
-                    "PRAGMA locking_mode = {mode}; BEGIN {begin}; DELETE FROM records WHERE 0;"
+                    "PRAGMA locking_mode = {mode}; BEGIN {begin}; DELETE FROM record_rows WHERE 0;"
                 ))
                 .unwrap();
                 ready_tx.send(()).unwrap();

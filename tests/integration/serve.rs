@@ -751,6 +751,7 @@ fn crash_restart_under_load_stores_every_event_exactly_once() {
         .is_empty());
     // Every stored row, read straight from the server's SQLite file.
     let db = rusqlite::Connection::open(server.data.join("store.sqlite3")).unwrap();
+    memhook_store::sqlite::register_functions(&db).unwrap();
     let mut stmt = db
         .prepare("SELECT tool_call_id FROM records ORDER BY tool_call_id")
         .unwrap();
@@ -1245,6 +1246,7 @@ fn sixteen_concurrent_clients_never_see_a_5xx() {
         &failures[..failures.len().min(3)]
     );
     let db = rusqlite::Connection::open(s.data.join("store.sqlite3")).unwrap();
+    memhook_store::sqlite::register_functions(&db).unwrap();
     let n: i64 = db
         .query_row("SELECT count(*) FROM records", [], |r| r.get(0))
         .unwrap();

@@ -61,6 +61,7 @@ impl Db {
         match self {
             Db::Sqlite => {
                 let conn = rusqlite::Connection::open(data.join("store.sqlite3")).unwrap();
+                memhook_store::sqlite::register_functions(&conn).unwrap();
                 let mut st = conn.prepare(sql).unwrap();
                 let n = st.column_count();
                 st.query_map([], |r| {

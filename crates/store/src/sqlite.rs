@@ -29,6 +29,7 @@ mod activity;
 mod browse;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod c_log;
+pub(crate) mod compact;
 pub mod database;
 mod export;
 mod forget;
@@ -39,6 +40,7 @@ mod reads;
 pub mod retention;
 mod tokens;
 pub use activity::MIN_ID_PREFIX;
+pub use compact::{register_functions, DEFLATE_MIN};
 pub use forget::{forget_reader_wait, FORGET_READER_WAIT, FORGET_READER_WAIT_ENV};
 pub use ranked::{bm25_bound, FIRST_WINDOW_MIN, FIRST_WINDOW_PARTS};
 // The model's rows and errors, where the SQLite queries return them.
@@ -191,7 +193,54 @@ const MIGRATIONS: &[&str] = &[
     // index was last merged.
     "CREATE TABLE fts_debt (removed INTEGER NOT NULL);
      INSERT INTO fts_debt (removed) VALUES (0);",
+    // 12: a smaller record (issue 29, `sqlite/compact.rs`): the records
+    // move to `record_rows` (names as ids in `names`, the session id and
+    // cwd kept once on the session row, the key as 16 bytes, long bodies
+    // deflated, the identifier words not stored) and `records` becomes a
+    // view that gives back what they were. [`Store::migrate`] copies the
+    // records in batches (`compact::compact_records`), moves their
+    // meanings to a table that references `record_rows`, drops the old
+    // tables and makes the view.
+    "CREATE TABLE names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+     ALTER TABLE sessions ADD COLUMN cwd TEXT;
+     UPDATE sessions SET cwd = (SELECT r.cwd FROM records r WHERE r.session_row = sessions.id
+                                ORDER BY r.occurred_ms, r.id LIMIT 1);
+     CREATE TABLE record_rows (
+        id INTEGER PRIMARY KEY,
+        key BLOB NOT NULL UNIQUE,
+        occurred_ms INTEGER NOT NULL,
+        project_id INTEGER NOT NULL REFERENCES projects(id),
+        session_row INTEGER REFERENCES sessions(id),
+        agent INTEGER NOT NULL,
+        event INTEGER NOT NULL,
+        native_event INTEGER NOT NULL,
+        session_id TEXT,
+        cwd,
+        subagent INTEGER NOT NULL DEFAULT 0,
+        tool_family INTEGER,
+        tool_name INTEGER,
+        tool_call_id TEXT,
+        outcome INTEGER,
+        disposition INTEGER NOT NULL,
+        title TEXT,
+        body,
+        files TEXT,
+        token_name TEXT,
+        exit_code INTEGER,
+        command TEXT,
+        plan TEXT
+     );
+     CREATE TABLE record_meaning_rows (
+        id INTEGER PRIMARY KEY REFERENCES record_rows(id) ON DELETE CASCADE,
+        project_id INTEGER NOT NULL,
+        occurred_ms INTEGER NOT NULL,
+        vector BLOB NOT NULL
+     );",
 ];
+
+/// The migration (its version) that made `record_rows` and the view
+/// `records`: [`Store::migrate`] copies the records after its SQL.
+const COMPACT_VERSION: u32 = 12;
 
 /// Bytes of the database file a connection maps into memory
 /// (`PRAGMA mmap_size`).
@@ -381,6 +430,8 @@ impl Store {
         }
         let conn = Connection::open(&path).map_err(sql)?;
         set_wait(&conn, deadline).map_err(sql)?;
+        // The view `records` calls them (`compact.rs`).
+        register_functions(&conn).map_err(sql)?;
         // Short-lived readers (session start, status) must not pay for a
         // checkpoint and WAL unlink on close; the drainer's sink empties the
         // WAL when it is done (`checkpoint`); a long-lived writer (serve)
@@ -470,10 +521,20 @@ impl Store {
             if i + 1 == WORDS_VERSION as usize {
                 fill_words(&tx).map_err(sql)?;
             }
+            if i + 1 == COMPACT_VERSION as usize {
+                compact::compact_records(&tx).map_err(sql)?;
+            }
             tx.pragma_update(None, "user_version", (i + 1) as u32)
                 .map_err(sql)?;
         }
-        tx.commit().map_err(sql)
+        tx.commit().map_err(sql)?;
+        if have > 0 && have < COMPACT_VERSION {
+            // The copy wrote the whole records table into the WAL (about
+            // the size of the table): leave it to no later process to read
+            // again.
+            self.checkpoint();
+        }
+        Ok(())
     }
 
     /// Store one record. Returns `true` when it was new, `false` for a replay.
@@ -934,9 +995,14 @@ struct BatchWriter<'t> {
     /// `(workspace, project)` and its fold. A batch touches a handful, so a
     /// list searched in place beats hashing owned keys.
     projects: Vec<((String, String), Fold)>,
-    /// `(project row, agent, session id)` and its fold.
-    sessions: Vec<((i64, String, String), Fold)>,
+    /// `(project row, agent, session id)`, its fold and its `cwd`.
+    sessions: Vec<(SessionKey, Fold, Option<String>)>,
+    /// The ids of the names written (`compact::name_id`).
+    names: Vec<(String, i64)>,
 }
+
+/// A session row's `(project row, agent, session id)`.
+type SessionKey = (i64, String, String);
 
 /// The id of the row `select` finds by `key`, or else of the row `insert`
 /// creates from `key` followed by `ms` (its first and last time).
@@ -994,6 +1060,7 @@ impl<'t> BatchWriter<'t> {
             tx,
             projects: Vec::new(),
             sessions: Vec::new(),
+            names: Vec::new(),
         }
     }
 
@@ -1018,34 +1085,56 @@ impl<'t> BatchWriter<'t> {
         Ok(self.projects.len() - 1)
     }
 
-    /// Index in `sessions` of the session's row, looked up or created.
+    /// Index in `sessions` of the session's row, looked up or created (a
+    /// new one keeps `cwd` as its own, never changed after).
     fn session(
         &mut self,
         project_id: i64,
         agent: &str,
         session_id: &str,
+        cwd: Option<&str>,
         ms: i64,
     ) -> rusqlite::Result<usize> {
         if let Some(i) = self
             .sessions
             .iter()
-            .position(|((p, a, s), _)| *p == project_id && a == agent && s == session_id)
+            .position(|((p, a, s), _, _)| *p == project_id && a == agent && s == session_id)
         {
             return Ok(i);
         }
-        let id = find_or_insert(
-            self.tx,
-            "SELECT id FROM sessions WHERE project_id = ?1 AND agent = ?2 AND session_id = ?3",
-            "INSERT INTO sessions (project_id, agent, session_id, first_ms, last_ms)
-             VALUES (?1, ?2, ?3, ?4, ?4)",
-            params![project_id, agent, session_id],
-            ms,
-        )?;
+        let found: Option<(i64, Option<String>)> = self
+            .tx
+            .prepare_cached(
+                "SELECT id, cwd FROM sessions
+                 WHERE project_id = ?1 AND agent = ?2 AND session_id = ?3",
+            )?
+            .query_row(params![project_id, agent, session_id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()?;
+        let (id, cwd) = match found {
+            Some(row) => row,
+            None => {
+                self.tx
+                    .prepare_cached(
+                        "INSERT INTO sessions (project_id, agent, session_id, first_ms, last_ms, cwd)
+                         VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                    )?
+                    .execute(params![project_id, agent, session_id, ms, cwd])?;
+                (self.tx.last_insert_rowid(), cwd.map(str::to_string))
+            }
+        };
         self.sessions.push((
             (project_id, agent.to_string(), session_id.to_string()),
             Fold::new(id),
+            cwd,
         ));
         Ok(self.sessions.len() - 1)
+    }
+
+    /// The id of `name` in `names` (`compact::name_id`).
+    fn name(&mut self, name: &str) -> rusqlite::Result<i64> {
+        compact::name_id(self.tx, &mut self.names, name)
     }
 
     /// Insert one record. `Ok(false)` for a replay (its key is stored already).
@@ -1055,7 +1144,7 @@ impl<'t> BatchWriter<'t> {
         let project_id = self.projects[project].1.id;
         let session = match record.session_id.as_deref() {
             Some(sid) if !sid.is_empty() => {
-                Some(self.session(project_id, &record.agent, sid, ms)?)
+                Some(self.session(project_id, &record.agent, sid, record.cwd.as_deref(), ms)?)
             }
             _ => None,
         };
@@ -1070,35 +1159,64 @@ impl<'t> BatchWriter<'t> {
             record.body.as_deref(),
             &record.files,
         );
+        // What `record_rows` keeps of them (`compact.rs`).
+        let agent = self.name(&record.agent)?;
+        let event = self.name(&record.event)?;
+        let native_event = self.name(&record.native_event)?;
+        let tool_family = tool.map(|t| self.name(t.family.as_str())).transpose()?;
+        let tool_name = tool
+            .and_then(|t| t.name.as_deref())
+            .map(|n| self.name(n))
+            .transpose()?;
+        let outcome = tool
+            .and_then(|t| t.outcome.as_deref())
+            .map(|n| self.name(n))
+            .transpose()?;
+        let disposition = self.name(&record.disposition)?;
+        use rusqlite::types::Value;
+        let (session_id, cwd) = match session {
+            None => (
+                record.session_id.clone().map(Value::Text),
+                record.cwd.clone().map(Value::Text),
+            ),
+            Some(i) => (
+                None,
+                match (&record.cwd, &self.sessions[i].2) {
+                    (a, b) if a == b => None,
+                    (Some(c), _) => Some(Value::Text(c.clone())),
+                    (None, _) => Some(Value::Blob(Vec::new())),
+                },
+            ),
+        };
         let inserted = self
             .tx
             .prepare_cached(
-                "INSERT INTO records (key, occurred_ms, project_id, session_row, agent, event,
+                "INSERT INTO record_rows (key, occurred_ms, project_id, session_row, agent, event,
                     native_event, session_id, cwd, subagent, tool_family, tool_name, tool_call_id,
                     outcome, disposition, title, body, files, token_name, exit_code, command,
-                    plan, words)
+                    plan)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18, ?19, ?20, ?21, ?22, ?23)
+                    ?17, ?18, ?19, ?20, ?21, ?22)
                  ON CONFLICT (key) DO NOTHING",
             )?
             .execute(params![
-                record.key,
+                compact::key_value(&record.key),
                 ms,
                 project_id,
                 session.map(|i| self.sessions[i].1.id),
-                record.agent,
-                record.event,
-                record.native_event,
-                record.session_id,
-                record.cwd,
+                agent,
+                event,
+                native_event,
+                session_id,
+                cwd,
                 record.subagent,
-                tool.map(|t| t.family.as_str()),
-                tool.and_then(|t| t.name.as_deref()),
+                tool_family,
+                tool_name,
                 tool.and_then(|t| t.call_id.as_deref()),
-                tool.and_then(|t| t.outcome.as_deref()),
-                record.disposition,
+                outcome,
+                disposition,
                 record.title,
-                record.body,
+                record.body.as_deref().map(compact::pack_body),
                 files,
                 token_name,
                 tool.and_then(|t| t.exit_code),
@@ -1107,7 +1225,6 @@ impl<'t> BatchWriter<'t> {
                     .plan
                     .as_ref()
                     .and_then(|p| serde_json::to_string(p).ok()),
-                words,
             ])?;
         if inserted == 0 {
             return Ok(false);
@@ -1150,7 +1267,7 @@ impl<'t> BatchWriter<'t> {
                 )?
                 .execute(params![f.id, f.first_ms, f.last_ms, f.events])?;
         }
-        for (_, f) in self.sessions.iter().filter(|(_, f)| f.events > 0) {
+        for (_, f, _) in self.sessions.iter().filter(|(_, f, _)| f.events > 0) {
             self.tx
                 .prepare_cached(
                     "UPDATE sessions SET first_ms = min(first_ms, ?2), last_ms = max(last_ms, ?3),
@@ -1671,7 +1788,9 @@ pub mod tests {
         Store::open(t.path()).unwrap();
         let holder = Connection::open(t.path().join(STORE_FILE)).unwrap();
         holder
-            .execute_batch("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; DELETE FROM records;")
+            .execute_batch(
+                "PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; DELETE FROM record_rows;",
+            )
             .unwrap();
         let start = std::time::Instant::now();
         let deadline = start + Duration::from_millis(200);

@@ -8,6 +8,13 @@
 //! `-` written as one word (`parse_date` adds `parsedate`). Then `parse
 //! date` finds `parse_date`, `parseDate`, `ParseDate` and `parse-date`,
 //! and `parseDate` finds `parse_date` too.
+//!
+//! The SQLite store does not keep these words (schema 12,
+//! `sqlite/compact.rs`): it computes them again whenever the index asks for
+//! a record's values (FTS5's `delete`, `snippet()`). A change to what
+//! [`identifier_words`] gives for a text must therefore come with a
+//! migration that indexes the stored records anew, or forget would hand
+//! the index values it never indexed.
 
 /// Most bytes of identifier words kept for one record (the index stays
 /// bounded whatever the text).

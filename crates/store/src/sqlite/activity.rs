@@ -74,7 +74,10 @@ impl Store {
             .conn
             .prepare_cached(&format!(
                 "SELECT {RECORD_COLUMNS} FROM records r JOIN projects p ON p.id = r.project_id
-                 WHERE r.key >= ?1 AND r.key < ?1 || 'g' ORDER BY r.key LIMIT 2"
+                 WHERE r.id IN (SELECT id FROM record_rows
+                                WHERE (key >= ?1 AND key < ?1 || 'g') OR (key >= ?2 AND key <= ?3)
+                                LIMIT 2)
+                 ORDER BY r.key LIMIT 2"
             ))
             .map_err(|e| self.err(e))?;
         let mut out = Vec::new();
@@ -83,8 +86,11 @@ impl Store {
             if id.len() < MIN_ID_PREFIX || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
                 continue;
             }
-            let rows =
-                super::collect(st.query_map([&id], row_to_record)).map_err(|e| self.err(e))?;
+            // A minted key is stored as its 16 bytes (`compact.rs`): the
+            // prefix is a range of those, or of the keys kept as text.
+            let (lo, hi) = super::compact::key_blob_range(&id).unzip();
+            let rows = super::collect(st.query_map(rusqlite::params![&id, lo, hi], row_to_record))
+                .map_err(|e| self.err(e))?;
             // An ambiguous prefix names no record.
             if rows.len() == 1 {
                 out.extend(rows);
@@ -110,9 +116,9 @@ impl Store {
                 .conn
                 .prepare_cached(&format!(
                     "SELECT {RECORD_COLUMNS} FROM records r JOIN projects p ON p.id = r.project_id
-                     WHERE r.session_row = (SELECT session_row FROM records WHERE key = ?1)
+                     WHERE r.session_row = (SELECT session_row FROM record_rows WHERE key = memhook_key(?1))
                        AND (r.occurred_ms, r.id) {cmp}
-                           (SELECT occurred_ms, id FROM records WHERE key = ?1)
+                           (SELECT occurred_ms, id FROM record_rows WHERE key = memhook_key(?1))
                      ORDER BY r.occurred_ms {order}, r.id {order} LIMIT {}",
                     n.min(super::MAX_QUERY_LIMIT)
                 ))

@@ -342,27 +342,19 @@ impl Store {
     }
 }
 
-/// The text columns of `records` overwritten before a forgotten row is
+/// The text columns of `record_rows` overwritten before a forgotten row is
 /// deleted ([`remove_selected`]); `key` stays (it is in the key's index,
-/// which an update would change).
+/// which an update would change), and the names are ids of `names`.
 const SCRUBBED_COLUMNS: &[&str] = &[
-    "agent",
-    "event",
-    "native_event",
     "session_id",
     "cwd",
-    "tool_family",
-    "tool_name",
     "tool_call_id",
-    "outcome",
-    "disposition",
     "title",
     "body",
     "files",
     "token_name",
     "command",
     "plan",
-    "words",
 ];
 
 /// How a forget takes its records' entries out of the full-text index.
@@ -458,15 +450,21 @@ pub(super) fn remove_selected(
     // the page's free space (`rebuildPage`). What it copies is then zeros.
     let scrub = SCRUBBED_COLUMNS
         .iter()
-        .map(|c| format!("{c} = substr(hex(zeroblob(octet_length({c}))), 1, octet_length({c}))"))
+        .map(|c| {
+            format!(
+                "{c} = CASE typeof({c}) WHEN 'blob' THEN zeroblob(length({c}))
+                    WHEN 'text' THEN substr(hex(zeroblob(octet_length({c}))), 1, octet_length({c}))
+                    ELSE {c} END"
+            )
+        })
         .collect::<Vec<_>>()
         .join(", ");
     tx.execute(
-        &format!("UPDATE records SET {scrub} WHERE id IN (SELECT id FROM forget_ids)"),
+        &format!("UPDATE record_rows SET {scrub} WHERE id IN (SELECT id FROM forget_ids)"),
         [],
     )?;
     tx.execute(
-        "DELETE FROM records WHERE id IN (SELECT id FROM forget_ids)",
+        "DELETE FROM record_rows WHERE id IN (SELECT id FROM forget_ids)",
         [],
     )?;
     let work = WORK_EVENTS
@@ -571,10 +569,14 @@ mod tests {
     const SENTINEL: &str = "zqxsentinelword";
 
     fn raw_files_hold(dir: &std::path::Path, needle: &str) -> Vec<String> {
+        raw_files_hold_bytes(dir, needle.as_bytes())
+    }
+
+    fn raw_files_hold_bytes(dir: &std::path::Path, needle: &[u8]) -> Vec<String> {
         let mut hits = Vec::new();
         for e in std::fs::read_dir(dir).unwrap().flatten() {
             let bytes = std::fs::read(e.path()).unwrap_or_default();
-            if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+            if bytes.windows(needle.len()).any(|w| w == needle) {
                 hits.push(e.file_name().to_string_lossy().into_owned());
             }
         }
@@ -594,10 +596,7 @@ mod tests {
                 "post-tool-use",
             );
             if session == "secret-s" {
-                r.body = Some(format!(
-                    "output with {SENTINEL} inside, {}",
-                    "x".repeat(3000)
-                ));
+                r.body = Some(secret_body());
                 r.title = Some(format!("title {SENTINEL}"));
                 r.files = vec![format!("src/{SENTINEL}.rs")];
             }
@@ -613,6 +612,21 @@ mod tests {
         .unwrap();
         s.checkpoint();
         (t, s)
+    }
+
+    /// The body of the seeded secret records: long enough to be stored
+    /// deflated (`compact.rs`), so a scan for its text proves nothing.
+    fn secret_body() -> String {
+        format!("output with {SENTINEL} inside, {}", "x".repeat(3000))
+    }
+
+    /// Bytes of [`secret_body`] as stored: the start of its deflate stream
+    /// (which the sentinel shapes).
+    fn secret_body_stored() -> Vec<u8> {
+        match crate::sqlite::compact::pack_body(&secret_body()) {
+            rusqlite::types::Value::Blob(b) => b[..24].to_vec(),
+            v => panic!("a body of 3,000 bytes is stored deflated: {v:?}"),
+        }
     }
 
     #[test]
@@ -632,6 +646,11 @@ mod tests {
     fn forgetting_a_session_leaves_its_text_in_no_file_and_recounts_the_rest() {
         let (t, mut s) = seeded();
         assert!(!raw_files_hold(t.path(), SENTINEL).is_empty(), "seed");
+        let stored = secret_body_stored();
+        assert!(
+            !raw_files_hold_bytes(t.path(), &stored).is_empty(),
+            "seed: the deflated body"
+        );
         let sel = Selector {
             session: Some("secret-s".into()),
             ..Selector::default()
@@ -647,6 +666,11 @@ mod tests {
             raw_files_hold(t.path(), SENTINEL),
             Vec::<String>::new(),
             "the forgotten text is still in a file"
+        );
+        assert_eq!(
+            raw_files_hold_bytes(t.path(), &stored),
+            Vec::<String>::new(),
+            "the forgotten deflated body is still in a file"
         );
         let sessions = s.sessions(("default", "p"), None, 10).unwrap();
         assert_eq!(sessions.len(), 1);

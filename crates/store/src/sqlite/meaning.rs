@@ -246,7 +246,7 @@ mod tests {
         // Forgetting a record removes its meaning.
         s.conn
             .execute(
-                "DELETE FROM records WHERE key = ?1",
+                "DELETE FROM record_rows WHERE key = memhook_key(?1)",
                 [format!("{:032x}", 0)],
             )
             .unwrap();

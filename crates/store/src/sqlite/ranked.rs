@@ -93,7 +93,7 @@ fn window_sql(rank: &str, filter: &str, lo: usize, limit: usize) -> String {
     format!(
         "SELECT r.id, {rank} AS score, r.occurred_ms AS ms
          FROM records_fts f
-         JOIN records r INDEXED BY records_rank ON r.id = f.rowid
+         JOIN record_rows r INDEXED BY records_rank ON r.id = f.rowid
          JOIN projects p ON p.id = r.project_id
          WHERE records_fts MATCH ?1 AND f.rowid > ?{lo} AND f.rowid <= ?{hi}
            AND ({filter})
@@ -247,7 +247,7 @@ impl Store {
                     let newest_left: Option<i64> = self
                         .conn
                         .prepare_cached(
-                            "SELECT occurred_ms FROM records INDEXED BY records_time
+                            "SELECT occurred_ms FROM record_rows INDEXED BY records_time
                              WHERE id <= ?1 ORDER BY occurred_ms DESC LIMIT 1",
                         )
                         .and_then(|mut st| {
@@ -304,7 +304,7 @@ impl Store {
         Ok(project.map(|(id, records)| {
             (records <= max_id / SMALL_PROJECT_PARTS).then(|| {
                 format!(
-                    "+f.rowid IN (SELECT id FROM records INDEXED BY records_scope_time \
+                    "+f.rowid IN (SELECT id FROM record_rows INDEXED BY records_scope_time \
                      WHERE project_id = {id})"
                 )
             })
@@ -585,9 +585,9 @@ mod tests {
                     "INSERT OR IGNORE INTO projects (id, workspace, project, first_ms, last_ms)
                         VALUES (1, 'default', 'p', 1, 1);
                      WITH RECURSIVE n(i) AS (SELECT {from} UNION ALL SELECT i + 1 FROM n WHERE i < {to})
-                     INSERT INTO records (id, key, occurred_ms, project_id, agent, event,
+                     INSERT INTO record_rows (id, key, occurred_ms, project_id, agent, event,
                         native_event, disposition)
-                     SELECT i, 'k' || i, i, 1, 'codex', 'stop', 'Stop', 'keep' FROM n;"
+                     SELECT i, 'k' || i, i, 1, 1, 2, 3, 4 FROM n;"
                 ))
                 .unwrap();
         };

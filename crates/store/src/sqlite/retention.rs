@@ -112,8 +112,9 @@ impl Store {
                     let (sql, project) = match scope {
                         None => (
                             format!(
-                                "SELECT id, occurred_ms, event, project_id FROM records
-                                 INDEXED BY records_time
+                                "SELECT r.id, r.occurred_ms,
+                                   (SELECT n.name FROM names n WHERE n.id = r.event), r.project_id
+                                 FROM record_rows r INDEXED BY records_time
                                  WHERE (occurred_ms, id) > (?1, ?2) AND occurred_ms < ?3
                                    AND ?4 IS NULL
                                  ORDER BY occurred_ms, id LIMIT {RETENTION_SCAN}"
@@ -122,8 +123,9 @@ impl Store {
                         ),
                         Some((id, _)) => (
                             format!(
-                                "SELECT id, occurred_ms, event, project_id FROM records
-                                 INDEXED BY records_scope_time
+                                "SELECT r.id, r.occurred_ms,
+                                   (SELECT n.name FROM names n WHERE n.id = r.event), r.project_id
+                                 FROM record_rows r INDEXED BY records_scope_time
                                  WHERE project_id = ?4 AND (occurred_ms, id) > (?1, ?2)
                                    AND occurred_ms < ?3
                                  ORDER BY occurred_ms, id LIMIT {RETENTION_SCAN}"
