@@ -24,6 +24,9 @@
 //! connection that reads `records` must register them (`Store::open` does);
 //! `record_rows` can be read without them.
 
+use miniz_oxide::deflate::core::{
+    compress, create_comp_flags_from_zip_params, CompressorOxide, TDEFLFlush, TDEFLStatus,
+};
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -43,12 +46,58 @@ const DEFLATE_LEVEL: u8 = 6;
 /// What `record_rows.body` holds for `body`.
 pub fn pack_body(body: &str) -> Value {
     if body.len() >= DEFLATE_MIN {
-        let packed = miniz_oxide::deflate::compress_to_vec(body.as_bytes(), DEFLATE_LEVEL);
-        if packed.len() < body.len() {
+        if let Some(packed) = deflate(body.as_bytes()).filter(|p| p.len() < body.len()) {
             return Value::Blob(packed);
         }
     }
     Value::Text(body.to_string())
+}
+
+thread_local! {
+    /// One compressor per thread, reset for each body. A new one (what
+    /// `miniz_oxide::deflate::compress_to_vec` makes every time) allocates
+    /// about 300 KiB for its window and hash chains, fresh pages that are
+    /// faulted in, zeroed and unmapped again for a body of a few hundred
+    /// bytes: in `perf record` of an import that was more than the
+    /// compression itself (docs/benchmarks.md, fifth pass).
+    static DEFLATER: std::cell::RefCell<Option<Box<CompressorOxide>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `input` as a raw deflate stream at [`DEFLATE_LEVEL`]: the same bytes as
+/// `miniz_oxide::deflate::compress_to_vec`, with this thread's compressor
+/// (`None` only if the compressor fails, which it does not for any input).
+fn deflate(mut input: &[u8]) -> Option<Vec<u8>> {
+    DEFLATER.with_borrow_mut(|slot| {
+        let c = slot.get_or_insert_with(|| {
+            Box::new(CompressorOxide::new(create_comp_flags_from_zip_params(
+                i32::from(DEFLATE_LEVEL),
+                0,
+                0,
+            )))
+        });
+        c.reset();
+        let mut out = vec![0; (input.len() / 2).max(2)];
+        let mut at = 0;
+        loop {
+            let (status, used, wrote) = compress(c, input, &mut out[at..], TDEFLFlush::Finish);
+            at += wrote;
+            match status {
+                TDEFLStatus::Done => {
+                    out.truncate(at);
+                    return Some(out);
+                }
+                TDEFLStatus::Okay => {
+                    input = &input[used.min(input.len())..];
+                    if out.len() - at < 30 {
+                        out.resize(out.len() * 2, 0);
+                    }
+                }
+                // Only a bug in the compressor: the body is stored as it is.
+                _ => return None,
+            }
+        }
+    })
 }
 
 fn user_err(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> rusqlite::Error {
@@ -683,6 +732,32 @@ mod tests {
         assert_eq!(around.len(), 4);
         let text_key = s.records_by_id(&["Not-A-Minted-Key".into()]).unwrap();
         assert!(text_key.is_empty(), "not hex: not an id");
+    }
+
+    /// The thread's reused compressor gives the bytes a fresh one gives,
+    /// for one body after another of every size (and inflates back).
+    #[test]
+    fn the_reused_compressor_deflates_as_a_fresh_one() {
+        let mut bodies: Vec<String> = (0..40)
+            .map(|i| format!("cargo test: {i} passed; 0 failed; ").repeat(1 + i * 7))
+            .collect();
+        bodies.push("x".repeat(70_000));
+        bodies.push(
+            (0..5000u32)
+                .map(|i| char::from(b'a' + (i * 7919 % 26) as u8))
+                .collect(),
+        );
+        for b in &bodies {
+            let fresh = miniz_oxide::deflate::compress_to_vec(b.as_bytes(), DEFLATE_LEVEL);
+            assert_eq!(
+                deflate(b.as_bytes()).as_deref(),
+                Some(&fresh[..]),
+                "{} bytes",
+                b.len()
+            );
+            let back = miniz_oxide::inflate::decompress_to_vec(&fresh).unwrap();
+            assert_eq!(back, b.as_bytes());
+        }
     }
 
     #[test]
