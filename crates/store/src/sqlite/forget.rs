@@ -478,6 +478,16 @@ pub(super) fn remove_selected(
                    AND NOT EXISTS (SELECT 1 FROM records WHERE session_row = ?1)",
             [s],
         )?;
+        // The session's cwd is kept once, for the records that had it
+        // (`compact.rs`): when none of those is left, it was the forgotten
+        // records' text, and goes with them. A record that arrives later
+        // keeps its own cwd.
+        tx.execute(
+            "UPDATE sessions SET cwd = NULL WHERE id = ?1 AND cwd IS NOT NULL
+                   AND NOT EXISTS (SELECT 1 FROM record_rows
+                                   WHERE session_row = ?1 AND cwd IS NULL)",
+            [s],
+        )?;
         tx.execute(
             &format!(
                 "UPDATE sessions SET
@@ -627,6 +637,49 @@ mod tests {
             rusqlite::types::Value::Blob(b) => b[..24].to_vec(),
             v => panic!("a body of 3,000 bytes is stored deflated: {v:?}"),
         }
+    }
+
+    /// A session's cwd is stored once, on the session: forgetting the
+    /// records that had it removes it too, though the session lives on.
+    #[test]
+    fn forgetting_the_records_of_a_cwd_leaves_it_in_no_file() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        let secret_cwd = format!("/home/u/{SENTINEL}-project");
+        let mut first = rec(&format!("{:032x}", 1), 1000, "p", "s1", "prompt");
+        first.cwd = Some(secret_cwd.clone());
+        let mut later = rec(&format!("{:032x}", 2), 2000, "p", "s1", "prompt");
+        later.cwd = Some("/home/u/elsewhere".into());
+        s.insert_all([&first, &later]).unwrap();
+        s.checkpoint();
+        assert!(!raw_files_hold(t.path(), SENTINEL).is_empty(), "seed");
+        let sel = Selector {
+            record: Some(format!("{:032x}", 1)),
+            ..Selector::default()
+        };
+        let n = s.forget(&sel, true).unwrap();
+        assert_eq!((n.records, n.sessions), (1, 0), "the session lives on");
+        assert_eq!(raw_files_hold(t.path(), SENTINEL), Vec::<String>::new());
+        let left = s.recent(None, 10).unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].cwd.as_deref(), Some("/home/u/elsewhere"));
+        // A record of the same session that arrives later keeps its cwd.
+        let mut next = rec(&format!("{:032x}", 3), 3000, "p", "s1", "prompt");
+        next.cwd = Some("/home/u/third".into());
+        s.insert_all([&next]).unwrap();
+        let cwds: Vec<_> = s
+            .recent(None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.cwd)
+            .collect();
+        assert_eq!(
+            cwds,
+            [
+                Some("/home/u/third".to_string()),
+                Some("/home/u/elsewhere".to_string())
+            ]
+        );
     }
 
     #[test]
