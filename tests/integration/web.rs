@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::binaries::{drain, memhook};
+use crate::support::binaries::{drain, memhook, stderr};
 use crate::support::files::files_holding;
 use crate::support::fixtures::claude_payload as payload;
-use crate::support::process::TermOnDrop;
+use crate::support::process::{eventually, TermOnDrop};
 use crate::support::serve::Serve;
 
 /// A word only the seeded prompt holds (what the search looks for).
@@ -319,7 +319,7 @@ fn ui_on_a_free_port(home: &Path) -> (String, std::process::Output, TermOnDrop) 
         .args(["ui", "--no-open", "--listen", &listen])
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let err = stderr(&out);
     let pid: Option<i32> = err
         .split("(pid ")
         .nth(1)
@@ -386,21 +386,16 @@ fn a_running_server_keeps_its_log_within_the_cap() {
         .args(["ui", "--stop", "--listen", &listen])
         .output()
         .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stopped = eventually(Duration::from_secs(10), || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("memhook serve: stopped"))
+    });
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        stopped,
+        "no `stopped` line in a fresh serve.log; serve.log holds {} bytes, serve.log.old {}",
+        fs_len(&log),
+        fs_len(&old)
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("memhook serve: stopped")) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no `stopped` line in a fresh serve.log; serve.log holds {} bytes, serve.log.old {}",
-            fs_len(&log),
-            fs_len(&old)
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
     assert!(fs_len(&log) < 1024, "serve.log: {} bytes", fs_len(&log));
     assert!(fs_len(&old) > cap, "the full log was kept as serve.log.old");
 }

@@ -28,8 +28,7 @@ pub const START_WAIT: Duration = Duration::from_secs(15);
 const START_POLL: Duration = Duration::from_millis(50);
 /// The started server's log (its stderr), in the data dir.
 pub fn serve_log(dir: &Path) -> PathBuf {
-    // Joined per component: `\` between them on Windows.
-    dir.join("logs").join("serve.log")
+    memhook_server::log::SERVE_LOG.path(dir)
 }
 /// A serve log past this size is renamed to `serve.log.old`, by `ui` when
 /// it starts the next server and by the server while it runs (one

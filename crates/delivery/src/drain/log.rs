@@ -5,6 +5,7 @@ use std::fmt;
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 
 use memhook_core::data_dir;
 
@@ -13,28 +14,61 @@ pub const LOG_FILE: &str = "logs/drain.log";
 /// The log is rotated to `drain.log.old` when it grows past this.
 pub const MAX_LOG_BYTES: u64 = 1024 * 1024;
 
-/// The data dir whose drain log is this process's stderr (set by the
-/// background drainer).
-pub static LOG_OF: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-/// Serialises rotation and writing (the deleting thread logs too).
-pub static LOG_WRITE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// Write one line to stderr, never panicking. In the background drainer
 /// (stderr is `<data>/logs/drain.log`) the log is rotated first when it is
 /// past [`MAX_LOG_BYTES`], so a drainer that logs a lot never grows it
 /// past the cap by more than one line.
 pub fn log_line(line: fmt::Arguments) {
-    let _guard = LOG_WRITE.lock();
-    if let Some(dir) = LOG_OF.get() {
-        cap_stderr_log(dir);
+    DRAIN_LINES.line(line);
+}
+
+/// The drainer's lines ([`log_line`]); the background drainer names its
+/// data dir ([`Lines::log_into`]).
+pub static DRAIN_LINES: Lines = Lines::new(DRAIN_LOG);
+
+/// The lines of a process whose stderr may be a [`StderrLog`] (the
+/// background drainer's, `memhook serve`'s): once the process names its
+/// data dir, each line first rotates the log when it is past its cap, and
+/// points stderr at the fresh file.
+#[derive(Debug)]
+pub struct Lines {
+    log: StderrLog,
+    /// The data dir whose log may be this process's stderr.
+    of: OnceLock<PathBuf>,
+    /// Serialises rotation and writing (other threads log too).
+    write: Mutex<()>,
+}
+
+impl Lines {
+    pub const fn new(log: StderrLog) -> Lines {
+        Lines {
+            log,
+            of: OnceLock::new(),
+            write: Mutex::new(()),
+        }
     }
-    // Unit tests drain on purpose into corrupt and invalid entries: there the
-    // line goes through the test harness's capture (shown only when a test
-    // fails). `eprintln!` could panic on a closed stderr, so never outside.
-    #[cfg(test)]
-    eprintln!("{line}");
-    #[cfg(not(test))]
-    let _ = std::io::Write::write_fmt(&mut io::stderr(), format_args!("{line}\n"));
+
+    /// From now on, lines keep `data_dir`'s log within its cap when
+    /// stderr is that log.
+    pub fn log_into(&self, data_dir: &Path) {
+        let _ = self.of.set(data_dir.to_path_buf());
+    }
+
+    /// Write one line to stderr, never panicking.
+    pub fn line(&self, line: fmt::Arguments) {
+        let _guard = self.write.lock();
+        if let Some(dir) = self.of.get() {
+            cap_stderr(dir, &self.log);
+        }
+        // Unit tests drain on purpose into corrupt and invalid entries:
+        // there the line goes through the test harness's capture (shown
+        // only when a test fails). `eprintln!` could panic on a closed
+        // stderr, so never outside.
+        #[cfg(test)]
+        eprintln!("{line}");
+        #[cfg(not(test))]
+        let _ = std::io::Write::write_fmt(&mut io::stderr(), format_args!("{line}\n"));
+    }
 }
 
 /// A log file that a detached process has as its stderr: where it lives in
@@ -51,18 +85,22 @@ pub struct StderrLog {
     pub max: u64,
 }
 
+impl StderrLog {
+    /// Its path in `data_dir`, joined a component at a time (`\` between
+    /// them on Windows).
+    pub fn path(&self, data_dir: &Path) -> PathBuf {
+        self.file
+            .split('/')
+            .fold(data_dir.to_path_buf(), |p, c| p.join(c))
+    }
+}
+
 /// The background drainer's log.
 pub const DRAIN_LOG: StderrLog = StderrLog {
     file: LOG_FILE,
     old: "drain.log.old",
     max: MAX_LOG_BYTES,
 };
-
-/// When stderr is a drain log past [`MAX_LOG_BYTES`]: rotate the log file
-/// (unless someone else already did) and point stderr at a fresh one.
-pub fn cap_stderr_log(data_dir: &Path) {
-    cap_stderr(data_dir, &DRAIN_LOG);
-}
 
 /// When stderr is `log` (or its rotated file) and past its cap: rotate the
 /// log file (unless someone else already did) and point stderr at a fresh
@@ -82,7 +120,7 @@ pub fn cap_stderr(data_dir: &Path, log: &StderrLog) {
         if unsafe { libc::fstat(2, &mut st) } != 0 || (st.st_size as u64) <= log.max {
             return;
         }
-        let path = data_dir.join(log.file);
+        let path = log.path(data_dir);
         let ours = fs::symlink_metadata(&path)
             .is_ok_and(|m| m.dev() == st.st_dev as u64 && m.ino() == st.st_ino as u64);
         let rotated = path.with_file_name(log.old);
@@ -99,15 +137,10 @@ pub fn cap_stderr(data_dir: &Path, log: &StderrLog) {
     }
 }
 
-/// Open the drain log for appending (0600), rotating it past [`MAX_LOG_BYTES`].
-pub fn open_log(data_dir: &Path) -> io::Result<File> {
-    open(data_dir, &DRAIN_LOG)
-}
-
 /// Open `log` for appending (0600, never through a symlink), rotating it
 /// first when it is past its cap.
 pub fn open(data_dir: &Path, log: &StderrLog) -> io::Result<File> {
-    let path = data_dir.join(log.file);
+    let path = log.path(data_dir);
     let dir = path.parent().expect("log file has a parent");
     data_dir::ensure_private_dir(dir).map_err(|e| io::Error::other(e.to_string()))?;
     if fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() > log.max) {
@@ -131,12 +164,12 @@ mod tests {
     fn log_rotates_past_the_cap() {
         let t = tempfile::tempdir().unwrap();
         let log = t.path().join(LOG_FILE);
-        drop(open_log(t.path()).unwrap());
+        drop(open(t.path(), &DRAIN_LOG).unwrap());
         fs::write(&log, vec![b'x'; MAX_LOG_BYTES as usize]).unwrap();
-        drop(open_log(t.path()).unwrap());
+        drop(open(t.path(), &DRAIN_LOG).unwrap());
         assert!(log.exists() && !t.path().join("logs/drain.log.old").exists());
         fs::write(&log, vec![b'x'; MAX_LOG_BYTES as usize + 1]).unwrap();
-        drop(open_log(t.path()).unwrap());
+        drop(open(t.path(), &DRAIN_LOG).unwrap());
         assert_eq!(fs::metadata(&log).unwrap().len(), 0);
         assert!(t.path().join("logs/drain.log.old").exists());
     }

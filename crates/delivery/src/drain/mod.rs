@@ -78,7 +78,7 @@ pub use lock::{
     drainer_running, lock_until, try_lock, DrainLock, HOLDER_WAIT, LOCK_FILE, LOCK_POLL,
     RUN_LOCK_FILE, WAIT_LOCK_FILE, WAIT_LOCK_WAIT,
 };
-pub use log::{cap_stderr, log_line, open as open_stderr_log, StderrLog, LOG_FILE, MAX_LOG_BYTES};
+pub use log::{log_line, open as open_stderr_log, Lines, StderrLog, LOG_FILE, MAX_LOG_BYTES};
 pub use pipeline::{PIPELINE_MIN, READ_AHEAD};
 pub use run::{foreground, run_background, run_background_lingering, MakeSink};
 pub use spawn::{

@@ -21,7 +21,7 @@ use std::rc::Rc;
 
 use super::linger::{sleep_committing, Arrivals, DRAIN_LINGER, LINGER_GATHER};
 use super::lock::{named_lock_until, try_named_lock};
-use super::log::LOG_OF;
+use super::log::DRAIN_LINES;
 use super::spawn::inherited_run_lock;
 use super::{
     counter_sinks, drain_locked, load_counters, lock_until, spawn_detached, try_lock, Options,
@@ -161,7 +161,7 @@ pub fn run_background(dir: &Path, make: MakeSink) {
 /// the drain log.
 pub fn run_background_lingering(dir: &Path, linger: Duration, make: MakeSink) {
     let deadline = Instant::now() + BACKGROUND_BUDGET;
-    let _ = LOG_OF.set(dir.to_path_buf());
+    DRAIN_LINES.log_into(dir);
     let spool = match Spool::open(dir) {
         Ok(s) => s,
         Err(e) => {

@@ -7,7 +7,7 @@ use std::io;
 use std::path::Path;
 
 use super::lock::try_named_lock;
-use super::log::open_log;
+use super::log::{open, DRAIN_LOG};
 use super::{load_counters, DrainLock, RUN_LOCK_FILE, WAIT_LOCK_FILE};
 use crate::spool::SinkTarget;
 use memhook_core::timefmt::now_ms;
@@ -72,7 +72,7 @@ fn spawn_unless_on_duty(data_dir: &Path, sink: Option<&SinkTarget>) -> io::Resul
     if backing_off && try_named_lock(data_dir, WAIT_LOCK_FILE)?.is_none() {
         return Ok(false);
     }
-    let log = open_log(data_dir)?;
+    let log = open(data_dir, &DRAIN_LOG)?;
     let mut cmd = std::process::Command::new(drainer_program()?);
     cmd.arg("--data-dir")
         .arg(data_dir)
