@@ -97,11 +97,9 @@ fn get(addr: SocketAddr, target: &str) -> Option<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, PROBE_TIMEOUT).ok()?;
     s.set_read_timeout(Some(PROBE_TIMEOUT)).ok()?;
     s.set_write_timeout(Some(PROBE_TIMEOUT)).ok()?;
-    write!(
-        s,
-        "GET {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
+    // One write: a peer that reads once and closes must get it whole.
+    let request = format!("GET {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).ok()?;
     let mut buf = Vec::new();
     let _ = s.take(MAX_ANSWER).read_to_end(&mut buf);
     let text = String::from_utf8_lossy(&buf);
@@ -180,8 +178,17 @@ mod tests {
         let addr = l.local_addr().unwrap();
         let th = std::thread::spawn(move || {
             let (mut s, _) = l.accept().unwrap();
+            // The whole request, so that closing does not reset the
+            // connection (unread bytes make the kernel send RST, which can
+            // drop the answer before the prober reads it).
+            let mut got = Vec::new();
             let mut b = [0u8; 1024];
-            let _ = s.read(&mut b);
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut b) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&b[..n]),
+                }
+            }
             let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi");
         });
         assert_eq!(holder(addr, Some("t")), Holder::Other);
