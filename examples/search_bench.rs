@@ -32,7 +32,7 @@ use memhook_store_pg::PgStore;
 
 /// The store under test: the embedded one, or PostgreSQL.
 enum Bench {
-    Sqlite(Store),
+    Sqlite(Box<Store>),
     Pg(Box<PgStore>),
 }
 
@@ -206,7 +206,7 @@ fn main() {
             .expect("empty the database");
             Bench::Pg(Box::new(pg))
         }
-        Err(_) => Bench::Sqlite(Store::open(&at).expect("store")),
+        Err(_) => Bench::Sqlite(Box::new(Store::open(&at).expect("store"))),
     };
     let mut n = 0u64;
     let filler: u64 = std::env::var("SEARCH_BENCH_FILLER")

@@ -655,6 +655,102 @@ fn search_by_meaning_finds_paraphrases_and_collapses_identical_texts_in_both_sto
     );
 }
 
+#[test]
+fn only_records_with_text_of_their_own_keep_a_meaning_in_both_stores() {
+    let Some(Db::Pg(c, db)) = Db::pg("only_records_with_text_keep_a_meaning") else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let mut sqlite = Store::open(t.path()).unwrap();
+    let env = Env {
+        url: Some(c.url_with_password(db)),
+        ..Env::default()
+    };
+    let target = memhook_store_pg::config::resolve(None, None, &env)
+        .unwrap()
+        .unwrap();
+    let pg = PgStore::new(target, t.path());
+    // (event, title, body, files): the last three have text of their own.
+    let cases: [(&str, &str, Option<&str>, bool); 6] = [
+        ("pre-tool-use", "Bash (shell)", None, false),
+        ("session-start", "session start: startup", None, false),
+        ("stop", "stop", None, false),
+        ("post-tool-use", "Bash: cargo test → exit 0", None, false),
+        ("post-tool-use", "Edit src/download.rs", None, true),
+        ("stop", "stop", Some("the download retries with backoff now"), false),
+    ];
+    let recs: Vec<Record> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, (event, title, body, files))| {
+            let mut r = record(&key(90 + i), "m", event, None);
+            r.occurred_ms += i as u64 * 1000;
+            r.title = Some((*title).into());
+            r.body = body.map(str::to_string);
+            r.files = if *files { vec!["src/download.rs".into()] } else { Vec::new() };
+            r
+        })
+        .collect();
+    sqlite.insert_all(recs.iter()).unwrap();
+    pg.insert_each(recs.iter()).unwrap();
+    let want: Vec<String> = (3..6).map(|i| key(90 + i)).collect();
+    let mut in_pg: Vec<String> = c
+        .client(db)
+        .query(
+            "SELECT r.key FROM record_meaning m JOIN records r ON r.id = m.id",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    in_pg.sort();
+    assert_eq!(in_pg, want, "PostgreSQL");
+    let conn = rusqlite::Connection::open(t.path().join("store.sqlite3")).unwrap();
+    let mut in_sqlite: Vec<String> = conn
+        .prepare(
+            "SELECT lower(hex(r.key)) FROM record_meaning m JOIN record_rows r ON r.id = m.id",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    in_sqlite.sort();
+    assert_eq!(in_sqlite, want, "SQLite");
+    // A store of an earlier version kept a meaning for every record: the
+    // migration (PostgreSQL's 8th) removes those without text of their own.
+    let mut client = c.client(db);
+    client
+        .batch_execute(
+            "INSERT INTO record_meaning (id, project_id, occurred_ms, vector)
+             SELECT id, project_id, occurred_ms, '\\x00'::bytea FROM records
+             ON CONFLICT (id) DO NOTHING",
+        )
+        .unwrap();
+    let count = |client: &mut postgres::Client| -> i64 {
+        client
+            .query_one("SELECT count(*) FROM record_meaning", &[])
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(count(&mut client), 6);
+    client
+        .batch_execute(memhook_store_pg::schema::MIGRATIONS[7])
+        .unwrap();
+    let mut after: Vec<String> = client
+        .query(
+            "SELECT r.key FROM record_meaning m JOIN records r ON r.id = m.id",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    after.sort();
+    assert_eq!(after, want, "PostgreSQL, migrated");
+}
+
 // ---- PostgreSQL only ----
 
 /// POST one record until the server takes it (bounded by [`RECOVERY`]).

@@ -16,18 +16,16 @@ const KEEP: &str = "INSERT INTO record_meaning (id, project_id, occurred_ms, vec
      SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bytea[])
      ON CONFLICT (id) DO NOTHING";
 
-/// The texts a record's meaning is made of: title, body, files.
-fn texts<'a>(title: Option<&'a str>, body: Option<&'a str>, files: &'a [String]) -> Vec<&'a str> {
-    let mut t: Vec<&str> = [title, body].into_iter().flatten().collect();
-    t.extend(files.iter().map(String::as_str));
-    t
-}
-
 /// Keep the meanings of new records: `(id, project id, record)`.
 pub(super) fn keep(conn: &mut Conn, new: &[(i64, i64, &Record)]) -> Result<(), postgres::Error> {
     let mut cols: (Vec<i64>, Vec<i64>, Vec<i64>, Vec<Vec<u8>>) = Default::default();
     for (id, project, r) in new {
-        let v = meaning::embed(texts(r.title.as_deref(), r.body.as_deref(), &r.files));
+        let v = meaning::embed(meaning::record_texts(
+            &r.event,
+            r.title.as_deref(),
+            r.body.as_deref(),
+            &r.files,
+        ));
         if !v.is_empty() {
             cols.0.push(*id);
             cols.1.push(*project);
@@ -61,7 +59,7 @@ pub(super) fn fill(conn: &mut Conn) -> Result<(), postgres::Error> {
     }
     let max = meaning::FILL_BATCH as i64;
     let rows = conn.client.query(
-        "SELECT id, project_id, occurred_ms, title, body, files::text FROM records
+        "SELECT id, project_id, occurred_ms, title, body, files::text, event FROM records
          WHERE id < $1 ORDER BY id DESC LIMIT $2",
         &[&below, &max],
     )?;
@@ -71,7 +69,7 @@ pub(super) fn fill(conn: &mut Conn) -> Result<(), postgres::Error> {
             .get::<_, Option<String>>(5)
             .and_then(|f| serde_json::from_str(&f).ok())
             .unwrap_or_default();
-        let v = meaning::embed(texts(r.get(3), r.get(4), &files));
+        let v = meaning::embed(meaning::record_texts(r.get(6), r.get(3), r.get(4), &files));
         if !v.is_empty() {
             cols.0.push(r.get(0));
             cols.1.push(r.get(1));

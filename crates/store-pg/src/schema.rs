@@ -139,6 +139,14 @@ pub const MIGRATIONS: &[&str] = &[
      CREATE INDEX record_meaning_scope ON record_meaning (project_id, id);
      CREATE TABLE meaning_fill (below BIGINT NOT NULL);
      INSERT INTO meaning_fill (below) SELECT coalesce(max(id), 0) + 1 FROM records;"#,
+    // 8: a record whose only text is memhook's own wording (no body, no
+    // files, not a tool result: `memhook_store::meaning::record_texts`)
+    // keeps no meaning (the SQLite store's migration 13).
+    r#"DELETE FROM record_meaning m USING records r
+       WHERE r.id = m.id
+         AND (r.body IS NULL OR btrim(r.body, E' \t\n\r') = '')
+         AND (r.files IS NULL OR r.files = '[]'::jsonb)
+         AND r.event NOT IN ('post-tool-use', 'post-tool-use-failure');"#,
 ];
 
 /// The migration (its version) after which `reindex` runs.
@@ -269,6 +277,6 @@ mod tests {
             failures.contains(&format!("WHERE {}", super::super::read::FAILED)),
             "{failures}"
         );
-        assert_eq!(SCHEMA_VERSION, 7);
+        assert_eq!(SCHEMA_VERSION, 8);
     }
 }

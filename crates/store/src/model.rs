@@ -38,6 +38,9 @@ pub const WORK_EVENTS: &[&str] = &[
     "post-compact",
 ];
 
+/// Tool result events.
+pub const TOOL_RESULTS: [&str; 2] = ["post-tool-use", "post-tool-use-failure"];
+
 /// Tool result events, as an SQL list.
 pub const TOOL_RESULT_EVENTS: &str = "('post-tool-use', 'post-tool-use-failure')";
 

@@ -29,6 +29,7 @@ mod activity;
 mod browse;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod c_log;
+mod columns;
 pub(crate) mod compact;
 pub mod database;
 mod export;
@@ -50,7 +51,7 @@ pub use crate::model::{
     StoreError, StoredRecord, TailEvent, TouchedFile, EXCERPT_CHARS, FIRST_PROMPT_CHARS, HIT_END,
     HIT_START, MATCH_MARK, MATCH_WORDS, MAX_QUERY_CHARS, MAX_QUERY_LIMIT, MAX_QUERY_TERMS,
     MAX_SESSION_FILES, MAX_TAIL_RECORDS, MIN_KEY_PREFIX, READ_ONLY_FILE_TOOLS, SNIPPET_TOKENS,
-    TOOL_RESULT_EVENTS, WORK_EVENTS,
+    TOOL_RESULTS, TOOL_RESULT_EVENTS, WORK_EVENTS,
 };
 
 /// File name of the store inside the data dir.
@@ -236,7 +237,25 @@ const MIGRATIONS: &[&str] = &[
         occurred_ms INTEGER NOT NULL,
         vector BLOB NOT NULL
      );",
+    // 13: the view reads each name with `memhook_name(id)` instead of a
+    // subquery into `names` (`columns::records_view`): every statement that
+    // reads `records` copies the view into itself when it is prepared, and
+    // seven subqueries made that half the CPU of a session start's
+    // briefing (docs/benchmarks.md, sixth pass). [`Store::migrate`] makes
+    // the new view after this SQL. And a record whose only text is
+    // memhook's own wording (no body, no files, not a tool result:
+    // `meaning::record_texts`) keeps no meaning any more.
+    "DROP VIEW records;
+     DELETE FROM record_meaning WHERE id IN (
+        SELECT r.id FROM record_rows r
+        WHERE (r.body IS NULL OR (typeof(r.body) = 'text' AND trim(r.body, char(32, 9, 10, 13)) = ''))
+          AND r.files IS NULL
+          AND r.event NOT IN (SELECT id FROM names
+                              WHERE name IN ('post-tool-use', 'post-tool-use-failure')));",
 ];
+
+/// The migration (its version) that makes the view with `memhook_name`.
+const NAMED_VIEW_VERSION: u32 = 13;
 
 /// The migration (its version) that made `record_rows` and the view
 /// `records`: [`Store::migrate`] copies the records after its SQL.
@@ -357,6 +376,8 @@ pub struct Store {
     data_dir: PathBuf,
     /// Waits for other connections' locks end here (`None`: [`BUSY_TIMEOUT`]).
     deadline: Option<Instant>,
+    /// The names this connection has read (`compact::Names`).
+    names: compact::Names,
 }
 
 impl fmt::Debug for Store {
@@ -431,7 +452,7 @@ impl Store {
         let conn = Connection::open(&path).map_err(sql)?;
         set_wait(&conn, deadline).map_err(sql)?;
         // The view `records` calls them (`compact.rs`).
-        register_functions(&conn).map_err(sql)?;
+        let names = register_functions(&conn).map_err(sql)?;
         // Short-lived readers (session start, status) must not pay for a
         // checkpoint and WAL unlink on close; the drainer's sink empties the
         // WAL when it is done (`checkpoint`); a long-lived writer (serve)
@@ -463,6 +484,7 @@ impl Store {
             path: path.clone(),
             data_dir: data_dir.to_path_buf(),
             deadline,
+            names,
         };
         store.migrate()?;
         Ok(store)
@@ -480,6 +502,23 @@ impl Store {
 
     fn err(&self, source: rusqlite::Error) -> StoreError {
         StoreError::sqlite(&self.path, source)
+    }
+
+    /// Whether the name column `col` of `record_rows r` is one of `names`,
+    /// as SQL (`columns::name_in`), with the names' ids read now.
+    pub(crate) fn name_in(&self, col: &str, names: &[&str]) -> Result<String, StoreError> {
+        let ids = self.names.ids(&self.conn, names).map_err(|e| self.err(e))?;
+        Ok(columns::name_in(col, &ids))
+    }
+
+    /// A failed tool result over `record_rows r` (what [`FAILED`] says
+    /// over the view).
+    pub(crate) fn failed_row(&self) -> Result<String, StoreError> {
+        Ok(format!(
+            "({} OR {})",
+            self.name_in("event", &["post-tool-use-failure"])?,
+            self.name_in("outcome", &["error"])?
+        ))
     }
 
     /// The schema version of the open database.
@@ -523,6 +562,9 @@ impl Store {
             }
             if i + 1 == COMPACT_VERSION as usize {
                 compact::compact_records(&tx).map_err(sql)?;
+            }
+            if i + 1 == NAMED_VIEW_VERSION as usize {
+                tx.execute_batch(&columns::records_view()).map_err(sql)?;
             }
             tx.pragma_update(None, "user_version", (i + 1) as u32)
                 .map_err(sql)?;
@@ -799,9 +841,12 @@ impl Store {
         let mut st = self
             .conn
             .prepare(&format!(
-                "SELECT coalesce(tool_name, tool_family, 'unknown'), count(*) FROM records
-                 WHERE {within} AND event IN {TOOL_RESULT_EVENTS}
-                 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT {lim}"
+                "SELECT coalesce({}, {}, 'unknown'), count(*) FROM record_rows r
+                 WHERE r.{within} AND {}
+                 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT {lim}",
+                columns::name("tool_name"),
+                columns::name("tool_family"),
+                self.name_in("event", &TOOL_RESULTS)?,
             ))
             .map_err(e)?;
         a.tools = collect(st.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))))
@@ -809,7 +854,7 @@ impl Store {
         let mut st = self
             .conn
             .prepare(&format!(
-                "SELECT j.value, count(*) FROM records r, json_each(r.files) j
+                "SELECT j.value, count(*) FROM record_rows r, json_each(r.files) j
                  WHERE r.{within} AND r.files IS NOT NULL
                  GROUP BY 1 ORDER BY 2 DESC, 1"
             ))
@@ -835,9 +880,12 @@ impl Store {
         let mut st = self
             .conn
             .prepare(&format!(
-                "SELECT coalesce(tool_family, 'unknown'), count(*), count(*) FILTER (WHERE {FAILED}) FROM records
-                 WHERE {within} AND event IN {TOOL_RESULT_EVENTS}
-                 GROUP BY 1 ORDER BY 2 DESC, 1"
+                "SELECT coalesce({}, 'unknown'), count(*), count(*) FILTER (WHERE {}) FROM record_rows r
+                 WHERE r.{within} AND {}
+                 GROUP BY 1 ORDER BY 2 DESC, 1",
+                columns::name("tool_family"),
+                self.failed_row()?,
+                self.name_in("event", &TOOL_RESULTS)?,
             ))
             .map_err(e)?;
         a.families = collect(st.query_map([], |r| {
@@ -848,15 +896,18 @@ impl Store {
             ))
         }))
         .map_err(e)?;
-        let b = "ltrim(body, char(10, 13, 32, 9))";
+        let b = format!("ltrim({}, char(10, 13, 32, 9))", columns::BODY);
         let mut st = self
             .conn
             .prepare(&format!(
-                "SELECT coalesce(tool_name, tool_family, 'tool'),
+                "SELECT coalesce({}, {}, 'tool'),
                         nullif(trim(substr({b}, 1, instr({b} || char(10), char(10)) - 1)), ''),
                         count(*)
-                 FROM records WHERE {within} AND {FAILED}
-                 GROUP BY 1, 2 ORDER BY 3 DESC, max(occurred_ms) DESC LIMIT {lim}"
+                 FROM record_rows r WHERE r.{within} AND {}
+                 GROUP BY 1, 2 ORDER BY 3 DESC, max(r.occurred_ms) DESC LIMIT {lim}",
+                columns::name("tool_name"),
+                columns::name("tool_family"),
+                self.failed_row()?,
             ))
             .map_err(e)?;
         a.failures = collect(st.query_map([], |r| {
@@ -871,12 +922,15 @@ impl Store {
     pub fn session_outline(&self, row: i64) -> Result<(u64, u64, Option<String>), StoreError> {
         self.conn
             .prepare_cached(&format!(
-                "SELECT count(*) FILTER (WHERE event = 'user-prompt'),
-                        count(*) FILTER (WHERE event IN {TOOL_RESULT_EVENTS}),
-                        (SELECT coalesce(title, substr(body, 1, 400)) FROM records
-                          WHERE session_row = ?1 AND event = 'user-prompt'
-                          ORDER BY occurred_ms, id LIMIT 1)
-                 FROM records WHERE session_row = ?1"
+                "SELECT count(*) FILTER (WHERE {prompt}),
+                        count(*) FILTER (WHERE {}),
+                        (SELECT coalesce(r.title, substr({BODY}, 1, 400)) FROM record_rows r
+                          WHERE r.session_row = ?1 AND {prompt}
+                          ORDER BY r.occurred_ms, r.id LIMIT 1)
+                 FROM record_rows r WHERE r.session_row = ?1",
+                self.name_in("event", &TOOL_RESULTS)?,
+                prompt = self.name_in("event", &["user-prompt"])?,
+                BODY = columns::BODY,
             ))
             .and_then(|mut st| {
                 st.query_row([row], |r| {
@@ -1242,11 +1296,12 @@ impl<'t> BatchWriter<'t> {
                 record.files.join(" "),
                 words
             ])?;
-        let mut texts: Vec<&str> = [record.title.as_deref(), record.body.as_deref()]
-            .into_iter()
-            .flatten()
-            .collect();
-        texts.extend(record.files.iter().map(String::as_str));
+        let texts = crate::meaning::record_texts(
+            &record.event,
+            record.title.as_deref(),
+            record.body.as_deref(),
+            &record.files,
+        );
         meaning::keep(self.tx, id, project_id, ms, &texts)?;
         let work = i64::from(WORK_EVENTS.contains(&record.event.as_str()));
         self.projects[project].1.add(ms, work);

@@ -36,6 +36,33 @@ pub const FILL_BATCH: usize = 500;
 /// below it, unrelated texts (measured on examples/search_bench.rs).
 pub const MIN_COSINE: f32 = 0.55;
 
+/// Events whose record, without a body or files, still has a title of its
+/// own: a tool result's title is its command line or file (`Bash: cargo
+/// test → exit 0`).
+const OWN_TITLE_EVENTS: &[&str] = &["post-tool-use", "post-tool-use-failure"];
+
+/// The texts a record's meaning is made of: its title, body and files.
+/// None when the record carries no text of its own — a tool call before it
+/// runs (`Bash (shell)`), a session's start or end, a compaction marker, a
+/// subagent's stop: their title is memhook's fixed wording, the same for
+/// thousands of records, and a meaning of it would only crowd the newest
+/// [`MAX_CANDIDATES`] and the store (about half of all records are
+/// pre-tool-use; docs/benchmarks.md, "sixth pass").
+pub fn record_texts<'a>(
+    event: &str,
+    title: Option<&'a str>,
+    body: Option<&'a str>,
+    files: &'a [String],
+) -> Vec<&'a str> {
+    let has_body = body.is_some_and(|b| !b.trim().is_empty());
+    if !has_body && files.is_empty() && !OWN_TITLE_EVENTS.contains(&event) {
+        return Vec::new();
+    }
+    let mut t: Vec<&str> = [title, body].into_iter().flatten().collect();
+    t.extend(files.iter().map(String::as_str));
+    t
+}
+
 /// The meaning of `texts` (a record's title, body and files, or a
 /// question) as [`DIMS`] bytes, each an `i8` of the unit vector times 127;
 /// empty when no word is in the table (or the table is unusable).

@@ -177,8 +177,10 @@ pub fn key_blob_range(prefix: &str) -> Option<(Vec<u8>, Vec<u8>)> {
     Some((pad('0')?, pad('f')?))
 }
 
-/// Register the functions the view `records` calls on `conn`.
-pub fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
+/// Register the functions the view `records` calls on `conn`; what is
+/// returned is the connection's names as `memhook_name` has read them
+/// ([`Names`]).
+pub fn register_functions(conn: &Connection) -> rusqlite::Result<Names> {
     let flags = FunctionFlags::SQLITE_UTF8
         | FunctionFlags::SQLITE_DETERMINISTIC
         | FunctionFlags::SQLITE_INNOCUOUS;
@@ -197,6 +199,7 @@ pub fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
             v => Value::from(v),
         })
     })?;
+    let names = register_names(conn, flags)?;
     conn.create_scalar_function("memhook_words", 3, flags, |ctx: &Context<'_>| {
         let title = text_arg(ctx.get_raw(0));
         let body = unpack_body(ctx.get_raw(1))?;
@@ -208,11 +211,146 @@ pub fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
             body.as_deref(),
             &files,
         ))
-    })
+    })?;
+    Ok(names)
 }
 
-/// The records as every reader sees them (module documentation).
-pub(super) const RECORDS_VIEW: &str = "CREATE VIEW records AS SELECT
+/// The names one connection has read from `names`, by id and by name. A
+/// name's id never changes once committed (names are never deleted), so
+/// each is read once per connection and kept; a rollback forgets them all,
+/// since an id read inside a transaction that is rolled back can be given
+/// to another name later.
+#[derive(Clone, Default)]
+pub struct Names(std::sync::Arc<std::sync::Mutex<NameMaps>>);
+
+#[derive(Default)]
+struct NameMaps {
+    by_id: std::collections::HashMap<i64, std::sync::Arc<str>>,
+    by_name: std::collections::HashMap<std::sync::Arc<str>, i64>,
+}
+
+impl Names {
+    fn maps(&self) -> std::sync::MutexGuard<'_, NameMaps> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keep `names` (every row of `names`, read just now).
+    fn keep_all(&self, names: Vec<(i64, String)>) {
+        let mut m = self.maps();
+        for (id, name) in names {
+            let name: std::sync::Arc<str> = name.into();
+            m.by_name.insert(name.clone(), id);
+            m.by_id.insert(id, name);
+        }
+    }
+
+    /// The ids of those of `names` that are in `names` now. All names are
+    /// read on `conn` (this connection) when one is not kept yet: one
+    /// statement instead of one per name (the table holds tens of names);
+    /// a name not there yet is looked for again next time.
+    pub fn ids(&self, conn: &Connection, names: &[&str]) -> rusqlite::Result<Vec<i64>> {
+        let find = |m: &NameMaps| -> Option<Vec<i64>> {
+            names.iter().map(|n| m.by_name.get(*n).copied()).collect()
+        };
+        if let Some(ids) = find(&self.maps()) {
+            return Ok(ids);
+        }
+        let all = conn
+            .prepare_cached("SELECT id, name FROM names")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<Vec<(i64, String)>>>()?;
+        self.keep_all(all);
+        let m = self.maps();
+        Ok(names
+            .iter()
+            .filter_map(|n| m.by_name.get(*n).copied())
+            .collect())
+    }
+}
+
+/// A connection's handle, for [`register_names`]'s function to read
+/// `names` on the connection that calls it.
+struct Handle(*mut rusqlite::ffi::sqlite3);
+
+// SAFETY: SQLite runs a function only inside a statement of its own
+// connection, on the thread stepping that statement; the handle is used
+// only there, and the function (with the handle) is dropped when the
+// connection closes.
+unsafe impl Send for Handle {}
+
+impl Handle {
+    /// Every name in `names`, read on this connection (so inside its
+    /// transaction, if one is open). A statement of its own, finalized
+    /// before returning: a statement left open would keep the connection
+    /// from closing.
+    fn all_names(&self) -> rusqlite::Result<Vec<(i64, String)>> {
+        use rusqlite::ffi;
+        const SQL: &std::ffi::CStr = c"SELECT id, name FROM names";
+        let failed = |what: &str| user_err(format!("could not read `names` ({what})"));
+        let mut stmt = std::ptr::null_mut();
+        let mut out = Vec::new();
+        // SAFETY: `self.0` is the open connection running the calling
+        // statement; `stmt` is finalized on every path below.
+        unsafe {
+            if ffi::sqlite3_prepare_v2(self.0, SQL.as_ptr(), -1, &mut stmt, std::ptr::null_mut())
+                != ffi::SQLITE_OK
+            {
+                return Err(failed("prepare"));
+            }
+            let rc = loop {
+                let rc = ffi::sqlite3_step(stmt);
+                if rc != ffi::SQLITE_ROW {
+                    break rc;
+                }
+                let text = ffi::sqlite3_column_text(stmt, 1);
+                let len = ffi::sqlite3_column_bytes(stmt, 1);
+                if !text.is_null() {
+                    let bytes = std::slice::from_raw_parts(text, usize::try_from(len).unwrap_or(0));
+                    out.push((
+                        ffi::sqlite3_column_int64(stmt, 0),
+                        String::from_utf8_lossy(bytes).into_owned(),
+                    ));
+                }
+            };
+            ffi::sqlite3_finalize(stmt);
+            if rc != ffi::SQLITE_DONE {
+                return Err(failed("step"));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `memhook_name(id)`: the name of `id` in `names` (NULL when there is
+/// none), what the view gives for each name column; read once per
+/// connection ([`Names`]).
+fn register_names(conn: &Connection, flags: FunctionFlags) -> rusqlite::Result<Names> {
+    let names = Names::default();
+    let forget = names.clone();
+    conn.rollback_hook(Some(move || {
+        let mut m = forget.maps();
+        m.by_id.clear();
+        m.by_name.clear();
+    }));
+    // SAFETY: the handle is not closed through this copy (see `Handle`).
+    let db = Handle(unsafe { conn.handle() });
+    let known = names.clone();
+    conn.create_scalar_function("memhook_name", 1, flags, move |ctx: &Context<'_>| {
+        let ValueRef::Integer(id) = ctx.get_raw(0) else {
+            return Ok(None);
+        };
+        if let Some(name) = known.maps().by_id.get(&id) {
+            return Ok(Some(name.clone()));
+        }
+        known.keep_all(db.all_names()?);
+        Ok(known.maps().by_id.get(&id).cloned())
+    })?;
+    Ok(names)
+}
+
+/// The view as migration 12 made it (a subquery into `names` for each
+/// name); migration 13 replaces it with `columns::records_view`.
+pub(super) const RECORDS_VIEW_12: &str = "CREATE VIEW records AS SELECT
         r.id AS id,
         CASE WHEN typeof(r.key) = 'blob' THEN lower(hex(r.key)) ELSE r.key END AS key,
         r.occurred_ms AS occurred_ms,
@@ -364,7 +502,7 @@ pub(super) fn compact_records(tx: &rusqlite::Transaction<'_>) -> rusqlite::Resul
          CREATE INDEX records_time ON record_rows (occurred_ms);
          CREATE INDEX records_session ON record_rows (session_row, occurred_ms);
          CREATE INDEX records_rank ON record_rows (id, occurred_ms, project_id);
-         {RECORDS_VIEW};"
+         {RECORDS_VIEW_12};"
     ))
 }
 
@@ -639,14 +777,38 @@ mod tests {
                 .query_row("SELECT count(*) FROM record_meaning", [], |r| r.get(0))
                 .unwrap()
         };
-        assert_eq!(meanings(&s), records.len() as i64);
+        // Every record with text of its own keeps its meaning (migration
+        // 13 removes the others').
+        let with_meaning = |rs: &mut dyn Iterator<Item = &Record>| -> i64 {
+            rs.filter(|r| {
+                let texts = crate::meaning::record_texts(
+                    &r.event,
+                    r.title.as_deref(),
+                    r.body.as_deref(),
+                    &r.files,
+                );
+                !crate::meaning::embed(texts).is_empty()
+            })
+            .count() as i64
+        };
+        let all = with_meaning(&mut records.iter());
+        assert!(
+            all < records.len() as i64,
+            "some records have no text of their own"
+        );
+        assert_eq!(meanings(&s), all);
         // Forget and new records on the migrated store.
         let sel = crate::model::Selector {
             session: Some("s1".into()),
             ..Default::default()
         };
         assert_eq!(s.forget(&sel, true).unwrap().records, 4);
-        assert_eq!(meanings(&s), records.len() as i64 - 4);
+        let left = with_meaning(
+            &mut records
+                .iter()
+                .filter(|r| r.session_id.as_deref() != Some("s1")),
+        );
+        assert_eq!(meanings(&s), left);
         integrity(&s.conn);
         s.insert_all(varied().iter()).unwrap();
         integrity(&s.conn);
@@ -732,6 +894,62 @@ mod tests {
         assert_eq!(around.len(), 4);
         let text_key = s.records_by_id(&["Not-A-Minted-Key".into()]).unwrap();
         assert!(text_key.is_empty(), "not hex: not an id");
+    }
+
+    /// The view's names: a name another connection added after this one
+    /// read (and kept) the others is found; an id this connection read
+    /// inside a transaction it rolled back is read again when it is given
+    /// to another name.
+    #[test]
+    fn the_view_reads_each_name_as_it_is_now() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        s.insert(&rec(&hex(1), 10, "p", "s1", "post-tool-use"))
+            .unwrap();
+        let events = |s: &Store| -> Vec<String> {
+            s.conn
+                .prepare("SELECT event FROM records ORDER BY id")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        assert_eq!(events(&s), ["post-tool-use"]);
+        // Another connection adds a name; this one has kept the first.
+        let mut other = Store::open(t.path()).unwrap();
+        other.insert(&rec(&hex(2), 11, "p", "s1", "stop")).unwrap();
+        assert_eq!(events(&s), ["post-tool-use", "stop"]);
+        // A name read inside a transaction that is rolled back…
+        let tx = s.conn.transaction().unwrap();
+        let id = |tx: &Connection, name: &str| -> i64 {
+            tx.query_row(
+                "INSERT INTO names (name) VALUES (?1) RETURNING id",
+                [name],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        let first = id(&tx, "rolled-back-event");
+        let read: String = tx
+            .query_row("SELECT memhook_name(?1)", [first], |r| r.get(0))
+            .unwrap();
+        assert_eq!(read, "rolled-back-event");
+        tx.rollback().unwrap();
+        // …is read again when its id goes to another name.
+        let tx = s.conn.transaction().unwrap();
+        assert_eq!(id(&tx, "user-prompt"), first, "the id is given again");
+        tx.commit().unwrap();
+        let now: String = s
+            .conn
+            .query_row("SELECT memhook_name(?1)", [first], |r| r.get(0))
+            .unwrap();
+        assert_eq!(now, "user-prompt");
+        let none: Option<String> = s
+            .conn
+            .query_row("SELECT memhook_name(?1)", [first + 100], |r| r.get(0))
+            .unwrap();
+        assert_eq!(none, None, "no such name");
     }
 
     /// The thread's reused compressor gives the bytes a fresh one gives,

@@ -5,6 +5,7 @@ use rusqlite::params;
 
 use crate::model::*;
 
+use super::columns::{name, BODY, CWD, KEY};
 use super::{Store, StoreError};
 
 impl Store {
@@ -17,13 +18,15 @@ impl Store {
         last: usize,
     ) -> Result<(Option<Prompt>, Vec<Prompt>, u64), StoreError> {
         let e = |x| self.err(x);
+        let prompt = self.name_in("event", &["user-prompt"])?;
         let q = |order: &str, limit: usize| -> Result<Vec<Prompt>, StoreError> {
             let mut st = self
                 .conn
                 .prepare_cached(&format!(
-                    "SELECT coalesce(substr(body, 1, {PROMPT_TEXT_CHARS}), title), occurred_ms, key FROM records
-                     WHERE session_row = ?1 AND event = 'user-prompt' AND subagent = 0
-                     ORDER BY occurred_ms {order}, id {order} LIMIT {}",
+                    "SELECT coalesce(substr({BODY}, 1, {PROMPT_TEXT_CHARS}), r.title), r.occurred_ms, {KEY}
+                     FROM record_rows r
+                     WHERE r.session_row = ?1 AND {prompt} AND r.subagent = 0
+                     ORDER BY r.occurred_ms {order}, r.id {order} LIMIT {}",
                     limit.min(super::MAX_QUERY_LIMIT)
                 ))
                 .map_err(e)?;
@@ -46,12 +49,11 @@ impl Store {
         }
         let count: u64 = self
             .conn
-            .query_row(
-                "SELECT count(*) FROM records
-                 WHERE session_row = ?1 AND event = 'user-prompt' AND subagent = 0",
-                [row],
-                |r| r.get(0),
-            )
+            .prepare_cached(&format!(
+                "SELECT count(*) FROM record_rows r
+                 WHERE r.session_row = ?1 AND {prompt} AND r.subagent = 0"
+            ))
+            .and_then(|mut st| st.query_row([row], |r| r.get(0)))
             .map_err(e)?;
         Ok((first, tail, count))
     }
@@ -62,9 +64,13 @@ impl Store {
         let mut st = self
             .conn
             .prepare_cached(&format!(
-                "SELECT event, tool_name, tool_family, tool_call_id, outcome FROM records
-                 WHERE session_row = ?1 AND occurred_ms >= ?2
-                 ORDER BY occurred_ms DESC, id DESC LIMIT {MAX_TAIL_RECORDS}"
+                "SELECT {}, {}, {}, r.tool_call_id, {} FROM record_rows r
+                 WHERE r.session_row = ?1 AND r.occurred_ms >= ?2
+                 ORDER BY r.occurred_ms DESC, r.id DESC LIMIT {MAX_TAIL_RECORDS}",
+                name("event"),
+                name("tool_name"),
+                name("tool_family"),
+                name("outcome")
             ))
             .map_err(|x| self.err(x))?;
         let rows = st.query_map(params![row, from_ms as i64], |r| {
@@ -85,12 +91,13 @@ impl Store {
     pub fn session_root(&self, row: i64) -> Result<Option<String>, StoreError> {
         use rusqlite::OptionalExtension;
         self.conn
-            .query_row(
-                "SELECT cwd FROM records WHERE session_row = ?1 AND cwd IS NOT NULL
-                 ORDER BY occurred_ms, id LIMIT 1",
-                [row],
-                |r| r.get(0),
-            )
+            .prepare_cached(&format!(
+                "SELECT c FROM (SELECT {CWD} AS c, r.occurred_ms AS ms, r.id AS id
+                                FROM record_rows r LEFT JOIN sessions s ON s.id = r.session_row
+                                WHERE r.session_row = ?1)
+                 WHERE c IS NOT NULL ORDER BY ms, id LIMIT 1"
+            ))
+            .and_then(|mut st| st.query_row([row], |r| r.get(0)))
             .optional()
             .map_err(|x| self.err(x))
     }
@@ -103,13 +110,15 @@ impl Store {
             .map(|t| format!("'{t}'"))
             .collect::<Vec<_>>()
             .join(", ");
+        let file = self.name_in("tool_family", &["file"])?;
+        let tool_name = name("tool_name");
         let mut st = self
             .conn
             .prepare_cached(&format!(
                 "SELECT j.value, max(r.occurred_ms),
-                        max(coalesce(r.tool_family, '') = 'file'
-                            AND lower(coalesce(r.tool_name, '')) NOT IN ({reads})) AS changed
-                 FROM records r, json_each(r.files) j
+                        max({file}
+                            AND lower(coalesce({tool_name}, '')) NOT IN ({reads})) AS changed
+                 FROM record_rows r, json_each(r.files) j
                  WHERE r.session_row = ?1 AND r.files IS NOT NULL AND j.type = 'text'
                  GROUP BY 1 ORDER BY changed DESC, 2 DESC, 1 LIMIT {MAX_SESSION_FILES}"
             ))
@@ -128,18 +137,24 @@ impl Store {
     /// [`MAX_NOTES`], the newest kept): what the handoff's conclusion, open
     /// plan items and unresolved failures are computed from.
     pub fn session_notes(&self, row: i64) -> Result<Vec<Note>, StoreError> {
-        let failed = super::FAILED;
+        let failed = self.failed_row()?;
         let mut st = self
             .conn
             .prepare_cached(&format!(
-                "SELECT key, occurred_ms, event, coalesce(tool_name, tool_family), {failed},
-                        coalesce(outcome = 'success', 0), exit_code, command, files,
-                        CASE WHEN event = 'stop' THEN body
-                             WHEN {failed} THEN substr(body, 1, {NOTE_LINE_CHARS}) END,
-                        plan
-                 FROM records
-                 WHERE session_row = ?1 AND event IN ('stop', 'post-tool-use', 'post-tool-use-failure')
-                 ORDER BY occurred_ms DESC, id DESC LIMIT {MAX_NOTES}"
+                "SELECT {KEY}, r.occurred_ms, {event}, coalesce({tool_name}, {tool_family}), {failed},
+                        {success}, r.exit_code, r.command, r.files,
+                        CASE WHEN {stop} THEN {BODY}
+                             WHEN {failed} THEN substr({BODY}, 1, {NOTE_LINE_CHARS}) END,
+                        r.plan
+                 FROM record_rows r
+                 WHERE r.session_row = ?1 AND {notes}
+                 ORDER BY r.occurred_ms DESC, r.id DESC LIMIT {MAX_NOTES}",
+                event = name("event"),
+                tool_name = name("tool_name"),
+                tool_family = name("tool_family"),
+                success = self.name_in("outcome", &["success"])?,
+                stop = self.name_in("event", &["stop"])?,
+                notes = self.name_in("event", &["stop", "post-tool-use", "post-tool-use-failure"])?,
             ))
             .map_err(|x| self.err(x))?;
         let rows = st.query_map([row], |r| {

@@ -45,13 +45,14 @@ pub(super) fn fill(tx: &Transaction<'_>, max: usize) -> rusqlite::Result<usize> 
         i64,
         i64,
         i64,
+        String,
         Option<String>,
         Option<String>,
         Option<String>,
     );
     let rows: Vec<Row> = tx
         .prepare_cached(&format!(
-            "SELECT id, project_id, occurred_ms, title, body, files FROM records
+            "SELECT id, project_id, occurred_ms, event, title, body, files FROM records
              WHERE id < ?1 ORDER BY id DESC LIMIT {max}"
         ))?
         .query_map([below], |r| {
@@ -62,19 +63,16 @@ pub(super) fn fill(tx: &Transaction<'_>, max: usize) -> rusqlite::Result<usize> 
                 r.get(3)?,
                 r.get(4)?,
                 r.get(5)?,
+                r.get(6)?,
             ))
         })?
         .collect::<rusqlite::Result<_>>()?;
-    for (id, project_id, ms, title, body, files) in &rows {
+    for (id, project_id, ms, event, title, body, files) in &rows {
         let files: Vec<String> = files
             .as_deref()
             .and_then(|f| serde_json::from_str(f).ok())
             .unwrap_or_default();
-        let mut texts: Vec<&str> = [title.as_deref(), body.as_deref()]
-            .into_iter()
-            .flatten()
-            .collect();
-        texts.extend(files.iter().map(String::as_str));
+        let texts = meaning::record_texts(event, title.as_deref(), body.as_deref(), &files);
         keep(tx, *id, *project_id, *ms, &texts)?;
     }
     let next = if rows.len() < max {
@@ -251,5 +249,148 @@ mod tests {
             )
             .unwrap();
         assert_eq!(count(&s), 4);
+    }
+
+    /// Which records keep a meaning, on insert and when filled in later:
+    /// those with text of their own (a body, files, a tool result's
+    /// command), not those whose only text is memhook's fixed wording.
+    #[test]
+    fn only_records_with_text_of_their_own_keep_a_meaning() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        let cases: &[(&str, &str, Option<&str>, bool, bool)] = &[
+            // event, title, body, files?, keeps a meaning
+            ("pre-tool-use", "Bash (shell)", None, false, false),
+            (
+                "session-start",
+                "session start: startup",
+                None,
+                false,
+                false,
+            ),
+            ("session-end", "session end", None, false, false),
+            ("stop", "stop", None, false, false),
+            ("pre-tool-use", "Bash (shell)", Some("  \n"), false, false),
+            (
+                "post-tool-use",
+                "Bash: cargo test → exit 0",
+                None,
+                false,
+                true,
+            ),
+            (
+                "post-tool-use-failure",
+                "Bash: cargo build → exit 101",
+                None,
+                false,
+                true,
+            ),
+            ("post-tool-use", "Edit src/download.rs", None, true, true),
+            (
+                "stop",
+                "stop",
+                Some("the download retries with backoff now"),
+                false,
+                true,
+            ),
+            (
+                "user-prompt",
+                "make the download retry",
+                Some("make the download retry"),
+                false,
+                true,
+            ),
+        ];
+        for (i, (event, title, body, files)) in
+            cases.iter().map(|c| (c.0, c.1, c.2, c.3)).enumerate()
+        {
+            let mut r = rec(&format!("{i:032x}"), 1000 + i as u64, "p", "s", event);
+            r.title = Some(title.to_string());
+            r.body = body.map(str::to_string);
+            if !files {
+                r.files = Vec::new();
+            }
+            s.insert(&r).unwrap();
+        }
+        let kept = |s: &Store| -> Vec<bool> {
+            (0..cases.len())
+                .map(|i| {
+                    s.conn
+                        .query_row(
+                            "SELECT count(*) FROM record_meaning m JOIN record_rows r ON r.id = m.id
+                             WHERE r.key = memhook_key(?1)",
+                            [format!("{i:032x}")],
+                            |r| r.get::<_, i64>(0),
+                        )
+                        .unwrap()
+                        == 1
+                })
+                .collect()
+        };
+        let want: Vec<bool> = cases.iter().map(|c| c.4).collect();
+        assert_eq!(kept(&s), want, "on insert");
+        // The same when a store's records are given their meaning later.
+        s.conn
+            .execute_batch("DELETE FROM record_meaning; UPDATE meaning_fill SET below = 1000;")
+            .unwrap();
+        let tx = s.conn.transaction().unwrap();
+        super::fill(&tx, 100).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(kept(&s), want, "filled in");
+    }
+
+    /// A store of an earlier version kept a meaning for every record:
+    /// migration 13 removes those of records without text of their own,
+    /// and keeps the others.
+    #[test]
+    fn the_migration_removes_the_meanings_of_records_without_text_of_their_own() {
+        let t = tempfile::tempdir().unwrap();
+        let (pre, post) = (format!("{:032x}", 1), format!("{:032x}", 2));
+        {
+            let mut s = Store::open(t.path()).unwrap();
+            let mut r = rec(&pre, 1000, "p", "s", "pre-tool-use");
+            r.title = Some("Bash (shell)".into());
+            r.body = None;
+            r.files = Vec::new();
+            s.insert(&r).unwrap();
+            let mut r = rec(&post, 1001, "p", "s", "post-tool-use");
+            r.title = Some("Bash: cargo test → exit 0".into());
+            r.body = None;
+            r.files = Vec::new();
+            s.insert(&r).unwrap();
+            // As version 12 left it: the old view, and a meaning for both.
+            s.conn
+                .execute_batch(&format!(
+                    "INSERT INTO record_meaning (id, project_id, occurred_ms, vector)
+                     SELECT id, project_id, occurred_ms, zeroblob(100) FROM record_rows
+                     WHERE id NOT IN (SELECT id FROM record_meaning);
+                     DROP VIEW records;
+                     {};
+                     PRAGMA user_version = 12;",
+                    crate::sqlite::compact::RECORDS_VIEW_12
+                ))
+                .unwrap();
+        }
+        let s = Store::open(t.path()).unwrap();
+        assert_eq!(s.schema_version().unwrap(), crate::sqlite::SCHEMA_VERSION);
+        let kept: Vec<String> = s
+            .conn
+            .prepare("SELECT r.key FROM record_meaning m JOIN records r ON r.id = m.id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(kept, [post]);
+        // The view reads every record as before.
+        let events: Vec<String> = s
+            .conn
+            .prepare("SELECT event FROM records ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(events, ["pre-tool-use", "post-tool-use"]);
     }
 }
