@@ -15,16 +15,17 @@
 //!   pages that hold them (FTS5's `secure-delete`, SQLite 3.44 and later,
 //!   for this transaction only), which costs per record forgotten; many
 //!   records' are deleted with tombstones and the index is then merged
-//!   into one new segment (`optimize`), which costs per page of the index
-//!   (about a fifth of the file) and beats the first way from about one
-//!   record in [`IN_PLACE_RATIO`];
+//!   into one segment ([`Store::merge_index`], in steps that each empty
+//!   the WAL), which costs per page of the index (about a third of the
+//!   file) and beats the first way from about one record in
+//!   [`IN_PLACE_RATIO`];
 //! - the WAL is then checkpointed and truncated, so no old page image
 //!   survives in it.
 //!
 //! A store created before migration 10 (not `scrubbed`) may still hold old
 //! bytes in free pages and in the free space of pages (FTS merges and page
 //! splits made without `secure_delete`, tombstoned index entries): its first
-//! forget merges the index (`optimize`) and rebuilds the file once
+//! forget merges the index (into one segment) and rebuilds the file once
 //! (`VACUUM`), as every forget did before, and marks it scrubbed.
 //!
 //! What `secure_delete` does not cover (docs/operations.md, "Forgetting"):
@@ -123,7 +124,7 @@ impl Store {
         let path = self.path.clone();
         let e = |x| self_err(&path, x);
         self.checkpoint();
-        merge_index(&self.conn).map_err(e)?;
+        self.merge_index().map_err(e)?;
         self.rebuild_file()?;
         self.empty_wal(forget_reader_wait())
     }
@@ -298,7 +299,7 @@ impl Store {
             // entries (and retention's deletes are such tombstones too)
             // until a merge drops both; the pages of the old segments are
             // freed, so zeroed.
-            merge_index(&self.conn).map_err(e)?;
+            self.merge_index().map_err(e)?;
         }
         if rebuild {
             // A small store ([`REBUILD_BELOW_BYTES`]), or one written before
@@ -365,20 +366,76 @@ pub enum FtsRemoval {
     /// at 1,000,000 stored (docs/benchmarks.md, issue 29's third pass).
     InPlace,
     /// A tombstone beside each entry, then the whole index merged into one
-    /// new segment (`optimize`), which drops both. About 2.5 µs a stored
+    /// segment ([`Store::merge_index`]), which drops both. About 2.5 µs a stored
     /// record, whatever is forgotten.
     Merge,
 }
 
-/// Merge the full-text index into one new segment (FTS5's `optimize`),
-/// which drops every deleted entry and its tombstone, and clear what
-/// retention counted since the last merge (`fts_debt`): forget's merge,
-/// `--rebuild` and retention's merge ([`Store::settle_fts_debt`]).
-pub(super) fn merge_index(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
-    conn.execute_batch(
-        "INSERT INTO records_fts (records_fts) VALUES ('optimize');
-         UPDATE fts_debt SET removed = 0;",
-    )
+/// A step of [`Store::merge_index`] writes about this part of the file:
+/// the write-ahead log holds one step at a time.
+pub const MERGE_STEP_PARTS: u64 = 40;
+
+/// Steps of [`Store::merge_index`] before it finishes in one: enough to
+/// merge an index of a third of the file twelve times over.
+const MAX_MERGE_STEPS: usize = 4 * MERGE_STEP_PARTS as usize;
+
+/// FTS5's page (a leaf of the index, a row of `records_fts_data`): 4,050
+/// bytes unless the table says otherwise (`pgsz`; memhook never does).
+const FTS5_LEAF_BYTES: u64 = 4050;
+
+/// The leaves a step of [`Store::merge_index`] merges in a file of `bytes`.
+pub fn merge_step_leaves(bytes: u64) -> i64 {
+    (bytes / MERGE_STEP_PARTS / FTS5_LEAF_BYTES).clamp(64, 1 << 20) as i64
+}
+
+impl Store {
+    /// Merge the full-text index into one segment, which drops every
+    /// deleted entry and its tombstone, and clear what retention counted
+    /// since the last merge (`fts_debt`): forget's merge, `--rebuild` and
+    /// retention's merge ([`Store::settle_fts_debt`]).
+    ///
+    /// In steps, each its own transaction followed by a checkpoint that
+    /// empties the WAL: FTS5's `('merge', -N)` does what `optimize` does,
+    /// N leaves at a time, and trims the merged part of its inputs as it
+    /// goes, so the file stays about its size and the WAL holds one step
+    /// ([`MERGE_STEP_PARTS`]). One `optimize` wrote the whole new index
+    /// into the WAL: about a third of the database once records were
+    /// compact (issue 29, sixth pass: 1.31 times the database on disk at
+    /// 1,000,000 records). A reader in the way keeps the WAL from being
+    /// emptied between steps; it then holds more of them, as before.
+    pub(super) fn merge_index(&self) -> rusqlite::Result<()> {
+        let bytes = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        self.merge_index_by(merge_step_leaves(bytes), &mut || {})
+    }
+
+    /// [`Store::merge_index`] `step` leaves at a time, calling `after_step`
+    /// after each step's commit, before its checkpoint.
+    fn merge_index_by(&self, step: i64, after_step: &mut dyn FnMut()) -> rusqlite::Result<()> {
+        // Records stored between steps add segments, which the next step
+        // takes in too; should they keep it from ever ending, one
+        // `optimize` ends it (the deleted entries must go either way).
+        for _ in 0..MAX_MERGE_STEPS {
+            let before = self.conn.total_changes();
+            self.conn.execute(
+                "INSERT INTO records_fts (records_fts, rank) VALUES ('merge', ?1)",
+                [-step],
+            )?;
+            // FTS5 writes its leaves and structure through statements of
+            // its own, each counted; a step with nothing left to merge
+            // counts at most the command itself.
+            let merged = self.conn.total_changes() - before >= 2;
+            after_step();
+            self.checkpoint();
+            if !merged {
+                self.conn.execute("UPDATE fts_debt SET removed = 0", [])?;
+                return Ok(());
+            }
+        }
+        self.conn.execute_batch(
+            "INSERT INTO records_fts (records_fts) VALUES ('optimize');
+             UPDATE fts_debt SET removed = 0;",
+        )
+    }
 }
 
 /// A forget of fewer than one record in `IN_PLACE_RATIO` of those stored
@@ -575,6 +632,7 @@ fn collect_ids(tx: &rusqlite::Transaction<'_>, sql: &str) -> rusqlite::Result<Ve
 mod tests {
     use super::*;
     use crate::sqlite::tests::rec;
+    use crate::sqlite::STORE_FILE;
 
     const SENTINEL: &str = "zqxsentinelword";
 
@@ -637,6 +695,95 @@ mod tests {
             rusqlite::types::Value::Blob(b) => b[..24].to_vec(),
             v => panic!("a body of 3,000 bytes is stored deflated: {v:?}"),
         }
+    }
+
+    /// The index merge in steps: the WAL holds one step, not the whole
+    /// new index as one `optimize` did, and the index ends as one merged
+    /// segment with what the optimize gives.
+    #[test]
+    fn the_index_merges_in_steps_and_the_wal_holds_one() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        // Many segments (one per insert batch), then a third deleted.
+        let mut n = 0u64;
+        for batch in 0..30u64 {
+            let rs: Vec<_> = (0..40u64)
+                .map(|_| {
+                    n += 1;
+                    let mut r = rec(&format!("{n:032x}"), 1000 + n, "p", "s", "post-tool-use");
+                    r.body = Some(
+                        (0..60)
+                            .map(|w| format!("w{}x{}", (n * 7 + w) % 997, batch))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                    );
+                    r
+                })
+                .collect();
+            s.insert_all(rs.iter()).unwrap();
+        }
+        s.conn
+            .execute_batch(
+                "CREATE TEMP TABLE IF NOT EXISTS forget_ids (id INTEGER PRIMARY KEY);
+                 INSERT INTO forget_ids SELECT id FROM record_rows WHERE id % 3 = 0;",
+            )
+            .unwrap();
+        let tx = s.conn.transaction().unwrap();
+        remove_selected(&tx, &[], &[]).unwrap();
+        tx.commit().unwrap();
+        s.checkpoint();
+        let copy = tempfile::tempdir().unwrap();
+        std::fs::copy(t.path().join(STORE_FILE), copy.path().join(STORE_FILE)).unwrap();
+        let wal = |dir: &std::path::Path| {
+            std::fs::metadata(dir.join(format!("{STORE_FILE}-wal"))).map_or(0, |m| m.len())
+        };
+        // One optimize, as before: the WAL after its commit.
+        let other = Store::open(copy.path()).unwrap();
+        other
+            .conn
+            .execute_batch("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
+            .unwrap();
+        let whole = wal(copy.path());
+        // In steps.
+        let (mut steps, mut most) = (0, 0);
+        s.merge_index_by(8, &mut || {
+            steps += 1;
+            most = most.max(wal(t.path()));
+        })
+        .unwrap();
+        assert!(steps > 3, "{steps} steps");
+        assert!(
+            most * 3 < whole,
+            "the WAL held {most} bytes at most in steps, {whole} in one optimize"
+        );
+        // Done: nothing is left to merge, and the index answers as the
+        // optimized one does.
+        let before = s.conn.total_changes();
+        s.conn
+            .execute(
+                "INSERT INTO records_fts (records_fts, rank) VALUES ('merge', -8)",
+                [],
+            )
+            .unwrap();
+        assert!(s.conn.total_changes() - before < 2, "merged to one segment");
+        let hits = |st: &Store, q: &str| -> Vec<i64> {
+            st.conn
+                .prepare("SELECT rowid FROM records_fts WHERE records_fts MATCH ?1 ORDER BY rowid")
+                .unwrap()
+                .query_map([q], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        for q in ["w3x1", "w500x29", "w996x0"] {
+            assert_eq!(hits(&s, q), hits(&other, q), "{q}");
+        }
+        s.conn
+            .execute(
+                "INSERT INTO records_fts (records_fts, rank) VALUES ('integrity-check', 1)",
+                [],
+            )
+            .unwrap();
     }
 
     /// A session's cwd is stored once, on the session: forgetting the

@@ -221,12 +221,7 @@ impl Store {
         if !fts_merge_due(debt, stored) {
             return Ok(false);
         }
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(e)?;
-        super::forget::merge_index(&tx).map_err(e)?;
-        tx.commit().map_err(e)?;
+        self.merge_index().map_err(e)?;
         Ok(true)
     }
 
