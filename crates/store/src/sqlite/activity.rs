@@ -26,15 +26,15 @@ impl Store {
         let to = to_ms.map_or(i64::MAX, |t| t.min(i64::MAX as u64) as i64);
         let n = crate::collapse::candidates(limit);
         let limit = limit.min(super::MAX_QUERY_LIMIT);
-        let found = self.ranked(
+        self.ranked_collapsed(
             &q,
             "(?2 = '' OR (p.workspace = ?2 AND p.project = ?3))
              AND r.occurred_ms >= ?4 AND r.occurred_ms < ?5",
             &[&w, &p, &from, &to],
             n,
             scope,
-        )?;
-        Ok(crate::collapse::collapse(found, limit))
+            limit,
+        )
     }
 
     /// [`Store::search_between`], then the records closest in meaning that

@@ -244,6 +244,32 @@ impl Names {
         }
     }
 
+    /// The name of `id` (read with all names on `conn`, this connection,
+    /// when not kept yet); `None` for no id or an id `names` does not have.
+    /// For reads of many rows, which select the ids and name them here
+    /// instead of calling `memhook_name` for each (about 500 instructions
+    /// a call through SQLite and rusqlite, against one hash lookup).
+    pub fn name(&self, conn: &Connection, id: Option<i64>) -> rusqlite::Result<Option<String>> {
+        let Some(id) = id else {
+            return Ok(None);
+        };
+        if let Some(n) = self.maps().by_id.get(&id) {
+            return Ok(Some(n.to_string()));
+        }
+        self.reload(conn)?;
+        Ok(self.maps().by_id.get(&id).map(|n| n.to_string()))
+    }
+
+    /// Read every name on `conn` and keep them.
+    fn reload(&self, conn: &Connection) -> rusqlite::Result<()> {
+        let all = conn
+            .prepare_cached("SELECT id, name FROM names")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<Vec<(i64, String)>>>()?;
+        self.keep_all(all);
+        Ok(())
+    }
+
     /// The ids of those of `names` that are in `names` now. All names are
     /// read on `conn` (this connection) when one is not kept yet: one
     /// statement instead of one per name (the table holds tens of names);
@@ -255,11 +281,7 @@ impl Names {
         if let Some(ids) = find(&self.maps()) {
             return Ok(ids);
         }
-        let all = conn
-            .prepare_cached("SELECT id, name FROM names")?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<Vec<(i64, String)>>>()?;
-        self.keep_all(all);
+        self.reload(conn)?;
         let m = self.maps();
         Ok(names
             .iter()

@@ -61,29 +61,31 @@ impl Store {
     /// The session's records from `from_ms` on, oldest first (at most
     /// [`MAX_TAIL_RECORDS`], the newest kept), as [`TailEvent`]s.
     pub fn session_tail(&self, row: i64, from_ms: u64) -> Result<Vec<TailEvent>, StoreError> {
+        // The names as ids, named here: up to 2,000 rows of four names.
         let mut st = self
             .conn
             .prepare_cached(&format!(
-                "SELECT {}, {}, {}, r.tool_call_id, {} FROM record_rows r
+                "SELECT r.event, r.tool_name, r.tool_family, r.tool_call_id, r.outcome
+                 FROM record_rows r
                  WHERE r.session_row = ?1 AND r.occurred_ms >= ?2
-                 ORDER BY r.occurred_ms DESC, r.id DESC LIMIT {MAX_TAIL_RECORDS}",
-                name("event"),
-                name("tool_name"),
-                name("tool_family"),
-                name("outcome")
+                 ORDER BY r.occurred_ms DESC, r.id DESC LIMIT {MAX_TAIL_RECORDS}"
             ))
             .map_err(|x| self.err(x))?;
+        type Ids = (i64, Option<i64>, Option<i64>, Option<String>, Option<i64>);
         let rows = st.query_map(params![row, from_ms as i64], |r| {
-            Ok(TailEvent {
-                event: r.get(0)?,
-                tool_name: r.get(1)?,
-                tool_family: r.get(2)?,
-                tool_call_id: r.get(3)?,
-                outcome: r.get(4)?,
-            })
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         });
-        let mut out = super::collect(rows).map_err(|x| self.err(x))?;
-        out.reverse();
+        let ids: Vec<Ids> = super::collect(rows).map_err(|x| self.err(x))?;
+        let mut out = Vec::with_capacity(ids.len());
+        for (event, tool_name, tool_family, tool_call_id, outcome) in ids.into_iter().rev() {
+            out.push(TailEvent {
+                event: self.name_of(Some(event))?.unwrap_or_default(),
+                tool_name: self.name_of(tool_name)?,
+                tool_family: self.name_of(tool_family)?,
+                tool_call_id,
+                outcome: self.name_of(outcome)?,
+            });
+        }
         Ok(out)
     }
 
@@ -138,10 +140,11 @@ impl Store {
     /// plan items and unresolved failures are computed from.
     pub fn session_notes(&self, row: i64) -> Result<Vec<Note>, StoreError> {
         let failed = self.failed_row()?;
+        // The names as ids, named below (`session_tail`).
         let mut st = self
             .conn
             .prepare_cached(&format!(
-                "SELECT {KEY}, r.occurred_ms, {event}, coalesce({tool_name}, {tool_family}), {failed},
+                "SELECT {KEY}, r.occurred_ms, r.event, r.tool_name, r.tool_family, {failed},
                         {success}, r.exit_code, r.command, r.files,
                         CASE WHEN {stop} THEN {BODY}
                              WHEN {failed} THEN substr({BODY}, 1, {NOTE_LINE_CHARS}) END,
@@ -149,35 +152,46 @@ impl Store {
                  FROM record_rows r
                  WHERE r.session_row = ?1 AND {notes}
                  ORDER BY r.occurred_ms DESC, r.id DESC LIMIT {MAX_NOTES}",
-                event = name("event"),
-                tool_name = name("tool_name"),
-                tool_family = name("tool_family"),
                 success = self.name_in("outcome", &["success"])?,
                 stop = self.name_in("event", &["stop"])?,
-                notes = self.name_in("event", &["stop", "post-tool-use", "post-tool-use-failure"])?,
+                notes =
+                    self.name_in("event", &["stop", "post-tool-use", "post-tool-use-failure"])?,
             ))
             .map_err(|x| self.err(x))?;
+        type Ids = (i64, Option<i64>, Option<i64>);
         let rows = st.query_map([row], |r| {
-            let files: Option<String> = r.get(8)?;
-            let plan: Option<String> = r.get(10)?;
-            Ok(Note {
-                key: r.get(0)?,
-                ms: r.get::<_, i64>(1)? as u64,
-                event: r.get(2)?,
-                tool: r.get(3)?,
-                failed: r.get::<_, i64>(4)? != 0,
-                succeeded: r.get::<_, i64>(5)? != 0,
-                exit_code: r.get(6)?,
-                command: r.get(7)?,
-                files: files
-                    .and_then(|f| serde_json::from_str(&f).ok())
-                    .unwrap_or_default(),
-                text: r.get(9)?,
-                plan: plan.and_then(|p| serde_json::from_str(&p).ok()),
-            })
+            let files: Option<String> = r.get(9)?;
+            let plan: Option<String> = r.get(11)?;
+            let ids: Ids = (r.get(2)?, r.get(3)?, r.get(4)?);
+            Ok((
+                ids,
+                Note {
+                    key: r.get(0)?,
+                    ms: r.get::<_, i64>(1)? as u64,
+                    event: String::new(),
+                    tool: None,
+                    failed: r.get::<_, i64>(5)? != 0,
+                    succeeded: r.get::<_, i64>(6)? != 0,
+                    exit_code: r.get(7)?,
+                    command: r.get(8)?,
+                    files: files
+                        .and_then(|f| serde_json::from_str(&f).ok())
+                        .unwrap_or_default(),
+                    text: r.get(10)?,
+                    plan: plan.and_then(|p| serde_json::from_str(&p).ok()),
+                },
+            ))
         });
-        let mut out = super::collect(rows).map_err(|x| self.err(x))?;
-        out.reverse();
+        let rows: Vec<(Ids, Note)> = super::collect(rows).map_err(|x| self.err(x))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for ((event, tool_name, tool_family), mut note) in rows.into_iter().rev() {
+            note.event = self.name_of(Some(event))?.unwrap_or_default();
+            note.tool = match self.name_of(tool_name)? {
+                Some(n) => Some(n),
+                None => self.name_of(tool_family)?,
+            };
+            out.push(note);
+        }
         Ok(out)
     }
 }

@@ -111,42 +111,87 @@ pub const SMALL_PROJECT_PARTS: i64 = 16;
 type Hit = (i64, f64, i64);
 
 impl Store {
-    /// The best `limit` records matching the FTS query `q` (built by
+    /// The best `candidates` records matching the FTS query `q` (built by
     /// [`super::fts_query`]) that meet `filter` (SQL over `r` and `p`
     /// whose parameters are `?2`… , given in `args`), best
-    /// [`SEARCH_RANK`](super::SEARCH_RANK) first, each with why it matched.
-    /// `within`: a project (workspace, name) that `filter` keeps only rows
-    /// of, so that a small project's matches are told apart by rowid before
-    /// any record is looked up, instead of looking up every
-    /// match ([`Store::project_filter`]); the answer is the same.
-    pub(crate) fn ranked(
+    /// [`SEARCH_RANK`](super::SEARCH_RANK) first, with identical texts
+    /// made one row (`crate::collapse`, at most `limit` rows), each with
+    /// why it matched. `within`: a project (workspace, name) that `filter`
+    /// keeps only rows of, so that a small project's matches are told
+    /// apart by rowid before any record is looked up, instead of looking
+    /// up every match ([`Store::project_filter`]); the answer is the same.
+    ///
+    /// Why each matched is made for the rows kept only: `snippet()` reads
+    /// a row's every column again (FTS5 asks the view, which inflates the
+    /// body and computes the identifier words), and a search reads several
+    /// times the rows it keeps (docs/benchmarks.md, sixth pass).
+    pub(crate) fn ranked_collapsed(
+        &self,
+        q: &str,
+        filter: &str,
+        args: &[&dyn ToSql],
+        candidates: usize,
+        within: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        let rows = self.ranked_rows(q, filter, args, candidates, within)?;
+        let ids: std::collections::HashMap<String, i64> =
+            rows.iter().map(|(id, r)| (r.key.clone(), *id)).collect();
+        let mut kept = crate::collapse::collapse(rows.into_iter().map(|(_, r)| r).collect(), limit);
+        for r in &mut kept {
+            if let Some(&id) = ids.get(&r.key) {
+                r.matched = self.matched(q, id)?;
+            }
+        }
+        Ok(kept)
+    }
+
+    /// [`Store::ranked_collapsed`]'s candidates and their rowids, without
+    /// why they matched.
+    fn ranked_rows(
         &self,
         q: &str,
         filter: &str,
         args: &[&dyn ToSql],
         limit: usize,
         within: Option<(&str, &str)>,
-    ) -> Result<Vec<StoredRecord>, StoreError> {
+    ) -> Result<Vec<(i64, StoredRecord)>, StoreError> {
         let ids = self.ranked_ids(q, filter, args, limit, within)?;
         let mut st = self
             .conn
             .prepare_cached(&format!(
-                "SELECT {RECORD_COLUMNS}, {}
-                 FROM records_fts f JOIN records r ON r.id = f.rowid
-                 JOIN projects p ON p.id = r.project_id
-                 WHERE records_fts MATCH ?1 AND f.rowid = ?2",
-                super::matched_column()
+                "SELECT {RECORD_COLUMNS} FROM records r JOIN projects p ON p.id = r.project_id
+                 WHERE r.id = ?1"
             ))
             .map_err(|e| self.err(e))?;
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
-            let rows = st.query_map(params![q, id], row_to_record);
-            out.extend(super::collect(rows).map_err(|e| self.err(e))?);
+            let rows = st.query_map(params![id], row_to_record);
+            out.extend(
+                super::collect(rows)
+                    .map_err(|e| self.err(e))?
+                    .into_iter()
+                    .map(|r| (id, r)),
+            );
         }
         Ok(out)
     }
 
-    /// The rowids of [`Store::ranked`]'s records, in order.
+    /// Why the record `id` matched the full-text query `q`
+    /// ([`StoredRecord::matched`]).
+    fn matched(&self, q: &str, id: i64) -> Result<Option<String>, StoreError> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {} FROM records_fts WHERE records_fts MATCH ?1 AND rowid = ?2",
+                super::matched_column()
+            ))
+            .and_then(|mut st| st.query_row(params![q, id], |r| r.get(0)).optional())
+            .map(Option::flatten)
+            .map_err(|e| self.err(e))
+    }
+
+    /// The rowids of [`Store::ranked_collapsed`]'s candidates, in order.
     pub(crate) fn ranked_ids(
         &self,
         q: &str,
@@ -159,7 +204,7 @@ impl Store {
         Ok(hits.into_iter().map(|h| h.0).collect())
     }
 
-    /// The rowids, ranks and times of [`Store::ranked`]'s records, in
+    /// The rowids, ranks and times of [`Store::ranked_collapsed`]'s candidates, in
     /// order, how many windows were ranked to find them, and how many
     /// virtual machine steps its window statement took (what the tests
     /// compare).
