@@ -429,8 +429,8 @@ fn handoff_section(
             .filter(|p| !p.is_empty())
             .map(|p| format!(" — {}", quote(&p, PROMPT_LINE_CHARS)))
             .unwrap_or_default();
-        let concluded = work::standing(&store.session_notes(o.row)?)
-            .conclusion
+        let concluded = store
+            .session_conclusion(o.row)?
             .map(|(c, _)| format!("; concluded: {}", quote(&c, EARLIER_CONCLUSION_CHARS)))
             .unwrap_or_default();
         s.item(format!(

@@ -396,6 +396,16 @@ pub struct Note {
     pub plan: Option<memhook_core::record::RecordPlan>,
 }
 
+/// The conclusion of the session whose `notes` these are: the newest
+/// stop with a final message that is not blank, as (text, record key).
+pub fn conclusion(notes: &[Note]) -> Option<(String, String)> {
+    notes
+        .iter()
+        .rev()
+        .find(|n| n.event == "stop" && n.text.as_deref().is_some_and(|t| !t.trim().is_empty()))
+        .map(|n| (n.text.clone().unwrap_or_default(), n.key.clone()))
+}
+
 /// A file a session touched.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TouchedFile {
@@ -665,6 +675,12 @@ pub trait Reads {
     /// The session's stops and tool results, oldest first (at most
     /// [`MAX_NOTES`], the newest kept), as [`Note`]s.
     fn session_notes(&self, row: i64) -> Result<Vec<Note>, StoreError>;
+    /// The [`conclusion`] of the session's [`Reads::session_notes`]: what
+    /// a briefing's line about an earlier session quotes. A store may find
+    /// it without reading every note (the embedded store does).
+    fn session_conclusion(&self, row: i64) -> Result<Option<(String, String)>, StoreError> {
+        Ok(conclusion(&self.session_notes(row)?))
+    }
 }
 
 /// One consistent view of a store for the web view (DESIGN §12). The SQLite

@@ -95,11 +95,7 @@ fn plan(notes: &[Note]) -> Vec<PlanItem> {
 
 /// Where the work of the session whose `notes` these are stands.
 pub fn standing(notes: &[Note]) -> Standing {
-    let conclusion = notes
-        .iter()
-        .rev()
-        .find(|n| n.event == "stop" && n.text.as_deref().is_some_and(|t| !t.trim().is_empty()))
-        .map(|n| (n.text.clone().unwrap_or_default(), n.key.clone()));
+    let conclusion = crate::model::conclusion(notes);
     let open = plan(notes)
         .into_iter()
         .filter(|i| is_open(&i.status))

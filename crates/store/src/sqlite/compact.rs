@@ -27,6 +27,7 @@
 use miniz_oxide::deflate::core::{
     compress, create_comp_flags_from_zip_params, CompressorOxide, TDEFLFlush, TDEFLStatus,
 };
+use miniz_oxide::inflate::core::{decompress, DecompressorOxide};
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -112,6 +113,44 @@ thread_local! {
         const { std::cell::RefCell::new((Vec::new(), String::new())) };
 }
 
+thread_local! {
+    /// One decompressor and output buffer per thread, reset for each body:
+    /// a new decompressor (what `decompress_to_vec_with_limit` makes every
+    /// time) is about 11 KB zeroed and moved, and its output is zeroed
+    /// again as it grows, about a third of inflating a body of a few KB
+    /// (callgrind of a briefing at 1,000,000 records, docs/benchmarks.md,
+    /// sixth pass).
+    static INFLATER: std::cell::RefCell<(Box<DecompressorOxide>, Vec<u8>)> =
+        std::cell::RefCell::new((Box::default(), Vec::new()));
+}
+
+/// The bytes of the raw deflate stream `b`, at most [`INFLATE_LIMIT`].
+fn inflate(mut b: &[u8]) -> rusqlite::Result<Vec<u8>> {
+    use miniz_oxide::inflate::core::inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
+    use miniz_oxide::inflate::TINFLStatus;
+    INFLATER.with_borrow_mut(|(d, out)| {
+        d.init();
+        if out.len() < 16 * 1024 {
+            out.resize(16 * 1024, 0);
+        }
+        let mut at = 0;
+        loop {
+            let (status, used, wrote) =
+                decompress(d, b, out, at, TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF);
+            at += wrote;
+            match status {
+                TINFLStatus::Done => return Ok(out[..at].to_vec()),
+                TINFLStatus::HasMoreOutput if out.len() < INFLATE_LIMIT => {
+                    b = &b[used.min(b.len())..];
+                    let grown = (out.len() * 2).min(INFLATE_LIMIT);
+                    out.resize(grown, 0);
+                }
+                other => return Err(user_err(format!("stored body does not inflate: {other:?}"))),
+            }
+        }
+    })
+}
+
 /// The text a stored body stands for (see [`pack_body`]).
 fn unpack_body(v: ValueRef<'_>) -> rusqlite::Result<Option<String>> {
     match v {
@@ -121,8 +160,7 @@ fn unpack_body(v: ValueRef<'_>) -> rusqlite::Result<Option<String>> {
             if let Some(hit) = LAST_INFLATED.with_borrow(|(k, v)| (k == b).then(|| v.clone())) {
                 return Ok(Some(hit));
             }
-            let raw = miniz_oxide::inflate::decompress_to_vec_with_limit(b, INFLATE_LIMIT)
-                .map_err(|e| user_err(format!("stored body does not inflate: {e:?}")))?;
+            let raw = inflate(b)?;
             let text = String::from_utf8(raw).map_err(|_| user_err("stored body is not UTF-8"))?;
             LAST_INFLATED.set((b.to_vec(), text.clone()));
             Ok(Some(text))
@@ -975,9 +1013,10 @@ mod tests {
     }
 
     /// The thread's reused compressor gives the bytes a fresh one gives,
-    /// for one body after another of every size (and inflates back).
+    /// for one body after another of every size, and its reused
+    /// decompressor gives them back.
     #[test]
-    fn the_reused_compressor_deflates_as_a_fresh_one() {
+    fn the_reused_compressor_and_decompressor_work_as_fresh_ones() {
         let mut bodies: Vec<String> = (0..40)
             .map(|i| format!("cargo test: {i} passed; 0 failed; ").repeat(1 + i * 7))
             .collect();
@@ -997,7 +1036,18 @@ mod tests {
             );
             let back = miniz_oxide::inflate::decompress_to_vec(&fresh).unwrap();
             assert_eq!(back, b.as_bytes());
+            // The thread's reused decompressor too, one body after another
+            // (the 70,000-byte one outgrows its first buffer).
+            assert_eq!(inflate(&fresh).unwrap(), b.as_bytes());
         }
+        // Past the limit, or not a deflate stream: an error, not a body.
+        let huge = miniz_oxide::deflate::compress_to_vec(&vec![b'a'; INFLATE_LIMIT + 1], 6);
+        assert!(inflate(&huge).is_err());
+        assert!(inflate(b"not deflate at all").is_err());
+        assert_eq!(
+            inflate(&miniz_oxide::deflate::compress_to_vec(b"ok", 6)).unwrap(),
+            b"ok"
+        );
     }
 
     #[test]

@@ -194,4 +194,109 @@ impl Store {
         }
         Ok(out)
     }
+
+    /// [`Reads::session_conclusion`](crate::model::Reads::session_conclusion)
+    /// without reading every note: the ids and events of the newest
+    /// [`MAX_NOTES`] notes, then the stops' texts newest first until one is
+    /// not blank. A briefing reads it for each earlier session, and
+    /// reading every note of those inflated every stop's and failure's
+    /// body for one quote (docs/benchmarks.md, sixth pass).
+    pub fn session_conclusion(&self, row: i64) -> Result<Option<(String, String)>, StoreError> {
+        let e = |x| self.err(x);
+        let stop = self.name_in("event", &["stop"])?;
+        let notes = self.name_in("event", &["stop", "post-tool-use", "post-tool-use-failure"])?;
+        let stops: Vec<i64> = {
+            let mut st = self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT id FROM (SELECT r.id, r.event, r.occurred_ms FROM record_rows r
+                                     WHERE r.session_row = ?1 AND {notes}
+                                     ORDER BY r.occurred_ms DESC, r.id DESC LIMIT {MAX_NOTES}) r
+                     WHERE {stop} ORDER BY r.occurred_ms DESC, r.id DESC"
+                ))
+                .map_err(e)?;
+            let rows = st.query_map([row], |r| r.get(0));
+            super::collect(rows).map_err(e)?
+        };
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {KEY}, {BODY} FROM record_rows r WHERE r.id = ?1"
+            ))
+            .map_err(e)?;
+        for id in stops {
+            let (key, text): (String, Option<String>) = st
+                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(e)?;
+            if let Some(t) = text.filter(|t| !t.trim().is_empty()) {
+                return Ok(Some((t, key)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::{conclusion, Reads, MAX_NOTES};
+    use crate::sqlite::samples::rec;
+    use crate::sqlite::Store;
+
+    /// The embedded store's conclusion is the one its notes give, in every
+    /// case that decides it: no stop, a blank last stop, a stop deflated,
+    /// and a stop older than the newest notes.
+    #[test]
+    fn the_conclusion_is_the_one_the_notes_give() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        let mut n = 0u64;
+        let mut add = |s: &mut Store, session: &str, event: &str, body: Option<String>| {
+            n += 1;
+            let mut r = rec(&format!("{n:032x}"), 1000 + n, "p", session, event);
+            r.body = body;
+            s.insert(&r).unwrap();
+        };
+        // s1: tool results only.
+        add(&mut s, "s1", "post-tool-use", Some("ok".into()));
+        // s2: a long (deflated) conclusion, then a blank stop, then work.
+        let long = format!("the retry works now {}", "and the tests pass ".repeat(20));
+        add(&mut s, "s2", "stop", Some("an early word".into()));
+        add(&mut s, "s2", "stop", Some(long.clone()));
+        add(&mut s, "s2", "stop", Some("  \n ".into()));
+        add(&mut s, "s2", "post-tool-use", Some("ok".into()));
+        // s3: a stop, then more than MAX_NOTES tool results.
+        add(&mut s, "s3", "stop", Some("out of reach".into()));
+        for _ in 0..MAX_NOTES + 1 {
+            add(
+                &mut s,
+                "s3",
+                "post-tool-use-failure",
+                Some("error: no".into()),
+            );
+        }
+        let rows: Vec<i64> = s
+            .conn
+            .prepare("SELECT id FROM sessions ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(rows.len(), 3);
+        let got: Vec<Option<(String, String)>> = rows
+            .iter()
+            .map(|&r| s.session_conclusion(r).unwrap())
+            .collect();
+        let want: Vec<Option<(String, String)>> = rows
+            .iter()
+            .map(|&r| conclusion(&s.session_notes(r).unwrap()))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(got[0], None);
+        assert_eq!(got[1].as_ref().map(|c| c.0.as_str()), Some(long.as_str()));
+        assert_eq!(got[2], None, "older than the newest notes");
+        // Through the trait, as the briefing asks.
+        let reads: &dyn Reads = &s;
+        assert_eq!(reads.session_conclusion(rows[1]).unwrap(), want[1]);
+    }
 }

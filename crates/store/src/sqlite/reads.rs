@@ -49,6 +49,9 @@ impl Reads for crate::sqlite::Store {
     fn session_notes(&self, row: i64) -> Result<Vec<Note>, StoreError> {
         crate::sqlite::Store::session_notes(self, row)
     }
+    fn session_conclusion(&self, row: i64) -> Result<Option<(String, String)>, StoreError> {
+        crate::sqlite::Store::session_conclusion(self, row)
+    }
 }
 
 impl Browse for crate::sqlite::Store {
