@@ -677,7 +677,12 @@ fn only_records_with_text_of_their_own_keep_a_meaning_in_both_stores() {
         ("stop", "stop", None, false),
         ("post-tool-use", "Bash: cargo test → exit 0", None, false),
         ("post-tool-use", "Edit src/download.rs", None, true),
-        ("stop", "stop", Some("the download retries with backoff now"), false),
+        (
+            "stop",
+            "stop",
+            Some("the download retries with backoff now"),
+            false,
+        ),
     ];
     let recs: Vec<Record> = cases
         .iter()
@@ -687,7 +692,11 @@ fn only_records_with_text_of_their_own_keep_a_meaning_in_both_stores() {
             r.occurred_ms += i as u64 * 1000;
             r.title = Some((*title).into());
             r.body = body.map(str::to_string);
-            r.files = if *files { vec!["src/download.rs".into()] } else { Vec::new() };
+            r.files = if *files {
+                vec!["src/download.rs".into()]
+            } else {
+                Vec::new()
+            };
             r
         })
         .collect();
@@ -708,9 +717,7 @@ fn only_records_with_text_of_their_own_keep_a_meaning_in_both_stores() {
     assert_eq!(in_pg, want, "PostgreSQL");
     let conn = rusqlite::Connection::open(t.path().join("store.sqlite3")).unwrap();
     let mut in_sqlite: Vec<String> = conn
-        .prepare(
-            "SELECT lower(hex(r.key)) FROM record_meaning m JOIN record_rows r ON r.id = m.id",
-        )
+        .prepare("SELECT lower(hex(r.key)) FROM record_meaning m JOIN record_rows r ON r.id = m.id")
         .unwrap()
         .query_map([], |r| r.get(0))
         .unwrap()
