@@ -217,7 +217,7 @@ pub fn key_blob_range(prefix: &str) -> Option<(Vec<u8>, Vec<u8>)> {
 
 /// Register the functions the view `records` calls on `conn`; what is
 /// returned is the connection's names as `memhook_name` has read them
-/// ([`Names`]).
+/// (`Names`).
 pub fn register_functions(conn: &Connection) -> rusqlite::Result<Names> {
     let flags = FunctionFlags::SQLITE_UTF8
         | FunctionFlags::SQLITE_DETERMINISTIC

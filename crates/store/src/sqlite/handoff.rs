@@ -195,7 +195,7 @@ impl Store {
         Ok(out)
     }
 
-    /// [`Reads::session_conclusion`](crate::model::Reads::session_conclusion)
+    /// [`Reads::session_conclusion`]
     /// without reading every note: the ids and events of the newest
     /// [`MAX_NOTES`] notes, then the stops' texts newest first until one is
     /// not blank. A briefing reads it for each earlier session, and
