@@ -454,14 +454,7 @@ fn search_finds_the_same_records_in_both_stores() {
     };
     let t = tempfile::tempdir().unwrap();
     let mut sqlite = Store::open(t.path()).unwrap();
-    let env = Env {
-        url: Some(c.url_with_password(db)),
-        ..Env::default()
-    };
-    let target = memhook_store_pg::config::resolve(None, None, &env)
-        .unwrap()
-        .unwrap();
-    let pg = PgStore::new(target, t.path());
+    let pg = pg_store(&c, db, t.path());
     let mut recs = history();
     let mut other = record(&key(60), "o", "user-prompt", None);
     other.scope.project = "web".into();
@@ -570,14 +563,7 @@ fn search_by_meaning_finds_paraphrases_and_collapses_identical_texts_in_both_sto
     };
     let t = tempfile::tempdir().unwrap();
     let mut sqlite = Store::open(t.path()).unwrap();
-    let env = Env {
-        url: Some(c.url_with_password(db)),
-        ..Env::default()
-    };
-    let target = memhook_store_pg::config::resolve(None, None, &env)
-        .unwrap()
-        .unwrap();
-    let pg = PgStore::new(target, t.path());
+    let pg = pg_store(&c, db, t.path());
     let texts = [
         "add a retry with exponential backoff to the download client",
         "cache the price table in memory for an hour",
@@ -662,14 +648,7 @@ fn only_records_with_text_of_their_own_keep_a_meaning_in_both_stores() {
     };
     let t = tempfile::tempdir().unwrap();
     let mut sqlite = Store::open(t.path()).unwrap();
-    let env = Env {
-        url: Some(c.url_with_password(db)),
-        ..Env::default()
-    };
-    let target = memhook_store_pg::config::resolve(None, None, &env)
-        .unwrap()
-        .unwrap();
-    let pg = PgStore::new(target, t.path());
+    let pg = pg_store(&c, db, t.path());
     // (event, title, body, files): the last three have text of their own.
     let cases: [(&str, &str, Option<&str>, bool); 6] = [
         ("pre-tool-use", "Bash (shell)", None, false),
@@ -1112,14 +1091,7 @@ fn a_database_of_version_3_is_indexed_anew_with_stems_and_identifier_words() {
         )
         .unwrap();
     let t = tempfile::tempdir().unwrap();
-    let env = Env {
-        url: Some(c.url_with_password(db)),
-        ..Env::default()
-    };
-    let target = memhook_store_pg::config::resolve(None, None, &env)
-        .unwrap()
-        .unwrap();
-    let pg = PgStore::new(target, t.path());
+    let pg = pg_store(&c, db, t.path());
     pg.ensure_schema().unwrap();
     for q in ["load config", "retry", "rate limiter", "loadConfig"] {
         let found: Vec<String> = pg

@@ -36,11 +36,6 @@ pub const FILL_BATCH: usize = 500;
 /// below it, unrelated texts (measured on examples/search_bench.rs).
 pub const MIN_COSINE: f32 = 0.55;
 
-/// Events whose record, without a body or files, still has a title of its
-/// own: a tool result's title is its command line or file (`Bash: cargo
-/// test → exit 0`).
-const OWN_TITLE_EVENTS: &[&str] = &["post-tool-use", "post-tool-use-failure"];
-
 /// The texts a record's meaning is made of: its title, body and files.
 /// None when the record carries no text of its own — a tool call before it
 /// runs (`Bash (shell)`), a session's start or end, a compaction marker, a
@@ -55,7 +50,9 @@ pub fn record_texts<'a>(
     files: &'a [String],
 ) -> Vec<&'a str> {
     let has_body = body.is_some_and(|b| !b.trim().is_empty());
-    if !has_body && files.is_empty() && !OWN_TITLE_EVENTS.contains(&event) {
+    // Without a body or files, a tool result still has a title of its own:
+    // its command line or file (`Bash: cargo test → exit 0`).
+    if !has_body && files.is_empty() && !crate::model::TOOL_RESULTS.contains(&event) {
         return Vec::new();
     }
     let mut t: Vec<&str> = [title, body].into_iter().flatten().collect();

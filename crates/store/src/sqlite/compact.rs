@@ -443,17 +443,6 @@ pub(super) const RECORDS_VIEW_12: &str = "CREATE VIEW records AS SELECT
 /// Records copied per statement by [`compact_records`].
 const COPY_BATCH: i64 = 5000;
 
-/// The name columns of `records`.
-const NAME_COLUMNS: [&str; 7] = [
-    "agent",
-    "event",
-    "native_event",
-    "tool_family",
-    "tool_name",
-    "outcome",
-    "disposition",
-];
-
 /// Migration 12, after its SQL (which made `names`, `record_rows`,
 /// `record_meaning_rows` and `sessions.cwd`): move the records of the
 /// table `records` into `record_rows`, in batches of [`COPY_BATCH`] by
@@ -463,7 +452,7 @@ const NAME_COLUMNS: [&str; 7] = [
 /// the view gives back); then drop the old tables and make the view. The
 /// caller has registered [`register_functions`].
 pub(super) fn compact_records(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
-    let names_sql = NAME_COLUMNS
+    let names_sql = super::columns::NAME_COLUMNS
         .iter()
         .map(|c| format!("SELECT {c} FROM records WHERE id > ?1 AND id <= ?2 AND {c} IS NOT NULL"))
         .collect::<Vec<_>>()

@@ -8,6 +8,9 @@ use crate::model::*;
 use super::columns::{name, BODY, CWD, KEY};
 use super::{Store, StoreError};
 
+/// The events a session's notes are made of: stops and tool results.
+const NOTE_EVENTS: [&str; 3] = ["stop", "post-tool-use", "post-tool-use-failure"];
+
 impl Store {
     /// The session's first prompt and its last `last` prompts (oldest first;
     /// the first one is not repeated), and how many prompts it had. A
@@ -154,8 +157,7 @@ impl Store {
                  ORDER BY r.occurred_ms DESC, r.id DESC LIMIT {MAX_NOTES}",
                 success = self.name_in("outcome", &["success"])?,
                 stop = self.name_in("event", &["stop"])?,
-                notes =
-                    self.name_in("event", &["stop", "post-tool-use", "post-tool-use-failure"])?,
+                notes = self.name_in("event", &NOTE_EVENTS)?,
             ))
             .map_err(|x| self.err(x))?;
         type Ids = (i64, Option<i64>, Option<i64>);
@@ -204,7 +206,7 @@ impl Store {
     pub fn session_conclusion(&self, row: i64) -> Result<Option<(String, String)>, StoreError> {
         let e = |x| self.err(x);
         let stop = self.name_in("event", &["stop"])?;
-        let notes = self.name_in("event", &["stop", "post-tool-use", "post-tool-use-failure"])?;
+        let notes = self.name_in("event", &NOTE_EVENTS)?;
         let stops: Vec<i64> = {
             let mut st = self
                 .conn
