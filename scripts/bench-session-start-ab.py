@@ -16,7 +16,13 @@ states, and peak RSS differs by up to 1 MiB between them.
 Reports each child's CPU (user + system, from wait4) and peak RSS (from
 /usr/bin/time -f %M, a separate call of the same kind), medians and max.
 
-Usage: scripts/bench-session-start-ab.py [--runs 40] [--sessions 100] BINARY [BINARY ...]
+With --miss, the briefings kept ready (<data dir>/briefings) are removed
+before every call, so each session start composes its briefing from the
+store (docs/architecture.md, "Briefings kept ready"); without it, a
+binary that keeps briefings composes only at its first call (the store
+does not change: nothing is delivered).
+
+Usage: scripts/bench-session-start-ab.py [--runs 40] [--sessions 100] [--miss] BINARY [BINARY ...]
 """
 
 import argparse
@@ -59,6 +65,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--sessions", type=int, default=100)
+    ap.add_argument("--miss", action="store_true",
+                    help="remove the kept briefings before every call")
     ap.add_argument("binaries", nargs="+")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="memhook-start-ab-")
@@ -73,7 +81,9 @@ def main():
         for project in ("demo", "other"):
             for line in bss.records(project, a.sessions, 40, 1_767_225_600_000):
                 f.write(line + "\n")
-    subprocess.run([a.binaries[0], "import", dump], env=env, check=True, capture_output=True)
+    # The last BINARY (the newest) writes the store, so a build that keeps
+    # briefings ready finds the store's generation it writes.
+    subprocess.run([a.binaries[-1], "import", dump], env=env, check=True, capture_output=True)
     con = sqlite3.connect(os.path.join(home, "data", "store.sqlite3"))
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     con.close()
@@ -81,6 +91,10 @@ def main():
         payload = json.load(f)
     payload.update(cwd=cwd, session_id="bench-start-ab")
     stdin = json.dumps(payload).encode()
+
+    def forget_kept():
+        if a.miss:
+            shutil.rmtree(os.path.join(home, "data", "briefings"), ignore_errors=True)
 
     runs = [("/bin/true", "/bin/true")]
     for i, b in enumerate(a.binaries):
@@ -91,14 +105,15 @@ def main():
     for _ in range(a.runs):
         for label, path in runs:
             argv = [path] if path == "/bin/true" else [path, "hook", "--agent", "claude-code"]
-            c, m = bss.run(argv, env, cwd, b"" if path == "/bin/true" else stdin)
+            c, m = bss.run(argv, env, cwd, b"" if path == "/bin/true" else stdin, before=forget_kept)
             cpu[label].append(c)
             rss[label].append(m)
         if chars is None:
             out = subprocess.run([runs[1][1], "hook", "--agent", "claude-code"], input=stdin, env=env, cwd=cwd, capture_output=True, check=True)
             chars = len(json.loads(out.stdout).get("hookSpecificOutput", {}).get("additionalContext", ""))
     base = statistics.median(cpu["/bin/true"])
-    print(f"{a.runs} rounds, {a.sessions} sessions x 40 records in the project, as many in another; briefing {chars} characters; load {os.getloadavg()[0]:.1f}")
+    kept = "every call composes (--miss)" if a.miss else "briefings kept ready are used"
+    print(f"{a.runs} rounds, {a.sessions} sessions x 40 records in the project, as many in another; briefing {chars} characters; {kept}; load {os.getloadavg()[0]:.1f}")
     print()
     print("| binary | CPU | CPU ratio | peak RSS median | peak RSS max |")
     print("|---|---|---|---|---|")

@@ -65,10 +65,13 @@ def records(project, sessions, per_session, t0):
         yield line("session-end", title="session end")
 
 
-def run(argv, env, cwd, stdin_bytes):
+def run(argv, env, cwd, stdin_bytes, before=None):
     """CPU seconds and peak RSS (KiB) of one child. The peak RSS comes from
     GNU time (/usr/bin/time -f %M) run around it, in a second run: a child
-    of this script inherits the script's own RSS high-water mark at exec."""
+    of this script inherits the script's own RSS high-water mark at exec.
+    `before`, if given, is called before each of the two runs."""
+    if before:
+        before()
     p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
     p.stdin.write(stdin_bytes)
     p.stdin.close()
@@ -76,6 +79,8 @@ def run(argv, env, cwd, stdin_bytes):
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         raise SystemExit(f"{argv} failed: {status}")
+    if before:
+        before()
     t = subprocess.run(["/usr/bin/time", "-f", "%M", *argv], input=stdin_bytes, env=env, cwd=cwd,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
     return ru.ru_utime + ru.ru_stime, int(t.stderr.decode().strip().splitlines()[-1])

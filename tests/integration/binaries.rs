@@ -282,17 +282,19 @@ fn enqueued(exe: &std::path::Path, home: &std::path::Path) -> u64 {
 
 /// An agent briefed at its tool calls (Cline: envelope::briefing_event) is
 /// briefed by the first one only, so only the first needs the store: the
-/// per-event binary hands that one to `memhook-session`, with the payload
-/// it read, and runs every later one itself (before, each of a Cline
-/// session's tool calls ran in `memhook-session`). Every event is
-/// captured either way.
+/// per-event binary runs every one of them itself, and asks
+/// `memhook-session` to compose the first one's briefing (no briefing is
+/// kept ready here); it hands none of them over whole (before, each of a
+/// Cline session's tool calls ran in `memhook-session`, then only the
+/// first). Every event is captured.
 #[test]
-fn only_the_first_late_briefing_event_of_a_session_goes_to_memhook_session() {
+fn only_the_first_late_briefing_event_of_a_session_asks_memhook_session_for_a_briefing() {
     let t = tempfile::tempdir().unwrap();
     let bin_dir = t.path().join("bin");
     let exe = install_copy(&bin_dir);
     // memhook-session behind a wrapper that notes each hook call it runs
-    // (the drainer's own spawn line is not a hook call).
+    // and each briefing it composes (the drainer's own spawn line is
+    // neither).
     let real = bin_dir.join("memhook-session.real");
     fs::rename(bin_dir.join("memhook-session"), &real).unwrap();
     let log = t.path().join("session-calls.log");
@@ -300,7 +302,8 @@ fn only_the_first_late_briefing_event_of_a_session_goes_to_memhook_session() {
     fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\nif [ \"$1\" = hook ]; then echo \"$*\" >> '{}'; fi\nexec '{}' \"$@\"\n",
+            "#!/bin/sh\nif [ \"$1\" = hook ] || [ \"$3\" = brief ]; then echo \"$*\" >> '{}'; fi\n\
+             exec '{}' \"$@\"\n",
             log.display(),
             real.display()
         ),
@@ -311,7 +314,11 @@ fn only_the_first_late_briefing_event_of_a_session_goes_to_memhook_session() {
         fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
     }
     record_delivered_prompt(&exe, t.path());
-    let session_calls = || fs::read_to_string(&log).unwrap_or_default().lines().count();
+    let session_calls = || {
+        let log = fs::read_to_string(&log).unwrap_or_default();
+        let briefs = log.lines().filter(|l| l.ends_with(" brief")).count();
+        (log.lines().count() - briefs, briefs)
+    };
     let before_calls = session_calls();
     let before = enqueued(&exe, t.path());
     let project = t.path().join("proj");
@@ -340,10 +347,11 @@ fn only_the_first_late_briefing_event_of_a_session_goes_to_memhook_session() {
         let v: serde_json::Value = serde_json::from_str(later.trim()).unwrap();
         assert!(v.is_object(), "{later}");
     }
+    let (hooks, briefs) = session_calls();
     assert_eq!(
-        session_calls() - before_calls,
-        1,
-        "hook calls memhook-session ran: {}",
+        (hooks - before_calls.0, briefs - before_calls.1),
+        (0, 1),
+        "hook calls memhook-session ran, briefings it composed: {}",
         fs::read_to_string(&log).unwrap_or_default()
     );
     assert_eq!(

@@ -20,6 +20,7 @@ mod history;
 mod hook;
 mod hostile;
 mod install;
+mod kept_briefing;
 mod mcp;
 mod readme;
 mod records;

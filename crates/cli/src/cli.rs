@@ -102,16 +102,17 @@ pub enum Command {
 /// envelope: an agent treats exit 2 as "block the tool call".
 pub fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    // The two command lines memhook itself runs here, many times a
-    // session, skip clap, whose command tree for every subcommand was a
+    // The command lines memhook itself runs here, many times a session,
+    // skip clap, whose command tree for every subcommand was a
     // fifth of a session start's instructions (docs/benchmarks.md, "One
     // policy, an arena, no libm, no clap for session start"): the hook, as
     // the per-event binary hands it over (session start), and the detached
-    // drainer the hook starts. Both are read as clap reads them (tests here
-    // and in hook.rs).
+    // drainer the hook starts (both read as clap reads them: tests here and
+    // in hook.rs), and the per-event binary's request for a briefing.
     if let Some(code) = memhook_hook::handover::run_own_line(
         &argv,
         memhook_sinks::session_start::session_start,
+        memhook_sinks::session_start::compose_for,
         |dir| memhook_sinks::drainer::run_background(Some(dir)),
     ) {
         return code;

@@ -54,6 +54,10 @@ impl fmt::Display for DirError {
 
 impl std::error::Error for DirError {}
 
+/// File name of the embedded store inside the data dir (memhook-store
+/// opens it; the per-event path only looks at it, `briefing_cache`).
+pub const STORE_FILE: &str = "store.sqlite3";
+
 /// Resolve the data dir from the flag, then `AI_MEMORY_DATA_DIR`, then the
 /// platform default. Does not create anything.
 pub fn resolve(flag: Option<&Path>) -> Result<PathBuf, DirError> {

@@ -6,6 +6,7 @@
 //! stdin ─► event ─► scope ─► capture ─► record ─► (memhook-delivery: spool)
 //! ```
 
+pub mod briefing_cache;
 pub mod capture;
 pub mod data_dir;
 pub mod entropy;

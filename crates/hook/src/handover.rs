@@ -98,20 +98,26 @@ pub fn hand_over_with_stdin(
     child.wait().map(exit_code)
 }
 
-/// Run either of the two command lines memhook itself runs many times a
+/// Run any of the three command lines memhook itself runs many times a
 /// session, without clap: a hook call as [`crate::parse_fast`] reads it,
-/// with `briefer` for session start, and the detached drainer's spawn line
+/// with `briefer` for session start; the detached drainer's spawn line
 /// ([`background_drainer`]), with `drain` (its error is printed as
-/// `memhook: …`, exit 2). `None` for any other line, which is clap's.
-/// `memhook-session` and `memhook-cli` both start here; memhook-cli's tests
-/// keep both lines read as clap reads them.
+/// `memhook: …`, exit 2); and the per-event binary's request for a
+/// briefing ([`crate::brief::brief_line`]), with `compose`. `None` for any
+/// other line, which is clap's. `memhook-session` and `memhook-cli` both
+/// start here; memhook-cli's tests keep the hook's and the drainer's lines
+/// read as clap reads them.
 pub fn run_own_line<E: std::fmt::Display>(
     argv: &[OsString],
     briefer: crate::Briefer,
+    compose: crate::brief::Composer,
     drain: impl FnOnce(&Path) -> Result<(), E>,
 ) -> Option<ExitCode> {
     if let Some((args, data_dir)) = crate::parse_fast(argv) {
         return Some(crate::run(&args, data_dir.as_deref(), briefer));
+    }
+    if let Some(dir) = crate::brief::brief_line(argv) {
+        return Some(crate::brief::answer(&dir, compose));
     }
     let dir = background_drainer(argv)?;
     Some(match drain(&dir) {

@@ -26,6 +26,7 @@ use memhook_delivery::spool::{SinkTarget, Spool, SpoolEntry, SpoolError, ENTRY_V
 
 pub mod arena;
 mod args;
+pub mod brief;
 pub mod budget;
 pub mod handover;
 pub use args::{is_hook_invocation, parse_fast, HookArgs};
@@ -82,8 +83,10 @@ pub enum Stdin {
 /// What the hook does at session start beyond recording the event: deliver
 /// what is pending for the sink, then compose (or fetch) the briefing,
 /// within the budget it is given. The store and the HTTP sink are not in
-/// this crate: `memhook-cli` passes `memhook_sinks::session_start::session_start`;
-/// the per-event binary hands session start to `memhook-cli` whole.
+/// this crate: `memhook-session` and `memhook-cli` pass
+/// `memhook_sinks::session_start::session_start`; the per-event binary
+/// passes [`brief::kept_or_composed`] (a briefing kept ready, or one
+/// `memhook-session` composes).
 pub type Briefer = fn(&Path, &SinkTarget, &Scope, &Event, Duration) -> Option<String>;
 
 /// The briefer of a binary that cannot brief: no briefing (`{}`).
@@ -706,7 +709,7 @@ fn read_chunks(
 }
 
 #[cfg(unix)]
-fn read_fd(fd: libc::c_int, timeout: Duration, max: usize) -> Stdin {
+pub(crate) fn read_fd(fd: libc::c_int, timeout: Duration, max: usize) -> Stdin {
     let deadline = Instant::now() + timeout;
     // The payload is read straight into `buf`'s spare capacity, never
     // through a zeroed scratch buffer: zeroing 64 KiB faulted in 16 pages

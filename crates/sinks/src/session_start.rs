@@ -3,14 +3,15 @@
 //! briefing from the store ([`memhook_store::briefing::compose`]) or fetch it from
 //! the server's `GET /handoff`, all within one hard budget (DESIGN §6).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use memhook_core::briefing_cache::{self, Key};
 use memhook_core::event::Event;
 use memhook_core::scope::Scope;
 use memhook_delivery::drain;
-use memhook_delivery::spool::{SinkTarget, Spool};
-use memhook_store::briefing::{clip, compose_with};
+use memhook_delivery::spool::{briefing_may_change, SinkTarget, Spool};
+use memhook_store::briefing::{clip, compose_kept, compose_with};
 use memhook_store::sqlite::Store;
 
 /// Share of the budget (in percent) that delivering pending records may use;
@@ -43,28 +44,14 @@ pub fn session_start(
     let max_chars = scope.settings.max_chars;
     let text = match sink {
         SinkTarget::Store => {
-            // Every wait for the database's lock ends at the deadline.
-            let memory_write = memhook_core::mcp_agents::installed(data_dir, event.agent.as_str());
-            let composed = Store::open_until(data_dir, Some(deadline)).and_then(|store| {
-                compose_with(
-                    &store,
-                    (&scope.workspace, &scope.project),
-                    event.session_id.as_deref(),
-                    max_chars,
-                    scope.settings.inject_on_session_start,
-                    memory_write,
-                )
-            });
-            match composed {
-                Ok(text) => text?,
-                // Out of time (a lock held to the deadline): no briefing,
-                // and nothing broken to report.
-                Err(_) if Instant::now() >= deadline => return None,
-                Err(e) => {
-                    report_failure(data_dir, &e.to_string());
-                    return None;
-                }
-            }
+            let key = Key {
+                workspace: scope.workspace.clone(),
+                project: scope.project.clone(),
+                max_chars,
+                digest: scope.settings.inject_on_session_start,
+                mcp: memhook_core::mcp_agents::installed(data_dir, event.agent.as_str()),
+            };
+            store_briefing(data_dir, &key, event.session_id.as_deref(), deadline)?
         }
         SinkTarget::Http { url } => {
             let token = memhook_delivery::sink::auth_token(data_dir);
@@ -79,6 +66,79 @@ pub fn session_start(
         }
     };
     (Instant::now() < deadline).then_some(text)
+}
+
+/// What `memhook-session --data-dir DIR brief` does for the per-event
+/// binary when it has no briefing kept ready (`memhook_hook::brief`):
+/// deliver what is pending for the embedded store, then compose `key`'s
+/// briefing for `session` (and keep it ready for the next session), all
+/// within `budget`.
+pub fn compose_for(
+    data_dir: &Path,
+    key: &Key,
+    session: Option<&str>,
+    budget: Duration,
+) -> Option<String> {
+    let start = Instant::now();
+    let deadline = start + budget;
+    deliver_pending(
+        data_dir,
+        &SinkTarget::Store,
+        session,
+        start + budget * DELIVERY_SHARE_PCT / 100,
+    );
+    if Instant::now() >= deadline {
+        return None;
+    }
+    let text = store_briefing(data_dir, key, session, deadline)?;
+    (Instant::now() < deadline).then_some(text)
+}
+
+/// `key`'s briefing from the embedded store for `session`, kept ready for
+/// the next session start when `session` is none of the sessions it looked
+/// at (so that it holds for any other). `None` — the envelope prints `{}`
+/// — when there is nothing to say or on any problem.
+fn store_briefing(
+    data_dir: &Path,
+    key: &Key,
+    session: Option<&str>,
+    deadline: Instant,
+) -> Option<String> {
+    // The stamp is read before the snapshot: a commit after it makes the
+    // kept briefing stale, never the other way round.
+    let store_file = data_dir.join(memhook_store::sqlite::STORE_FILE);
+    let stamp = briefing_cache::stamp(data_dir, &store_file, key);
+    // Every wait for the database's lock ends at the deadline.
+    let composed = Store::open_until(data_dir, Some(deadline)).and_then(|store| {
+        let (text, looked_at) = compose_kept(&store, key)?;
+        if session.is_some_and(|s| looked_at.iter().any(|k| k == s)) {
+            // A resumed session: briefed about the others, never itself.
+            return compose_with(
+                &store,
+                (&key.workspace, &key.project),
+                session,
+                key.max_chars,
+                key.digest,
+                key.mcp,
+            );
+        }
+        if let Some(stamp) = stamp {
+            if let Err(e) = briefing_cache::keep(data_dir, key, stamp, looked_at, text.clone()) {
+                eprintln!("memhook: the briefing is not kept ready for the next session: {e}");
+            }
+        }
+        Ok(text)
+    });
+    match composed {
+        Ok(text) => text,
+        // Out of time (a lock held to the deadline): no briefing, and
+        // nothing broken to report.
+        Err(_) if Instant::now() >= deadline => None,
+        Err(e) => {
+            report_failure(data_dir, &e.to_string());
+            None
+        }
+    }
 }
 
 /// The file in the data dir that remembers why the last briefing could not be
@@ -153,98 +213,4 @@ fn deliver_pending(data_dir: &Path, sink: &SinkTarget, session: Option<&str>, un
             pipelined: false,
         },
     );
-}
-
-/// Pending entries looked at before assuming delivery is worth it.
-pub const PENDING_SCAN: usize = 64;
-
-/// Whether `pending` may hold a record of `sink` from a session other than
-/// `session`. Past [`PENDING_SCAN`] entries, assume it does.
-fn briefing_may_change(pending: &[PathBuf], sink: &SinkTarget, session: Option<&str>) -> bool {
-    if pending.len() > PENDING_SCAN {
-        return true;
-    }
-    pending.iter().any(|p| match Spool::load(p) {
-        Ok(e) => {
-            &e.sink == sink && (session.is_none() || e.record.session_id.as_deref() != session)
-        }
-        Err(_) => false,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use memhook_core::record::{sample, Record};
-
-    fn rec(key: &str, ms: u64, session: &str, event: &str) -> Record {
-        Record {
-            occurred_ms: ms,
-            event: event.into(),
-            native_event: event.into(),
-            session_id: Some(session.into()),
-            cwd: Some("/w/api".into()),
-            scope: sample::scope("acme", "api", "marker"),
-            ..sample::record(key)
-        }
-    }
-
-    #[test]
-    fn delivery_at_start_only_when_other_sessions_wait() {
-        use memhook_delivery::spool::{SpoolEntry, ENTRY_VERSION};
-        let t = tempfile::tempdir().unwrap();
-        let spool = Spool::open(t.path()).unwrap();
-        let put = |key: &str, session: &str, sink: SinkTarget| {
-            spool
-                .enqueue(&SpoolEntry {
-                    v: ENTRY_VERSION,
-                    sink,
-                    attempts: 0,
-                    enqueued_ms: 1,
-                    // A key of the hook's shape: `k1` → `0…01`.
-                    record: rec(
-                        &format!("{:0>32}", key.trim_start_matches('k')),
-                        1,
-                        session,
-                        "session-start",
-                    ),
-                    exclusions: None,
-                })
-                .unwrap()
-        };
-        let http = SinkTarget::Http {
-            url: "http://127.0.0.1:9".into(),
-        };
-        let store = SinkTarget::Store;
-        assert!(!briefing_may_change(&[], &store, Some("new")));
-        let own = put("k1", "new", store.clone());
-        assert!(!briefing_may_change(
-            std::slice::from_ref(&own),
-            &store,
-            Some("new")
-        ));
-        let other_sink = put("k2", "old", http.clone());
-        let both = vec![own.clone(), other_sink];
-        assert!(!briefing_may_change(&both, &store, Some("new")));
-        assert!(briefing_may_change(&both, &http, Some("new")));
-        assert!(briefing_may_change(
-            std::slice::from_ref(&own),
-            &store,
-            None
-        ));
-        let old = put("k3", "old", store.clone());
-        assert!(briefing_may_change(
-            &[own.clone(), old],
-            &store,
-            Some("new")
-        ));
-        // Past the scan bound, assume so without reading.
-        let many = vec![own; PENDING_SCAN + 1];
-        assert!(briefing_may_change(&many, &store, Some("new")));
-        assert!(!briefing_may_change(
-            &many[..PENDING_SCAN],
-            &store,
-            Some("new")
-        ));
-    }
 }

@@ -41,7 +41,39 @@ impl Drop for StoreSink {
     }
 }
 
+impl StoreSink {
+    /// Compose again every kept briefing that no longer holds
+    /// ([`memhook_core::briefing_cache::stale`]), each from a snapshot
+    /// taken after its stamp was read. Only a drainer that opened the store
+    /// does: one that delivered nothing changed nothing.
+    fn keep_briefings_ready(&mut self) {
+        use memhook_core::briefing_cache;
+        let Some(store) = &self.store else {
+            return;
+        };
+        for key in briefing_cache::stale(&self.data_dir, store.path()) {
+            let Some(stamp) = briefing_cache::stamp(&self.data_dir, store.path(), &key) else {
+                return;
+            };
+            match memhook_store::briefing::compose_kept(store, &key) {
+                Ok((text, looked_at)) => {
+                    if let Err(e) =
+                        briefing_cache::keep(&self.data_dir, &key, stamp, looked_at, text)
+                    {
+                        eprintln!("memhook: drain: cannot keep a briefing ready: {e}");
+                    }
+                }
+                Err(e) => eprintln!("memhook: drain: cannot compose a briefing to keep: {e}"),
+            }
+        }
+    }
+}
+
 impl Sink for StoreSink {
+    fn settle(&mut self) {
+        self.keep_briefings_ready();
+    }
+
     /// One slice of retention under the data dir's policy
     /// (`memhook_store::sqlite::retention`); a policy or store that cannot
     /// be read is logged to the drain log and retention waits.

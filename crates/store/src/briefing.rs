@@ -139,6 +139,26 @@ pub fn compose_reads_with(
     compose_reads(store, scope, exclude_session, max_chars, digest, mcp)
 }
 
+/// The briefing of `key`'s scope for any session that is not among the
+/// sessions it looked at (returned with it, newest first): what is kept
+/// ready for the next session start (`memhook_core::briefing_cache`). The
+/// caller reads the stamp before `store`'s snapshot is taken.
+pub fn compose_kept(
+    store: &Store,
+    key: &memhook_core::briefing_cache::Key,
+) -> Result<(Option<String>, Vec<String>), StoreError> {
+    store.read(|store| {
+        compose_looked_at(
+            store,
+            (&key.workspace, &key.project),
+            None,
+            key.max_chars,
+            key.digest,
+            Some(key.mcp),
+        )
+    })
+}
+
 fn compose_reads(
     store: &dyn Reads,
     scope: (&str, &str),
@@ -147,6 +167,19 @@ fn compose_reads(
     digest: bool,
     mcp: Option<bool>,
 ) -> Result<Option<String>, StoreError> {
+    compose_looked_at(store, scope, exclude_session, max_chars, digest, mcp).map(|(text, _)| text)
+}
+
+/// [`compose_reads`], and the ids of the sessions it looked at: excluding
+/// any other session from the composition gives the same briefing.
+fn compose_looked_at(
+    store: &dyn Reads,
+    scope: (&str, &str),
+    exclude_session: Option<&str>,
+    max_chars: usize,
+    digest: bool,
+    mcp: Option<bool>,
+) -> Result<(Option<String>, Vec<String>), StoreError> {
     // One query for both the hand-off and the digest: the newest sessions
     // first, so each takes its own prefix.
     let want = if digest {
@@ -155,10 +188,11 @@ fn compose_reads(
         HANDOFF_SESSIONS
     };
     let recent = store.sessions(scope, exclude_session, want)?;
+    let looked_at: Vec<String> = recent.iter().map(|s| s.session_id.clone()).collect();
     let sessions = &recent[..recent.len().min(HANDOFF_SESSIONS)];
     let memory = memory_index(store.data_dir(), scope);
     if sessions.is_empty() && memory.is_none() {
-        return Ok(None);
+        return Ok((None, looked_at));
     }
     let mut sections: Vec<Section> = Vec::new();
     if let Some(last) = sessions.first() {
@@ -191,7 +225,7 @@ fn compose_reads(
         }
         sections.push(more);
     }
-    Ok(render(scope, &sections, max_chars))
+    Ok((render(scope, &sections, max_chars), looked_at))
 }
 
 /// A titled block of lines; `items` are the bullet lines.
@@ -801,6 +835,32 @@ mod tests {
         s.insert(&rec("e1", base + 5000, "new", "session-start"))
             .unwrap();
         (t, s)
+    }
+
+    #[test]
+    fn a_kept_briefing_is_the_one_any_other_session_gets() {
+        let (_t, s) = seeded();
+        for digest in [false, true] {
+            for mcp in [false, true] {
+                let key = memhook_core::briefing_cache::Key {
+                    workspace: "acme".into(),
+                    project: "api".into(),
+                    max_chars: 4000,
+                    digest,
+                    mcp,
+                };
+                let (kept, looked_at) = compose_kept(&s, &key).unwrap();
+                assert_eq!(looked_at, ["last", "old"]);
+                // "new" only started: not a session the briefing looks at.
+                for other in [None, Some("new"), Some("never-seen")] {
+                    let composed = compose_with(&s, ("acme", "api"), other, 4000, digest, mcp);
+                    assert_eq!(composed.unwrap(), kept, "{other:?}");
+                }
+                // A session it looked at (resumed) gets another briefing.
+                let resumed = compose_with(&s, ("acme", "api"), Some("last"), 4000, digest, mcp);
+                assert_ne!(resumed.unwrap(), kept);
+            }
+        }
     }
 
     #[test]

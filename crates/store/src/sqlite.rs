@@ -34,6 +34,7 @@ pub(crate) mod compact;
 pub mod database;
 mod export;
 mod forget;
+mod generation;
 pub mod handoff;
 mod meaning;
 mod ranked;
@@ -55,7 +56,7 @@ pub use crate::model::{
 };
 
 /// File name of the store inside the data dir.
-pub const STORE_FILE: &str = "store.sqlite3";
+pub const STORE_FILE: &str = memhook_core::data_dir::STORE_FILE;
 /// How long a writer waits for another connection's lock before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -378,6 +379,9 @@ pub struct Store {
     deadline: Option<Instant>,
     /// The names this connection has read (`compact::Names`).
     names: compact::Names,
+    /// The data dir of the WAL hook that writes a new generation after each
+    /// commit (`generation.rs`); declared after `conn`, so dropped after it.
+    _generation: generation::Generation,
 }
 
 impl fmt::Debug for Store {
@@ -453,6 +457,9 @@ impl Store {
         set_wait(&conn, deadline).map_err(sql)?;
         // The view `records` calls them (`compact.rs`).
         let names = register_functions(&conn).map_err(sql)?;
+        // After every commit: a new generation, so no briefing kept from an
+        // older snapshot is used (memhook_core::briefing_cache).
+        let generation = generation::Generation::register(&conn, data_dir.to_path_buf());
         // Short-lived readers (session start, status) must not pay for a
         // checkpoint and WAL unlink on close; the drainer's sink empties the
         // WAL when it is done (`checkpoint`); a long-lived writer (serve)
@@ -485,6 +492,7 @@ impl Store {
             data_dir: data_dir.to_path_buf(),
             deadline,
             names,
+            _generation: generation,
         };
         store.migrate()?;
         Ok(store)

@@ -10,9 +10,11 @@
 //! "A third binary for session start"). This binary links only the
 //! per-event crates, the store and the sinks.
 //!
-//! It reads exactly the two command lines memhook runs it with — a hook
-//! call as `memhook_hook::parse_fast` reads it, and the drainer's spawn
-//! line — and hands any other to `memhook-cli` beside it.
+//! It reads exactly the three command lines memhook runs it with — a hook
+//! call as `memhook_hook::parse_fast` reads it, the drainer's spawn line,
+//! and the per-event binary's request for a briefing (`--data-dir DIR
+//! brief`, `memhook_hook::brief`) — and hands any other to `memhook-cli`
+//! beside it.
 
 use std::process::ExitCode;
 
@@ -20,11 +22,12 @@ use memhook_hook::handover;
 
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(code) =
-        handover::run_own_line(&argv, memhook_sinks::session_start::session_start, |dir| {
-            memhook_sinks::drainer::run_background(Some(dir))
-        })
-    {
+    if let Some(code) = handover::run_own_line(
+        &argv,
+        memhook_sinks::session_start::session_start,
+        memhook_sinks::session_start::compose_for,
+        |dir| memhook_sinks::drainer::run_background(Some(dir)),
+    ) {
         return code;
     }
     let full = handover::sibling(memhook_delivery::drain::spawn::FULL_BINARY);

@@ -1,16 +1,18 @@
 //! The `memhook` binary agents run on every event: `memhook hook --event E
 //! …` runs here, built from the per-event crates only (memhook-hook,
 //! memhook-delivery, memhook-core: no SQLite, no TLS, no clap, no
-//! PostgreSQL, no tokio, no server, installer or MCP code). Session start
-//! and the other hook calls that deliver and brief go to `memhook-session`
-//! beside it (the store and the sinks, still no server, PostgreSQL, clap,
-//! installer or MCP); every other command line — other commands, `--help`,
-//! arguments this binary does not read exactly — goes to `memhook-cli`.
-//! Either replaces this process (`exec`: same arguments, stdin, stdout and
-//! exit code), so users type `memhook …` for everything and agents'
-//! configurations written by any version keep working. The hook starts its
-//! drainer from `memhook-session` too (docs/architecture.md, "Three
-//! binaries").
+//! PostgreSQL, no tokio, no server, installer or MCP code). With the
+//! embedded store a session start is briefed here too, from a briefing kept
+//! ready, or one `memhook-session` beside it composes as a child
+//! (`memhook_hook::brief`). With a server, the hook calls that deliver and
+//! brief go to `memhook-session` (the store and the sinks, still no server,
+//! PostgreSQL, clap, installer or MCP); every other command line — other
+//! commands, `--help`, arguments this binary does not read exactly — goes
+//! to `memhook-cli`. Either replaces this process (`exec`: same arguments,
+//! stdin, stdout and exit code), so users type `memhook …` for everything
+//! and agents' configurations written by any version keep working. The
+//! hook starts its drainer from `memhook-session` too (docs/architecture.md,
+//! "Three binaries", "Briefings kept ready").
 //!
 //! The entry point is the C `main` rather than Rust's: every agent starts
 //! `memhook hook` on every event, and std's runtime setup before `main`
@@ -85,7 +87,17 @@ fn lean_main() -> ExitCode {
     let argv: Vec<OsString> = std::env::args_os().collect();
     let hook = memhook_hook::parse_fast(&argv);
     if let Some((args, data_dir)) = &hook {
-        // Session start delivers and briefs, which takes the store and the
+        // With the embedded store every hook call runs here: a briefing is
+        // one kept ready, or one `memhook-session` composes as a child
+        // (`memhook_hook::brief`).
+        if !server_configured(args) {
+            return memhook_hook::run(
+                args,
+                data_dir.as_deref(),
+                memhook_hook::brief::kept_or_composed,
+            );
+        }
+        // With a server, session start delivers and briefs through the
         // HTTP sink: memhook-session's. So does an event named only in the
         // payload (it may be a session start). The installer always writes
         // `--event`.
@@ -132,6 +144,16 @@ fn lean_main() -> ExitCode {
     }
     eprintln!("memhook: {problem}");
     ExitCode::from(2)
+}
+
+/// Whether records go to a server (`--server-url` or `AI_MEMORY_HOOK_URL`
+/// set and not blank), as `SinkTarget::configured` decides; whether the URL
+/// is usable is decided, and said, where the event runs.
+fn server_configured(args: &memhook_hook::HookArgs) -> bool {
+    args.server_url
+        .as_deref()
+        .is_some_and(|u| !u.trim().is_empty())
+        || std::env::var(memhook_delivery::spool::HOOK_URL_ENV).is_ok_and(|u| !u.trim().is_empty())
 }
 
 /// The first event of a session at a late briefing event, its payload

@@ -139,6 +139,9 @@ impl Sink for Shared {
     fn unreachable(&self) -> bool {
         self.0.borrow().unreachable()
     }
+    fn settle(&mut self) {
+        self.0.borrow_mut().settle()
+    }
 }
 
 /// [`run_background_lingering`] with [`DRAIN_LINGER`].
@@ -264,6 +267,12 @@ pub fn run_background_lingering(dir: &Path, linger: Duration, make: MakeSink) {
                 LINGER_GATHER.min(deadline.saturating_duration_since(Instant::now())),
             );
             continue;
+        }
+        // Going off duty: keep the next session's briefings ready (the
+        // store's `settle`), while still on duty, so that no other drainer
+        // composes them at the same time.
+        if report.remaining == 0 {
+            store.borrow_mut().settle();
         }
         // Off duty: from here a hook that enqueues starts a drainer itself.
         // What a hook enqueued while we were on duty is ours to deliver.

@@ -86,6 +86,12 @@ pub trait Sink {
     fn maintain(&mut self) -> bool {
         false
     }
+
+    /// The background drainer goes off duty: what the destination keeps
+    /// ready for the next session (the embedded store composes again the
+    /// briefings its deliveries made stale, `memhook_core::briefing_cache`).
+    /// Never called on the hook's path.
+    fn settle(&mut self) {}
 }
 
 #[cfg(test)]

@@ -31,10 +31,12 @@ use memhook_core::fingerprint::Exclusions;
 use memhook_core::record::check::Origin;
 use memhook_core::record::Record;
 
+mod briefing;
 mod commit;
 mod fold;
 mod pending;
 mod target;
+pub use briefing::{briefing_may_change, PENDING_SCAN};
 pub use commit::COMMIT_SLACK_MS;
 pub use fold::{Base, Candidate, FoldError, Folded, BASE_SUFFIX, FOLD_MIN_BYTES, FOLD_SETTLE_MS};
 pub use pending::{Mark, MARK_FILE};

@@ -108,6 +108,10 @@ impl Store {
         self.conn.execute_batch("PRAGMA mmap_size = 0").map_err(e)?;
         let small = std::fs::metadata(&path).is_ok_and(|m| m.len() <= REBUILD_BELOW_BYTES);
         let out = self.forget_with(sel, apply, None, small);
+        if apply {
+            // A briefing kept ready may quote what was forgotten.
+            memhook_core::briefing_cache::clear(&self.data_dir);
+        }
         self.conn
             .execute_batch(&format!("PRAGMA mmap_size = {}", super::STORE_MMAP_SIZE))
             .map_err(e)?;
@@ -126,6 +130,7 @@ impl Store {
         self.checkpoint();
         self.merge_index().map_err(e)?;
         self.rebuild_file()?;
+        memhook_core::briefing_cache::clear(&self.data_dir);
         self.empty_wal(forget_reader_wait())
     }
 
@@ -649,6 +654,41 @@ mod tests {
             }
         }
         hits
+    }
+
+    #[test]
+    fn forget_leaves_no_kept_briefing() {
+        use memhook_core::briefing_cache::{self, Key, Lookup, CACHE_DIR};
+        let (t, mut s) = seeded();
+        let key = Key {
+            workspace: "default".into(),
+            project: "p".into(),
+            max_chars: 4000,
+            digest: false,
+            mcp: false,
+        };
+        let stamp = briefing_cache::stamp(t.path(), s.path(), &key).unwrap();
+        let text = format!("The agent concluded: {SENTINEL}");
+        briefing_cache::keep(t.path(), &key, stamp, vec![], Some(text.clone())).unwrap();
+        assert_eq!(
+            briefing_cache::lookup(t.path(), s.path(), &key, None),
+            Lookup::Hit(Some(text))
+        );
+        let kept = t.path().join(CACHE_DIR);
+        assert!(!raw_files_hold(&kept, SENTINEL).is_empty(), "seed");
+        let sel = Selector {
+            session: Some("secret-s".into()),
+            ..Selector::default()
+        };
+        // A dry run changes nothing.
+        s.forget(&sel, false).unwrap();
+        assert!(!raw_files_hold(&kept, SENTINEL).is_empty());
+        s.forget(&sel, true).unwrap();
+        assert_eq!(raw_files_hold(&kept, SENTINEL), Vec::<String>::new());
+        assert_eq!(
+            briefing_cache::lookup(t.path(), s.path(), &key, None),
+            Lookup::Miss
+        );
     }
 
     fn seeded() -> (tempfile::TempDir, Store) {

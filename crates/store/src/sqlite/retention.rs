@@ -189,6 +189,10 @@ impl Store {
                 .map_err(e)?;
         }
         tx.commit().map_err(e)?;
+        if total > 0 {
+            // No briefing kept ready may quote what retention removed.
+            memhook_core::briefing_cache::clear(&self.data_dir);
+        }
         // Only a slice that removed something can make a merge due (an idle
         // drainer's last slice, which finds nothing, asks nothing more).
         if total > 0 {
@@ -302,6 +306,42 @@ mod tests {
         }
         assert_eq!(s.retention_slice(&policy, NOW).unwrap(), [1, 1, 1]);
         assert_eq!(s.count().unwrap(), 3, "exactly their age: kept");
+    }
+
+    #[test]
+    fn a_slice_that_removes_leaves_no_kept_briefing() {
+        use memhook_core::briefing_cache::{self, Key, Lookup};
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        s.insert(&rec(
+            &format!("{:032x}", 1),
+            day(400),
+            "p",
+            "s",
+            "pre-tool-use",
+        ))
+        .unwrap();
+        let key = Key {
+            workspace: "default".into(),
+            project: "p".into(),
+            max_chars: 4000,
+            digest: false,
+            mcp: false,
+        };
+        let keep = |s: &Store| {
+            let stamp = briefing_cache::stamp(t.path(), s.path(), &key).unwrap();
+            briefing_cache::keep(t.path(), &key, stamp, vec![], Some("old".into())).unwrap();
+        };
+        let kept = |s: &Store| briefing_cache::lookup(t.path(), s.path(), &key, None);
+        keep(&s);
+        assert_eq!(kept(&s), Lookup::Hit(Some("old".into())));
+        let calls = Retention::of_days([30, 0, 0]);
+        assert_eq!(s.retention_slice(&calls, NOW).unwrap(), [1, 0, 0]);
+        assert!(std::fs::read_dir(t.path().join(briefing_cache::CACHE_DIR))
+            .unwrap()
+            .next()
+            .is_none());
+        assert_eq!(kept(&s), Lookup::Miss);
     }
 
     #[test]

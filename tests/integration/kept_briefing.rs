@@ -1,0 +1,265 @@
+//! Briefings kept ready (docs/architecture.md, "Briefings kept ready"): a
+//! session start that finds one that still holds is answered by `memhook`
+//! alone, and anything that could make it wrong — a forget, records of
+//! another session still in the spool, a new `MEMORY.md`, a resumed
+//! session — makes `memhook` ask `memhook-session` instead.
+//!
+//! Each test proves which path answered by taking `memhook-session` and
+//! `memhook-cli` away from the install: `memhook` alone can only answer
+//! from a kept briefing, so without one the agent gets `{}`.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::Output;
+use std::time::Duration;
+
+use crate::support::binaries::{install_copy, installed, run_with_stdin};
+use crate::support::{files, process};
+
+/// An install of the three binaries in a temp HOME with a project whose
+/// marker names it.
+struct Install {
+    home: tempfile::TempDir,
+    exe: PathBuf,
+}
+
+const SENTINEL: &str = "zqxkeptparser";
+
+impl Install {
+    fn new() -> Install {
+        let home = tempfile::tempdir().unwrap();
+        let proj = home.path().join("proj");
+        fs::create_dir_all(&proj).unwrap();
+        fs::write(proj.join(".ai-memory.toml"), "project = \"demo\"\n").unwrap();
+        let exe = install_copy(&home.path().join("bin"));
+        Install { home, exe }
+    }
+    fn data(&self) -> PathBuf {
+        self.home.path().join("data")
+    }
+    fn proj(&self) -> PathBuf {
+        self.home.path().join("proj")
+    }
+    /// One hook call of Claude Code; extra environment as given.
+    fn hook(&self, event: &str, mut payload: serde_json::Value, env: &[(&str, &str)]) -> Output {
+        payload["cwd"] = self.proj().to_string_lossy().into();
+        let mut cmd = installed(&self.exe, self.home.path());
+        cmd.args(["hook", "--agent", "claude-code", "--event", event])
+            .current_dir(self.proj());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = run_with_stdin(cmd, payload.to_string().as_bytes());
+        assert!(out.status.success(), "{out:?}");
+        out
+    }
+    /// A session that did some work, with `word` in its prompt and its
+    /// conclusion.
+    fn work(&self, session: &str, word: &str, env: &[(&str, &str)]) {
+        self.hook(
+            "SessionStart",
+            serde_json::json!({"session_id": session, "source": "startup"}),
+            env,
+        );
+        self.hook(
+            "UserPromptSubmit",
+            serde_json::json!({"session_id": session, "prompt": format!("fix the {word} bug")}),
+            env,
+        );
+        self.hook(
+            "PostToolUse",
+            serde_json::json!({"session_id": session, "tool_name": "Bash", "tool_use_id": "toolu_1",
+                "tool_input": {"command": "cargo test"},
+                "tool_response": {"stdout": "test result: ok", "stderr": "", "interrupted": false}}),
+            env,
+        );
+        self.hook(
+            "Stop",
+            serde_json::json!({"session_id": session, "last_assistant_message": format!("Fixed the {word} bug.")}),
+            env,
+        );
+    }
+    /// What a session start printed to the agent: the briefing, or `None`
+    /// for `{}`.
+    fn start(&self, session: &str, source: &str) -> Option<String> {
+        let out = self.hook(
+            "SessionStart",
+            serde_json::json!({"session_id": session, "source": source}),
+            &[],
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .map(str::to_string)
+    }
+    /// Wait until no drainer of this data dir runs: what they deliver is
+    /// in the store, and the briefings they keep ready are written.
+    fn settle(&self) {
+        assert!(
+            process::eventually(Duration::from_secs(30), || process::drainer_pids(
+                &self.data()
+            )
+            .is_empty()),
+            "a drainer still runs"
+        );
+    }
+    /// Take `memhook-session` and `memhook-cli` away (`true`) or put them
+    /// back.
+    fn siblings(&self, present: bool) {
+        let dir = self.exe.parent().unwrap();
+        for name in ["memhook-session", "memhook-cli"] {
+            let (from, to) = (dir.join(name), dir.join(format!("{name}.away")));
+            if present {
+                fs::rename(to, from).unwrap();
+            } else {
+                fs::rename(from, to).unwrap();
+            }
+        }
+    }
+    /// A briefing kept ready after session `s1` worked on [`SENTINEL`] and
+    /// `s2` started (which keeps it ready), with every drainer done.
+    fn with_a_kept_briefing() -> (Install, String) {
+        let i = Install::new();
+        i.work("s1", SENTINEL, &[]);
+        i.settle();
+        let composed = i.start("s2", "startup").expect("a briefing about s1");
+        assert!(composed.contains(SENTINEL), "{composed}");
+        i.settle();
+        (i, composed)
+    }
+    fn kept_files(&self) -> Vec<PathBuf> {
+        let dir = self.data().join("briefings");
+        fs::read_dir(dir)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    }
+}
+
+fn holding(files: &[PathBuf], needle: &str) -> Vec<PathBuf> {
+    files
+        .iter()
+        .filter(|p| fs::read(p).is_ok_and(|b| files::contains(&b, needle)))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_kept_briefing_answers_session_start_alone_and_is_the_one_composed() {
+    let (i, composed) = Install::with_a_kept_briefing();
+    i.siblings(false);
+    let kept = i.start("s3", "startup");
+    assert_eq!(kept.as_deref(), Some(composed.as_str()));
+    i.siblings(true);
+}
+
+#[test]
+fn forget_removes_the_kept_briefing_and_its_text() {
+    let (i, _) = Install::with_a_kept_briefing();
+    assert!(!holding(&i.kept_files(), SENTINEL).is_empty(), "seed");
+    let out = installed(&i.exe, i.home.path())
+        .args(["forget", "--session", "s1", "--yes"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(holding(&i.kept_files(), SENTINEL), Vec::<PathBuf>::new());
+    assert_eq!(
+        files::files_holding(&i.data(), SENTINEL),
+        Vec::<PathBuf>::new(),
+        "no file of the data dir holds the forgotten text"
+    );
+    i.siblings(false);
+    assert_eq!(i.start("s3", "startup"), None);
+    i.siblings(true);
+    let composed = i.start("s4", "startup");
+    assert!(!composed.unwrap_or_default().contains(SENTINEL));
+}
+
+#[test]
+fn records_of_another_session_in_the_spool_are_delivered_first() {
+    let (i, _) = Install::with_a_kept_briefing();
+    // A session whose records stay in the spool (no drainer delivers them).
+    i.work("s3", "zqxsecondtask", &[("MEMHOOK_NO_HOOK_DELIVERY", "1")]);
+    i.siblings(false);
+    // The kept briefing does not know s3: not used.
+    assert_eq!(i.start("s4", "startup"), None);
+    i.siblings(true);
+    let composed = i.start("s5", "startup").expect("a briefing");
+    assert!(composed.contains("zqxsecondtask"), "{composed}");
+}
+
+#[test]
+fn a_new_memory_index_is_not_in_a_kept_briefing() {
+    let (i, _) = Install::with_a_kept_briefing();
+    let index = i.data().join("memory/default/demo/MEMORY.md");
+    fs::create_dir_all(index.parent().unwrap()).unwrap();
+    fs::write(&index, "- zqxdecision: keep the parser strict\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for dir in ["memory", "memory/default", "memory/default/demo"] {
+            fs::set_permissions(i.data().join(dir), fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        fs::set_permissions(&index, fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    i.siblings(false);
+    assert_eq!(i.start("s3", "startup"), None);
+    i.siblings(true);
+    let composed = i.start("s4", "startup").expect("a briefing");
+    assert!(composed.contains("zqxdecision"), "{composed}");
+}
+
+#[test]
+fn a_resumed_session_is_never_briefed_about_itself_from_a_kept_briefing() {
+    let (i, _) = Install::with_a_kept_briefing();
+    i.siblings(false);
+    assert_eq!(i.start("s1", "resume"), None);
+    i.siblings(true);
+    let composed = i.start("s1", "resume").unwrap_or_default();
+    assert!(!composed.contains(SENTINEL), "{composed}");
+}
+
+/// A `memhook-session` that does not answer within the session-start
+/// budget is stopped by its pid, and the agent gets `{}` in time.
+#[cfg(unix)]
+#[test]
+fn a_composer_that_does_not_answer_in_time_is_stopped() {
+    use std::os::unix::fs::PermissionsExt;
+    let i = Install::new();
+    let bin = i.exe.parent().unwrap().to_path_buf();
+    let pid_file = i.home.path().join("composer.pid");
+    fs::rename(
+        bin.join("memhook-session"),
+        bin.join("memhook-session.real"),
+    )
+    .unwrap();
+    let script = bin.join("memhook-session");
+    fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nif [ \"$3\" = brief ]; then echo $$ > '{}'; exec sleep 30; fi\n\
+             exec '{}' \"$@\"\n",
+            pid_file.display(),
+            bin.join("memhook-session.real").display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let started = std::time::Instant::now();
+    let out = i.hook(
+        "SessionStart",
+        serde_json::json!({"session_id": "s1", "source": "startup"}),
+        &[("MEMHOOK_START_BUDGET_MS", "400")],
+    );
+    let took = started.elapsed();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "{}");
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    let pid: i32 = fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: signal 0 only asks whether the process exists.
+    let alive = unsafe { libc::kill(pid, 0) } == 0;
+    assert!(!alive, "the composer {pid} still runs");
+    i.settle();
+}
