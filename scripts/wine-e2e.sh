@@ -211,6 +211,30 @@ if grep -r -a -q -F "please fix the parser" "$data"; then
 else
     bad "the kept prompt is not in the data dir: nothing was delivered"
 fi
+echo "== a briefing kept ready answers the next session start alone"
+# memhook.exe copied alone: without memhook-session.exe beside it, only a
+# briefing kept ready can brief. The drainer composes it again when it goes
+# off duty (its deliveries made the one kept at s2's start stale), about
+# 2 s after the last record it saw: each try waits longer than that, since
+# the drainer also delivers the record each try leaves.
+mkdir -p "$work/alone"
+cp "$bin/memhook.exe" "$work/alone/"
+payload SessionStart s3 source '"startup"' >"$work/p4.json"
+kept=""
+for _ in $(seq 1 6); do
+    sleep 4
+    (cd "$proj" && "$run" "$work/alone/memhook.exe" hook --event SessionStart --agent claude-code) \
+        <"$work/p4.json" >"$work/out" 2>"$work/err" || true
+    if grep -q "please fix the parser" "$work/out"; then
+        kept=yes
+        break
+    fi
+done
+if [[ -n "$kept" ]]; then
+    ok "memhook.exe alone printed the kept briefing of session s1"
+else
+    bad "no kept briefing answered session start: $(head -c 300 "$work/out") $(head -c 300 "$work/err")"
+fi
 # Control: the same read in a project that excludes nothing is captured,
 # so the search above can see a leak.
 mkdir -p "$work/open/secret"

@@ -41,9 +41,19 @@ impl Install {
         self.home.path().join("proj")
     }
     /// One hook call of Claude Code; extra environment as given.
-    fn hook(&self, event: &str, mut payload: serde_json::Value, env: &[(&str, &str)]) -> Output {
+    fn hook(&self, event: &str, payload: serde_json::Value, env: &[(&str, &str)]) -> Output {
+        self.hook_by(&self.exe, event, payload, env)
+    }
+    /// [`Install::hook`] by the `memhook` at `exe`.
+    fn hook_by(
+        &self,
+        exe: &std::path::Path,
+        event: &str,
+        mut payload: serde_json::Value,
+        env: &[(&str, &str)],
+    ) -> Output {
         payload["cwd"] = self.proj().to_string_lossy().into();
-        let mut cmd = installed(&self.exe, self.home.path());
+        let mut cmd = installed(exe, self.home.path());
         cmd.args(["hook", "--agent", "claude-code", "--event", event])
             .current_dir(self.proj());
         for (k, v) in env {
@@ -150,6 +160,54 @@ fn a_kept_briefing_answers_session_start_alone_and_is_the_one_composed() {
     let kept = i.start("s3", "startup");
     assert_eq!(kept.as_deref(), Some(composed.as_str()));
     i.siblings(true);
+}
+
+/// A record a server that is down keeps in the spool (it is never
+/// delivered) does not stop the drainer from keeping briefings ready.
+#[test]
+fn a_server_that_is_down_does_not_stop_briefings_being_kept_ready() {
+    let i = Install::new();
+    i.work("s1", SENTINEL, &[]);
+    i.settle();
+    let out = i.hook(
+        "UserPromptSubmit",
+        serde_json::json!({"session_id": "elsewhere", "prompt": "for a server"}),
+        &[("AI_MEMORY_HOOK_URL", "http://127.0.0.1:9")],
+    );
+    assert!(out.status.success());
+    // The composed briefing is kept, then made stale by the drainer's own
+    // delivery of this start, then composed again when it goes off duty.
+    let composed = i.start("s2", "startup").expect("a briefing about s1");
+    // `memhook` alone (a copy without its siblings) can only print a kept
+    // briefing.
+    let alone = i.home.path().join("alone/memhook");
+    fs::create_dir_all(alone.parent().unwrap()).unwrap();
+    fs::copy(&i.exe, &alone).unwrap();
+    let start = || {
+        let out = i.hook_by(
+            &alone,
+            "SessionStart",
+            serde_json::json!({"session_id": "s3", "source": "startup"}),
+            &[],
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .map(str::to_string)
+    };
+    let mut kept = None;
+    assert!(
+        process::eventually(Duration::from_secs(20), || {
+            kept = start();
+            kept.is_some()
+        }),
+        "no kept briefing while the server's record waits"
+    );
+    assert_eq!(kept.as_deref(), Some(composed.as_str()));
+    for pid in process::drainer_pids(&i.data()) {
+        // SAFETY: a pid of this test's own drainer (its data dir).
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
 }
 
 #[test]

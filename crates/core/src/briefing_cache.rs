@@ -99,27 +99,68 @@ impl FileId {
         if !m.is_file() {
             return None;
         }
-        let modified_ns = m
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos() as u64);
-        #[cfg(unix)]
-        let id = {
-            use std::os::unix::fs::MetadataExt;
-            m.ino() ^ m.dev().rotate_left(32)
-        };
         #[cfg(windows)]
-        let id = {
-            use std::os::windows::fs::MetadataExt;
-            m.creation_time()
+        return Self::of_handle(path);
+        #[cfg(not(windows))]
+        {
+            let modified_ns = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as u64);
+            #[cfg(unix)]
+            let id = {
+                use std::os::unix::fs::MetadataExt;
+                m.ino() ^ m.dev().rotate_left(32)
+            };
+            #[cfg(not(unix))]
+            let id = 0;
+            Some(FileId {
+                id,
+                len: m.len(),
+                modified_ns,
+            })
+        }
+    }
+
+    /// Windows: the file's index and volume (`GetFileInformationByHandle`),
+    /// which name one file for its life (its creation time can be carried
+    /// over to a new file of the same name, and Wine does not keep it),
+    /// from a handle opened only to read attributes, sharing everything, on
+    /// the link itself, never its target.
+    #[cfg(windows)]
+    fn of_handle(path: &Path) -> Option<FileId> {
+        use std::os::windows::fs::OpenOptionsExt;
+        use std::os::windows::io::AsRawHandle;
+        use windows_sys::Win32::Storage::FileSystem::{
+            GetFileInformationByHandle, BY_HANDLE_FILE_INFORMATION, FILE_ATTRIBUTE_DIRECTORY,
+            FILE_ATTRIBUTE_REPARSE_POINT, FILE_READ_ATTRIBUTES,
         };
-        #[cfg(not(any(unix, windows)))]
-        let id = 0;
+        let f = fs::OpenOptions::new()
+            .access_mode(FILE_READ_ATTRIBUTES)
+            .share_mode(7)
+            .custom_flags(data_dir::FILE_FLAG_OPEN_REPARSE_POINT)
+            .open(path)
+            .ok()?;
+        // SAFETY: a zeroed BY_HANDLE_FILE_INFORMATION is a valid value, and
+        // the handle is open for the call.
+        let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+        if unsafe { GetFileInformationByHandle(f.as_raw_handle(), &mut info) } == 0 {
+            return None;
+        }
+        if info.dwFileAttributes & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_REPARSE_POINT) != 0 {
+            return None;
+        }
+        let two = |hi: u32, lo: u32| (u64::from(hi) << 32) | u64::from(lo);
+        let written = two(
+            info.ftLastWriteTime.dwHighDateTime,
+            info.ftLastWriteTime.dwLowDateTime,
+        );
         Some(FileId {
-            id,
-            len: m.len(),
-            modified_ns,
+            id: two(info.nFileIndexHigh, info.nFileIndexLow)
+                ^ u64::from(info.dwVolumeSerialNumber).rotate_left(32),
+            len: two(info.nFileSizeHigh, info.nFileSizeLow),
+            modified_ns: written.saturating_mul(100),
         })
     }
 }
@@ -508,10 +549,16 @@ mod tests {
         assert_eq!(lookup(&d, &store, &k, None), Lookup::Miss);
         keep_now(&d, &store, &k, &[], "again");
         // The store deleted and created again (another file), or gone.
+        // (Unix: the old file held open, so the new one cannot reuse its
+        // inode; Windows deletes a file only once its last handle closes,
+        // and tells files apart by their creation time.)
+        #[cfg(unix)]
         let held = fs::File::open(&store).unwrap();
         fs::remove_file(&store).unwrap();
         assert_eq!(lookup(&d, &store, &k, None), Lookup::Miss);
+        std::thread::sleep(std::time::Duration::from_millis(20));
         fs::write(&store, b"x").unwrap();
+        #[cfg(unix)]
         drop(held);
         assert_eq!(lookup(&d, &store, &k, None), Lookup::Miss);
     }

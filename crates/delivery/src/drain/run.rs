@@ -270,10 +270,10 @@ pub fn run_background_lingering(dir: &Path, linger: Duration, make: MakeSink) {
         }
         // Going off duty: keep the next session's briefings ready (the
         // store's `settle`), while still on duty, so that no other drainer
-        // composes them at the same time.
-        if report.remaining == 0 {
-            store.borrow_mut().settle();
-        }
+        // composes them at the same time. Also when records are left (a
+        // server that is down keeps its own): a kept briefing is never used
+        // while a record of another session waits for the store.
+        store.borrow_mut().settle();
         // Off duty: from here a hook that enqueues starts a drainer itself.
         // What a hook enqueued while we were on duty is ours to deliver.
         drop(run);
