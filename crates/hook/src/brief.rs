@@ -135,7 +135,9 @@ fn compose_in_child(data_dir: &Path, request: &Request, deadline: Instant) -> Op
             use std::os::windows::process::CommandExt;
             cmd.creation_flags(0x0800_0000);
         }
-        match cmd.spawn() {
+        // A sibling being installed (or whose write descriptor a concurrent
+        // fork holds for a moment) is "Text file busy": tried again briefly.
+        match crate::handover::unless_busy(|| cmd.spawn()) {
             Ok(c) => {
                 child = Some(c);
                 break;

@@ -39,7 +39,7 @@ fn command(program: &Path, argv: &[OsString]) -> std::process::Command {
 /// "Text file busy": the file is still open for writing somewhere (being
 /// installed, or a write descriptor a concurrent fork inherited for a
 /// moment). Waits for it, briefly ([`BUSY_TRIES`], 10 ms apart).
-fn unless_busy<T>(
+pub(crate) fn unless_busy<T>(
     mut start: impl FnMut() -> Result<T, std::io::Error>,
 ) -> Result<T, std::io::Error> {
     let mut tries = 0;
