@@ -223,7 +223,11 @@ payload SessionStart s3 source '"startup"' >"$work/p4.json"
 kept=""
 for _ in $(seq 1 6); do
     sleep 4
-    (cd "$proj" && "$run" "$work/alone/memhook.exe" hook --event SessionStart --agent claude-code) \
+    # MEMHOOK_NO_HOOK_DELIVERY: it starts no drainer (it has none beside
+    # it to start); with delivery at hook time off, records of other
+    # sessions in the spool would not block the kept briefing, and there
+    # are none.
+    (cd "$proj" && MEMHOOK_NO_HOOK_DELIVERY=1 "$run" "$work/alone/memhook.exe" hook --event SessionStart --agent claude-code) \
         <"$work/p4.json" >"$work/out" 2>"$work/err" || true
     if grep -q "please fix the parser" "$work/out"; then
         kept=yes
