@@ -219,6 +219,9 @@ echo "== a briefing kept ready answers the next session start alone"
 # the drainer also delivers the record each try leaves.
 mkdir -p "$work/alone"
 cp "$bin/memhook.exe" "$work/alone/"
+# The end of s2 is what makes the drainer compose it again.
+payload SessionEnd s2 reason '"exit"' >"$work/p5.json"
+hook SessionEnd "$work/p5.json"
 payload SessionStart s3 source '"startup"' >"$work/p4.json"
 kept=""
 for _ in $(seq 1 6); do

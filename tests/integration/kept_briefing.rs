@@ -127,15 +127,25 @@ impl Install {
         }
     }
     /// A briefing kept ready after session `s1` worked on [`SENTINEL`] and
-    /// `s2` started (which keeps it ready), with every drainer done.
+    /// `s2` started and ended without work, with every drainer done: `s2`'s
+    /// start composed and kept it, its delivery made it stale, and the end
+    /// of `s2` made the drainer compose it again.
     fn with_a_kept_briefing() -> (Install, String) {
         let i = Install::new();
         i.work("s1", SENTINEL, &[]);
         i.settle();
         let composed = i.start("s2", "startup").expect("a briefing about s1");
         assert!(composed.contains(SENTINEL), "{composed}");
+        i.end("s2");
         i.settle();
         (i, composed)
+    }
+    fn end(&self, session: &str) {
+        self.hook(
+            "SessionEnd",
+            serde_json::json!({"session_id": session, "reason": "exit"}),
+            &[],
+        );
     }
     fn kept_files(&self) -> Vec<PathBuf> {
         let dir = self.data().join("briefings");
@@ -176,8 +186,10 @@ fn a_server_that_is_down_does_not_stop_briefings_being_kept_ready() {
     );
     assert!(out.status.success());
     // The composed briefing is kept, then made stale by the drainer's own
-    // delivery of this start, then composed again when it goes off duty.
+    // delivery of this start, then composed again when it goes off duty
+    // after the session's end.
     let composed = i.start("s2", "startup").expect("a briefing about s1");
+    i.end("s2");
     // `memhook` alone (a copy without its siblings) can only print a kept
     // briefing.
     let alone = i.home.path().join("alone/memhook");
@@ -208,6 +220,38 @@ fn a_server_that_is_down_does_not_stop_briefings_being_kept_ready() {
         // SAFETY: a pid of this test's own drainer (its data dir).
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
+}
+
+/// Only the end of a turn or a session makes the drainer compose a kept
+/// briefing again: a tool call's delivery leaves it stale (a session start
+/// then composes its own), so an isolated tool call's drainer does not pay
+/// for a composition.
+#[test]
+fn only_the_end_of_a_turn_composes_a_kept_briefing_again() {
+    let (i, _) = Install::with_a_kept_briefing();
+    let kept = i.kept_files();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let before = fs::read(&kept[0]).unwrap();
+    i.hook(
+        "PostToolUse",
+        serde_json::json!({"session_id": "s3", "tool_name": "Bash", "tool_use_id": "toolu_2",
+            "tool_input": {"command": "ls"},
+            "tool_response": {"stdout": "src", "stderr": "", "interrupted": false}}),
+        &[],
+    );
+    i.settle();
+    assert_eq!(
+        fs::read(&kept[0]).unwrap(),
+        before,
+        "composed again after a tool call"
+    );
+    i.end("s3");
+    i.settle();
+    assert_ne!(
+        fs::read(&kept[0]).unwrap(),
+        before,
+        "not composed after the session's end"
+    );
 }
 
 #[test]

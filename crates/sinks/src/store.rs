@@ -13,7 +13,17 @@ pub struct StoreSink {
     data_dir: PathBuf,
     store: Option<Store>,
     deadline: Option<Instant>,
+    /// The scopes (workspace, project) in which a turn or a session ended
+    /// among the records delivered since the last `settle`.
+    ended: std::collections::BTreeSet<(String, String)>,
 }
+
+/// Events after which the next session start of the scope may come: the
+/// end of a turn or of a session. Only they make the drainer compose a
+/// scope's kept briefing again. A tool call does not: a composition costs
+/// about 4.7 ms of CPU at 1,000,000 records (docs/benchmarks.md, "A year
+/// of heavy use, sixth pass"), several times the hook call it would follow.
+pub const SETTLE_EVENTS: &[&str] = &["stop", "session-end"];
 
 impl StoreSink {
     /// A sink for the store in `data_dir`; the database opens on first use.
@@ -22,6 +32,7 @@ impl StoreSink {
             data_dir: data_dir.to_path_buf(),
             store: None,
             deadline: None,
+            ended: Default::default(),
         }
     }
 
@@ -42,16 +53,26 @@ impl Drop for StoreSink {
 }
 
 impl StoreSink {
-    /// Compose again every kept briefing that no longer holds
-    /// ([`memhook_core::briefing_cache::stale`]), each from a snapshot
-    /// taken after its stamp was read. Only a drainer that opened the store
-    /// does: one that delivered nothing changed nothing.
+    /// Compose again each kept briefing that no longer holds
+    /// ([`memhook_core::briefing_cache::stale`]) of a scope in which a
+    /// turn or a session ended since the last time ([`SETTLE_EVENTS`]),
+    /// each from a snapshot taken after its stamp was read. The others stay
+    /// stale until their own scope's turn ends (a session start meanwhile
+    /// composes its own).
     fn keep_briefings_ready(&mut self) {
         use memhook_core::briefing_cache;
+        let ended = std::mem::take(&mut self.ended);
         let Some(store) = &self.store else {
             return;
         };
-        for key in briefing_cache::stale(&self.data_dir, store.path()) {
+        if ended.is_empty() {
+            return;
+        }
+        let stale = briefing_cache::stale(&self.data_dir, store.path());
+        for key in stale
+            .into_iter()
+            .filter(|k| ended.contains(&(k.workspace.clone(), k.project.clone())))
+        {
             let Some(stamp) = briefing_cache::stamp(&self.data_dir, store.path(), &key) else {
                 return;
             };
@@ -135,6 +156,13 @@ impl Sink for StoreSink {
         let store = self.store.as_mut().expect("opened above");
         match store.insert_all(entries.iter().map(|e| &e.record)) {
             Ok(_) => {
+                for e in entries {
+                    if SETTLE_EVENTS.contains(&e.record.event.as_str()) {
+                        let scope = &e.record.scope;
+                        self.ended
+                            .insert((scope.workspace.clone(), scope.project.clone()));
+                    }
+                }
                 refresh_history(&self.data_dir, store, entries);
                 entries.iter().map(|_| ItemOutcome::Delivered).collect()
             }
