@@ -64,21 +64,25 @@ pub struct Key {
 }
 
 impl Key {
-    /// The kept briefing's file name: a hash of the key (the key itself is
-    /// stored inside and compared on every read).
+    /// The key of the briefing `scope` gets for `agent` (its canonical
+    /// name), whose MCP registration is read from `data_dir`
+    /// ([`crate::mcp_agents`]).
+    pub fn of(data_dir: &Path, scope: &crate::scope::Scope, agent: &str) -> Key {
+        Key {
+            workspace: scope.workspace.clone(),
+            project: scope.project.clone(),
+            max_chars: scope.settings.max_chars,
+            digest: scope.settings.inject_on_session_start,
+            mcp: crate::mcp_agents::installed(data_dir, agent),
+        }
+    }
+
+    /// The kept briefing's file name: a hash of the key, as a sink's id is
+    /// made (the key itself is stored inside and compared on every read).
     fn file_name(&self) -> String {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut eat = |bytes: &[u8]| {
-            for b in bytes.iter().chain([&0xffu8]) {
-                h ^= u64::from(*b);
-                h = h.wrapping_mul(0x0100_0000_01b3);
-            }
-        };
-        eat(self.workspace.as_bytes());
-        eat(self.project.as_bytes());
-        eat(&(self.max_chars as u64).to_le_bytes());
-        eat(&[u8::from(self.digest), u8::from(self.mcp)]);
-        format!("{h:016x}.json")
+        use sha2::{Digest, Sha256};
+        let d = Sha256::digest(serde_json::to_vec(self).unwrap_or_default());
+        format!("{}.json", crate::hex::encode(&d[..8]))
     }
 }
 

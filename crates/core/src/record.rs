@@ -961,6 +961,20 @@ pub mod sample {
         }
     }
 
+    /// A record of `acme/api` (from a marker, cwd `/w/api`): `event` of
+    /// `session` at `ms`, otherwise [`record`]'s.
+    pub fn in_acme_api(key: &str, ms: u64, session: &str, event: &str) -> Record {
+        Record {
+            occurred_ms: ms,
+            event: event.into(),
+            native_event: event.into(),
+            session_id: Some(session.into()),
+            cwd: Some("/w/api".into()),
+            scope: scope("acme", "api", "marker"),
+            ..record(key)
+        }
+    }
+
     /// A kept claude-code `stop` record of session `s1` in `default/p`.
     pub fn record(key: &str) -> Record {
         Record {

@@ -52,17 +52,6 @@ pub struct Answer {
 /// How the child composes: memhook-sinks' `session_start::compose_for`.
 pub type Composer = fn(&Path, &Key, Option<&str>, Duration) -> Option<String>;
 
-/// The key of the briefing `scope` gets at `event`.
-pub fn key_of(data_dir: &Path, scope: &Scope, event: &Event) -> Key {
-    Key {
-        workspace: scope.workspace.clone(),
-        project: scope.project.clone(),
-        max_chars: scope.settings.max_chars,
-        digest: scope.settings.inject_on_session_start,
-        mcp: memhook_core::mcp_agents::installed(data_dir, event.agent.as_str()),
-    }
-}
-
 /// The per-event binary's [`crate::Briefer`]: a briefing kept ready, or
 /// one composed by `memhook-session` (then `memhook-cli`) as a child.
 pub fn kept_or_composed(
@@ -76,7 +65,7 @@ pub fn kept_or_composed(
     if *sink != SinkTarget::Store {
         return None;
     }
-    let key = key_of(data_dir, scope, event);
+    let key = Key::of(data_dir, scope, event.agent.as_str());
     let session = event.session_id.as_deref();
     if !others_pending(data_dir, session) {
         if let Lookup::Hit(text) =

@@ -29,40 +29,30 @@ pub fn session_start(
     event: &Event,
     budget: Duration,
 ) -> Option<String> {
+    let session = event.session_id.as_deref();
+    let SinkTarget::Http { url } = sink else {
+        let key = Key::of(data_dir, scope, event.agent.as_str());
+        return compose_for(data_dir, &key, session, budget);
+    };
     let start = Instant::now();
     let deadline = start + budget;
     deliver_pending(
         data_dir,
         sink,
-        event.session_id.as_deref(),
+        session,
         start + budget * DELIVERY_SHARE_PCT / 100,
     );
     let now = Instant::now();
     if now >= deadline {
         return None;
     }
-    let max_chars = scope.settings.max_chars;
-    let text = match sink {
-        SinkTarget::Store => {
-            let key = Key {
-                workspace: scope.workspace.clone(),
-                project: scope.project.clone(),
-                max_chars,
-                digest: scope.settings.inject_on_session_start,
-                mcp: memhook_core::mcp_agents::installed(data_dir, event.agent.as_str()),
-            };
-            store_briefing(data_dir, &key, event.session_id.as_deref(), deadline)?
-        }
-        SinkTarget::Http { url } => {
-            let token = memhook_delivery::sink::auth_token(data_dir);
-            match crate::http::handoff(url, token.as_deref(), scope, event, deadline - now) {
-                Ok(Some(t)) => clip(&t, max_chars),
-                Ok(None) => return None,
-                Err(e) => {
-                    eprintln!("memhook: no briefing from {url}: {e}");
-                    return None;
-                }
-            }
+    let token = memhook_delivery::sink::auth_token(data_dir);
+    let text = match crate::http::handoff(url, token.as_deref(), scope, event, deadline - now) {
+        Ok(Some(t)) => clip(&t, scope.settings.max_chars),
+        Ok(None) => return None,
+        Err(e) => {
+            eprintln!("memhook: no briefing from {url}: {e}");
+            return None;
         }
     };
     (Instant::now() < deadline).then_some(text)

@@ -759,19 +759,8 @@ pub fn clip(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memhook_core::record::{sample, Record, RecordTool};
-
-    fn rec(key: &str, ms: u64, session: &str, event: &str) -> Record {
-        Record {
-            occurred_ms: ms,
-            event: event.into(),
-            native_event: event.into(),
-            session_id: Some(session.into()),
-            cwd: Some("/w/api".into()),
-            scope: sample::scope("acme", "api", "marker"),
-            ..sample::record(key)
-        }
-    }
+    use memhook_core::record::sample::in_acme_api as rec;
+    use memhook_core::record::{Record, RecordTool};
 
     fn tool(
         key: &str,

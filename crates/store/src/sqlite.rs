@@ -1415,6 +1415,22 @@ pub mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
+    /// Keep `text` as the briefing of `default/p` (the scope of [`rec`]'s
+    /// records) beside the store `s`, stamped as it is now; its key.
+    pub fn keep_briefing(s: &Store, text: &str) -> memhook_core::briefing_cache::Key {
+        use memhook_core::briefing_cache::{self, Key};
+        let key = Key {
+            workspace: "default".into(),
+            project: "p".into(),
+            max_chars: 4000,
+            digest: false,
+            mcp: false,
+        };
+        let stamp = briefing_cache::stamp(s.data_dir(), s.path(), &key).unwrap();
+        briefing_cache::keep(s.data_dir(), &key, stamp, vec![], Some(text.into())).unwrap();
+        key
+    }
+
     /// How many times `sql` was compiled again after its first step.
     fn recompiles(s: &Store, sql: &str, bound: &[i64]) -> i32 {
         let mut st = s.conn.prepare(sql).unwrap();

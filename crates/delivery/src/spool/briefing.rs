@@ -29,19 +29,7 @@ pub fn briefing_may_change(pending: &[PathBuf], sink: &SinkTarget, session: Opti
 mod tests {
     use super::*;
     use crate::spool::Spool;
-    use memhook_core::record::{sample, Record};
-
-    fn rec(key: &str, ms: u64, session: &str, event: &str) -> Record {
-        Record {
-            occurred_ms: ms,
-            event: event.into(),
-            native_event: event.into(),
-            session_id: Some(session.into()),
-            cwd: Some("/w/api".into()),
-            scope: sample::scope("acme", "api", "marker"),
-            ..sample::record(key)
-        }
-    }
+    use memhook_core::record::sample::in_acme_api as rec;
 
     #[test]
     fn delivery_at_start_only_when_other_sessions_wait() {

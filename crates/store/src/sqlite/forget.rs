@@ -658,18 +658,10 @@ mod tests {
 
     #[test]
     fn forget_leaves_no_kept_briefing() {
-        use memhook_core::briefing_cache::{self, Key, Lookup, CACHE_DIR};
+        use memhook_core::briefing_cache::{self, Lookup, CACHE_DIR};
         let (t, mut s) = seeded();
-        let key = Key {
-            workspace: "default".into(),
-            project: "p".into(),
-            max_chars: 4000,
-            digest: false,
-            mcp: false,
-        };
-        let stamp = briefing_cache::stamp(t.path(), s.path(), &key).unwrap();
         let text = format!("The agent concluded: {SENTINEL}");
-        briefing_cache::keep(t.path(), &key, stamp, vec![], Some(text.clone())).unwrap();
+        let key = crate::sqlite::tests::keep_briefing(&s, &text);
         assert_eq!(
             briefing_cache::lookup(t.path(), s.path(), &key, None),
             Lookup::Hit(Some(text))

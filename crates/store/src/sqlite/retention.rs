@@ -310,7 +310,7 @@ mod tests {
 
     #[test]
     fn a_slice_that_removes_leaves_no_kept_briefing() {
-        use memhook_core::briefing_cache::{self, Key, Lookup};
+        use memhook_core::briefing_cache::{self, Lookup};
         let t = tempfile::tempdir().unwrap();
         let mut s = Store::open(t.path()).unwrap();
         s.insert(&rec(
@@ -321,19 +321,8 @@ mod tests {
             "pre-tool-use",
         ))
         .unwrap();
-        let key = Key {
-            workspace: "default".into(),
-            project: "p".into(),
-            max_chars: 4000,
-            digest: false,
-            mcp: false,
-        };
-        let keep = |s: &Store| {
-            let stamp = briefing_cache::stamp(t.path(), s.path(), &key).unwrap();
-            briefing_cache::keep(t.path(), &key, stamp, vec![], Some("old".into())).unwrap();
-        };
+        let key = crate::sqlite::tests::keep_briefing(&s, "old");
         let kept = |s: &Store| briefing_cache::lookup(t.path(), s.path(), &key, None);
-        keep(&s);
         assert_eq!(kept(&s), Lookup::Hit(Some("old".into())));
         let calls = Retention::of_days([30, 0, 0]);
         assert_eq!(s.retention_slice(&calls, NOW).unwrap(), [1, 0, 0]);
