@@ -66,23 +66,7 @@ def main():
         os.sync()
         bins = [path for _, path in labelled]
         labels = dict((path, label) for label, path in labelled)
-        home = os.path.join(tmp, "home")
-        project = os.path.join(home, "proj")
-        os.makedirs(os.path.join(project, "src"))
-        pats = ", ".join(f"'{p}'" for p in bench_hook.patterns(16, False))
-        with open(os.path.join(project, ".ai-memory.toml"), "w") as f:
-            f.write(f"project = 'proj'\n[capture]\nignore_paths = [{pats}]\n")
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("AI_MEMORY_") and not k.startswith("MEMHOOK_")}
-        env.update(HOME=home, AI_MEMORY_DATA_DIR=os.path.join(tmp, "data"),
-                   MEMHOOK_NO_HOOK_DELIVERY="1")
-        payload_file = os.path.join(tmp, "payload.json")
-        with open(payload_file, "wb") as f:
-            if a.fixture:
-                with open(a.fixture) as fx:
-                    f.write(fx.read().replace("/home/dev/proj", project).encode())
-            else:
-                f.write(bench_hook.payload(project, 2048))
+        env, payload_file = bench_hook.spool_only(tmp, a.fixture)
         empty = os.path.join(tmp, "empty")
         open(empty, "wb").close()
         rows = {b: ([], [], [], []) for b in ["/bin/true"] + bins}

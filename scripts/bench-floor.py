@@ -88,19 +88,7 @@ def main():
         for i, b in enumerate(a.binaries):
             label, path = bench_ssab.copies(b, copies, i)[0]
             runs.append((label, path, True))
-        home = os.path.join(tmp, "home")
-        project = os.path.join(home, "proj")
-        os.makedirs(os.path.join(project, "src"))
-        pats = ", ".join(f"'{p}'" for p in bench_hook.patterns(16, False))
-        with open(os.path.join(project, ".ai-memory.toml"), "w") as f:
-            f.write(f"project = 'proj'\n[capture]\nignore_paths = [{pats}]\n")
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("AI_MEMORY_") and not k.startswith("MEMHOOK_")}
-        env.update(HOME=home, AI_MEMORY_DATA_DIR=os.path.join(tmp, "data"),
-                   MEMHOOK_NO_HOOK_DELIVERY="1")
-        payload = os.path.join(tmp, "payload.json")
-        with open(payload, "wb") as f:
-            f.write(bench_hook.payload(project, 2048))
+        env, payload = bench_hook.spool_only(tmp)
         cpu = {label: [] for label, _, _ in runs}
         for i in range(a.runs + 5):
             for label, path, hook in runs:

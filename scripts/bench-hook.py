@@ -93,6 +93,33 @@ def run_once(argv, payload_file, env, faults=False):
     return cpu_us / 1e3, wall_us / 1e3, rss_kib / 1024.0
 
 
+def spool_only(tmp, fixture=None):
+    """The spool-only call of bench-ab.py and bench-floor.py, set up in
+    `tmp`: a project whose marker has 16 patterns, a data dir, the
+    environment (MEMHOOK_NO_HOOK_DELIVERY=1: no drainer, the records stay
+    in the spool) and the payload file (the padded Read of `payload`, or
+    the real `fixture` with its `/home/dev/proj` made the project).
+    Returns (env, payload file)."""
+    home = os.path.join(tmp, "home")
+    project = os.path.join(home, "proj")
+    os.makedirs(os.path.join(project, "src"))
+    pats = ", ".join(f"'{p}'" for p in patterns(16, False))
+    with open(os.path.join(project, ".ai-memory.toml"), "w") as f:
+        f.write(f"project = 'proj'\n[capture]\nignore_paths = [{pats}]\n")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("AI_MEMORY_") and not k.startswith("MEMHOOK_")}
+    env.update(HOME=home, AI_MEMORY_DATA_DIR=os.path.join(tmp, "data"),
+               MEMHOOK_NO_HOOK_DELIVERY="1")
+    payload_file = os.path.join(tmp, "payload.json")
+    with open(payload_file, "wb") as f:
+        if fixture:
+            with open(fixture) as fx:
+                f.write(fx.read().replace("/home/dev/proj", project).encode())
+        else:
+            f.write(payload(project, 2048))
+    return env, payload_file
+
+
 def bench(binary, n_patterns, size, runs, worst=False):
     tmp = tempfile.mkdtemp(prefix="memhook-bench-")
     try:
