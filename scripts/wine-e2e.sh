@@ -7,13 +7,14 @@
 # HTTP, and `memhook ui --stop` stops the server `ui` started; the installer writes the Codex PowerShell form and finds an
 # agent's config under %USERPROFILE%.
 #
-# Usage: scripts/wine-e2e.sh [DIR]   DIR holds memhook.exe, memhook-session.exe and memhook-cli.exe
+# Usage: scripts/wine-e2e.sh [DIR]   DIR holds memhook.exe, memhook-session.exe, memhook-brief.exe
+#        and memhook-cli.exe
 #        (default: $CARGO_TARGET_DIR or target, x86_64-pc-windows-gnu/debug)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bin="${1:-${CARGO_TARGET_DIR:-$here/../target}/x86_64-pc-windows-gnu/debug}"
 run="$here/wine-runner.sh"
-for exe in memhook.exe memhook-session.exe memhook-cli.exe; do
+for exe in memhook.exe memhook-session.exe memhook-brief.exe memhook-cli.exe; do
     [[ -f "$bin/$exe" ]] || {
         echo "wine-e2e: $bin/$exe missing: run cargo build --target x86_64-pc-windows-gnu -p memhook --bins" >&2
         exit 1
@@ -211,8 +212,24 @@ if grep -r -a -q -F "please fix the parser" "$data"; then
 else
     bad "the kept prompt is not in the data dir: nothing was delivered"
 fi
+echo "== memhook-brief.exe composes a briefing when none is kept ready"
+# memhook.exe with memhook-brief.exe only: with the kept briefings removed
+# (a cache), only memhook-brief.exe can compose one. Delivery at hook time
+# off: this copy has no drainer to start.
+mkdir -p "$work/brief-only"
+cp "$bin/memhook.exe" "$bin/memhook-brief.exe" "$work/brief-only/"
+rm -f "$data"/briefings/*.json
+payload SessionStart s2b source '"startup"' >"$work/p3b.json"
+(cd "$proj" && MEMHOOK_NO_HOOK_DELIVERY=1 "$run" "$work/brief-only/memhook.exe" hook --event SessionStart --agent claude-code) \
+    <"$work/p3b.json" >"$work/out" 2>"$work/err" || true
+if grep -q "please fix the parser" "$work/out" && compgen -G "$data/briefings/*.json" >/dev/null; then
+    ok "memhook-brief.exe composed the briefing and kept it ready"
+else
+    bad "no briefing from memhook-brief.exe: $(head -c 300 "$work/out") $(head -c 300 "$work/err")"
+fi
+
 echo "== a briefing kept ready answers the next session start alone"
-# memhook.exe copied alone: without memhook-session.exe beside it, only a
+# memhook.exe copied alone: without its siblings beside it, only a
 # briefing kept ready can brief. The drainer composes it again when it goes
 # off duty (its deliveries made the one kept at s2's start stale), about
 # 2 s after the last record it saw: each try waits longer than that, since
@@ -431,7 +448,7 @@ echo "== the installer's Windows command form (Codex runs hooks through PowerShe
 (
     spaced="$work/Program Files/memhook"
     mkdir -p "$spaced" "$work/codex"
-    cp "$bin/memhook.exe" "$bin/memhook-session.exe" "$bin/memhook-cli.exe" "$spaced/"
+    cp "$bin/memhook.exe" "$bin/memhook-session.exe" "$bin/memhook-brief.exe" "$bin/memhook-cli.exe" "$spaced/"
     export CODEX_HOME="$(win "$work/codex")"
     inst() { (cd "$proj" && "$run" "$spaced/memhook.exe" "$@" 2>&1); }
     out="$(inst install-hooks --agent codex --apply)" || true

@@ -1,13 +1,14 @@
-//! The three installed binaries (docs/architecture.md, "Three binaries"):
-//! `memhook` runs the per-event path itself, hands session start to
-//! `memhook-session` (which also drains) and every other command line to
-//! `memhook-cli` beside it.
+//! The four installed binaries (docs/architecture.md, "Four binaries"):
+//! `memhook` runs the per-event path itself, asks `memhook-brief` to
+//! compose a briefing none kept ready answers, hands a server's session
+//! start to `memhook-session` (which also drains) and every other command
+//! line to `memhook-cli` beside it.
 
 use std::fs;
 use std::process::Command;
 
 use crate::support::binaries::{
-    bin, full_bin, install_copy, installed as cmd, run_with_stdin, session_bin,
+    bin, brief_bin, full_bin, install_copy, installed as cmd, run_with_stdin, session_bin,
 };
 use crate::support::process::eventually;
 
@@ -124,6 +125,40 @@ fn the_session_binary_carries_the_store_and_sinks_but_no_server_postgres_clap_or
     }
 }
 
+/// `memhook-brief` holds the store and the briefing, and none of the HTTP
+/// sink or TLS that `memhook-session` carries for the drainer and a
+/// server's session start: it never talks to a server, and what it leaves
+/// out is what a session start that composes does not have to map. (The
+/// functions the linker kept: a debug build's debug info names every type
+/// of every crate a binary depends on.)
+#[cfg(target_os = "linux")]
+#[test]
+fn the_brief_binary_carries_the_store_but_no_http_or_tls() {
+    use crate::support::elf;
+    let brief = elf::functions(&fs::read(brief_bin()).unwrap());
+    let session = elf::functions(&fs::read(session_bin()).unwrap());
+    let has = |fns: &[String], needle: &str| fns.iter().any(|f| f.contains(needle));
+    for marker in ["rusqlite", "sqlite3_prepare_v2", "compose_kept"] {
+        assert!(has(&brief, marker), "memhook-brief should hold {marker}");
+    }
+    for marker in [
+        "rustls",
+        "4ureq",
+        "8HttpSink",
+        "tokio",
+        "clap_builder",
+        "memhook_server",
+    ] {
+        assert!(!has(&brief, marker), "memhook-brief holds {marker}");
+    }
+    for marker in ["rustls", "4ureq", "8HttpSink"] {
+        assert!(
+            has(&session, marker),
+            "memhook-session should hold {marker}"
+        );
+    }
+}
+
 /// No binary loads `libm.so.6` (Linux, glibc): its only callers were
 /// logarithms, now computed without it (`memhook_core::mathlog`, and C's
 /// `log` for SQLite's `bm25` in the store), and a second library costs
@@ -220,14 +255,33 @@ fn session_start_and_the_drainer_run_in_memhook_session() {
     );
 }
 
-/// An install made before `memhook-session` existed (only `memhook` and
-/// `memhook-cli`) keeps working: session start and the drainer fall back
-/// to `memhook-cli`.
+/// An install made before `memhook-brief` existed (`memhook`,
+/// `memhook-session`, `memhook-cli`) keeps working: `memhook-session`
+/// composes the briefing, and with `memhook-cli` gone as well nothing else
+/// could have.
+#[test]
+fn without_memhook_brief_memhook_session_composes_the_briefing() {
+    let t = tempfile::tempdir().unwrap();
+    let exe = install_copy(&t.path().join("bin"));
+    fs::remove_file(t.path().join("bin/memhook-brief")).unwrap();
+    fs::remove_file(t.path().join("bin/memhook-cli")).unwrap();
+    record_prompt(&exe, t.path());
+    let envelope = next_session_start(&exe, t.path());
+    assert!(
+        envelope.contains("flux capacitor"),
+        "no briefing from memhook-session: {envelope}"
+    );
+}
+
+/// An install made before `memhook-session` and `memhook-brief` existed
+/// (only `memhook` and `memhook-cli`) keeps working: session start and the
+/// drainer fall back to `memhook-cli`.
 #[test]
 fn without_memhook_session_session_start_falls_back_to_memhook_cli() {
     let t = tempfile::tempdir().unwrap();
     let exe = install_copy(&t.path().join("bin"));
     fs::remove_file(t.path().join("bin/memhook-session")).unwrap();
+    fs::remove_file(t.path().join("bin/memhook-brief")).unwrap();
     record_prompt(&exe, t.path());
     let envelope = next_session_start(&exe, t.path());
     assert!(
@@ -283,40 +337,44 @@ fn enqueued(exe: &std::path::Path, home: &std::path::Path) -> u64 {
 /// An agent briefed at its tool calls (Cline: envelope::briefing_event) is
 /// briefed by the first one only, so only the first needs the store: the
 /// per-event binary runs every one of them itself, and asks
-/// `memhook-session` to compose the first one's briefing (no briefing is
-/// kept ready here); it hands none of them over whole (before, each of a
-/// Cline session's tool calls ran in `memhook-session`, then only the
+/// `memhook-brief` to compose the first one's briefing (no briefing is
+/// kept ready here); it hands none of them over whole to `memhook-session`
+/// (before, each of a Cline session's tool calls ran there, then only the
 /// first). Every event is captured.
 #[test]
-fn only_the_first_late_briefing_event_of_a_session_asks_memhook_session_for_a_briefing() {
+fn only_the_first_late_briefing_event_of_a_session_asks_for_a_briefing() {
     let t = tempfile::tempdir().unwrap();
     let bin_dir = t.path().join("bin");
     let exe = install_copy(&bin_dir);
-    // memhook-session behind a wrapper that notes each hook call it runs
-    // and each briefing it composes (the drainer's own spawn line is
-    // neither).
-    let real = bin_dir.join("memhook-session.real");
-    fs::rename(bin_dir.join("memhook-session"), &real).unwrap();
+    // memhook-session and memhook-brief behind wrappers that note each
+    // hook call they run and each briefing they compose (the drainer's own
+    // spawn line is neither).
     let log = t.path().join("session-calls.log");
-    let wrapper = bin_dir.join("memhook-session");
-    fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nif [ \"$1\" = hook ] || [ \"$3\" = brief ]; then echo \"$*\" >> '{}'; fi\n\
-             exec '{}' \"$@\"\n",
-            log.display(),
-            real.display()
-        ),
-    )
-    .unwrap();
-    {
+    for name in ["memhook-session", "memhook-brief"] {
+        let real = bin_dir.join(format!("{name}.real"));
+        fs::rename(bin_dir.join(name), &real).unwrap();
+        let wrapper = bin_dir.join(name);
+        fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nif [ \"$1\" = hook ] || [ \"$3\" = brief ]; then echo \"{name} $*\" >> '{}'; fi\n\
+                 exec '{}' \"$@\"\n",
+                log.display(),
+                real.display()
+            ),
+        )
+        .unwrap();
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
     }
     record_delivered_prompt(&exe, t.path());
+    // Hook calls memhook-session ran, briefings memhook-brief composed.
     let session_calls = || {
         let log = fs::read_to_string(&log).unwrap_or_default();
-        let briefs = log.lines().filter(|l| l.ends_with(" brief")).count();
+        let briefs = log
+            .lines()
+            .filter(|l| l.starts_with("memhook-brief ") && l.ends_with(" brief"))
+            .count();
         (log.lines().count() - briefs, briefs)
     };
     let before_calls = session_calls();
@@ -351,7 +409,7 @@ fn only_the_first_late_briefing_event_of_a_session_asks_memhook_session_for_a_br
     assert_eq!(
         (hooks - before_calls.0, briefs - before_calls.1),
         (0, 1),
-        "hook calls memhook-session ran, briefings it composed: {}",
+        "hook calls memhook-session ran, briefings memhook-brief composed: {}",
         fs::read_to_string(&log).unwrap_or_default()
     );
     assert_eq!(

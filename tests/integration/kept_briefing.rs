@@ -2,11 +2,12 @@
 //! session start that finds one that still holds is answered by `memhook`
 //! alone, and anything that could make it wrong — a forget, records of
 //! another session still in the spool, a new `MEMORY.md`, a resumed
-//! session — makes `memhook` ask `memhook-session` instead.
+//! session — makes `memhook` ask `memhook-brief` instead.
 //!
-//! Each test proves which path answered by taking `memhook-session` and
-//! `memhook-cli` away from the install: `memhook` alone can only answer
-//! from a kept briefing, so without one the agent gets `{}`.
+//! Each test proves which path answered by taking `memhook-brief`,
+//! `memhook-session` and `memhook-cli` away from the install: `memhook`
+//! alone can only answer from a kept briefing, so without one the agent
+//! gets `{}`.
 
 use std::fs;
 use std::path::PathBuf;
@@ -16,7 +17,7 @@ use std::time::Duration;
 use crate::support::binaries::{install_copy, installed, run_with_stdin};
 use crate::support::{files, process};
 
-/// An install of the three binaries in a temp HOME with a project whose
+/// An install of the four binaries in a temp HOME with a project whose
 /// marker names it.
 struct Install {
     home: tempfile::TempDir,
@@ -113,11 +114,11 @@ impl Install {
             "a drainer still runs"
         );
     }
-    /// Take `memhook-session` and `memhook-cli` away (`true`) or put them
-    /// back.
+    /// Take `memhook-brief`, `memhook-session` and `memhook-cli` away
+    /// (`true`) or put them back.
     fn siblings(&self, present: bool) {
         let dir = self.exe.parent().unwrap();
-        for name in ["memhook-session", "memhook-cli"] {
+        for name in ["memhook-brief", "memhook-session", "memhook-cli"] {
             let (from, to) = (dir.join(name), dir.join(format!("{name}.away")));
             if present {
                 fs::rename(to, from).unwrap();
@@ -341,8 +342,8 @@ fn a_resumed_session_is_never_briefed_about_itself_from_a_kept_briefing() {
     assert!(!composed.contains(SENTINEL), "{composed}");
 }
 
-/// A `memhook-session` that does not answer within the session-start
-/// budget is stopped by its pid, and the agent gets `{}` in time.
+/// A `memhook-brief` that does not answer within the session-start budget
+/// is stopped by its pid, and the agent gets `{}` in time.
 #[cfg(unix)]
 #[test]
 fn a_composer_that_does_not_answer_in_time_is_stopped() {
@@ -350,19 +351,12 @@ fn a_composer_that_does_not_answer_in_time_is_stopped() {
     let i = Install::new();
     let bin = i.exe.parent().unwrap().to_path_buf();
     let pid_file = i.home.path().join("composer.pid");
-    fs::rename(
-        bin.join("memhook-session"),
-        bin.join("memhook-session.real"),
-    )
-    .unwrap();
-    let script = bin.join("memhook-session");
+    let script = bin.join("memhook-brief");
     fs::write(
         &script,
         format!(
-            "#!/bin/sh\nif [ \"$3\" = brief ]; then echo $$ > '{}'; exec sleep 30; fi\n\
-             exec '{}' \"$@\"\n",
-            pid_file.display(),
-            bin.join("memhook-session.real").display()
+            "#!/bin/sh\necho $$ > '{}'\nexec sleep 30\n",
+            pid_file.display()
         ),
     )
     .unwrap();

@@ -3,10 +3,10 @@
 //! never opens the store when nothing changed since (docs/architecture.md,
 //! "Briefings kept ready").
 //!
-//! Who writes one: `memhook-session` after it composed a briefing at a
+//! Who writes one: `memhook-brief` after it composed a briefing at a
 //! session start, and the drainer when it finishes (it composes again every
 //! kept briefing that its deliveries made stale). Who reads one: `memhook
-//! hook` at the event it briefs at, before it asks `memhook-session` to
+//! hook` at the event it briefs at, before it asks `memhook-brief` to
 //! compose.
 //!
 //! A kept briefing is used only when all of this still holds:

@@ -1,8 +1,10 @@
 //! The per-event binary's briefer: a briefing kept ready
 //! ([`memhook_core::briefing_cache`]) when one still holds, else one that
-//! `memhook-session` composes as a child (`memhook-session --data-dir DIR
+//! `memhook-brief` composes as a child (`memhook-brief --data-dir DIR
 //! brief`, the request on its stdin, the briefing on its stdout), within
-//! what is left of the session-start budget.
+//! what is left of the session-start budget. `memhook-session` and
+//! `memhook-cli` answer the same line, for an install that has no
+//! `memhook-brief` beside `memhook`.
 //!
 //! A kept briefing is used only for the embedded store and only when no
 //! record of another session waits in the spool for it (those are
@@ -53,7 +55,8 @@ pub struct Answer {
 pub type Composer = fn(&Path, &Key, Option<&str>, Duration) -> Option<String>;
 
 /// The per-event binary's [`crate::Briefer`]: a briefing kept ready, or
-/// one composed by `memhook-session` (then `memhook-cli`) as a child.
+/// one composed by `memhook-brief` (then `memhook-session`, `memhook-cli`)
+/// as a child.
 pub fn kept_or_composed(
     data_dir: &Path,
     sink: &SinkTarget,
@@ -99,14 +102,16 @@ fn others_pending(data_dir: &Path, session: Option<&str>) -> bool {
     })
 }
 
-/// Run `memhook-session --data-dir DIR brief` (`memhook-cli` when there is
-/// no `memhook-session`), send it `request`, and read its answer until
+/// Run `memhook-brief --data-dir DIR brief` (the first of
+/// `memhook-session`, `memhook-cli` there is, when there is no
+/// `memhook-brief`), send it `request`, and read its answer until
 /// `deadline`; a child still running then is killed. `None` on any problem
 /// (said on stderr).
 fn compose_in_child(data_dir: &Path, request: &Request, deadline: Instant) -> Option<String> {
     let line = serde_json::to_vec(request).ok()?;
     let mut child = None;
     for name in [
+        crate::handover::BRIEF_BINARY,
         crate::handover::SESSION_BINARY,
         crate::handover::FULL_BINARY,
     ] {

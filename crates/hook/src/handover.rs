@@ -1,6 +1,6 @@
 //! Handing a command line to a sibling binary (docs/architecture.md,
-//! "Three binaries"): `memhook` hands session start to `memhook-session`
-//! and every other command to `memhook-cli`; `memhook-session` hands what
+//! "Four binaries"): `memhook` hands a server's session start to
+//! `memhook-session` and every other command to `memhook-cli`; `memhook-session` hands what
 //! it does not run to `memhook-cli`. On Unix the sibling replaces this
 //! process (`exec`: same arguments, stdin, stdout and exit code); Windows
 //! has no `exec`, so there the sibling runs as a child that inherits the
@@ -10,7 +10,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub use memhook_delivery::drain::spawn::{FULL_BINARY, SESSION_BINARY};
+pub use memhook_delivery::drain::spawn::{BRIEF_BINARY, FULL_BINARY, SESSION_BINARY};
 
 /// `name` in this binary's directory.
 pub fn sibling(name: &str) -> PathBuf {

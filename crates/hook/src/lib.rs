@@ -86,7 +86,7 @@ pub enum Stdin {
 /// this crate: `memhook-session` and `memhook-cli` pass
 /// `memhook_sinks::session_start::session_start`; the per-event binary
 /// passes [`brief::kept_or_composed`] (a briefing kept ready, or one
-/// `memhook-session` composes).
+/// `memhook-brief` composes).
 pub type Briefer = fn(&Path, &SinkTarget, &Scope, &Event, Duration) -> Option<String>;
 
 /// The briefer of a binary that cannot brief: no briefing (`{}`).

@@ -26,6 +26,20 @@ pub fn sink_factory_until(
     move |target| make_sink(data_dir, target, timeout, deadline)
 }
 
+/// The embedded store's sink only, for a drain of `data_dir` with `only:
+/// Store` that waits for another connection's lock until `deadline`: the
+/// briefing composer (`memhook-brief`) never talks to a server, and a
+/// binary that names no HTTP sink links no HTTP or TLS code.
+pub fn store_only(
+    data_dir: &Path,
+    deadline: Instant,
+) -> impl FnMut(&SinkTarget) -> Box<dyn Sink> + '_ {
+    move |target| {
+        debug_assert_eq!(target, &SinkTarget::Store, "a drain with only: Store");
+        Box::new(crate::store::StoreSink::new(data_dir).until(Some(deadline)))
+    }
+}
+
 /// The sink `target` names, for a drain of `data_dir` (the drain's
 /// [`memhook_delivery::drain::MakeSink`]).
 pub fn make_sink(

@@ -4,8 +4,9 @@
 //! session start (deliver what is pending, then brief: `session_start.rs`).
 //!
 //! The per-event binary links none of this: it spawns `memhook-session` to
-//! drain (`drainer.rs`) and hands it session start (docs/architecture.md,
-//! "Three binaries").
+//! drain (`drainer.rs`) and hands it a server's session start, and
+//! `memhook-brief` to compose a briefing from the store
+//! (`session_start::compose_for`; docs/architecture.md, "Four binaries").
 
 pub mod drainer;
 pub mod factory;

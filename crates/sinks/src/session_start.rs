@@ -10,6 +10,7 @@ use memhook_core::briefing_cache::{self, Key};
 use memhook_core::event::Event;
 use memhook_core::scope::Scope;
 use memhook_delivery::drain;
+use memhook_delivery::sink::Sink;
 use memhook_delivery::spool::{briefing_may_change, SinkTarget, Spool};
 use memhook_store::briefing::{clip, compose_kept, compose_with};
 use memhook_store::sqlite::Store;
@@ -36,11 +37,14 @@ pub fn session_start(
     };
     let start = Instant::now();
     let deadline = start + budget;
+    let until = start + budget * DELIVERY_SHARE_PCT / 100;
+    let timeout = until.saturating_duration_since(Instant::now());
     deliver_pending(
         data_dir,
         sink,
         session,
-        start + budget * DELIVERY_SHARE_PCT / 100,
+        until,
+        crate::factory::sink_factory_until(data_dir, timeout, Some(until)),
     );
     let now = Instant::now();
     if now >= deadline {
@@ -58,11 +62,13 @@ pub fn session_start(
     (Instant::now() < deadline).then_some(text)
 }
 
-/// What `memhook-session --data-dir DIR brief` does for the per-event
+/// What `memhook-brief --data-dir DIR brief` does for the per-event
 /// binary when it has no briefing kept ready (`memhook_hook::brief`):
 /// deliver what is pending for the embedded store, then compose `key`'s
 /// briefing for `session` (and keep it ready for the next session), all
-/// within `budget`.
+/// within `budget`. It makes no sink but the store's
+/// ([`crate::factory::store_only`]), so a binary that calls it and no other
+/// delivery links no HTTP client or TLS.
 pub fn compose_for(
     data_dir: &Path,
     key: &Key,
@@ -71,11 +77,13 @@ pub fn compose_for(
 ) -> Option<String> {
     let start = Instant::now();
     let deadline = start + budget;
+    let until = start + budget * DELIVERY_SHARE_PCT / 100;
     deliver_pending(
         data_dir,
         &SinkTarget::Store,
         session,
-        start + budget * DELIVERY_SHARE_PCT / 100,
+        until,
+        crate::factory::store_only(data_dir, until),
     );
     if Instant::now() >= deadline {
         return None;
@@ -174,7 +182,16 @@ pub fn last_failure(data_dir: &Path) -> Option<(u64, String)> {
 /// Only records of other sessions can change the briefing (the starting
 /// session is never briefed about itself); when the spool holds nothing else
 /// for `sink`, delivery is left to the background drainer.
-fn deliver_pending(data_dir: &Path, sink: &SinkTarget, session: Option<&str>, until: Instant) {
+///
+/// `factory` makes the sinks: [`crate::factory::store_only`] for a
+/// composer that never talks to a server, so that it links no HTTP.
+fn deliver_pending(
+    data_dir: &Path,
+    sink: &SinkTarget,
+    session: Option<&str>,
+    until: Instant,
+    mut factory: impl FnMut(&SinkTarget) -> Box<dyn Sink>,
+) {
     if drain::hook_delivery_disabled() {
         return;
     }
@@ -190,8 +207,6 @@ fn deliver_pending(data_dir: &Path, sink: &SinkTarget, session: Option<&str>, un
     let Ok(Some(lock)) = drain::lock_until(data_dir, until) else {
         return;
     };
-    let timeout = until.saturating_duration_since(Instant::now());
-    let mut factory = crate::factory::sink_factory_until(data_dir, timeout, Some(until));
     let _ = drain::drain_locked(
         &lock,
         &spool,

@@ -10,15 +10,17 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_memhook"))
 }
 
-/// Install the three binaries a user installs (`memhook`, the
-/// `memhook-session` it hands session start to and the `memhook-cli` it
-/// hands other commands to) into `dir`, as `cargo install` does; the path
-/// of the copied `memhook`.
+/// Install the four binaries a user installs (`memhook`, the
+/// `memhook-session` that drains and that it hands a server's session
+/// start to, the `memhook-brief` that composes a briefing for it and the
+/// `memhook-cli` it hands other commands to) into `dir`, as `cargo install`
+/// does; the path of the copied `memhook`.
 pub fn install_copy(dir: &Path) -> PathBuf {
     fs::create_dir_all(dir).unwrap();
     let exe = dir.join("memhook");
     fs::copy(bin(), &exe).unwrap();
     fs::copy(session_bin(), dir.join("memhook-session")).unwrap();
+    fs::copy(brief_bin(), dir.join("memhook-brief")).unwrap();
     fs::copy(full_bin(), dir.join("memhook-cli")).unwrap();
     exe
 }
@@ -27,6 +29,12 @@ pub fn install_copy(dir: &Path) -> PathBuf {
 /// drainer; `memhook` execs it).
 pub fn session_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_memhook-session"))
+}
+
+/// Path of the `memhook-brief` binary under test (the briefing composer
+/// `memhook` runs as a child).
+pub fn brief_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_memhook-brief"))
 }
 
 /// `program` with nothing of the caller's environment but a `PATH` of the

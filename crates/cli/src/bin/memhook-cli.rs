@@ -1,6 +1,6 @@
 //! `memhook-cli`: every `memhook` command, parsed with clap. Users type
 //! `memhook …`; the lean `memhook` binary runs the per-event commands itself
-//! and hands everything else here (docs/architecture.md, "Three binaries").
+//! and hands everything else here (docs/architecture.md, "Four binaries").
 //!
 //! This is Rust's own `main`, with std's runtime set-up: a stack overflow
 //! (in `memhook serve`, say) ends with std's "has overflowed its stack"

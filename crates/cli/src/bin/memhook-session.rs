@@ -1,5 +1,5 @@
 //! `memhook-session`: session start and the background drainer, for the
-//! per-event `memhook` (docs/architecture.md, "Three binaries").
+//! per-event `memhook` (docs/architecture.md, "Four binaries").
 //!
 //! Session start delivers what is pending and composes the briefing from
 //! the store (or fetches it from the server), so it needs SQLite and the

@@ -3,7 +3,7 @@
 //! memhook-delivery, memhook-core: no SQLite, no TLS, no clap, no
 //! PostgreSQL, no tokio, no server, installer or MCP code). With the
 //! embedded store a session start is briefed here too, from a briefing kept
-//! ready, or one `memhook-session` beside it composes as a child
+//! ready, or one `memhook-brief` beside it composes as a child
 //! (`memhook_hook::brief`). With a server, the hook calls that deliver and
 //! brief go to `memhook-session` (the store and the sinks, still no server,
 //! PostgreSQL, clap, installer or MCP); every other command line — other
@@ -12,7 +12,7 @@
 //! stdin, stdout and exit code), so users type `memhook …` for everything
 //! and agents' configurations written by any version keep working. The
 //! hook starts its drainer from `memhook-session` too (docs/architecture.md,
-//! "Three binaries", "Briefings kept ready").
+//! "Four binaries", "Briefings kept ready").
 //!
 //! The entry point is the C `main` rather than Rust's: every agent starts
 //! `memhook hook` on every event, and std's runtime setup before `main`
@@ -88,7 +88,7 @@ fn lean_main() -> ExitCode {
     let hook = memhook_hook::parse_fast(&argv);
     if let Some((args, data_dir)) = &hook {
         // With the embedded store every hook call runs here: a briefing is
-        // one kept ready, or one `memhook-session` composes as a child
+        // one kept ready, or one `memhook-brief` composes as a child
         // (`memhook_hook::brief`).
         if !server_configured(args) {
             return memhook_hook::run(
@@ -135,7 +135,7 @@ fn lean_main() -> ExitCode {
     };
     let problem = format!(
         "cannot run {}: {err}; install memhook again (`cargo install --locked --path crates/cli` \
-         installs `memhook`, `memhook-session` and `memhook-cli`)",
+         installs `memhook`, `memhook-session`, `memhook-brief` and `memhook-cli`)",
         handover::sibling(name).display()
     );
     if memhook_hook::is_hook_invocation(&argv) {
@@ -185,7 +185,7 @@ fn hand_over_payload(
     };
     eprintln!(
         "memhook: {problem}; the event is captured without a briefing (install memhook again: \
-         `cargo install --locked --path crates/cli` installs all three binaries)"
+         `cargo install --locked --path crates/cli` installs all four binaries)"
     );
     memhook_hook::run_payload(args, data_dir, payload)
 }

@@ -195,7 +195,7 @@ pub fn inherited_run_lock(data_dir: &Path) -> Option<DrainLock> {
 /// The binary that delivers: the sinks (SQLite, TLS) are not in the
 /// per-event `memhook`, so a hook starts the drainer from
 /// `memhook-session` beside it, or from `memhook-cli` where an older
-/// install has no `memhook-session` (docs/architecture.md, "Three
+/// install has no `memhook-session` (docs/architecture.md, "Four
 /// binaries"). Any other binary (those two, a test) runs its own drain.
 pub fn drainer_program() -> io::Result<std::path::PathBuf> {
     let exe = std::env::current_exe()?;
@@ -219,6 +219,14 @@ pub const SESSION_BINARY: &str = if cfg!(windows) {
     "memhook-session.exe"
 } else {
     "memhook-session"
+};
+
+/// The file name of the binary that composes a briefing for the
+/// per-event `memhook` when none kept ready holds: the store only.
+pub const BRIEF_BINARY: &str = if cfg!(windows) {
+    "memhook-brief.exe"
+} else {
+    "memhook-brief"
 };
 
 /// The file name of the binary that holds every command and the sinks.
