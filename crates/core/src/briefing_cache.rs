@@ -552,18 +552,14 @@ mod tests {
         fs::write(&index, b"# notes, longer\n").unwrap();
         assert_eq!(lookup(&d, &store, &k, None), Lookup::Miss);
         keep_now(&d, &store, &k, &[], "again");
-        // The store deleted and created again (another file), or gone.
-        // (Unix: the old file held open, so the new one cannot reuse its
-        // inode; Windows deletes a file only once its last handle closes,
-        // and tells files apart by their creation time.)
-        #[cfg(unix)]
-        let held = fs::File::open(&store).unwrap();
+        // The store gone, then another file in its place. The other file
+        // is made while the first still exists, so that it cannot reuse its
+        // inode (or, under Wine, the file index Wine takes from it).
+        let other = d.join("store.sqlite3.other");
+        fs::write(&other, b"x").unwrap();
         fs::remove_file(&store).unwrap();
         assert_eq!(lookup(&d, &store, &k, None), Lookup::Miss);
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        fs::write(&store, b"x").unwrap();
-        #[cfg(unix)]
-        drop(held);
+        fs::rename(&other, &store).unwrap();
         assert_eq!(lookup(&d, &store, &k, None), Lookup::Miss);
     }
 
