@@ -231,29 +231,58 @@ fi
 echo "== a briefing kept ready answers the next session start alone"
 # memhook.exe copied alone: without its siblings beside it, only a
 # briefing kept ready can brief. The drainer composes it again when it goes
-# off duty (its deliveries made the one kept at s2's start stale), about
-# 2 s after the last record it saw: each try waits longer than that, since
-# the drainer also delivers the record each try leaves.
+# off duty after delivering the end of s2 (its deliveries made the one kept
+# before stale). Asked before that, the try's own session start, once
+# delivered, would rightly leave it stale: so wait until no record for the
+# store is left in the spool and a kept briefing carries the store's
+# generation, then ask once.
 mkdir -p "$work/alone"
 cp "$bin/memhook.exe" "$work/alone/"
 # The end of s2 is what makes the drainer compose it again.
 payload SessionEnd s2 reason '"exit"' >"$work/p5.json"
 hook SessionEnd "$work/p5.json"
 payload SessionStart s3 source '"startup"' >"$work/p4.json"
-kept=""
-for _ in $(seq 1 6); do
-    sleep 4
-    # MEMHOOK_NO_HOOK_DELIVERY: it starts no drainer (it has none beside
-    # it to start); with delivery at hook time off, records of other
-    # sessions in the spool would not block the kept briefing, and there
-    # are none.
-    (cd "$proj" && MEMHOOK_NO_HOOK_DELIVERY=1 "$run" "$work/alone/memhook.exe" hook --event SessionStart --agent claude-code) \
-        <"$work/p4.json" >"$work/out" 2>"$work/err" || true
-    if grep -q "please fix the parser" "$work/out"; then
-        kept=yes
+fresh() {
+    python3 - "$data" <<'PY'
+import glob, json, os, sys
+d = sys.argv[1]
+# Records for the store still in the spool (a server's, which is down,
+# stay there).
+for f in glob.glob(os.path.join(d, "spool", "*.json")):
+    try:
+        if json.load(open(f))["sink"]["kind"] == "store":
+            sys.exit(1)
+    except (OSError, ValueError, KeyError):
+        pass
+try:
+    gen = open(os.path.join(d, "store-generation")).read().strip()
+except OSError:
+    sys.exit(1)
+for f in glob.glob(os.path.join(d, "briefings", "*.json")):
+    try:
+        if json.load(open(f))["stamp"]["generation"] == gen:
+            sys.exit(0)
+    except (OSError, ValueError, KeyError):
+        pass
+sys.exit(1)
+PY
+}
+waited=0
+until fresh; do
+    if ((waited >= 60)); then
+        bad "the drainer kept no briefing ready within 30 s of the end of s2"
         break
     fi
+    sleep 0.5
+    waited=$((waited + 1))
 done
+echo "    (kept ready after $((waited / 2)) s)"
+kept=""
+# MEMHOOK_NO_HOOK_DELIVERY: it starts no drainer (it has none beside it to
+# start).
+(cd "$proj" && MEMHOOK_NO_HOOK_DELIVERY=1 "$run" "$work/alone/memhook.exe" hook --event SessionStart --agent claude-code) \
+    <"$work/p4.json" >"$work/out" 2>"$work/err" || true
+grep -q "please fix the parser" "$work/out" && kept=yes
 if [[ -n "$kept" ]]; then
     ok "memhook.exe alone printed the kept briefing of session s1"
 else
