@@ -273,6 +273,41 @@ fn without_memhook_brief_memhook_session_composes_the_briefing() {
     );
 }
 
+/// `memhook status` names a binary missing from the install and says how to
+/// install again; a whole install has no such line.
+#[test]
+fn status_names_a_missing_binary_of_the_install() {
+    let t = tempfile::tempdir().unwrap();
+    let exe = install_copy(&t.path().join("bin"));
+    let status = |json: bool| {
+        let mut c = cmd(&exe, t.path());
+        c.arg("status");
+        if json {
+            c.arg("--json");
+        }
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let whole = status(false);
+    assert!(!whole.contains("incomplete install"), "{whole}");
+    fs::remove_file(t.path().join("bin/memhook-brief")).unwrap();
+    let text = status(false);
+    assert!(
+        text.contains("incomplete install")
+            && text.contains("bin/memhook-brief missing")
+            && text.contains("cargo install --locked --path crates/cli"),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&status(true)).unwrap();
+    let missing = v["missing_binaries"].as_array().unwrap();
+    assert_eq!(missing.len(), 1, "{v}");
+    assert!(
+        missing[0].as_str().unwrap().ends_with("memhook-brief"),
+        "{v}"
+    );
+}
+
 /// An install made before `memhook-session` and `memhook-brief` existed
 /// (only `memhook` and `memhook-cli`) keeps working: session start and the
 /// drainer fall back to `memhook-cli`.

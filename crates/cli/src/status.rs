@@ -134,6 +134,9 @@ pub struct Status {
     /// `*.json` names in the spool that are not regular files (FIFOs,
     /// directories, …): skipped by every drain, never counted as records.
     pub not_regular: u64,
+    /// The binaries of an install that are not beside this one (see
+    /// [`missing_binaries`]).
+    pub missing_binaries: Vec<String>,
     /// Markers the hook could not use and that still cannot be used.
     pub marker_problems: Vec<memhook_core::scope::problems::MarkerProblem>,
     /// The embedded store's size, oldest record and what retention removed
@@ -197,6 +200,7 @@ pub fn collect(dir: &Path) -> Result<Status, memhook_delivery::spool::SpoolError
             paused: None,
             marker_problems: Vec::new(),
             store: None,
+            missing_binaries: missing_binaries(),
         });
     }
     let spool = Spool::open(dir)?;
@@ -258,7 +262,37 @@ pub fn collect(dir: &Path) -> Result<Status, memhook_delivery::spool::SpoolError
         not_regular: listing.not_regular as u64,
         marker_problems: memhook_core::scope::problems::current(dir),
         store: store_size(dir),
+        missing_binaries: missing_binaries(),
     })
+}
+
+/// The binaries `cargo install` puts beside `memhook` that are not beside
+/// this one, when this one is part of an install (a `memhook` beside it).
+/// `memhook` falls back to the others (docs/architecture.md, "Four
+/// binaries"), at a cost: without `memhook-brief` a briefing is composed
+/// in the larger `memhook-session`; without `memhook-session` the drainer
+/// is `memhook-cli`; without both and `memhook-cli`, no briefing.
+pub fn missing_binaries() -> Vec<String> {
+    use memhook_delivery::drain::spawn::{BRIEF_BINARY, FULL_BINARY, SESSION_BINARY};
+    let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    else {
+        return Vec::new();
+    };
+    let lean = if cfg!(windows) {
+        "memhook.exe"
+    } else {
+        "memhook"
+    };
+    if !dir.join(lean).is_file() {
+        return Vec::new();
+    }
+    [SESSION_BINARY, BRIEF_BINARY, FULL_BINARY]
+        .into_iter()
+        .filter(|name| !dir.join(name).is_file())
+        .map(|name| dir.join(name).display().to_string())
+        .collect()
 }
 
 fn age(ms: u64) -> String {
@@ -312,6 +346,7 @@ impl Status {
             "last_briefing_error": self.last_briefing_error.as_ref().map(|(_, e)| e),
             "last_briefing_error_at": self.last_briefing_error.as_ref().map(|(ms, _)| rfc3339_ms(*ms)),
             "not_regular": self.not_regular,
+            "missing_binaries": self.missing_binaries,
             "marker_problems": self.marker_problems.iter().map(|p| serde_json::json!({
                 "marker": p.marker,
                 "problem": p.problem,
@@ -459,6 +494,18 @@ impl Status {
             o.push_str(&format!(
                 "\nspool entries that are not regular files: {} (skipped by every drain; remove them by hand)\n",
                 self.not_regular
+            ));
+        }
+        if !self.missing_binaries.is_empty() {
+            o.push_str(&format!(
+                "\nincomplete install: {} missing; memhook falls back to the binaries it finds, \
+                 with more memory per session start or no briefing (docs/architecture.md, \
+                 \"Four binaries\"); install again: `cargo install --locked --path crates/cli`\n",
+                self.missing_binaries
+                    .iter()
+                    .map(|p| term::line(p))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         o
@@ -760,8 +807,11 @@ mod tests {
                 since_ms: 0,
             }],
             store: None,
+            // A directory name is the user's, and may hold anything.
+            missing_binaries: vec![hostile.into()],
         };
         assert!(st.to_text().contains("last briefing error"));
+        assert!(st.to_text().contains("incomplete install"));
         assert!(st.to_text().contains("marker problem"));
         let report = drain::Report {
             errors: BTreeMap::from([("store".to_string(), hostile.to_string())]),
