@@ -6,7 +6,8 @@ Builds four programs that do nothing but read stdin to its end and print
 `{}` (the least a hook does), and measures them in one run with
 /bin/true and each BINARY's spool-only call (the payload, marker and
 environment of bench-ab.py), alternating call after call, through the
-launcher of bench-hook.py (the child's CPU from wait4):
+launcher of bench-hook.py (the child's CPU from wait4, its wall time from
+spawn to reap):
 
 - `c-nop`: C, dynamically linked against libc (as /bin/true is);
 - `rust-nop`: Rust with std, dynamically linked, as rustc links it by
@@ -90,19 +91,24 @@ def main():
             runs.append((label, path, True))
         env, payload = bench_hook.spool_only(tmp)
         cpu = {label: [] for label, _, _ in runs}
+        wall = {label: [] for label, _, _ in runs}
         for i in range(a.runs + 5):
             for label, path, hook in runs:
                 argv = [path, "hook", "--agent", "claude-code", "--event", "PostToolUse"] if hook else [path]
-                c, _, _ = bench_hook.run_once(argv, payload, env)
+                c, w, _ = bench_hook.run_once(argv, payload, env)
                 if i >= 5:
                     cpu[label].append(c)
+                    wall[label].append(w)
         base = statistics.median(cpu["/bin/true"])
-        print(f"{a.runs} rounds, medians of the child's CPU (user + system); load {os.getloadavg()[0]:.1f}\n")
-        print("| program | CPU | ratio to /bin/true | over /bin/true |")
-        print("|---|---|---|---|")
+        wbase = statistics.median(wall["/bin/true"])
+        print(f"{a.runs} rounds, medians of the child's CPU (user + system) and wall (spawn to reap); "
+              f"load {os.getloadavg()[0]:.1f}\n")
+        print("| program | CPU | ratio to /bin/true | over /bin/true | wall | wall ratio |")
+        print("|---|---|---|---|---|---|")
         for label, _, _ in runs:
             c = statistics.median(cpu[label])
-            print(f"| `{label}` | {c:.3f} ms | {c / base:.2f}× | {c - base:+.3f} ms |")
+            w = statistics.median(wall[label])
+            print(f"| `{label}` | {c:.3f} ms | {c / base:.2f}× | {c - base:+.3f} ms | {w:.3f} ms | {w / wbase:.2f}× |")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(copies, ignore_errors=True)
