@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use memhook_delivery::sink::Sink;
+use memhook_delivery::sink::{ItemOutcome, Sink};
 use memhook_delivery::spool::SinkTarget;
 
 /// The real sinks: the embedded store, or an HTTP server with the live token
@@ -34,9 +34,31 @@ pub fn store_only(
     data_dir: &Path,
     deadline: Instant,
 ) -> impl FnMut(&SinkTarget) -> Box<dyn Sink> + '_ {
-    move |target| {
-        debug_assert_eq!(target, &SinkTarget::Store, "a drain with only: Store");
-        Box::new(crate::store::StoreSink::new(data_dir).until(Some(deadline)))
+    move |target| -> Box<dyn Sink> {
+        match target {
+            SinkTarget::Store => {
+                Box::new(crate::store::StoreSink::new(data_dir).until(Some(deadline)))
+            }
+            // A drain with `only: Store` never asks; were it to, a server's
+            // records stay in the spool for a drainer that has its sink.
+            SinkTarget::Http { .. } => Box::new(NotHere),
+        }
+    }
+}
+
+/// The sink of a server in a binary that has none: every record stays
+/// pending, uncharged.
+struct NotHere;
+
+impl Sink for NotHere {
+    fn deliver(&mut self, entries: &[memhook_delivery::spool::SpoolEntry]) -> Vec<ItemOutcome> {
+        entries
+            .iter()
+            .map(|_| ItemOutcome::Retry {
+                charge: false,
+                reason: "this binary delivers only to the embedded store".to_string(),
+            })
+            .collect()
     }
 }
 
@@ -55,5 +77,37 @@ pub fn make_sink(
                 .with_data_dir(data_dir)
                 .until(deadline),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server's records given to the store-only factory stay pending,
+    /// uncharged: never written into the embedded store.
+    #[test]
+    fn the_store_only_factory_delivers_nothing_for_a_server() {
+        let t = tempfile::tempdir().unwrap();
+        let mut make = store_only(t.path(), Instant::now() + Duration::from_secs(5));
+        let mut sink = make(&SinkTarget::Http {
+            url: "http://127.0.0.1:9".into(),
+        });
+        let entry = memhook_delivery::spool::SpoolEntry {
+            v: memhook_delivery::spool::ENTRY_VERSION,
+            sink: SinkTarget::Http {
+                url: "http://127.0.0.1:9".into(),
+            },
+            attempts: 0,
+            enqueued_ms: 1_700_000_000_000,
+            record: memhook_core::record::sample::record(&"a".repeat(32)),
+            exclusions: None,
+        };
+        let out = sink.deliver(std::slice::from_ref(&entry));
+        assert!(
+            matches!(&out[..], [ItemOutcome::Retry { charge: false, .. }]),
+            "{out:?}"
+        );
+        assert!(!t.path().join(memhook_store::sqlite::STORE_FILE).exists());
     }
 }
