@@ -13,17 +13,7 @@ pub fn sink_factory(
     data_dir: &Path,
     timeout: Duration,
 ) -> impl FnMut(&SinkTarget) -> Box<dyn Sink> + '_ {
-    sink_factory_until(data_dir, timeout, None)
-}
-
-/// [`sink_factory`]; with a `deadline` (session start), the store waits for
-/// another connection's lock only until then.
-pub fn sink_factory_until(
-    data_dir: &Path,
-    timeout: Duration,
-    deadline: Option<Instant>,
-) -> impl FnMut(&SinkTarget) -> Box<dyn Sink> + '_ {
-    move |target| make_sink(data_dir, target, timeout, deadline)
+    move |target| make_sink(data_dir, target, timeout, None)
 }
 
 /// The embedded store's sink only, for a drain of `data_dir` with `only:

@@ -15,4 +15,4 @@ pub mod http;
 pub mod session_start;
 pub mod store;
 
-pub use factory::{make_sink, sink_factory, sink_factory_until};
+pub use factory::{make_sink, sink_factory};

@@ -38,14 +38,12 @@ pub fn session_start(
     let start = Instant::now();
     let deadline = start + budget;
     let until = start + budget * DELIVERY_SHARE_PCT / 100;
-    let timeout = until.saturating_duration_since(Instant::now());
-    deliver_pending(
-        data_dir,
-        sink,
-        session,
-        until,
-        crate::factory::sink_factory_until(data_dir, timeout, Some(until)),
-    );
+    // Each sink's timeout is what is left when it is made: after the wait
+    // for the drain lock.
+    deliver_pending(data_dir, sink, session, until, |target| {
+        let timeout = until.saturating_duration_since(Instant::now());
+        crate::factory::make_sink(data_dir, target, timeout, Some(until))
+    });
     let now = Instant::now();
     if now >= deadline {
         return None;
