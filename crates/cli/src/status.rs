@@ -273,19 +273,14 @@ pub fn collect(dir: &Path) -> Result<Status, memhook_delivery::spool::SpoolError
 /// in the larger `memhook-session`; without `memhook-session` the drainer
 /// is `memhook-cli`; without both and `memhook-cli`, no briefing.
 pub fn missing_binaries() -> Vec<String> {
-    use memhook_delivery::drain::spawn::{BRIEF_BINARY, FULL_BINARY, SESSION_BINARY};
+    use memhook_delivery::drain::spawn::{BRIEF_BINARY, FULL_BINARY, LEAN_BINARY, SESSION_BINARY};
     let Some(dir) = std::env::current_exe()
         .ok()
         .and_then(|e| e.parent().map(Path::to_path_buf))
     else {
         return Vec::new();
     };
-    let lean = if cfg!(windows) {
-        "memhook.exe"
-    } else {
-        "memhook"
-    };
-    if !dir.join(lean).is_file() {
+    if !dir.join(LEAN_BINARY).is_file() {
         return Vec::new();
     }
     [SESSION_BINARY, BRIEF_BINARY, FULL_BINARY]

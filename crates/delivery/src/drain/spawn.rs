@@ -199,9 +199,7 @@ pub fn inherited_run_lock(data_dir: &Path) -> Option<DrainLock> {
 /// binaries"). Any other binary (those two, a test) runs its own drain.
 pub fn drainer_program() -> io::Result<std::path::PathBuf> {
     let exe = std::env::current_exe()?;
-    let lean = exe
-        .file_name()
-        .is_some_and(|n| n == "memhook" || n == "memhook.exe");
+    let lean = exe.file_name().is_some_and(|n| n == LEAN_BINARY);
     if lean {
         for name in [SESSION_BINARY, FULL_BINARY] {
             let sibling = exe.with_file_name(name);
@@ -212,6 +210,13 @@ pub fn drainer_program() -> io::Result<std::path::PathBuf> {
     }
     Ok(exe)
 }
+
+/// The file name of the per-event binary agents run and users type.
+pub const LEAN_BINARY: &str = if cfg!(windows) {
+    "memhook.exe"
+} else {
+    "memhook"
+};
 
 /// The file name of the binary that runs session start and the drainer:
 /// the per-event crates, the store and the sinks.
