@@ -1,7 +1,7 @@
 //! Handing a command line to a sibling binary (docs/architecture.md,
 //! "Four binaries"): `memhook` hands a server's session start to
-//! `memhook-session` and every other command to `memhook-cli`; `memhook-session` hands what
-//! it does not run to `memhook-cli`. On Unix the sibling replaces this
+//! `memhook-session` and every other command to `memhook-cli`;
+//! `memhook-session` hands what it does not run to `memhook-cli`. On Unix the sibling replaces this
 //! process (`exec`: same arguments, stdin, stdout and exit code); Windows
 //! has no `exec`, so there the sibling runs as a child that inherits the
 //! standard handles (stdin still unread) and its exit code is returned.

@@ -5,8 +5,8 @@
 //! It reads exactly one command line, `--data-dir DIR brief`, with the
 //! request on stdin (`memhook_hook::brief`), delivers the store's pending
 //! records and composes the briefing from the embedded store. It never
-//! talks to a server, so it links no HTTP, TLS or redaction rules: a
-//! session start that composes is mapped from a file a third smaller than
+//! talks to a server, so it links no HTTP client or TLS: a session start
+//! that composes is mapped from a file a third smaller than
 //! `memhook-session`'s (docs/benchmarks.md, "A composer of its own").
 
 use std::process::ExitCode;
