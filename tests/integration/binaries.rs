@@ -134,9 +134,8 @@ fn the_session_binary_carries_the_store_and_sinks_but_no_server_postgres_clap_or
 #[cfg(target_os = "linux")]
 #[test]
 fn the_brief_binary_carries_the_store_but_no_http_or_tls() {
-    use crate::support::elf;
-    let brief = elf::functions(&fs::read(brief_bin()).unwrap());
-    let session = elf::functions(&fs::read(session_bin()).unwrap());
+    let brief = functions(&brief_bin());
+    let session = functions(&session_bin());
     let has = |fns: &[String], needle: &str| fns.iter().any(|f| f.contains(needle));
     for marker in ["rusqlite", "sqlite3_prepare_v2", "compose_kept"] {
         assert!(has(&brief, marker), "memhook-brief should hold {marker}");
@@ -157,6 +156,26 @@ fn the_brief_binary_carries_the_store_but_no_http_or_tls() {
             "memhook-session should hold {marker}"
         );
     }
+}
+
+/// The (mangled) names of the functions with code in `binary`'s symbol
+/// table, as readelf (binutils) lists them.
+#[cfg(target_os = "linux")]
+fn functions(binary: &std::path::Path) -> Vec<String> {
+    let out = Command::new("readelf")
+        .args(["-W", "--syms", "--demangle=none"])
+        .arg(binary)
+        .output()
+        .expect("readelf (binutils) lists the binary's symbols");
+    assert!(out.status.success(), "{out:?}");
+    // `Num: Value Size Type Bind Vis Ndx Name`
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 8 && f[3] == "FUNC" && f[2] != "0").then(|| f[7].to_string())
+        })
+        .collect()
 }
 
 /// No binary loads `libm.so.6` (Linux, glibc): its only callers were
@@ -261,16 +280,23 @@ fn session_start_and_the_drainer_run_in_memhook_session() {
 /// could have.
 #[test]
 fn without_memhook_brief_memhook_session_composes_the_briefing() {
-    let t = tempfile::tempdir().unwrap();
-    let exe = install_copy(&t.path().join("bin"));
-    fs::remove_file(t.path().join("bin/memhook-brief")).unwrap();
-    fs::remove_file(t.path().join("bin/memhook-cli")).unwrap();
-    record_prompt(&exe, t.path());
-    let envelope = next_session_start(&exe, t.path());
+    let envelope = next_session_start_without(&["memhook-brief", "memhook-cli"]);
     assert!(
         envelope.contains("flux capacitor"),
         "no briefing from memhook-session: {envelope}"
     );
+}
+
+/// The envelope of a session start after a recorded prompt, in an install
+/// without the binaries `removed`.
+fn next_session_start_without(removed: &[&str]) -> String {
+    let t = tempfile::tempdir().unwrap();
+    let exe = install_copy(&t.path().join("bin"));
+    for name in removed {
+        fs::remove_file(t.path().join("bin").join(name)).unwrap();
+    }
+    record_prompt(&exe, t.path());
+    next_session_start(&exe, t.path())
 }
 
 /// `memhook status` names a binary missing from the install and says how to
@@ -313,12 +339,7 @@ fn status_names_a_missing_binary_of_the_install() {
 /// drainer fall back to `memhook-cli`.
 #[test]
 fn without_memhook_session_session_start_falls_back_to_memhook_cli() {
-    let t = tempfile::tempdir().unwrap();
-    let exe = install_copy(&t.path().join("bin"));
-    fs::remove_file(t.path().join("bin/memhook-session")).unwrap();
-    fs::remove_file(t.path().join("bin/memhook-brief")).unwrap();
-    record_prompt(&exe, t.path());
-    let envelope = next_session_start(&exe, t.path());
+    let envelope = next_session_start_without(&["memhook-session", "memhook-brief"]);
     assert!(
         envelope.contains("flux capacitor"),
         "no briefing from memhook-cli: {envelope}"

@@ -114,6 +114,14 @@ impl Install {
             "a drainer still runs"
         );
     }
+    /// What a session start prints with `memhook-brief`, `memhook-session`
+    /// and `memhook-cli` taken away: only a kept briefing can brief.
+    fn start_alone(&self, session: &str, source: &str) -> Option<String> {
+        self.siblings(false);
+        let printed = self.start(session, source);
+        self.siblings(true);
+        printed
+    }
     /// Take `memhook-brief`, `memhook-session` and `memhook-cli` away
     /// (`true`) or put them back.
     fn siblings(&self, present: bool) {
@@ -167,10 +175,8 @@ fn holding(files: &[PathBuf], needle: &str) -> Vec<PathBuf> {
 #[test]
 fn a_kept_briefing_answers_session_start_alone_and_is_the_one_composed() {
     let (i, composed) = Install::with_a_kept_briefing();
-    i.siblings(false);
-    let kept = i.start("s3", "startup");
+    let kept = i.start_alone("s3", "startup");
     assert_eq!(kept.as_deref(), Some(composed.as_str()));
-    i.siblings(true);
 }
 
 /// A record a server that is down keeps in the spool (it is never
@@ -291,9 +297,7 @@ fn forget_removes_the_kept_briefing_and_its_text() {
         Vec::<PathBuf>::new(),
         "no file of the data dir holds the forgotten text"
     );
-    i.siblings(false);
-    assert_eq!(i.start("s3", "startup"), None);
-    i.siblings(true);
+    assert_eq!(i.start_alone("s3", "startup"), None);
     let composed = i.start("s4", "startup");
     assert!(!composed.unwrap_or_default().contains(SENTINEL));
 }
@@ -303,10 +307,8 @@ fn records_of_another_session_in_the_spool_are_delivered_first() {
     let (i, _) = Install::with_a_kept_briefing();
     // A session whose records stay in the spool (no drainer delivers them).
     i.work("s3", "zqxsecondtask", &[("MEMHOOK_NO_HOOK_DELIVERY", "1")]);
-    i.siblings(false);
     // The kept briefing does not know s3: not used.
-    assert_eq!(i.start("s4", "startup"), None);
-    i.siblings(true);
+    assert_eq!(i.start_alone("s4", "startup"), None);
     let composed = i.start("s5", "startup").expect("a briefing");
     assert!(composed.contains("zqxsecondtask"), "{composed}");
 }
@@ -325,9 +327,7 @@ fn a_new_memory_index_is_not_in_a_kept_briefing() {
         }
         fs::set_permissions(&index, fs::Permissions::from_mode(0o600)).unwrap();
     }
-    i.siblings(false);
-    assert_eq!(i.start("s3", "startup"), None);
-    i.siblings(true);
+    assert_eq!(i.start_alone("s3", "startup"), None);
     let composed = i.start("s4", "startup").expect("a briefing");
     assert!(composed.contains("zqxdecision"), "{composed}");
 }
@@ -335,9 +335,7 @@ fn a_new_memory_index_is_not_in_a_kept_briefing() {
 #[test]
 fn a_resumed_session_is_never_briefed_about_itself_from_a_kept_briefing() {
     let (i, _) = Install::with_a_kept_briefing();
-    i.siblings(false);
-    assert_eq!(i.start("s1", "resume"), None);
-    i.siblings(true);
+    assert_eq!(i.start_alone("s1", "resume"), None);
     let composed = i.start("s1", "resume").unwrap_or_default();
     assert!(!composed.contains(SENTINEL), "{composed}");
 }

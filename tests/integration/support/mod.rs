@@ -5,7 +5,6 @@
 //!   the real agent CLIs run in;
 //! - [`fixtures`]: the repository's fixtures and records built in code;
 //! - [`files`]: every byte under a directory, and where a text is;
-//! - [`elf`]: the functions the linker kept in a binary;
 //! - [`model_server`]: the loopback model API the real agent CLIs talk to;
 //! - [`process`]: child processes, and the daemons a test leaves behind,
 //!   ended by their pid;
@@ -16,7 +15,6 @@
 
 pub mod binaries;
 pub mod deps;
-pub mod elf;
 pub mod files;
 pub mod fixtures;
 pub mod home;
