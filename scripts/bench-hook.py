@@ -341,20 +341,10 @@ def per_call(binary, runs, pending, drained_before=False):
     `drained_before`, the spool held 10,000 records that were deleted first."""
     tmp = tempfile.mkdtemp(prefix="memhook-bench-")
     try:
-        home = os.path.join(tmp, "home")
-        project = os.path.join(home, "proj")
-        os.makedirs(os.path.join(project, "src"))
-        pats = ", ".join(f"'{p}'" for p in patterns(16, False))
-        with open(os.path.join(project, ".ai-memory.toml"), "w") as f:
-            f.write(f"project = 'proj'\n[capture]\nignore_paths = [{pats}]\n")
-        data = os.path.join(tmp, "data")
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("AI_MEMORY_") and not k.startswith("MEMHOOK_")}
-        env.update(HOME=home, AI_MEMORY_DATA_DIR=data, MEMHOOK_NO_HOOK_DELIVERY="1")
-        body = payload(project, 2048)
-        payload_file = os.path.join(tmp, "payload.json")
-        with open(payload_file, "wb") as f:
-            f.write(body)
+        env, payload_file = spool_only(tmp)
+        data = env["AI_MEMORY_DATA_DIR"]
+        with open(payload_file, "rb") as f:
+            body = f.read()
         empty_file = os.path.join(tmp, "empty")
         open(empty_file, "wb").close()
         if drained_before:
