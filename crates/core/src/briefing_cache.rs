@@ -335,13 +335,24 @@ pub fn keep(
         return Ok(());
     }
     let path = d.join(key.file_name());
-    let generation = kept.stamp.generation.clone();
     write_unsynced(&path, &bytes)?;
-    // A commit since the stamp was read (a forget that cleared the kept
-    // briefings while this one was composed): this one may quote what it
-    // removed.
-    if self::generation(data_dir).as_deref() != Some(generation.as_str()) {
-        let _ = fs::remove_file(&path);
+    // A commit since the stamp was read (a drainer's delivery, or a forget
+    // that cleared the kept briefings while this one was composed): the
+    // text may quote what a forget removed, so it goes. What stays is the
+    // key alone, stale, so that the drainer composes it again when a turn
+    // of its scope ends ([`stale`]); without it nothing would be kept ready
+    // until the next session start composed one (the race of a session
+    // start's composition with the drainer's delivery of that start).
+    if self::generation(data_dir).as_deref() != Some(kept.stamp.generation.as_str()) {
+        let placeholder = Kept {
+            sessions: Vec::new(),
+            text: None,
+            ..kept
+        };
+        let bytes = serde_json::to_vec(&placeholder).map_err(io::Error::other)?;
+        if write_unsynced(&path, &bytes).is_err() {
+            let _ = fs::remove_file(&path);
+        }
     }
     trim(&d);
     Ok(())
@@ -611,6 +622,32 @@ mod tests {
         clear(&d);
         assert!(files(&d.join(CACHE_DIR)).is_empty());
         assert_eq!(lookup(&d, &store, &key("p20"), None), Lookup::Miss);
+    }
+
+    /// A commit between the stamp and the keep (the drainer delivered the
+    /// starting session's own start while it was composed): the text is
+    /// not kept, but the key is, stale, for the drainer to compose again.
+    #[test]
+    fn a_briefing_overtaken_by_a_commit_keeps_only_its_key_stale() {
+        let (_t, d, store) = setup();
+        let k = key("api");
+        let s = stamp(&d, &store, &k).unwrap();
+        bump(&d).unwrap();
+        keep(&d, &k, s, vec!["s1".into()], Some("zqxoldtext".into())).unwrap();
+        assert_eq!(lookup(&d, &store, &k, Some("new")), Lookup::Miss);
+        assert_eq!(stale(&d, &store), vec![k.clone()]);
+        let path = d.join(CACHE_DIR).join(k.file_name());
+        let bytes = fs::read(&path).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("zqxoldtext"),
+            "the overtaken text stays on disk"
+        );
+        // Composed again with a stamp that holds: used.
+        keep_now(&d, &store, &k, &["s1"], "fresh");
+        assert_eq!(
+            lookup(&d, &store, &k, Some("new")),
+            Lookup::Hit(Some("fresh".into()))
+        );
     }
 
     #[test]
