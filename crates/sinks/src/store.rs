@@ -226,6 +226,59 @@ mod tests {
         assert_eq!(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0), 0);
     }
 
+    /// A briefing overtaken by a commit while it was composed (the drainer
+    /// delivered the session's own start meanwhile) is kept as its key
+    /// alone, stale, and composed again when a turn of its scope ends.
+    #[test]
+    fn a_briefing_overtaken_while_composed_is_composed_again_at_the_end_of_a_turn() {
+        use memhook_core::briefing_cache::{self, Key, Lookup};
+        let t = tempfile::tempdir().unwrap();
+        let entry = |key: &str, event: &str| SpoolEntry {
+            v: memhook_delivery::spool::ENTRY_VERSION,
+            sink: memhook_delivery::spool::SinkTarget::Store,
+            attempts: 0,
+            enqueued_ms: 1,
+            record: memhook_core::record::Record {
+                event: event.into(),
+                ..memhook_core::record::sample::record(&key.repeat(16))
+            },
+            exclusions: None,
+        };
+        let lookup = |key: &Key| {
+            briefing_cache::lookup(t.path(), &t.path().join(STORE_FILE), key, Some("new"))
+        };
+        let mut sink = StoreSink::new(t.path());
+        assert_eq!(
+            sink.deliver(&[entry("k1", "user-prompt")]),
+            vec![ItemOutcome::Delivered]
+        );
+        let key = Key {
+            workspace: "default".into(),
+            project: "p".into(),
+            max_chars: 4000,
+            digest: false,
+            mcp: false,
+        };
+        let stamp = briefing_cache::stamp(t.path(), &t.path().join(STORE_FILE), &key).unwrap();
+        assert_eq!(
+            sink.deliver(&[entry("k2", "session-start")]),
+            vec![ItemOutcome::Delivered]
+        );
+        briefing_cache::keep(t.path(), &key, stamp, vec![], Some("zqxold".into())).unwrap();
+        assert_eq!(lookup(&key), Lookup::Miss);
+        // A tool call's delivery does not compose it.
+        sink.deliver(&[entry("k3", "pre-tool-use")]);
+        sink.settle();
+        assert_eq!(lookup(&key), Lookup::Miss);
+        // The end of a turn does.
+        sink.deliver(&[entry("k4", "stop")]);
+        sink.settle();
+        match lookup(&key) {
+            Lookup::Hit(Some(text)) => assert!(!text.contains("zqxold"), "{text}"),
+            other => panic!("no briefing kept ready after the end of the turn: {other:?}"),
+        }
+    }
+
     #[test]
     fn maintain_applies_the_data_dirs_retention_and_a_bad_policy_removes_nothing() {
         use memhook_store::sqlite::retention::RETENTION_FILE;
