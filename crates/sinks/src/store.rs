@@ -163,7 +163,7 @@ impl Sink for StoreSink {
                             .insert((scope.workspace.clone(), scope.project.clone()));
                     }
                 }
-                refresh_history(&self.data_dir, store, entries);
+                refresh_history(store, entries);
                 entries.iter().map(|_| ItemOutcome::Delivered).collect()
             }
             Err(e) => {
@@ -176,9 +176,10 @@ impl Sink for StoreSink {
 }
 
 /// Write again the file history (memhook_core::history) of each project
-/// that a delivered record touched a file in; best effort (a project whose
+/// that a delivered record touched a file in
+/// ([`memhook_store::history::rewrite`]); best effort (a project whose
 /// history cannot be written simply has none at the next pre-tool call).
-fn refresh_history(data_dir: &Path, store: &Store, entries: &[SpoolEntry]) {
+fn refresh_history(store: &Store, entries: &[SpoolEntry]) {
     let mut projects: Vec<(&str, &str)> = entries
         .iter()
         .filter(|e| !e.record.files.is_empty())
@@ -191,10 +192,8 @@ fn refresh_history(data_dir: &Path, store: &Store, entries: &[SpoolEntry]) {
         .collect();
     projects.sort_unstable();
     projects.dedup();
-    for (ws, pj) in projects {
-        if let Ok(lines) = store.read(|s| memhook_store::history::lines(s, (ws, pj))) {
-            let _ = memhook_core::history::write(data_dir, ws, pj, &lines);
-        }
+    for scope in projects {
+        memhook_store::history::rewrite(store, scope);
     }
 }
 

@@ -86,3 +86,39 @@ fn quote(text: &str) -> String {
     }
     format!("\"{q}\"")
 }
+
+/// How many times [`rewrite`] composes a project's file again when a
+/// commit came between its snapshot and its write, before it removes the
+/// file instead.
+const REWRITE_TRIES: usize = 3;
+
+/// Write the file history of `scope` in `store`'s data dir again from what
+/// the store holds now (an empty history removes the file). Called after a
+/// delivery that touched a file of the project, and after a retention
+/// slice removed records of it: no file history quotes a record the store
+/// no longer has.
+///
+/// Another process can commit between the snapshot the lines come from
+/// and the write (retention runs in the idle drainer, outside the drain
+/// lock), so the store's generation is read before the snapshot and again
+/// after the write: when it moved, the lines are composed again, and after
+/// [`REWRITE_TRIES`] the file is removed. A history file that cannot be
+/// composed or written is removed too (the next delivery writes it).
+pub fn rewrite(store: &crate::sqlite::Store, scope: (&str, &str)) {
+    use memhook_core::briefing_cache::generation;
+    let dir = store.data_dir();
+    let (ws, pj) = scope;
+    for _ in 0..REWRITE_TRIES {
+        let before = generation(dir);
+        let Ok(lines) = store.read(|s| lines(s, scope)) else {
+            break;
+        };
+        if memhook_core::history::write(dir, ws, pj, &lines).is_err() {
+            break;
+        }
+        if before.is_some() && generation(dir) == before {
+            return;
+        }
+    }
+    let _ = memhook_core::history::write(dir, ws, pj, &[]);
+}

@@ -171,6 +171,7 @@ impl Store {
             }
         }
         let total: u64 = removed.iter().sum();
+        let mut touched: Vec<(String, String)> = Vec::new();
         if total > 0 {
             let ids = |sql: &str| -> rusqlite::Result<Vec<i64>> {
                 let mut st = tx.prepare(sql)?;
@@ -184,14 +185,33 @@ impl Store {
                 "SELECT DISTINCT project_id FROM records WHERE id IN (SELECT id FROM forget_ids)",
             )
             .map_err(e)?;
+            // Their names, read before a project left without records goes.
+            for id in &projects {
+                touched.push(
+                    tx.query_row(
+                        "SELECT workspace, project FROM projects WHERE id = ?1",
+                        [id],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
+                    .map_err(e)?,
+                );
+            }
             super::forget::remove_selected(&tx, &sessions, &projects).map_err(e)?;
             tx.execute("UPDATE fts_debt SET removed = removed + ?1", [total as i64])
                 .map_err(e)?;
         }
         tx.commit().map_err(e)?;
         if total > 0 {
-            // No briefing kept ready may quote what retention removed.
+            // No briefing kept ready, and no file history, may quote what
+            // retention removed. A project with no history file gets none
+            // (a server's data dir has none).
             memhook_core::briefing_cache::clear(&self.data_dir);
+            for (ws, pj) in &touched {
+                let file = memhook_core::history::file_of(&self.data_dir, ws, pj);
+                if std::fs::symlink_metadata(file).is_ok() {
+                    crate::history::rewrite(self, (ws, pj));
+                }
+            }
         }
         // Only a slice that removed something can make a merge due (an idle
         // drainer's last slice, which finds nothing, asks nothing more).
@@ -331,6 +351,62 @@ mod tests {
             .next()
             .is_none());
         assert_eq!(kept(&s), Lookup::Miss);
+    }
+
+    /// A file history quotes a session's goal (its prompt); once retention
+    /// removed the prompt, the line no longer quotes it, and a project
+    /// retention did not touch keeps its file as it was.
+    #[test]
+    fn a_slice_that_removes_writes_its_projects_file_history_again() {
+        use memhook_core::history::{file_of, History};
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::open(t.path()).unwrap();
+        for (n, project) in [(1, "p"), (3, "q")] {
+            let mut prompt = rec(&format!("{n:032x}"), day(400), project, "s", "user-prompt");
+            prompt.body = Some("zqxgoal: make the parser accept ISO dates".into());
+            prompt.files.clear();
+            let edit = rec(
+                &format!("{:032x}", n + 1),
+                day(10),
+                project,
+                "s",
+                "post-tool-use",
+            );
+            s.insert_all([&prompt, &edit]).unwrap();
+            crate::history::rewrite(&s, ("default", project));
+        }
+        let line = |project: &str| {
+            History::load(t.path(), "default", project)
+                .and_then(|h| h.line("src/main.rs"))
+                .unwrap_or_default()
+        };
+        assert!(line("p").contains("zqxgoal"), "{}", line("p"));
+        let q_before = std::fs::read(file_of(t.path(), "default", "q")).unwrap();
+        // Only p's prompts go after 30 days.
+        let policy = Retention::parse(
+            "[default/p]\neverything-else = 30\n",
+            std::path::Path::new("retention.conf"),
+        )
+        .unwrap();
+        assert_eq!(s.retention_slice(&policy, NOW).unwrap(), [0, 0, 1]);
+        assert!(line("p").contains("src/main.rs: changed"), "{}", line("p"));
+        assert!(!line("p").contains("zqxgoal"), "{}", line("p"));
+        assert_eq!(
+            std::fs::read(file_of(t.path(), "default", "q")).unwrap(),
+            q_before
+        );
+        // A project without a history file (a server's) is given none.
+        let mut old = rec(&format!("{:032x}", 9), day(400), "r", "s", "user-prompt");
+        old.files.clear();
+        let edit = rec(&format!("{:032x}", 10), day(10), "r", "s", "post-tool-use");
+        s.insert_all([&old, &edit]).unwrap();
+        let policy = Retention::parse(
+            "[default/r]\neverything-else = 30\n",
+            std::path::Path::new("retention.conf"),
+        )
+        .unwrap();
+        assert_eq!(s.retention_slice(&policy, NOW).unwrap(), [0, 0, 1]);
+        assert!(!file_of(t.path(), "default", "r").exists());
     }
 
     #[test]
