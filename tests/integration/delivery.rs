@@ -1045,6 +1045,14 @@ fn outcome_less_tool_results_still_brief_and_a_failed_briefing_says_why() {
     assert!(ctx.contains("## Previous session"), "{ctx:?} {stderr}");
     assert!(ctx.contains("shell 2 (1 failed)"), "{ctx}");
     assert!(ctx.contains("file 2"), "{ctx}");
+    // Claude Code puts `Exit code 1` before the output: the briefing
+    // gives the status and the output's line, not the status alone.
+    assert!(
+        ctx.contains(
+            "- Failed, not fixed since: Bash \"echo failing >&2; exit 1\", exit 1: \"failing\""
+        ),
+        "{ctx}"
+    );
     let st = status(home.path());
     assert!(st["last_briefing_error"].is_null(), "{st}");
 

@@ -15,7 +15,8 @@ pub struct Failure {
     pub tool: String,
     pub command: Option<String>,
     pub exit_code: Option<i64>,
-    /// The first line of its output or error.
+    /// The line of its output or error that tells what failed
+    /// ([`telling`]).
     pub line: Option<String>,
     pub times: u64,
 }
@@ -48,12 +49,66 @@ fn same_call(n: &Note) -> (Option<&str>, Option<&str>, Vec<&str>) {
     }
 }
 
-/// The first non-blank line of `text`.
-fn first_line(text: &str) -> Option<String> {
-    text.lines()
+/// Lines of a failure's text looked at for the one that tells what failed.
+const TELLING_LINES: usize = 400;
+
+/// Words that mark the line of a tool's output that says what went wrong
+/// (`error[E0308]: …`, `E   AssertionError: …`, `--- FAIL: TestX`,
+/// `test x ... FAILED`, `thread 'x' panicked at …`, `npm ERR! …`). Case
+/// matters: `0 errors` in a summary is lower case too, but comes last.
+const FAILURE_WORDS: &[&str] = &[
+    "error",
+    "Error",
+    "ERROR",
+    "ERR!",
+    "FAIL",
+    "failed",
+    "panicked",
+    "Exception",
+    "fatal",
+    "Fatal",
+    "FATAL",
+];
+
+/// What a failure's text says: the exit status its first line states
+/// alone (Claude Code's `Exit code 1`, before the output), and the line
+/// that tells what failed — the first that holds one of [`FAILURE_WORDS`]
+/// and is more than a heading (`=== FAILURES ===`, `failures:`), else the
+/// first line of the output.
+fn telling(text: &str) -> (Option<i64>, Option<String>) {
+    let mut lines = text
+        .lines()
         .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(str::to_string)
+        .filter(|l| !l.is_empty())
+        .take(TELLING_LINES)
+        .peekable();
+    let Some(&first) = lines.peek() else {
+        return (None, None);
+    };
+    let stated = match super::exit_status(first) {
+        Some((code, rest)) if rest.is_empty() => {
+            lines.next();
+            Some(code)
+        }
+        // `Exit Code: 2 - no such file`: the line says it all.
+        Some(_) => return (None, Some(first.to_string())),
+        None => None,
+    };
+    let rest: Vec<&str> = lines.collect();
+    let heading = |l: &str| {
+        !l.trim_matches(|c: char| c.is_whitespace() || "=-_*#:[]()".contains(c))
+            .contains(char::is_whitespace)
+    };
+    let line = rest
+        .iter()
+        .find(|l| FAILURE_WORDS.iter().any(|w| l.contains(w)) && !heading(l))
+        .or(rest.first())
+        .map(|l| l.to_string());
+    match (stated, line) {
+        // Only the status: the line shows it, as before.
+        (Some(_), None) => (None, Some(first.to_string())),
+        other => other,
+    }
 }
 
 /// The plan after every plan note, in order: a whole list replaces it; an
@@ -146,11 +201,12 @@ pub fn standing(notes: &[Note]) -> Standing {
 
 /// The failure a tool result `n` reports, seen `times` times.
 fn failure(n: &Note, times: u64) -> Failure {
+    let (stated, line) = n.text.as_deref().map(telling).unwrap_or_default();
     Failure {
         tool: n.tool.clone().unwrap_or_else(|| "tool".into()),
         command: n.command.clone(),
-        exit_code: n.exit_code,
-        line: n.text.as_deref().and_then(first_line),
+        exit_code: n.exit_code.or(stated),
+        line,
         times,
     }
 }
@@ -158,6 +214,58 @@ fn failure(n: &Note, times: u64) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The line a briefing shows of a failure, from outputs as the tools
+    /// print them (Claude Code's `error` field puts `Exit code N` first:
+    /// shared/fixtures, PostToolUseFailure-Bash-exit1.json).
+    #[test]
+    fn the_telling_line_of_a_failure() {
+        let t = |text: &str| telling(text);
+        let some = |code: Option<i64>, line: &str| (code, Some(line.to_string()));
+        // The real fixture: the status first, then the output.
+        assert_eq!(t("Exit code 1\nfailing"), some(Some(1), "failing"));
+        assert_eq!(
+            t("Exit code 101\n   Compiling demo v0.1.0\nrunning 2 tests\ntest tests::parses ... ok\n\
+               test tests::week53 ... FAILED\n\nfailures:\n\n---- tests::week53 stdout ----\n\
+               thread 'tests::week53' panicked at src/lib.rs:12:9:\ntest result: FAILED. 1 passed"),
+            some(Some(101), "test tests::week53 ... FAILED")
+        );
+        // pytest: past its headings to the assertion.
+        assert_eq!(
+            t(
+                "F.\n=================== FAILURES ===================\n____ test_week53 ____\n\
+               >       assert week(d) == 53\nE       AssertionError: assert 52 == 53\n\
+               1 failed, 1 passed in 0.05s"
+            ),
+            some(None, "E       AssertionError: assert 52 == 53")
+        );
+        assert_eq!(
+            t("--- FAIL: TestWeek53 (0.00s)\n    week_test.go:9: got 52\nFAIL\nFAIL\tdemo\t0.01s"),
+            some(None, "--- FAIL: TestWeek53 (0.00s)")
+        );
+        assert_eq!(
+            t(
+                "Traceback (most recent call last):\n  File \"w.py\", line 3, in <module>\n\
+               ValueError: bad week"
+            ),
+            some(None, "ValueError: bad week")
+        );
+        // No marker: the first line, as before.
+        assert_eq!(
+            t("File does not exist. Note: your current working directory is /w.\nmore"),
+            some(
+                None,
+                "File does not exist. Note: your current working directory is /w."
+            )
+        );
+        // A status with its message on one line, or alone: that line.
+        assert_eq!(
+            t("Exit Code: 2 - no such file\nerror: other"),
+            some(None, "Exit Code: 2 - no such file")
+        );
+        assert_eq!(t("Exit code 1"), some(None, "Exit code 1"));
+        assert_eq!(t(" \n \n"), (None, None));
+    }
     use memhook_core::record::RecordPlan;
 
     fn tool(key: &str, cmd: Option<&str>, file: &str, ok: Option<bool>) -> Note {
