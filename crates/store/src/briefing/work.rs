@@ -70,43 +70,64 @@ const FAILURE_WORDS: &[&str] = &[
     "FATAL",
 ];
 
-/// What a failure's text says: the exit status its first line states
-/// alone (Claude Code's `Exit code 1`, before the output), and the line
-/// that tells what failed — the first that holds one of [`FAILURE_WORDS`]
-/// and is more than a heading (`=== FAILURES ===`, `failures:`), else the
-/// first line of the output.
+/// Lines that repeat the call before its output (Gemini CLI's and Qwen
+/// Code's shell results: `Command: …`, `Directory: …`), after memhook's own
+/// `error: ` label of a tool error: never the line shown.
+const ECHO_PREFIXES: &[&str] = &["Command: ", "Directory: "];
+
+/// Values that say a field is empty (`Error: (none)`, `Output: (empty)`):
+/// a line ending in one is never the line shown.
+const EMPTY_VALUES: &[&str] = &["(none)", "(empty)"];
+
+/// What a failure's text says: the exit status a line states alone
+/// (Claude Code's `Exit code 1` before the output, Qwen Code's `Exit Code:
+/// 3` after it), and the line that tells what failed — the first that
+/// holds one of [`FAILURE_WORDS`] and is more than a heading (`===
+/// FAILURES ===`, `failures:`), else the first line of the output. Lines
+/// that repeat the call ([`ECHO_PREFIXES`]) or hold an empty value
+/// ([`EMPTY_VALUES`]) are passed over.
 fn telling(text: &str) -> (Option<i64>, Option<String>) {
-    let mut lines = text
+    let lines: Vec<&str> = text
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .take(TELLING_LINES)
-        .peekable();
-    let Some(&first) = lines.peek() else {
+        .collect();
+    let Some(&first) = lines.first() else {
         return (None, None);
     };
-    let stated = match super::exit_status(first) {
-        Some((code, rest)) if rest.is_empty() => {
-            lines.next();
-            Some(code)
+    let mut stated = None;
+    let mut output = Vec::new();
+    for (i, &l) in lines.iter().enumerate() {
+        match super::exit_status(l) {
+            Some((code, rest)) if rest.is_empty() => {
+                stated = stated.or(Some(code));
+                continue;
+            }
+            // `Exit Code: 2 - no such file` first: the line says it all.
+            Some(_) if i == 0 => return (None, Some(first.to_string())),
+            _ => {}
         }
-        // `Exit Code: 2 - no such file`: the line says it all.
-        Some(_) => return (None, Some(first.to_string())),
-        None => None,
-    };
-    let rest: Vec<&str> = lines.collect();
+        let bare = l.strip_prefix("error: ").unwrap_or(l);
+        if ECHO_PREFIXES.iter().any(|p| bare.starts_with(p))
+            || EMPTY_VALUES.iter().any(|v| bare.ends_with(v))
+        {
+            continue;
+        }
+        output.push(l);
+    }
     let heading = |l: &str| {
         !l.trim_matches(|c: char| c.is_whitespace() || "=-_*#:[]()".contains(c))
             .contains(char::is_whitespace)
     };
-    let line = rest
+    let line = output
         .iter()
         .find(|l| FAILURE_WORDS.iter().any(|w| l.contains(w)) && !heading(l))
-        .or(rest.first())
+        .or(output.first())
         .map(|l| l.to_string());
     match (stated, line) {
-        // Only the status: the line shows it, as before.
-        (Some(_), None) => (None, Some(first.to_string())),
+        // Nothing but the status and the call: the first line, as before.
+        (_, None) => (None, Some(first.to_string())),
         other => other,
     }
 }
@@ -264,6 +285,16 @@ mod tests {
             some(None, "Exit Code: 2 - no such file")
         );
         assert_eq!(t("Exit code 1"), some(None, "Exit code 1"));
+        // Qwen Code's failing shell command (shared/fixtures,
+        // PostToolUseFailure-run_shell_command-exit3.json), as the record
+        // keeps it: the call and empty fields passed over, the status read.
+        assert_eq!(
+            t(
+                "error: Command: echo CAP-FAIL; exit 3\nDirectory: (root)\nOutput: CAP-FAIL\n\
+               Error: (none)\nExit Code: 3\nSignal: (none)\nProcess Group PGID: (none)"
+            ),
+            some(Some(3), "Output: CAP-FAIL")
+        );
         assert_eq!(t(" \n \n"), (None, None));
     }
     use memhook_core::record::RecordPlan;
