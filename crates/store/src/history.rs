@@ -90,7 +90,7 @@ fn quote(text: &str) -> String {
 /// How many times [`rewrite`] composes a project's file again when a
 /// commit came between its snapshot and its write, before it removes the
 /// file instead.
-const REWRITE_TRIES: usize = 3;
+pub const REWRITE_TRIES: usize = 3;
 
 /// Write the file history of `scope` in `store`'s data dir again from what
 /// the store holds now (an empty history removes the file). Called after a

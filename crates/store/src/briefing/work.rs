@@ -15,8 +15,8 @@ pub struct Failure {
     pub tool: String,
     pub command: Option<String>,
     pub exit_code: Option<i64>,
-    /// The line of its output or error that tells what failed
-    /// ([`telling`]).
+    /// The line of its output or error that tells what failed: the first
+    /// that names an error or failure, else the first.
     pub line: Option<String>,
     pub times: u64,
 }
