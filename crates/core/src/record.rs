@@ -325,6 +325,9 @@ enum ExitLine {
 /// event, error field, exit status fields) said nothing.
 struct OutcomeRules {
     exit_line: ExitLine,
+    /// Where a tool error's text states the exit code (Claude Code's
+    /// `PostToolUseFailure` `error`: `Exit code 1` before the output).
+    error_exit_line: ExitLine,
     /// Outcome without any sign, for shell tools and for the others.
     shell_default: Outcome,
     default: Outcome,
@@ -332,7 +335,8 @@ struct OutcomeRules {
 
 /// Per agent, from the real payloads in `fixtures/agents/`:
 /// - Claude Code reports failures as `PostToolUseFailure`, so a plain
-///   PostToolUse succeeded.
+///   PostToolUse succeeded; a failing shell command's `error` starts with
+///   `Exit code N`.
 /// - Codex gives a failing command a normal PostToolUse whose response holds
 ///   only the output; `apply_patch` starts with `Exit code: N`.
 /// - Gemini CLI puts `error` in `tool_response` for failed tools and
@@ -340,7 +344,8 @@ struct OutcomeRules {
 ///   exit line on success.
 /// - OpenCode fires no `tool.execute.after` for a failed tool, but a failing
 ///   shell command does fire it and its exit status is not in the event.
-/// - Qwen Code: as Claude Code, plus Gemini CLI's `Exit Code: N` line.
+/// - Qwen Code: as Claude Code, plus Gemini CLI's `Exit Code: N` line (in
+///   the response, and in a failure's `error`).
 /// - Copilot CLI fires `postToolUseFailure` for a failed tool; a shell
 ///   command's result ends `<shellId: N completed with exit code K>`, whatever
 ///   K is, on a normal PostToolUse.
@@ -352,11 +357,13 @@ fn outcome_rules(agent: &Agent) -> OutcomeRules {
     match agent {
         Agent::ClaudeCode => OutcomeRules {
             exit_line: ExitLine::None,
+            error_exit_line: ExitLine::First("Exit code "),
             shell_default: Success,
             default: Success,
         },
         Agent::Codex => OutcomeRules {
             exit_line: ExitLine::First("Exit code: "),
+            error_exit_line: ExitLine::None,
             shell_default: Unknown,
             default: Unknown,
         },
@@ -365,16 +372,19 @@ fn outcome_rules(agent: &Agent) -> OutcomeRules {
         // `Exit Code: N` as Gemini CLI's does.
         Agent::QwenCode => OutcomeRules {
             exit_line: ExitLine::Last("Exit Code: "),
+            error_exit_line: ExitLine::Last("Exit Code: "),
             shell_default: Success,
             default: Success,
         },
         Agent::GeminiCli => OutcomeRules {
             exit_line: ExitLine::Last("Exit Code: "),
+            error_exit_line: ExitLine::None,
             shell_default: Success,
             default: Success,
         },
         Agent::OpenCode | Agent::Kilo => OutcomeRules {
             exit_line: ExitLine::None,
+            error_exit_line: ExitLine::None,
             shell_default: Unknown,
             default: Success,
         },
@@ -384,6 +394,7 @@ fn outcome_rules(agent: &Agent) -> OutcomeRules {
                 marker: " with exit code ",
                 end: ">",
             },
+            error_exit_line: ExitLine::None,
             shell_default: Unknown,
             default: Success,
         },
@@ -395,6 +406,7 @@ fn outcome_rules(agent: &Agent) -> OutcomeRules {
                 marker: " with code ",
                 end: "]",
             },
+            error_exit_line: ExitLine::None,
             shell_default: Unknown,
             default: Unknown,
         },
@@ -403,11 +415,13 @@ fn outcome_rules(agent: &Agent) -> OutcomeRules {
         // pi: the extension sends `error` when pi marks a result isError.
         Agent::Pi => OutcomeRules {
             exit_line: ExitLine::None,
+            error_exit_line: ExitLine::None,
             shell_default: Success,
             default: Success,
         },
         Agent::OpenHands => OutcomeRules {
             exit_line: ExitLine::None,
+            error_exit_line: ExitLine::None,
             shell_default: Unknown,
             default: Unknown,
         },
@@ -415,11 +429,13 @@ fn outcome_rules(agent: &Agent) -> OutcomeRules {
         // `success`, which is not read yet.
         Agent::Cline => OutcomeRules {
             exit_line: ExitLine::None,
+            error_exit_line: ExitLine::None,
             shell_default: Unknown,
             default: Unknown,
         },
         Agent::Cursor | Agent::Other(_) => OutcomeRules {
             exit_line: ExitLine::None,
+            error_exit_line: ExitLine::None,
             shell_default: Unknown,
             default: Unknown,
         },
@@ -440,7 +456,7 @@ fn is_present(v: &Value) -> bool {
 /// The exit status a post-tool event states: a number beside the response
 /// (the schema's `exit_status`), an `exit` / `exit_code` / `exitCode` /
 /// `metadata.exit` member of the response, or the agent's exit line in
-/// the response text (`OutcomeRules`). `None` where the agent gives none
+/// the response text or in the tool error's (`OutcomeRules`). `None` where the agent gives none
 /// (Codex's failing shell command: only its output).
 pub fn exit_status(event: &Event) -> Option<i64> {
     if let Some(code) = event.exit_status {
@@ -462,7 +478,12 @@ pub fn exit_status(event: &Event) -> Option<i64> {
         Some(Value::Object(o)) => o.get("llmContent").and_then(Value::as_str),
         _ => None,
     };
-    text.and_then(|t| exit_code(t, outcome_rules(&event.agent).exit_line))
+    let rules = outcome_rules(&event.agent);
+    text.and_then(|t| exit_code(t, rules.exit_line))
+        .or_else(|| {
+            let err = event.tool_error.as_ref()?.as_str()?;
+            exit_code(err, rules.error_exit_line)
+        })
 }
 
 /// Decide the outcome of a post-tool event.
@@ -1402,6 +1423,50 @@ mod tests {
             fixture("qwen-code/0.24.4/PostToolUse-run_shell_command.json"),
         ));
         assert!(r.body.unwrap().contains("CAP-OUT"));
+    }
+
+    /// The exit status a tool error states: Claude Code's `Exit code 1`
+    /// first, Qwen Code's `Exit Code: 3` after the output; a failure whose
+    /// error states none has none.
+    #[test]
+    fn a_tool_errors_exit_status_is_kept() {
+        for (agent, path, want) in [
+            (
+                "claude-code",
+                "claude-code/2.1.328/PostToolUseFailure-Bash-exit1.json",
+                Some(1),
+            ),
+            (
+                "claude-code",
+                "claude-code/2.1.328/PostToolUseFailure-Read-missing-file.json",
+                None,
+            ),
+            (
+                "qwen-code",
+                "qwen-code/0.24.4/PostToolUseFailure-run_shell_command-exit3.json",
+                Some(3),
+            ),
+            (
+                "qwen-code",
+                "qwen-code/0.24.4/PostToolUseFailure-read_file-missing-file.json",
+                None,
+            ),
+            (
+                "copilot",
+                "copilot/1.0.102/PostToolUseFailure-Edit-no-match.json",
+                None,
+            ),
+        ] {
+            let r = keep(&ev(agent, fixture(path)));
+            assert_eq!(r.tool.unwrap().exit_code, want, "{path}");
+        }
+        // Only where the agent puts it: an output line `Exit code 9` of
+        // another agent's error is not read as the status.
+        let mut other = fixture("claude-code/2.1.328/PostToolUseFailure-Bash-exit1.json");
+        other["error"] = json!("Exit code 9\nfailing");
+        let r = keep(&ev("cursor", other));
+        assert_eq!(r.body.as_deref(), Some("error: Exit code 9\nfailing"));
+        assert_eq!(r.tool.unwrap().exit_code, None);
     }
 
     #[test]
