@@ -205,7 +205,7 @@ fn a_browser_logs_in_searches_edits_and_forgets() {
         "$ ls -la",
         "→ ok",
         "$ echo failing >&2; exit 1",
-        "→ error",
+        "→ exit 1",
         "src/app.py",
         "All done.",
     ] {
