@@ -70,10 +70,17 @@ const FAILURE_WORDS: &[&str] = &[
     "FATAL",
 ];
 
-/// Lines that repeat the call before its output (Gemini CLI's and Qwen
-/// Code's shell results: `Command: …`, `Directory: …`), after memhook's own
-/// `error: ` label of a tool error: never the line shown.
-const ECHO_PREFIXES: &[&str] = &["Command: ", "Directory: "];
+/// Lines that describe the call rather than what it printed (Gemini CLI's
+/// and Qwen Code's shell results: `Command: …`, `Directory: …`, `Process
+/// Group PGID: …`), after memhook's own `error: ` label of a tool error:
+/// never the line shown.
+const CALL_LINES: &[&str] = &[
+    "Command: ",
+    "Directory: ",
+    "Signal: ",
+    "Background PIDs: ",
+    "Process Group PGID: ",
+];
 
 /// Values that say a field is empty (`Error: (none)`, `Output: (empty)`):
 /// a line ending in one is never the line shown.
@@ -84,8 +91,8 @@ const EMPTY_VALUES: &[&str] = &["(none)", "(empty)"];
 /// 3` after it), and the line that tells what failed — the first that
 /// holds one of [`FAILURE_WORDS`] and is more than a heading (`===
 /// FAILURES ===`, `failures:`), else the first line of the output. Lines
-/// that repeat the call ([`ECHO_PREFIXES`]) or hold an empty value
-/// ([`EMPTY_VALUES`]) are passed over.
+/// that describe the call ([`CALL_LINES`]), hold an empty value
+/// ([`EMPTY_VALUES`]) or are a wrapping tag alone are passed over.
 fn telling(text: &str) -> (Option<i64>, Option<String>) {
     let lines: Vec<&str> = text
         .lines()
@@ -109,7 +116,10 @@ fn telling(text: &str) -> (Option<i64>, Option<String>) {
             _ => {}
         }
         let bare = l.strip_prefix("error: ").unwrap_or(l);
-        if ECHO_PREFIXES.iter().any(|p| bare.starts_with(p))
+        // A wrapping tag alone (Gemini CLI's `<untrusted_context>`).
+        let tag = bare.starts_with('<') && bare.ends_with('>') && !bare.contains(' ');
+        if tag
+            || CALL_LINES.iter().any(|p| bare.starts_with(p))
             || EMPTY_VALUES.iter().any(|v| bare.ends_with(v))
         {
             continue;
@@ -125,11 +135,7 @@ fn telling(text: &str) -> (Option<i64>, Option<String>) {
         .find(|l| FAILURE_WORDS.iter().any(|w| l.contains(w)) && !heading(l))
         .or(output.first())
         .map(|l| l.to_string());
-    match (stated, line) {
-        // Nothing but the status and the call: the first line, as before.
-        (_, None) => (None, Some(first.to_string())),
-        other => other,
-    }
+    (stated, line)
 }
 
 /// The plan after every plan note, in order: a whole list replaces it; an
@@ -284,7 +290,7 @@ mod tests {
             t("Exit Code: 2 - no such file\nerror: other"),
             some(None, "Exit Code: 2 - no such file")
         );
-        assert_eq!(t("Exit code 1"), some(None, "Exit code 1"));
+        assert_eq!(t("Exit code 1"), (Some(1), None));
         // Qwen Code's failing shell command (shared/fixtures,
         // PostToolUseFailure-run_shell_command-exit3.json), as the record
         // keeps it: the call and empty fields passed over, the status read.
@@ -294,6 +300,22 @@ mod tests {
                Error: (none)\nExit Code: 3\nSignal: (none)\nProcess Group PGID: (none)"
             ),
             some(Some(3), "Output: CAP-FAIL")
+        );
+        // Gemini CLI's failing shell command (AfterTool-run_shell_command-
+        // exit1.json), as the record keeps its `llmContent`.
+        assert_eq!(
+            t(
+                "<untrusted_context>\nOutput: failing\nExit Code: 1\nProcess Group PGID: 17017\n\
+               </untrusted_context>"
+            ),
+            some(Some(1), "Output: failing")
+        );
+        assert_eq!(
+            t(
+                "<untrusted_context>\nOutput: (empty)\nExit Code: 2\nProcess Group PGID: 9\n\
+               </untrusted_context>"
+            ),
+            (Some(2), None)
         );
         assert_eq!(t(" \n \n"), (None, None));
     }
