@@ -54,8 +54,11 @@ const TELLING_LINES: usize = 400;
 
 /// Words that mark the line of a tool's output that says what went wrong
 /// (`error[E0308]: …`, `E   AssertionError: …`, `--- FAIL: TestX`,
-/// `test x ... FAILED`, `thread 'x' panicked at …`, `npm ERR! …`). Case
-/// matters: `0 errors` in a summary is lower case too, but comes last.
+/// `test x ... FAILED`, `thread 'x' panicked at …`, `npm ERR! …`), in
+/// the cases tools print them: `FAIL` only in capitals (a test runner's
+/// report; `fail` in prose is not taken), `failed` in lower case
+/// (`assertion … failed`). A summary such as `1 failed, 2 errors` matches
+/// too, but it comes after the line it sums up.
 const FAILURE_WORDS: &[&str] = &[
     "error",
     "Error",
