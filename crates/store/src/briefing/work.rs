@@ -95,7 +95,8 @@ const EMPTY_VALUES: &[&str] = &["(none)", "(empty)"];
 /// holds one of [`FAILURE_WORDS`] and is more than a heading (`===
 /// FAILURES ===`, `failures:`), else the first line of the output. Lines
 /// that describe the call ([`CALL_LINES`]), hold an empty value
-/// ([`EMPTY_VALUES`]) or are a wrapping tag alone are passed over.
+/// ([`EMPTY_VALUES`]) or are a wrapping tag alone are passed over, and
+/// memhook's own `error: ` label of a tool error is not shown.
 fn telling(text: &str) -> (Option<i64>, Option<String>) {
     let lines: Vec<&str> = text
         .lines()
@@ -115,7 +116,10 @@ fn telling(text: &str) -> (Option<i64>, Option<String>) {
                 continue;
             }
             // `Exit Code: 2 - no such file` first: the line says it all.
-            Some(_) if i == 0 => return (None, Some(first.to_string())),
+            Some(_) if i == 0 => {
+                let said = first.strip_prefix("error: ").unwrap_or(first);
+                return (None, Some(said.to_string()));
+            }
             _ => {}
         }
         let bare = l.strip_prefix("error: ").unwrap_or(l);
@@ -127,7 +131,7 @@ fn telling(text: &str) -> (Option<i64>, Option<String>) {
         {
             continue;
         }
-        output.push(l);
+        output.push(bare);
     }
     let heading = |l: &str| {
         !l.trim_matches(|c: char| c.is_whitespace() || "=-_*#:[]()".contains(c))
@@ -321,6 +325,8 @@ mod tests {
             (Some(2), None)
         );
         assert_eq!(t(" \n \n"), (None, None));
+        // memhook's label of a tool error is not part of what it says.
+        assert_eq!(t("error: No match found"), some(None, "No match found"));
     }
     use memhook_core::record::RecordPlan;
 
