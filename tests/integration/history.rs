@@ -77,8 +77,12 @@ fn a_file_an_earlier_session_changed_gets_one_history_line_before_it_is_read() {
         line.contains("(goal: \"make the parser accept ISO dates\")"),
         "{line}"
     );
+    // Its status and what it printed (Claude Code's `error` is `Exit code
+    // 1` then the output: the fixture's `failing`).
     assert!(
-        line.contains("it ended with Bash \"pytest -q tests/test_app.py\" failing"),
+        line.ends_with(
+            "it ended with Bash \"pytest -q tests/test_app.py\" failing, exit 1: \"failing\""
+        ),
         "{line}"
     );
     // An edit of it too; another file, a shell call, another agent: nothing.

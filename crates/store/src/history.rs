@@ -4,7 +4,7 @@
 //!
 //! `src/dates.py: changed 2026-12-03 14:05 UTC by claude-code in session
 //! 3f2a9c41 (goal: "fix the date parser"); it ended with Bash "pytest -q"
-//! failing, exit 1`
+//! failing, exit 1: "E   AssertionError: assert 52 == 53"`
 
 use std::collections::HashSet;
 
@@ -17,6 +17,9 @@ use crate::model::{Reads, StoreError};
 pub const SESSIONS: usize = 30;
 /// Longest goal quoted in a line.
 pub const MAX_GOAL_CHARS: usize = 120;
+/// Longest failure message quoted in a line (the line of its output that
+/// names the error, as the briefing shows it).
+pub const MAX_FAILURE_CHARS: usize = 100;
 
 /// `(path as stored, line)` for every file changed in the project's newest
 /// [`SESSIONS`] sessions, the most recently changed first.
@@ -45,10 +48,17 @@ pub fn lines<R: Reads + ?Sized>(
                 Some(c) => format!("{} {}", f.tool, quote(c)),
                 None => f.tool.clone(),
             };
-            match f.exit_code {
-                Some(code) => format!("; it ended with {what} failing, exit {code}"),
-                None => format!("; it ended with {what} failing"),
-            }
+            let status = f
+                .exit_code
+                .map(|code| format!(", exit {code}"))
+                .unwrap_or_default();
+            // What it said: the line of its output that names the error.
+            let said = f
+                .line
+                .as_deref()
+                .map(|l| format!(": {}", quote_at_most(l, MAX_FAILURE_CHARS)))
+                .unwrap_or_default();
+            format!("; it ended with {what} failing{status}{said}")
         });
         let short: String = s.session_id.chars().take(8).collect();
         for f in changed {
@@ -75,13 +85,18 @@ pub fn lines<R: Reads + ?Sized>(
 
 /// `text`'s first line in quotes, at most [`MAX_GOAL_CHARS`] characters.
 fn quote(text: &str) -> String {
+    quote_at_most(text, MAX_GOAL_CHARS)
+}
+
+/// `text`'s first line in quotes, at most `max` characters.
+fn quote_at_most(text: &str, max: usize) -> String {
     let line = text
         .lines()
         .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or("");
-    let mut q: String = line.chars().take(MAX_GOAL_CHARS).collect();
-    if line.chars().count() > MAX_GOAL_CHARS {
+    let mut q: String = line.chars().take(max).collect();
+    if line.chars().count() > max {
         q.push('…');
     }
     format!("\"{q}\"")
