@@ -630,6 +630,10 @@ fn render(v: &Value, sink: &mut Sink, depth: usize) {
     }
 }
 
+/// The label a post-tool body puts before a tool's error (`error: Exit
+/// code 1`); readers of the body that show what the tool said leave it out.
+pub const TOOL_ERROR_LABEL: &str = "error: ";
+
 /// The post-tool body before cleaning: the error (if any), then the response.
 fn tool_body_raw(event: &Event, limit: usize) -> String {
     let mut sink = Sink {
@@ -637,7 +641,7 @@ fn tool_body_raw(event: &Event, limit: usize) -> String {
         limit,
     };
     if let Some(err) = event.tool_error.as_ref().filter(|e| is_present(e)) {
-        sink.push("error: ");
+        sink.push(TOOL_ERROR_LABEL);
         render(err, &mut sink, 0);
     }
     if let Some(resp) = event.tool_response.as_ref().filter(|r| is_present(r)) {

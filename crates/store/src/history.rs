@@ -124,14 +124,17 @@ pub fn rewrite(store: &crate::sqlite::Store, scope: (&str, &str)) {
     let dir = store.data_dir();
     let (ws, pj) = scope;
     for _ in 0..REWRITE_TRIES {
-        let before = generation(dir);
+        // No generation: nothing tells a snapshot is still current.
+        let Some(before) = generation(dir) else {
+            break;
+        };
         let Ok(lines) = store.read(|s| lines(s, scope)) else {
             break;
         };
         if memhook_core::history::write(dir, ws, pj, &lines).is_err() {
             break;
         }
-        if before.is_some() && generation(dir) == before {
+        if generation(dir).as_deref() == Some(before.as_str()) {
             return;
         }
     }

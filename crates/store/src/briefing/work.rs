@@ -4,7 +4,7 @@
 //! same command (or the same tool on the same files) followed.
 
 use memhook_core::record::words::is_open;
-use memhook_core::record::PlanItem;
+use memhook_core::record::{PlanItem, TOOL_ERROR_LABEL};
 
 use crate::model::Note;
 
@@ -104,25 +104,19 @@ fn telling(text: &str) -> (Option<i64>, Option<String>) {
         .filter(|l| !l.is_empty())
         .take(TELLING_LINES)
         .collect();
-    let Some(&first) = lines.first() else {
-        return (None, None);
-    };
     let mut stated = None;
     let mut output = Vec::new();
     for (i, &l) in lines.iter().enumerate() {
-        match super::exit_status(l) {
+        let bare = l.strip_prefix(TOOL_ERROR_LABEL).unwrap_or(l);
+        match super::exit_status(bare) {
             Some((code, rest)) if rest.is_empty() => {
                 stated = stated.or(Some(code));
                 continue;
             }
             // `Exit Code: 2 - no such file` first: the line says it all.
-            Some(_) if i == 0 => {
-                let said = first.strip_prefix("error: ").unwrap_or(first);
-                return (None, Some(said.to_string()));
-            }
+            Some(_) if i == 0 => return (None, Some(bare.to_string())),
             _ => {}
         }
-        let bare = l.strip_prefix("error: ").unwrap_or(l);
         // A wrapping tag alone (Gemini CLI's `<untrusted_context>`).
         let tag = bare.starts_with('<') && bare.ends_with('>') && !bare.contains(' ');
         if tag
